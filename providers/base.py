@@ -1,0 +1,302 @@
+"""Wire-neutral request, message and stream-event types, and the `Provider` protocol.
+
+Every wire module translates to and from these; nothing here knows any vendor's JSON.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+ProviderName = Literal["anthropic", "openai", "google"]
+ThinkingLevel = Literal["none", "low", "med", "high"]
+THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("none", "low", "med", "high")
+
+JSONObject = dict[str, Any]
+
+
+# --- conversation parts -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextPart:
+    text: str
+    kind: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThinkingPart:
+    """Reasoning the model showed. `signature` (Anthropic, Gemini) and `provider_data`
+    (Anthropic redacted thinking, OpenAI reasoning items) are kept to be sent back."""
+
+    text: str
+    signature: str | None = None
+    provider: ProviderName | None = None
+    provider_data: JSONObject | None = None
+    kind: Literal["thinking"] = "thinking"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallPart:
+    call_id: str
+    name: str
+    arguments: JSONObject
+    signature: str | None = None
+    kind: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResultPart:
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    kind: Literal["tool_result"] = "tool_result"
+
+
+Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Message:
+    """One conversation turn. Tool results travel in a `user` message."""
+
+    role: Literal["user", "assistant"]
+    parts: tuple[Part, ...]
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        return cls(role="user", parts=(TextPart(text=text),))
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts if isinstance(part, TextPart))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolSpec:
+    name: str
+    description: str
+    parameters: JSONObject
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Request:
+    """What an agent asks of a model. `thinking=None` means the provider's own default."""
+
+    model: str
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[ToolSpec, ...] = ()
+    thinking: ThinkingLevel | None = None
+    max_tokens: int | None = None
+
+
+# --- usage ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            thinking_tokens=self.thinking_tokens + other.thinking_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "input_tokens": self.input_tokens,
+            "output_tokens": self.output_tokens,
+            "thinking_tokens": self.thinking_tokens,
+            "cache_read_tokens": self.cache_read_tokens,
+            "cache_write_tokens": self.cache_write_tokens,
+        }
+
+
+# --- stream events --------------------------------------------------------------------------
+# `index` identifies one content part of the reply; every event with the same index builds
+# the same part. Wire modules emit these; `accumulate.TurnAccumulator` assembles the reply.
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TextDelta:
+    index: int
+    text: str
+    kind: Literal["text_delta"] = "text_delta"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThinkingDelta:
+    index: int
+    text: str
+    kind: Literal["thinking_delta"] = "thinking_delta"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ThinkingSignature:
+    """A signature (or opaque provider data) that closes a thinking part."""
+
+    index: int
+    signature: str | None = None
+    provider_data: JSONObject | None = None
+    kind: Literal["thinking_signature"] = "thinking_signature"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallStart:
+    index: int
+    call_id: str
+    name: str
+    signature: str | None = None
+    kind: Literal["tool_call_start"] = "tool_call_start"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallArgumentsDelta:
+    """A fragment of the JSON text of a tool call's arguments."""
+
+    index: int
+    delta: str
+    kind: Literal["tool_call_arguments_delta"] = "tool_call_arguments_delta"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCallArguments:
+    """A tool call's complete arguments, when the wire sends them parsed (Gemini)."""
+
+    index: int
+    arguments: JSONObject
+    kind: Literal["tool_call_arguments"] = "tool_call_arguments"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class UsageUpdate:
+    """The usage so far: `native` is the provider's own object, `usage` Grove's reading."""
+
+    usage: Usage
+    native: JSONObject
+    kind: Literal["usage"] = "usage"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponseInfo:
+    response_id: str | None = None
+    model: str | None = None
+    kind: Literal["response_info"] = "response_info"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StopReason:
+    """The provider-native stop value (Anthropic stop_reason, Gemini finishReason, ...)."""
+
+    reason: str
+    kind: Literal["stop_reason"] = "stop_reason"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Completed:
+    """The API's own terminal signal arrived: the reply is complete."""
+
+    kind: Literal["completed"] = "completed"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Retrying:
+    """Emitted by the provider base before it retries a failed attempt."""
+
+    attempt: int
+    delay_s: float
+    reason: str
+    kind: Literal["retrying"] = "retrying"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Warning:  # noqa: A001 - the name says what the event is
+    text: str
+    kind: Literal["warning"] = "warning"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Finished:
+    """The last event of `Provider.stream`: the reply assembled, usage and cost."""
+
+    turn: AssistantTurn
+    kind: Literal["finished"] = "finished"
+
+
+StreamEvent = (
+    TextDelta
+    | ThinkingDelta
+    | ThinkingSignature
+    | ToolCallStart
+    | ToolCallArgumentsDelta
+    | ToolCallArguments
+    | UsageUpdate
+    | ResponseInfo
+    | StopReason
+    | Completed
+    | Retrying
+    | Warning
+    | Finished
+)
+
+CONTENT_EVENT_KINDS = frozenset(
+    {"text_delta", "thinking_delta", "tool_call_start", "tool_call_arguments_delta",
+     "tool_call_arguments"}
+)
+
+
+# --- the assembled reply -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AssistantTurn:
+    """One complete model reply: the message to store and what it cost."""
+
+    provider: ProviderName
+    model: str
+    message: Message
+    usage: Usage
+    native_usage: JSONObject = field(default_factory=dict)
+    stop_reason: str | None = None
+    response_id: str | None = None
+    cost_usd: float = 0.0
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+    @property
+    def thinking_text(self) -> str:
+        return "".join(p.text for p in self.message.parts if isinstance(p, ThinkingPart))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCallPart, ...]:
+        return tuple(p for p in self.message.parts if isinstance(p, ToolCallPart))
+
+
+class Provider(Protocol):
+    """One agent's connection to one provider. Never shared between agents."""
+
+    name: ProviderName
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Stream one reply, ending with `Finished`; retries before content are internal."""
+        ...
+
+    async def complete(self, request: Request) -> AssistantTurn:
+        """Stream one reply to its end and return it assembled."""
+        ...
+
+    async def aclose(self) -> None: ...

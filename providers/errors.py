@@ -1,0 +1,113 @@
+"""Grove's one error hierarchy (the provider branch lives here, the rest in supervisor.errors).
+
+    GroveError
+     +-- ModelSpecError               bad MODEL[/THINKING]: exact user-facing text
+     |    +-- UnknownModelError
+     |    +-- InvalidThinkingLevelError
+     +-- ProviderError                anything that went wrong talking to a model
+     |    +-- MissingCredentialsError  no key: nothing was sent
+     |    +-- ProviderHTTPError        non-2xx: status, body, retry_after
+     |    +-- ProviderConnectionError  no HTTP answer (refused, reset, timed out)
+     |    +-- ProviderStreamError      an error event inside a 200 stream
+     |    +-- StreamBroken             the stream ended before the API's terminal signal
+     |    +-- ProviderProtocolError    a stream Grove cannot read
+     +-- CommandError, StoreError, SupervisorError   (supervisor.errors)
+
+`retryable` says whether the provider base may try again; it never holds for auth, quota or
+spend-limit errors. No error text ever contains an API key.
+"""
+
+from __future__ import annotations
+
+
+class GroveError(Exception):
+    """Root of every error Grove raises on purpose."""
+
+
+class ModelSpecError(GroveError):
+    """A MODEL[/THINKING] string Grove cannot use; `str()` is the exact user-facing text."""
+
+
+class UnknownModelError(ModelSpecError):
+    def __init__(self, text: str, model: str) -> None:
+        super().__init__(text)
+        self.model = model
+
+
+class InvalidThinkingLevelError(ModelSpecError):
+    def __init__(self, text: str, level: str) -> None:
+        super().__init__(text)
+        self.level = level
+
+
+class ProviderError(GroveError):
+    """A failure talking to a provider. `retryable` is false unless a subclass says so."""
+
+    retryable: bool = False
+    retry_after: float | None = None
+
+    def __init__(self, message: str, *, provider: str | None = None) -> None:
+        super().__init__(message)
+        self.provider = provider
+
+
+class MissingCredentialsError(ProviderError):
+    """No API key for a provider; the text is the reference's, nothing was sent."""
+
+
+class ProviderHTTPError(ProviderError):
+    """A non-2xx answer. `kind` is the provider's error type (e.g. `rate_limit_error`)."""
+
+    RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        status: int,
+        body: str = "",
+        kind: str | None = None,
+        retry_after: float | None = None,
+        retryable: bool | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.status = status
+        self.body = body
+        self.kind = kind
+        self.retry_after = retry_after
+        self.retryable = (status in self.RETRYABLE_STATUSES) if retryable is None else retryable
+
+
+class ProviderConnectionError(ProviderError):
+    """No HTTP answer at all: the request may be retried."""
+
+    retryable = True
+
+
+class ProviderStreamError(ProviderError):
+    """An error event inside a stream that had answered 200 (overloaded, server error...)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str | None = None,
+        kind: str | None = None,
+        retryable: bool = True,
+        retry_after: float | None = None,
+    ) -> None:
+        super().__init__(message, provider=provider)
+        self.kind = kind
+        self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class StreamBroken(ProviderError):
+    """The body ended or broke before the API's terminal signal; nothing is complete."""
+
+    retryable = True
+
+
+class ProviderProtocolError(ProviderError):
+    """The provider sent something that is not its documented wire format."""

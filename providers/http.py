@@ -1,0 +1,205 @@
+"""The HTTP provider base: one httpx client per instance, SSE decoding, retries, assembly.
+
+Wire modules supply a `Wire` (request building, event mapping, error mapping); this module
+owns every network call and the retry loop, and never looks inside a vendor's JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any, Protocol
+
+import certifi
+import httpx
+
+from providers.accumulate import TurnAccumulator
+from providers.base import (
+    AssistantTurn,
+    Finished,
+    ProviderName,
+    Request,
+    Retrying,
+    StreamEvent,
+    Warning,
+)
+from providers.catalog import cost_usd
+from providers.errors import (
+    ProviderConnectionError,
+    ProviderError,
+    ProviderHTTPError,
+    StreamBroken,
+)
+from providers.retry import RetryPolicy
+from providers.sse import ServerSentEvent, SSEDecoder
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
+
+
+@cache
+def shared_ssl_context() -> ssl.SSLContext:
+    """One TLS context per process: building one loads the CA bundle (about 16 ms)."""
+    return ssl.create_default_context(cafile=certifi.where())
+
+
+def new_client(timeout: httpx.Timeout = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+    """A private client on the process's shared TLS context (about 55 microseconds)."""
+    return httpx.AsyncClient(verify=shared_ssl_context(), timeout=timeout)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Endpoint:
+    """Where and as whom to call: the base URL and the API key, loaded when first needed."""
+
+    base_url: str
+    api_key: str = field(repr=False)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PreparedRequest:
+    path: str
+    headers: dict[str, str] = field(repr=False)
+    body: dict[str, Any]
+    warnings: tuple[str, ...] = ()
+
+
+class WireParser(Protocol):
+    """Translates one attempt's SSE events into Grove stream events."""
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        """May raise `ProviderStreamError` for an error event in the stream."""
+        ...
+
+    def finish(self) -> list[StreamEvent]:
+        """The body ended cleanly; return what the last events imply."""
+        ...
+
+
+class Wire(Protocol):
+    """One vendor's wire protocol."""
+
+    provider: ProviderName
+
+    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest: ...
+
+    def new_parser(self) -> WireParser: ...
+
+    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError: ...
+
+
+class HTTPProvider:
+    """A `Provider` over HTTP + SSE. One instance per agent; it owns its client."""
+
+    def __init__(
+        self,
+        wire: Wire,
+        endpoint: Callable[[], Endpoint],
+        *,
+        retry: RetryPolicy | None = None,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+    ) -> None:
+        self.name: ProviderName = wire.provider
+        self.wire = wire
+        self._endpoint_source = endpoint
+        self._endpoint: Endpoint | None = None
+        self.retry = retry or RetryPolicy()
+        self._timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        """This instance's own client, built on first use (and again after `release`)."""
+        if self._client is None:
+            self._client = new_client(self._timeout)
+        return self._client
+
+    def endpoint(self) -> Endpoint:
+        """Credentials are loaded lazily, on the first request (MissingCredentialsError)."""
+        if self._endpoint is None:
+            self._endpoint = self._endpoint_source()
+        return self._endpoint
+
+    async def release(self) -> None:
+        """Drop the connection pool; the next request builds a new one."""
+        client, self._client = self._client, None
+        if client is not None:
+            await client.aclose()
+
+    async def aclose(self) -> None:
+        await self.release()
+
+    async def complete(self, request: Request) -> AssistantTurn:
+        async for event in self.stream(request):
+            if isinstance(event, Finished):
+                return event.turn
+        raise StreamBroken("stream ended without a reply", provider=self.name)
+
+    async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        attempt = 0
+        while True:
+            attempt += 1
+            accumulator = TurnAccumulator(self.name, request.model)
+            try:
+                async for event in self._attempt(request, accumulator, attempt):
+                    yield event
+            except ProviderError as exc:
+                if (
+                    accumulator.content_seen
+                    or not exc.retryable
+                    or attempt >= self.retry.max_attempts
+                ):
+                    raise
+                delay = self.retry.delay(attempt, exc.retry_after)
+                yield Retrying(attempt=attempt, delay_s=delay, reason=str(exc))
+                await asyncio.sleep(delay)
+                continue
+            turn = accumulator.turn(cost_usd(accumulator.model, accumulator.usage))
+            yield Finished(turn=turn)
+            return
+
+    async def _attempt(
+        self, request: Request, accumulator: TurnAccumulator, attempt: int
+    ) -> AsyncIterator[StreamEvent]:
+        endpoint = self.endpoint()
+        prepared = self.wire.prepare(request, endpoint)
+        for text in prepared.warnings:
+            warning = Warning(text=text)
+            accumulator.add(warning)
+            if attempt == 1:
+                yield warning
+        url = endpoint.base_url.rstrip("/") + prepared.path
+        parser = self.wire.new_parser()
+        decoder = SSEDecoder()
+        try:
+            async with self.client.stream(
+                "POST", url, headers=prepared.headers, json=prepared.body
+            ) as response:
+                if response.status_code >= 400:
+                    body = await response.aread()
+                    raise self.wire.map_error(response.status_code, response.headers, body)
+                async for chunk in response.aiter_bytes():
+                    for sse in decoder.decode(chunk):
+                        for event in parser.feed(sse):
+                            accumulator.add(event)
+                            yield event
+                tail = [event for sse in decoder.flush() for event in parser.feed(sse)]
+                for event in tail + parser.finish():
+                    accumulator.add(event)
+                    yield event
+        except httpx.TransportError as exc:
+            if accumulator.content_seen:
+                raise StreamBroken(
+                    f"{self.name} stream broke after content arrived: {type(exc).__name__}",
+                    provider=self.name,
+                ) from exc
+            raise ProviderConnectionError(
+                f"cannot reach {self.name} at {endpoint.base_url}: {type(exc).__name__}",
+                provider=self.name,
+            ) from exc
+        if not accumulator.completed:
+            raise StreamBroken(
+                f"{self.name} stream ended before its terminal event", provider=self.name
+            )

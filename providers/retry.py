@@ -1,0 +1,65 @@
+"""Retry timing: jittered exponential backoff and the servers' own retry hints.
+
+Which errors are retryable is decided by the error classes (providers.errors), not here.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
+from time import time
+
+from httpx import Headers
+
+MAX_HONOURED_RETRY_AFTER_S = 120.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryPolicy:
+    """`max_attempts` counts the first try. Delays double from `base_delay_s` up to a cap."""
+
+    max_attempts: int = 6
+    base_delay_s: float = 0.5
+    max_delay_s: float = 30.0
+
+    def delay(self, attempt: int, retry_after: float | None = None) -> float:
+        """Seconds to wait after failed attempt number `attempt` (1-based)."""
+        if retry_after is not None:
+            # The server named a time: wait at least that long, plus a little spread so that
+            # many agents throttled together do not all come back in the same instant.
+            hinted = min(max(retry_after, 0.0), MAX_HONOURED_RETRY_AFTER_S)
+            return hinted + random.uniform(0.0, min(0.25, hinted * 0.1 + 0.05))
+        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+        return ceiling / 2 + random.uniform(0.0, ceiling / 2)
+
+
+def retry_after_from_headers(headers: Headers) -> float | None:
+    """`retry-after-ms` (milliseconds) first, then `retry-after` (seconds or an HTTP date)."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds is not None:
+        try:
+            return max(float(milliseconds) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        return max(parsedate_to_datetime(value).timestamp() - time(), 0.0)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+
+
+def parse_duration(text: str) -> float | None:
+    """A protobuf Duration in JSON form (`"1.5s"`), as Gemini's RetryInfo.retryDelay uses."""
+    if not text.endswith("s"):
+        return None
+    try:
+        return max(float(text[:-1]), 0.0)
+    except ValueError:
+        return None
