@@ -123,6 +123,20 @@ class TurnAccumulator:
             "".join(b.chunks) for _, b in sorted(self._parts.items()) if b.kind == "text"
         )
 
+    @property
+    def thinking(self) -> str:
+        return "".join(
+            "".join(b.chunks) for _, b in sorted(self._parts.items()) if b.kind == "thinking"
+        )
+
+    def raw_tool_calls(self) -> list[tuple[str, str, JSONObject | None]]:
+        """Each tool call so far as (name, streamed argument text, parsed arguments or None)."""
+        return [
+            (b.name, "".join(b.chunks), b.arguments)
+            for _, b in sorted(self._parts.items())
+            if b.kind == "tool_call"
+        ]
+
     def parts(self) -> tuple[Part, ...]:
         parts: list[Part] = []
         for _, builder in sorted(self._parts.items()):
