@@ -17,6 +17,7 @@ from providers.base import (
     Message,
     Part,
     ProviderName,
+    ProviderWarning,
     ResponseInfo,
     StopReason,
     StreamEvent,
@@ -31,7 +32,6 @@ from providers.base import (
     ToolCallStart,
     Usage,
     UsageUpdate,
-    Warning,
 )
 from providers.errors import ProviderProtocolError
 
@@ -104,7 +104,7 @@ class TurnAccumulator:
                 self.stop_reason = reason
             case Completed():
                 self.completed = True
-            case Warning(text=text):
+            case ProviderWarning(text=text):
                 self.warnings.append(text)
             case _:
                 pass
@@ -114,7 +114,9 @@ class TurnAccumulator:
         if builder is None:
             builder = self._parts[index] = _PartBuilder(kind=kind)
         elif builder.kind != kind:
-            raise ProviderProtocolError(f"content part {index} changed from {builder.kind} to {kind}")
+            raise ProviderProtocolError(
+                f"content part {index} changed from {builder.kind} to {kind}"
+            )
         return builder
 
     @property

@@ -221,7 +221,7 @@ class Retrying:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Warning:  # noqa: A001 - the name says what the event is
+class ProviderWarning:
     text: str
     kind: Literal["warning"] = "warning"
 
@@ -246,13 +246,18 @@ StreamEvent = (
     | StopReason
     | Completed
     | Retrying
-    | Warning
+    | ProviderWarning
     | Finished
 )
 
 CONTENT_EVENT_KINDS = frozenset(
-    {"text_delta", "thinking_delta", "tool_call_start", "tool_call_arguments_delta",
-     "tool_call_arguments"}
+    {
+        "text_delta",
+        "thinking_delta",
+        "tool_call_start",
+        "tool_call_arguments_delta",
+        "tool_call_arguments",
+    }
 )
 
 

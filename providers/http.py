@@ -21,10 +21,10 @@ from providers.base import (
     AssistantTurn,
     Finished,
     ProviderName,
+    ProviderWarning,
     Request,
     Retrying,
     StreamEvent,
-    Warning,
 )
 from providers.catalog import cost_usd
 from providers.errors import (
@@ -166,7 +166,7 @@ class HTTPProvider:
         endpoint = self.endpoint()
         prepared = self.wire.prepare(request, endpoint)
         for text in prepared.warnings:
-            warning = Warning(text=text)
+            warning = ProviderWarning(text=text)
             accumulator.add(warning)
             if attempt == 1:
                 yield warning

@@ -29,8 +29,9 @@ class RetryPolicy:
             # The server named a time: wait at least that long, plus a little spread so that
             # many agents throttled together do not all come back in the same instant.
             hinted = min(max(retry_after, 0.0), MAX_HONOURED_RETRY_AFTER_S)
-            return hinted + random.uniform(0.0, min(0.25, hinted * 0.1 + 0.05))
-        ceiling = min(self.max_delay_s, self.base_delay_s * (2 ** (attempt - 1)))
+            spread: float = random.uniform(0.0, min(0.25, hinted * 0.1 + 0.05))
+            return hinted + spread
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
         return ceiling / 2 + random.uniform(0.0, ceiling / 2)
 
 

@@ -1,0 +1,285 @@
+"""The model catalog: known models, provider inference, `MODEL[/THINKING]` parsing, prices.
+
+Any id with a known prefix is accepted; unknown ids borrow their family's figures. The
+user-facing error texts are the reference's (spec/commands-model-fork.md), word for word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
+from providers.errors import InvalidThinkingLevelError, UnknownModelError
+
+ThinkingStyle = Literal[
+    "anthropic_budget",  # thinking.budget_tokens
+    "openai_effort",  # reasoning.effort; none -> "minimal"
+    "openai_effort_none",  # reasoning.effort; accepts "none" (gpt-5.1 and later)
+    "gemini_budget",  # thinkingConfig.thinkingBudget (2.5)
+    "gemini_level",  # thinkingConfig.thinkingLevel (3.x)
+]
+
+PROVIDER_PREFIXES: tuple[tuple[str, ProviderName], ...] = (
+    ("claude-", "anthropic"),
+    ("gpt-", "openai"),
+    ("gemini-", "google"),
+)
+PROVIDER_TITLES: dict[ProviderName, str] = {
+    "anthropic": "Anthropic",
+    "openai": "OpenAI",
+    "google": "Google",
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelInfo:
+    """What Grove knows of a model. Prices are USD per million tokens."""
+
+    id: str
+    provider: ProviderName
+    context_window: int
+    max_output_tokens: int
+    thinking_style: ThinkingStyle
+    price_input: float
+    price_output: float
+    price_cache_read: float
+    price_cache_write: float
+    supports_tools: bool = True
+    can_disable_thinking: bool = True
+    known: bool = True
+
+
+def _model(
+    model_id: str,
+    provider: ProviderName,
+    context: int,
+    output: int,
+    style: ThinkingStyle,
+    prices: tuple[float, float, float, float],
+    *,
+    can_disable_thinking: bool = True,
+) -> ModelInfo:
+    return ModelInfo(
+        id=model_id,
+        provider=provider,
+        context_window=context,
+        max_output_tokens=output,
+        thinking_style=style,
+        price_input=prices[0],
+        price_output=prices[1],
+        price_cache_read=prices[2],
+        price_cache_write=prices[3],
+        can_disable_thinking=can_disable_thinking,
+    )
+
+
+_MODELS: tuple[ModelInfo, ...] = (
+    _model(
+        "claude-haiku-4-5", "anthropic", 200_000, 64_000, "anthropic_budget", (1.0, 5.0, 0.10, 1.25)
+    ),
+    _model(
+        "claude-sonnet-4-5",
+        "anthropic",
+        200_000,
+        64_000,
+        "anthropic_budget",
+        (3.0, 15.0, 0.30, 3.75),
+    ),
+    _model(
+        "claude-opus-4-5", "anthropic", 200_000, 64_000, "anthropic_budget", (5.0, 25.0, 0.50, 6.25)
+    ),
+    _model("gpt-5-nano", "openai", 400_000, 128_000, "openai_effort", (0.05, 0.40, 0.005, 0.0)),
+    _model("gpt-5-mini", "openai", 400_000, 128_000, "openai_effort", (0.25, 2.0, 0.025, 0.0)),
+    _model("gpt-5", "openai", 400_000, 128_000, "openai_effort", (1.25, 10.0, 0.125, 0.0)),
+    _model("gpt-5.1", "openai", 400_000, 128_000, "openai_effort_none", (1.25, 10.0, 0.125, 0.0)),
+    _model(
+        "gemini-2.5-flash-lite",
+        "google",
+        1_048_576,
+        65_536,
+        "gemini_budget",
+        (0.10, 0.40, 0.025, 0.0),
+    ),
+    _model(
+        "gemini-2.5-flash", "google", 1_048_576, 65_536, "gemini_budget", (0.30, 2.50, 0.075, 0.0)
+    ),
+    _model(
+        "gemini-2.5-pro",
+        "google",
+        1_048_576,
+        65_536,
+        "gemini_budget",
+        (1.25, 10.0, 0.31, 0.0),
+        can_disable_thinking=False,
+    ),
+    _model("gemini-3.0-flash", "google", 1_048_576, 65_536, "gemini_level", (0.50, 3.0, 0.05, 0.0)),
+    _model(
+        "gemini-3.0-pro",
+        "google",
+        1_048_576,
+        65_536,
+        "gemini_level",
+        (2.0, 12.0, 0.20, 0.0),
+        can_disable_thinking=False,
+    ),
+)
+MODELS: dict[str, ModelInfo] = {info.id: info for info in _MODELS}
+
+DEFAULT_MODELS: dict[ProviderName, str] = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai": "gpt-5-mini",
+    "google": "gemini-3.0-flash",
+}
+# The three models per provider that the "Unknown model" text lists, in its order.
+SUPPORTED_MODELS: dict[ProviderName, tuple[str, ...]] = {
+    "anthropic": ("claude-haiku-4-5", "claude-sonnet-4-5", "claude-opus-4-5"),
+    "openai": ("gpt-5-nano", "gpt-5-mini", "gpt-5"),
+    "google": ("gemini-2.5-flash-lite", "gemini-3.0-flash", "gemini-3.0-pro"),
+}
+
+
+def completions() -> list[str]:
+    """The Tab-completion list of the reference: each model, and `/THINKING` for defaults."""
+    items: list[str] = []
+    for provider, models in SUPPORTED_MODELS.items():
+        for model in models:
+            items.append(model)
+            if model == DEFAULT_MODELS[provider]:
+                items.extend(f"{model}/{level}" for level in THINKING_LEVELS)
+    return items
+
+
+def infer_provider(model: str) -> ProviderName | None:
+    for prefix, provider in PROVIDER_PREFIXES:
+        if model.startswith(prefix):
+            return provider
+    return None
+
+
+def _family(model: str, provider: ProviderName) -> ModelInfo:
+    """The known model an unknown id most resembles: the longest shared prefix wins."""
+    candidates = [info for info in _MODELS if info.provider == provider]
+    best = max(
+        candidates,
+        key=lambda info: (_shared_prefix(info.id, model), info.id == DEFAULT_MODELS[provider]),
+    )
+    return best
+
+
+def _shared_prefix(a: str, b: str) -> int:
+    length = 0
+    for left, right in zip(a, b, strict=False):
+        if left != right:
+            break
+        length += 1
+    return length
+
+
+def model_info(model: str) -> ModelInfo:
+    """Figures for any model id with a known prefix; UnknownModelError otherwise."""
+    info = MODELS.get(model)
+    if info is not None:
+        return info
+    provider = infer_provider(model)
+    if provider is None:
+        raise UnknownModelError(unknown_model_text(model), model)
+    family = _family(model, provider)
+    style = family.thinking_style
+    if provider == "openai" and _openai_accepts_none(model):
+        style = "openai_effort_none"
+    return ModelInfo(
+        id=model,
+        provider=provider,
+        context_window=family.context_window,
+        max_output_tokens=family.max_output_tokens,
+        thinking_style=style,
+        price_input=family.price_input,
+        price_output=family.price_output,
+        price_cache_read=family.price_cache_read,
+        price_cache_write=family.price_cache_write,
+        supports_tools=family.supports_tools,
+        can_disable_thinking=family.can_disable_thinking and "pro" not in model,
+        known=False,
+    )
+
+
+def _openai_accepts_none(model: str) -> bool:
+    """gpt-5.1 and later accept reasoning effort "none"; gpt-5, -mini, -nano do not."""
+    rest = model.removeprefix("gpt-")
+    head = rest.split("-", 1)[0]
+    try:
+        return float(head) > 5.0
+    except ValueError:
+        return False
+
+
+def unknown_model_text(model: str) -> str:
+    width = max(len(title) for title in PROVIDER_TITLES.values()) + 1
+    lines = [f"Unknown model: {model}", "", "Supported models:"]
+    for provider, models in SUPPORTED_MODELS.items():
+        label = f"{PROVIDER_TITLES[provider]}:".ljust(width)
+        lines.append(f"  {label} {', '.join(models)}")
+    return "\n".join(lines)
+
+
+def invalid_thinking_text(level: str) -> str:
+    return f"Invalid thinking level: {level}\nValid levels: {', '.join(THINKING_LEVELS)}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelSpec:
+    """A parsed `MODEL[/THINKING]`; `thinking=None` means the provider's default."""
+
+    provider: ProviderName
+    model: str
+    thinking: ThinkingLevel | None = None
+
+    def __str__(self) -> str:
+        return self.model if self.thinking is None else f"{self.model}/{self.thinking}"
+
+
+def parse_model_spec(text: str, aliases: Mapping[str, str] | None = None) -> ModelSpec:
+    """Parse `MODEL[/THINKING]` as the reference says; aliases map a name to such a string.
+
+    Raises only UnknownModelError or InvalidThinkingLevelError, with the reference's texts.
+    """
+    model, slash, level = text.strip().partition("/")
+    thinking: ThinkingLevel | None = None
+    if slash:
+        thinking = _thinking_level(level)
+    if aliases and model in aliases:
+        target, _, alias_level = aliases[model].strip().partition("/")
+        model = target
+        if thinking is None and alias_level:
+            thinking = _thinking_level(alias_level)
+    provider = infer_provider(model)
+    if provider is None:
+        raise UnknownModelError(unknown_model_text(model), model)
+    return ModelSpec(provider=provider, model=model, thinking=thinking)
+
+
+def _thinking_level(level: str) -> ThinkingLevel:
+    for known in THINKING_LEVELS:
+        if level == known:
+            return known
+    raise InvalidThinkingLevelError(invalid_thinking_text(level), level)
+
+
+def cost_usd(model: str, usage: Usage) -> float:
+    """The price of one turn. Thinking tokens are billed as output and already counted there."""
+    try:
+        info = model_info(model)
+    except UnknownModelError:
+        return 0.0
+    uncached_input = max(usage.input_tokens - usage.cache_read_tokens, 0)
+    if info.provider == "anthropic":
+        uncached_input = usage.input_tokens  # Anthropic reports cache reads apart from input
+    total = (
+        uncached_input * info.price_input
+        + usage.output_tokens * info.price_output
+        + usage.cache_read_tokens * info.price_cache_read
+        + usage.cache_write_tokens * info.price_cache_write
+    )
+    return round(total / 1_000_000, 8)

@@ -1,0 +1,126 @@
+"""Who signs in where: API keys (environment, then credentials.json) and base URLs.
+
+Keys are read when a provider first needs one and are handed only to that provider; they are
+never logged, stored or put into an error text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+
+from providers.base import ProviderName
+from providers.errors import MissingCredentialsError
+
+log = logging.getLogger("grove.credentials")
+
+API_KEY_ENV: dict[ProviderName, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "google": ("GOOGLE_API_KEY", "GEMINI_API_KEY"),
+}
+BASE_URL_ENV: dict[ProviderName, str] = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai": "OPENAI_BASE_URL",
+    "google": "GOOGLE_GEMINI_BASE_URL",
+}
+DEFAULT_BASE_URLS: dict[ProviderName, str] = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com",
+    "google": "https://generativelanguage.googleapis.com",
+}
+KEY_PAGES: dict[ProviderName, str] = {
+    "anthropic": "https://console.anthropic.com/settings/keys",
+    "openai": "https://platform.openai.com/api-keys",
+    "google": "https://aistudio.google.com/app/apikey",
+}
+CREDENTIALS_FILE = "credentials.json"
+
+
+def config_dir(environ: Mapping[str, str] | None = None) -> Path:
+    """`$XDG_CONFIG_HOME/grove`, or `~/.config/grove` when XDG_CONFIG_HOME is unset."""
+    env = os.environ if environ is None else environ
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "grove"
+
+
+def missing_credentials_text(provider: ProviderName) -> str:
+    return (
+        f"No credentials for {provider}. Set {API_KEY_ENV[provider][0]} or add to "
+        f"{CREDENTIALS_FILE}\n\nGet your API key at: {KEY_PAGES[provider]}"
+    )
+
+
+def credentials_file_problem(path: Path) -> str | None:
+    """A warning when the file can be read by group or others, else None."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        return (
+            f"Warning: {path} can be read by other users (mode {stat.S_IMODE(mode):o}); "
+            f"run: chmod 600 {path}"
+        )
+    return None
+
+
+def _key_from_file(provider: ProviderName, path: Path) -> str | None:
+    try:
+        raw = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        log.warning("cannot read %s: %s", path, exc.strerror)
+        return None
+    problem = credentials_file_problem(path)
+    if problem:
+        log.warning(problem)
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        log.warning("%s is not valid JSON; ignoring it", path)
+        return None
+    entry = data.get(provider) if isinstance(data, dict) else None
+    key = entry.get("api_key") if isinstance(entry, dict) else None
+    return key if isinstance(key, str) and key else None
+
+
+def load_api_key(
+    provider: ProviderName,
+    *,
+    environ: Mapping[str, str] | None = None,
+    directory: Path | None = None,
+) -> str:
+    """The environment first, then credentials.json; MissingCredentialsError if neither."""
+    env = os.environ if environ is None else environ
+    for name in API_KEY_ENV[provider]:
+        value = env.get(name)
+        if value:
+            return value
+    key = _key_from_file(provider, (directory or config_dir(env)) / CREDENTIALS_FILE)
+    if key is None:
+        raise MissingCredentialsError(missing_credentials_text(provider), provider=provider)
+    return key
+
+
+def base_url(
+    provider: ProviderName,
+    *,
+    configured: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> str:
+    """Environment, then the config file's value, then the vendor's own URL.
+
+    An OpenAI base ending in `/v1` (the SDK convention) is accepted: the wire adds `/v1/...`.
+    """
+    env = os.environ if environ is None else environ
+    url = env.get(BASE_URL_ENV[provider]) or configured or DEFAULT_BASE_URLS[provider]
+    url = url.rstrip("/")
+    if provider == "openai" and url.endswith("/v1"):
+        url = url[: -len("/v1")]
+    return url
