@@ -1,0 +1,49 @@
+"""The `grove` command line: one Typer app, each command in its own module.
+
+Heavy imports (the simulator, Ray, prompt_toolkit) happen inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cli.context import CliContext
+from cli.run import run_command
+from cli.simulate import simulate_command
+
+app = typer.Typer(
+    name="grove",
+    help="Grove: run many LLM agents as actors — forks, advisor reviewers, batch jobs.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@app.callback()
+def options(
+    ctx: typer.Context,
+    store: Annotated[
+        str | None,
+        typer.Option(
+            "--store",
+            envvar="GROVE_STORE",
+            help="Where agents and messages live: sqlite:///path (default), redis://host/db.",
+        ),
+    ] = None,
+    address: Annotated[
+        str | None,
+        typer.Option("--address", envvar="RAY_ADDRESS", help="Join this Ray cluster."),
+    ] = None,
+) -> None:
+    """Options shared by every command."""
+    ctx.obj = CliContext(store=store, address=address)
+
+
+app.command("run")(run_command)
+app.command("simulate")(simulate_command)
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,49 @@
+"""The typed context every command receives in `ctx.obj`, and the one way to fail.
+
+Global options land here; nothing in cli/ keeps module-level mutable state.
+"""
+
+from __future__ import annotations
+
+import secrets
+import sys
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from typing import NoReturn
+
+import typer
+
+from cli.styles import RED, styled
+from providers.base import ProviderName
+from providers.errors import GroveError
+from providers.http import Endpoint
+from supervisor.config import GroveSettings, load_settings
+
+
+def fail(text: str, code: int = 1) -> NoReturn:
+    """Print `text` to stderr and exit with `code`."""
+    sys.stderr.write(styled(sys.stderr, text, RED) + "\n")
+    raise typer.Exit(code)
+
+
+@dataclass
+class CliContext:
+    store: str | None = None
+    address: str | None = None
+    _settings: GroveSettings | None = field(default=None, repr=False)
+
+    def settings(self) -> GroveSettings:
+        if self._settings is None:
+            try:
+                self._settings = load_settings(store=self.store, address=self.address)
+            except GroveError as exc:
+                fail(str(exc), code=2)
+        return self._settings
+
+    def simulator_endpoint(self, stack: ExitStack, provider: ProviderName) -> Endpoint:
+        """Start the simulator in this process for the life of `stack`; a throwaway key."""
+        from providers.simulator import SimulatorConfig, SimulatorThread
+
+        key = "sim-" + secrets.token_hex(16)
+        simulator = stack.enter_context(SimulatorThread(SimulatorConfig(port=0, api_key=key)))
+        return Endpoint(base_url=simulator.base_url, api_key=key)

@@ -1,0 +1,56 @@
+"""`grove simulate`: the provider simulator as a standalone server on loopback.
+
+It speaks the Anthropic, OpenAI (Responses and Chat) and Gemini wire protocols.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from typing import Annotated
+
+import typer
+
+
+def simulate_command(
+    port: Annotated[
+        int, typer.Option("--port", "-p", help="Port to listen on (0: any free).")
+    ] = 8765,
+    host: Annotated[str, typer.Option("--host", help="Loopback address to bind.")] = "127.0.0.1",
+    api_key: Annotated[
+        str,
+        typer.Option(
+            "--api-key",
+            envvar="GROVE_SIM_API_KEY",
+            help="The one key it accepts.",
+            show_default=False,
+        ),
+    ] = "sim-key",
+    ttft_ms: Annotated[int, typer.Option("--ttft-ms", min=0, help="Latency to first token.")] = 0,
+    tps: Annotated[
+        float, typer.Option("--tps", min=0, help="Tokens per second (0: as fast as possible).")
+    ] = 0,
+    tokens: Annotated[int, typer.Option("--tokens", min=1, help="Reply length in tokens.")] = 24,
+    events_per_write: Annotated[
+        int, typer.Option("--events-per-write", min=1, help="Events that share one write.")
+    ] = 1,
+) -> None:
+    """Run the provider simulator until interrupted (Ctrl+C)."""
+    from providers.simulator import SimulatorConfig, run_forever
+
+    config = SimulatorConfig(
+        host=host,
+        port=port,
+        api_key=api_key,
+        ttft_ms=ttft_ms,
+        tps=tps,
+        tokens=tokens,
+        events_per_write=events_per_write,
+    )
+
+    def ready(url: str) -> None:
+        sys.stdout.write(f"listening on {url}\n")
+        sys.stdout.flush()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        run_forever(config, on_ready=ready)

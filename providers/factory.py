@@ -1,0 +1,59 @@
+"""Building a provider instance: the right wire, an endpoint resolved lazily, its own client.
+
+Each call returns a new, unshared instance; an agent owns the one it gets.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from providers.base import ProviderName
+from providers.credentials import base_url as resolve_base_url
+from providers.credentials import load_api_key
+from providers.http import Endpoint, HTTPProvider, Wire
+from providers.retry import RetryPolicy
+
+OpenAIAPI = Literal["responses", "chat"]
+
+
+def wire_for(provider: ProviderName, openai_api: OpenAIAPI = "responses") -> Wire:
+    if provider == "anthropic":
+        from providers.anthropic import AnthropicWire
+
+        return AnthropicWire()
+    if provider == "openai":
+        if openai_api == "chat":
+            from providers.openai_chat import OpenAIChatWire
+
+            return OpenAIChatWire()
+        from providers.openai_responses import OpenAIResponsesWire
+
+        return OpenAIResponsesWire()
+    from providers.google import GoogleWire
+
+    return GoogleWire()
+
+
+def create_provider(
+    provider: ProviderName,
+    *,
+    configured_base_url: str | None = None,
+    endpoint: Endpoint | None = None,
+    openai_api: OpenAIAPI = "responses",
+    retry: RetryPolicy | None = None,
+) -> HTTPProvider:
+    """A provider whose key is loaded on its first request (env, then credentials.json).
+
+    `endpoint` fixes URL and key outright (the simulator); otherwise the base URL comes from
+    the environment, then `configured_base_url` (the config file), then the vendor's own.
+    """
+
+    def resolve() -> Endpoint:
+        if endpoint is not None:
+            return endpoint
+        return Endpoint(
+            base_url=resolve_base_url(provider, configured=configured_base_url),
+            api_key=load_api_key(provider),
+        )
+
+    return HTTPProvider(wire_for(provider, openai_api), resolve, retry=retry)
