@@ -1,0 +1,133 @@
+"""Stored conversation entries <-> provider messages, and message parts <-> plain JSON data.
+
+Knows nothing of the store: any object with `kind`, `content` and `data` is an entry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from providers.base import (
+    JSONObject,
+    Message,
+    Part,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+
+# Entry kinds a model sees as user text, with the line that introduces them.
+USER_TEXT_KINDS = {"user": "", "advisor": "", "steering": "", "mail": "[mail from {sender}] "}
+
+
+class Entry(Protocol):
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def content(self) -> str: ...
+
+    @property
+    def data(self) -> dict[str, Any]: ...
+
+
+def part_to_data(part: Part) -> JSONObject:
+    match part:
+        case TextPart(text=text):
+            return {"kind": "text", "text": text}
+        case ThinkingPart():
+            return {
+                "kind": "thinking",
+                "text": part.text,
+                "signature": part.signature,
+                "provider": part.provider,
+                "provider_data": part.provider_data,
+            }
+        case ToolCallPart():
+            return {
+                "kind": "tool_call",
+                "call_id": part.call_id,
+                "name": part.name,
+                "arguments": part.arguments,
+                "signature": part.signature,
+            }
+        case ToolResultPart():
+            return {
+                "kind": "tool_result",
+                "call_id": part.call_id,
+                "name": part.name,
+                "content": part.content,
+                "is_error": part.is_error,
+            }
+
+
+def part_from_data(data: JSONObject) -> Part:
+    """The inverse of `part_to_data`; ValueError names what is wrong with bad data."""
+    kind = data.get("kind")
+    try:
+        if kind == "text":
+            return TextPart(text=str(data["text"]))
+        if kind == "thinking":
+            return ThinkingPart(
+                text=str(data["text"]),
+                signature=data.get("signature"),
+                provider=data.get("provider"),
+                provider_data=data.get("provider_data"),
+            )
+        if kind == "tool_call":
+            arguments = data["arguments"]
+            if not isinstance(arguments, dict):
+                raise ValueError("tool call arguments must be an object")
+            return ToolCallPart(
+                call_id=str(data["call_id"]),
+                name=str(data["name"]),
+                arguments=arguments,
+                signature=data.get("signature"),
+            )
+        if kind == "tool_result":
+            return ToolResultPart(
+                call_id=str(data["call_id"]),
+                name=str(data["name"]),
+                content=str(data["content"]),
+                is_error=bool(data.get("is_error", False)),
+            )
+    except KeyError as exc:
+        raise ValueError(f"message part of kind {kind!r} lacks {exc.args[0]!r}") from exc
+    raise ValueError(f"unknown message part kind {kind!r}")
+
+
+def parts_to_data(parts: Iterable[Part]) -> list[JSONObject]:
+    return [part_to_data(part) for part in parts]
+
+
+def parts_from_data(items: Sequence[JSONObject]) -> tuple[Part, ...]:
+    return tuple(part_from_data(item) for item in items)
+
+
+def entry_to_message(entry: Entry) -> Message | None:
+    """The provider message for one stored entry; None for entries a model never sees."""
+    if entry.kind == "assistant":
+        return Message(role="assistant", parts=parts_from_data(entry.data.get("parts", [])))
+    if entry.kind == "tool_result":
+        return Message(role="user", parts=parts_from_data(entry.data.get("parts", [])))
+    prefix = USER_TEXT_KINDS.get(entry.kind)
+    if prefix is None:
+        return None
+    sender = entry.data.get("sender", "?")
+    return Message.user(prefix.format(sender=sender) + entry.content)
+
+
+def to_messages(entries: Iterable[Entry]) -> list[Message]:
+    """Provider messages for a conversation; consecutive same-role messages are merged."""
+    messages: list[Message] = []
+    for entry in entries:
+        message = entry_to_message(entry)
+        if message is None or not message.parts:
+            continue
+        if messages and messages[-1].role == message.role:
+            previous = messages.pop()
+            message = Message(role=message.role, parts=previous.parts + message.parts)
+        messages.append(message)
+    return messages
