@@ -1,0 +1,125 @@
+"""Grove requests -> the Gemini `generateContent` JSON body (contents, tools, generationConfig).
+
+Pure functions, no I/O and no event parsing (providers.google_stream reads the replies).
+"""
+
+from __future__ import annotations
+
+from providers.base import (
+    JSONObject,
+    Message,
+    Part,
+    Request,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+)
+from providers.catalog import model_info
+from providers.errors import UnknownModelError
+from providers.google_stream import TEXT_SIGNATURE_DATA
+from providers.thinking import google_thinking_config
+
+# Gemini 3 rejects a model turn whose first functionCall carries no thoughtSignature. Calls
+# that Gemini did not make (another provider's, before a model switch) get the value Google
+# documents for exactly that case.
+SIGNATURE_BYPASS = "skip_thought_signature_validator"
+
+
+def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
+    """The request body and the warning lines to show (e.g. thinking cannot be disabled)."""
+    body: JSONObject = {
+        "contents": contents(request.messages, _validates_signatures(request.model))
+    }
+    if request.system:
+        body["systemInstruction"] = {"parts": [{"text": request.system}]}
+    if request.tools:
+        body["tools"] = [{"functionDeclarations": [declaration(t) for t in request.tools]}]
+    generation: JSONObject = {}
+    if request.max_tokens is not None:
+        generation["maxOutputTokens"] = request.max_tokens
+    thinking_config, warning = google_thinking_config(request.model, request.thinking)
+    if thinking_config is not None:
+        generation["thinkingConfig"] = thinking_config
+    if generation:
+        body["generationConfig"] = generation
+    return body, (warning,) if warning else ()
+
+
+def _validates_signatures(model: str) -> bool:
+    try:
+        return model_info(model).thinking_style == "gemini_level"
+    except UnknownModelError:
+        return False
+
+
+def declaration(tool: ToolSpec) -> JSONObject:
+    """`parametersJsonSchema` takes the tool's JSON Schema as is (`parameters` is OpenAPI)."""
+    result: JSONObject = {"name": tool.name, "description": tool.description}
+    if tool.parameters:
+        result["parametersJsonSchema"] = tool.parameters
+    return result
+
+
+def contents(messages: tuple[Message, ...], needs_signatures: bool) -> list[JSONObject]:
+    """One Content per message that has something Gemini can read; assistant -> `model`."""
+    result: list[JSONObject] = []
+    for message in messages:
+        parts = _parts(message.parts)
+        if message.role == "assistant" and needs_signatures:
+            _sign_first_call(parts)
+        if parts:
+            result.append(
+                {"role": "model" if message.role == "assistant" else "user", "parts": parts}
+            )
+    return result
+
+
+def _parts(parts: tuple[Part, ...]) -> list[JSONObject]:
+    result: list[JSONObject] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                result.append({"text": part.text})
+        elif isinstance(part, ThinkingPart):
+            _add_thinking(part, result)
+        elif isinstance(part, ToolCallPart):
+            call: JSONObject = {"functionCall": {"name": part.name, "args": part.arguments}}
+            if part.signature:
+                call["thoughtSignature"] = part.signature
+            result.append(call)
+        elif isinstance(part, ToolResultPart):
+            key = "error" if part.is_error else "output"
+            result.append(
+                {"functionResponse": {"name": part.name, "response": {key: part.content}}}
+            )
+    return result
+
+
+def _add_thinking(part: ThinkingPart, result: list[JSONObject]) -> None:
+    """Gemini's own thoughts go back with their signatures; other providers' are dropped."""
+    if part.provider != "google":
+        return
+    if part.provider_data == TEXT_SIGNATURE_DATA:
+        # A signature that came on a plain text part: back onto the text it followed.
+        if not part.signature:
+            return
+        previous = result[-1] if result else {}
+        if "text" in previous and "thought" not in previous and "thoughtSignature" not in previous:
+            previous["thoughtSignature"] = part.signature
+        else:
+            result.append({"text": "", "thoughtSignature": part.signature})
+        return
+    if not part.text and not part.signature:
+        return
+    thought: JSONObject = {"text": part.text, "thought": True}
+    if part.signature:
+        thought["thoughtSignature"] = part.signature
+    result.append(thought)
+
+
+def _sign_first_call(parts: list[JSONObject]) -> None:
+    first_call = next((p for p in parts if "functionCall" in p), None)
+    if first_call is not None and "thoughtSignature" not in first_call:
+        first_call["thoughtSignature"] = SIGNATURE_BYPASS
