@@ -1,0 +1,146 @@
+"""The Chat Completions wire (`POST /v1/chat/completions`, SSE) for OpenAI-compatible servers:
+request bodies and the `Wire`. Stream chunks are read in openai_chat_parser.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from providers.base import (
+    JSONObject,
+    Message,
+    ProviderName,
+    Request,
+    TextPart,
+    ThinkingLevel,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+)
+from providers.catalog import infer_provider
+from providers.errors import ProviderHTTPError
+from providers.http import Endpoint, PreparedRequest
+from providers.openai_chat_parser import ChatParser
+from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error
+from providers.thinking import OPENAI_EFFORTS, openai_reasoning
+
+
+class OpenAIChatWire:
+    """Chat Completions, for servers that speak OpenAI's older API (vLLM, llama.cpp, ...)."""
+
+    provider: ProviderName = PROVIDER
+
+    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        return PreparedRequest(
+            path=api_path(endpoint, "chat/completions"),
+            headers=auth_headers(endpoint),
+            body=request_body(request),
+        )
+
+    def new_parser(self) -> ChatParser:
+        return ChatParser()
+
+    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
+        return map_error(status, headers, body)
+
+
+def request_body(request: Request) -> JSONObject:
+    body: JSONObject = {
+        "model": request.model,
+        "messages": chat_messages(request),
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if request.tools:
+        body["tools"] = [tool_definition(tool) for tool in request.tools]
+    if request.max_tokens is not None:
+        body["max_completion_tokens"] = request.max_tokens
+    effort = reasoning_effort(request.model, request.thinking)
+    if effort is not None:
+        body["reasoning_effort"] = effort
+    return body
+
+
+def reasoning_effort(model: str, level: ThinkingLevel | None) -> str | None:
+    """The Responses effort for the same level. A compatible server's own model id (no
+    known prefix) gets the plain mapping, as the catalog knows nothing of it."""
+    if level is None:
+        return None
+    if infer_provider(model) is None:
+        return OPENAI_EFFORTS[level]
+    reasoning = openai_reasoning(model, level)
+    return None if reasoning is None else str(reasoning["effort"])
+
+
+def tool_definition(tool: ToolSpec) -> JSONObject:
+    return {
+        "type": "function",
+        "function": {
+            "name": tool.name,
+            "description": tool.description,
+            "parameters": tool.parameters,
+        },
+    }
+
+
+def chat_messages(request: Request) -> list[JSONObject]:
+    """System, then each Grove message. Thinking is never sent back: this API has no place
+    for it. Tool results become `tool` messages, in the order they came."""
+    messages: list[JSONObject] = []
+    if request.system:
+        messages.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        if message.role == "user":
+            messages.extend(_user_messages(message))
+        else:
+            assistant = _assistant_message(message)
+            if assistant is not None:
+                messages.append(assistant)
+    return messages
+
+
+def _user_messages(message: Message) -> list[JSONObject]:
+    messages: list[JSONObject] = []
+    texts: list[str] = []
+    for part in message.parts:
+        if isinstance(part, TextPart):
+            texts.append(part.text)
+        elif isinstance(part, ToolResultPart):
+            if texts:
+                messages.append(_user_text(texts))
+                texts = []
+            messages.append({"role": "tool", "tool_call_id": part.call_id, "content": part.content})
+    if texts:
+        messages.append(_user_text(texts))
+    return messages
+
+
+def _user_text(texts: list[str]) -> JSONObject:
+    if len(texts) == 1:
+        return {"role": "user", "content": texts[0]}
+    return {"role": "user", "content": [{"type": "text", "text": text} for text in texts]}
+
+
+def _assistant_message(message: Message) -> JSONObject | None:
+    """None for a reply that holds only thinking: there is nothing this API can take."""
+    text = "".join(part.text for part in message.parts if isinstance(part, TextPart))
+    calls = [
+        {
+            "id": part.call_id,
+            "type": "function",
+            "function": {
+                "name": part.name,
+                "arguments": json.dumps(part.arguments, ensure_ascii=False),
+            },
+        }
+        for part in message.parts
+        if isinstance(part, ToolCallPart)
+    ]
+    if not text and not calls:
+        return None
+    assistant: JSONObject = {"role": "assistant", "content": text or None}
+    if calls:
+        assistant["tool_calls"] = calls
+    return assistant

@@ -1,0 +1,139 @@
+"""The OpenAI Responses wire (`POST /v1/responses`, SSE): request bodies and the `Wire`.
+
+Stream events are read in openai_responses_parser; error bodies in openai_shared. Grove keeps
+the conversation itself: every request is stateless (`store: false`) and carries it all.
+"""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+
+from providers.base import (
+    JSONObject,
+    Message,
+    ProviderName,
+    Request,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+)
+from providers.errors import ProviderHTTPError
+from providers.http import Endpoint, PreparedRequest
+from providers.openai_responses_parser import ResponsesParser
+from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error
+from providers.thinking import openai_reasoning
+
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+
+
+class OpenAIResponsesWire:
+    """The default OpenAI wire: the Responses API."""
+
+    provider: ProviderName = PROVIDER
+
+    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        return PreparedRequest(
+            path=api_path(endpoint, "responses"),
+            headers=auth_headers(endpoint),
+            body=request_body(request),
+        )
+
+    def new_parser(self) -> ResponsesParser:
+        return ResponsesParser()
+
+    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
+        return map_error(status, headers, body)
+
+
+def request_body(request: Request) -> JSONObject:
+    """The JSON body. With reasoning on, encrypted reasoning is asked for, to be sent back."""
+    body: JSONObject = {
+        "model": request.model,
+        "input": input_items(request.messages),
+        "stream": True,
+        "store": False,
+    }
+    if request.system:
+        body["instructions"] = request.system
+    if request.tools:
+        body["tools"] = [tool_definition(tool) for tool in request.tools]
+    if request.max_tokens is not None:
+        body["max_output_tokens"] = request.max_tokens
+    reasoning = openai_reasoning(request.model, request.thinking)
+    if reasoning is not None:
+        body["reasoning"] = reasoning
+        if reasoning.get("effort") != "none":
+            body["include"] = [ENCRYPTED_REASONING]
+    return body
+
+
+def tool_definition(tool: ToolSpec) -> JSONObject:
+    # `strict` defaults to true on this API, which rejects most hand-written schemas.
+    return {
+        "type": "function",
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": tool.parameters,
+        "strict": False,
+    }
+
+
+def input_items(messages: tuple[Message, ...]) -> list[JSONObject]:
+    """Grove messages as Responses input items, in order. Consecutive text parts of one
+    message share a message item; calls, results and reasoning are items of their own."""
+    items: list[JSONObject] = []
+    for message in messages:
+        texts: list[JSONObject] = []
+        text_type = "input_text" if message.role == "user" else "output_text"
+        for part in message.parts:
+            if isinstance(part, TextPart):
+                texts.append({"type": text_type, "text": part.text})
+                continue
+            if texts:
+                items.append(_message_item(message.role, texts))
+                texts = []
+            item = _part_item(part)
+            if item is not None:
+                items.append(item)
+        if texts:
+            items.append(_message_item(message.role, texts))
+    return items
+
+
+def _message_item(role: str, content: list[JSONObject]) -> JSONObject:
+    return {"type": "message", "role": role, "content": content}
+
+
+def _part_item(part: ThinkingPart | ToolCallPart | ToolResultPart) -> JSONObject | None:
+    if isinstance(part, ToolCallPart):
+        return {
+            "type": "function_call",
+            "call_id": part.call_id,
+            "name": part.name,
+            "arguments": json.dumps(part.arguments, ensure_ascii=False),
+        }
+    if isinstance(part, ToolResultPart):
+        return {"type": "function_call_output", "call_id": part.call_id, "output": part.content}
+    return reasoning_item(part)
+
+
+def reasoning_item(part: ThinkingPart) -> JSONObject | None:
+    """An OpenAI reasoning item to send back, or None. With `store: false` only an item that
+    carries its encrypted content can be sent; other providers' thinking is never sent."""
+    data = part.provider_data
+    if part.provider != PROVIDER or data is None:
+        return None
+    item_id, encrypted = data.get("id"), data.get("encrypted_content")
+    if not isinstance(item_id, str) or not isinstance(encrypted, str) or not encrypted:
+        return None
+    summary = data.get("summary")
+    return {
+        "type": "reasoning",
+        "id": item_id,
+        "encrypted_content": encrypted,
+        "summary": summary if isinstance(summary, list) else [],
+    }

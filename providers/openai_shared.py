@@ -1,0 +1,155 @@
+"""What both OpenAI wires share: headers, URL paths, event JSON, and OpenAI's errors mapped.
+
+Request bodies and stream events belong to openai_responses / openai_chat, never here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from providers.base import JSONObject, ProviderName
+from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
+from providers.http import Endpoint
+from providers.retry import retry_after_from_headers
+from providers.sse import ServerSentEvent
+
+PROVIDER: ProviderName = "openai"
+
+# Error codes (or types) that another attempt cannot fix: money and identity.
+NOT_RETRYABLE_CODES = frozenset(
+    {
+        "insufficient_quota",
+        "billing_hard_limit_reached",
+        "billing_not_active",
+        "invalid_api_key",
+        "invalid_authentication",
+        "authentication_error",
+        "permission_denied",
+        "account_deactivated",
+        "access_terminated",
+        "unsupported_country_region_territory",
+    }
+)
+# Stream error codes (or types) that describe a passing condition on the server's side.
+RETRYABLE_STREAM_CODES = frozenset(
+    {
+        "server_error",
+        "internal_error",
+        "rate_limit_exceeded",
+        "rate_limit_error",
+        "overloaded",
+        "overloaded_error",
+        "service_unavailable",
+        "timeout",
+    }
+)
+MAX_MESSAGE_CHARS = 500
+# OpenAI echoes (masked) keys in 401 texts; compatible servers may echo them whole.
+_SECRET_PATTERN = re.compile(r"\b(?:sk|rk)-[A-Za-z0-9_*\-]{4,}")
+
+
+def api_path(endpoint: Endpoint, route: str) -> str:
+    """`/v1/<route>`, or `/<route>` when the base URL already ends in `/v1` (SDK convention)."""
+    if endpoint.base_url.rstrip("/").endswith("/v1"):
+        return f"/{route}"
+    return f"/v1/{route}"
+
+
+def auth_headers(endpoint: Endpoint) -> dict[str, str]:
+    return {"Authorization": f"Bearer {endpoint.api_key}", "Accept": "text/event-stream"}
+
+
+def redact(text: str) -> str:
+    """Mask anything shaped like an OpenAI key, so no error text carries one."""
+    return _SECRET_PATTERN.sub("sk-***", text)
+
+
+def event_json(sse: ServerSentEvent) -> JSONObject:
+    """The JSON object an SSE event carries, or ProviderProtocolError."""
+    try:
+        value: Any = json.loads(sse.data)
+    except ValueError as exc:
+        raise ProviderProtocolError(
+            f"OpenAI stream event is not JSON: {redact(sse.data[:80])!r}", provider=PROVIDER
+        ) from exc
+    if not isinstance(value, dict):
+        raise ProviderProtocolError(
+            f"OpenAI stream event is not a JSON object: {redact(sse.data[:80])!r}",
+            provider=PROVIDER,
+        )
+    return value
+
+
+def json_object(container: JSONObject, key: str) -> JSONObject:
+    """`container[key]` when it is an object, else an empty one (absent, null, wrong type)."""
+    value = container.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def json_str(container: JSONObject, key: str) -> str | None:
+    value = container.get(key)
+    return value if isinstance(value, str) else None
+
+
+def json_int(container: JSONObject, key: str) -> int:
+    """A token count; absent, null or non-integer values count as 0."""
+    value = container.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _error_fields(error: JSONObject) -> tuple[str | None, str]:
+    """(kind, message) of an OpenAI error object: `code` if set, else `type`."""
+    kind = json_str(error, "code") or json_str(error, "type")
+    message = json_str(error, "message") or "no message"
+    return kind, redact(message[:MAX_MESSAGE_CHARS])
+
+
+def stream_error(error: JSONObject) -> ProviderStreamError:
+    """An error event (or a failed response's `error`) as the error the parser raises.
+
+    Retried only for a passing server condition, or when the server named no cause at all.
+    """
+    kind, message = _error_fields(error)
+    codes = {json_str(error, "code"), json_str(error, "type")} - {None}
+    retryable = not codes or (
+        bool(codes & RETRYABLE_STREAM_CODES) and not codes & NOT_RETRYABLE_CODES
+    )
+    return ProviderStreamError(
+        f"OpenAI stream error ({kind or 'unknown'}): {message}",
+        provider=PROVIDER,
+        kind=kind,
+        retryable=retryable,
+    )
+
+
+def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
+    """A non-2xx answer. 429 `insufficient_quota`, auth and billing errors are never retried."""
+    text = redact(body.decode("utf-8", "replace"))
+    error: JSONObject = {}
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        data = None
+    if isinstance(data, dict):
+        nested = data.get("error")
+        error = nested if isinstance(nested, dict) else data
+    if error:
+        kind, message = _error_fields(error)
+    else:
+        kind, message = None, text.strip()[:MAX_MESSAGE_CHARS] or "empty body"
+    codes = {json_str(error, "code"), json_str(error, "type")} - {None}
+    retryable = False if codes & NOT_RETRYABLE_CODES else None
+    label = f"{status} {kind}" if kind else str(status)
+    return ProviderHTTPError(
+        f"OpenAI HTTP {label}: {message}",
+        provider=PROVIDER,
+        status=status,
+        body=text,
+        kind=kind,
+        retry_after=retry_after_from_headers(headers),
+        retryable=retryable,
+    )
