@@ -1,0 +1,323 @@
+"""The Anthropic Messages wire: stream events mapped to Grove's, and Anthropic's errors mapped.
+
+Request bodies are built in anthropic_request.py; network calls and retries belong to http.py.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx
+
+from providers.anthropic_request import MESSAGES_PATH, request_body, request_headers
+from providers.base import (
+    Completed,
+    JSONObject,
+    ProviderName,
+    Request,
+    ResponseInfo,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingSignature,
+    ToolCallArguments,
+    ToolCallArgumentsDelta,
+    ToolCallStart,
+    Usage,
+    UsageUpdate,
+)
+from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
+from providers.http import Endpoint, PreparedRequest
+from providers.retry import retry_after_from_headers
+from providers.sse import ServerSentEvent
+
+PROVIDER: ProviderName = "anthropic"
+# Stream error types that describe a passing condition on Anthropic's side.
+RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
+# Error types that another attempt cannot fix: identity, money, or the request itself.
+NOT_RETRYABLE_ERRORS = frozenset(
+    {
+        "authentication_error",
+        "permission_error",
+        "billing_error",
+        "invalid_request_error",
+        "not_found_error",
+        "request_too_large",
+    }
+)
+# Spend limits and empty credit balances arrive under several types (even rate_limit_error).
+_MONEY_PATTERN = re.compile(
+    r"spend[ _-]?limit|usage[ _-]?limit|credit[ _-]?balance|billing|quota", re.IGNORECASE
+)
+# Anthropic keys are `sk-ant-...`; a proxy or compatible server might echo one back.
+_SECRET_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_*\-]{4,}")
+MAX_MESSAGE_CHARS = 500
+TOOL_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use"})
+# Events read here; content_block_stop, ping and unknown events carry nothing Grove keeps.
+HANDLED_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "message_delta",
+        "message_stop",
+        "error",
+    }
+)
+
+
+class AnthropicWire:
+    """The `Wire` for `POST /v1/messages` with `stream: true`."""
+
+    provider: ProviderName = PROVIDER
+
+    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        body, warnings = request_body(request)
+        return PreparedRequest(
+            path=MESSAGES_PATH, headers=request_headers(endpoint), body=body, warnings=warnings
+        )
+
+    def new_parser(self) -> AnthropicStreamParser:
+        return AnthropicStreamParser()
+
+    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
+        return map_error(status, headers, body)
+
+
+class AnthropicStreamParser:
+    """One attempt's Messages events in, Grove stream events out.
+
+    Usage is message_start's usage overlaid with each non-null field of message_delta's.
+    Content blocks Grove does not keep (server tool results, compaction, fallback notes...)
+    are skipped with their deltas; pings and unknown events are ignored.
+    """
+
+    def __init__(self) -> None:
+        self._usage: JSONObject = {}
+        self._skipped: set[int] = set()
+
+    def feed(self, event: ServerSentEvent) -> list[StreamEvent]:
+        name = event.event
+        if name == "message":  # no `event:` line: the JSON's own type names it
+            data = event_json(event)
+            name = json_str(data, "type") or name
+        elif name in HANDLED_EVENTS:
+            data = event_json(event)
+        else:
+            return []
+        match name:
+            case "message_start":
+                return self._message_start(json_object(data, "message"))
+            case "content_block_start":
+                return self._block_start(block_index(data), json_object(data, "content_block"))
+            case "content_block_delta":
+                return self._block_delta(block_index(data), json_object(data, "delta"))
+            case "message_delta":
+                return self._message_delta(data)
+            case "message_stop":
+                return [Completed()]
+            case "error":
+                raise stream_error(json_object(data, "error"))
+        return []
+
+    def finish(self) -> list[StreamEvent]:
+        return []
+
+    def _message_start(self, message: JSONObject) -> list[StreamEvent]:
+        self._usage = dict(json_object(message, "usage"))
+        return [
+            ResponseInfo(response_id=json_str(message, "id"), model=json_str(message, "model")),
+            self._usage_update(),
+        ]
+
+    def _block_start(self, index: int, block: JSONObject) -> list[StreamEvent]:
+        kind = json_str(block, "type")
+        events: list[StreamEvent] = []
+        if kind == "text":
+            if text := optional_text(block, "text", kind):
+                events.append(TextDelta(index=index, text=text))
+        elif kind == "thinking":
+            if text := optional_text(block, "thinking", kind):
+                events.append(ThinkingDelta(index=index, text=text))
+            if signature := optional_text(block, "signature", kind):
+                events.append(ThinkingSignature(index=index, signature=signature))
+        elif kind == "redacted_thinking":
+            data = {"type": kind, "data": required_text(block, "data", kind)}
+            events.append(ThinkingSignature(index=index, provider_data=data))
+        elif kind in TOOL_CALL_BLOCKS:
+            call_id, name = required_text(block, "id", kind), required_text(block, "name", kind)
+            events.append(ToolCallStart(index=index, call_id=call_id, name=name))
+            if arguments := json_object(block, "input"):  # complete input, no deltas to come
+                events.append(ToolCallArguments(index=index, arguments=arguments))
+        else:
+            self._skipped.add(index)
+        return events
+
+    def _block_delta(self, index: int, delta: JSONObject) -> list[StreamEvent]:
+        if index in self._skipped:
+            return []
+        kind = json_str(delta, "type")
+        event: StreamEvent
+        if kind == "text_delta":
+            event = TextDelta(index=index, text=required_text(delta, "text", kind))
+            return [event] if event.text else []
+        if kind == "thinking_delta":
+            event = ThinkingDelta(index=index, text=required_text(delta, "thinking", kind))
+            return [event] if event.text else []
+        if kind == "signature_delta":
+            signature = required_text(delta, "signature", kind)
+            return [ThinkingSignature(index=index, signature=signature)] if signature else []
+        if kind == "input_json_delta":
+            partial = required_text(delta, "partial_json", kind)
+            return [ToolCallArgumentsDelta(index=index, delta=partial)] if partial else []
+        return []  # citations_delta and other kinds Grove does not keep
+
+    def _message_delta(self, data: JSONObject) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if reason := json_str(json_object(data, "delta"), "stop_reason"):
+            events.append(StopReason(reason=reason))
+        usage = json_object(data, "usage")
+        if usage:
+            self._usage.update({key: value for key, value in usage.items() if value is not None})
+            events.append(self._usage_update())
+        return events
+
+    def _usage_update(self) -> UsageUpdate:
+        native = dict(self._usage)
+        return UsageUpdate(usage=grove_usage(native), native=native)
+
+
+def grove_usage(native: JSONObject) -> Usage:
+    """Grove's reading of an Anthropic usage object (input excludes cached tokens there too)."""
+    return Usage(
+        input_tokens=json_int(native, "input_tokens"),
+        output_tokens=json_int(native, "output_tokens"),
+        thinking_tokens=json_int(json_object(native, "output_tokens_details"), "thinking_tokens"),
+        cache_read_tokens=json_int(native, "cache_read_input_tokens"),
+        cache_write_tokens=json_int(native, "cache_creation_input_tokens"),
+    )
+
+
+# --- errors --------------------------------------------------------------------------------
+
+
+def stream_error(error: JSONObject) -> ProviderStreamError:
+    """An `error` event after HTTP 200: retried only when Anthropic is overloaded or failing."""
+    kind = json_str(error, "type")
+    message = _clip(json_str(error, "message") or "no message")
+    return ProviderStreamError(
+        f"anthropic: {kind or 'unknown_error'}: {message}",
+        provider=PROVIDER,
+        kind=kind,
+        retryable=kind in RETRYABLE_STREAM_ERRORS,
+    )
+
+
+def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
+    """A non-2xx answer. Identity, billing, spend limits and bad requests are never retried."""
+    text = redact(body.decode("utf-8", "replace"))
+    error = _error_object(text)
+    kind = json_str(error, "type")
+    code = json_str(json_object(error, "details"), "error_code")
+    if error:
+        message = _clip(json_str(error, "message") or "no message")
+    else:
+        message = _clip(text.strip()) or "empty body"
+    money = any(_MONEY_PATTERN.search(value) for value in (kind, code, message) if value)
+    retryable = False if money or kind in NOT_RETRYABLE_ERRORS else None
+    label = f"{status} {kind}" if kind else str(status)
+    if code:
+        label += f" ({code})"
+    return ProviderHTTPError(
+        f"anthropic: {label}: {message}",
+        provider=PROVIDER,
+        status=status,
+        body=text,
+        kind=kind,
+        retry_after=retry_after_from_headers(headers),
+        retryable=retryable,
+    )
+
+
+def _error_object(text: str) -> JSONObject:
+    """The `error` of `{"type": "error", "error": {...}}`, or {} for any other body."""
+    try:
+        data: Any = json.loads(text)
+    except ValueError:
+        return {}
+    return json_object(data, "error") if isinstance(data, dict) else {}
+
+
+def redact(text: str) -> str:
+    """Mask anything shaped like an API key, so no error text carries one."""
+    return _SECRET_PATTERN.sub("sk-***", text)
+
+
+def _clip(text: str) -> str:
+    return text[:MAX_MESSAGE_CHARS]
+
+
+# --- reading event JSON --------------------------------------------------------------------
+
+
+def event_json(event: ServerSentEvent) -> JSONObject:
+    """The JSON object an SSE event carries, or ProviderProtocolError."""
+    try:
+        value: Any = json.loads(event.data)
+    except ValueError as exc:
+        raise ProviderProtocolError(
+            f"anthropic: {event.event} event is not JSON: {redact(event.data[:80])!r}",
+            provider=PROVIDER,
+        ) from exc
+    if not isinstance(value, dict):
+        raise ProviderProtocolError(
+            f"anthropic: {event.event} event is not a JSON object: {redact(event.data[:80])!r}",
+            provider=PROVIDER,
+        )
+    return value
+
+
+def block_index(data: JSONObject) -> int:
+    index = data.get("index")
+    if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+        raise ProviderProtocolError(
+            f"anthropic: {json_str(data, 'type') or 'content block'} event without a valid "
+            f"index: {index!r}",
+            provider=PROVIDER,
+        )
+    return index
+
+
+def required_text(container: JSONObject, key: str, kind: str | None) -> str:
+    value = container.get(key)
+    if not isinstance(value, str):
+        raise ProviderProtocolError(
+            f"anthropic: {kind or 'event'} has no string {key!r}: {type(value).__name__}",
+            provider=PROVIDER,
+        )
+    return value
+
+
+def optional_text(container: JSONObject, key: str, kind: str | None) -> str:
+    """`container[key]`; absent or null is empty, any other non-string is a protocol error."""
+    return "" if container.get(key) is None else required_text(container, key, kind)
+
+
+def json_object(container: JSONObject, key: str) -> JSONObject:
+    """`container[key]` when it is an object, else an empty one (absent, null, wrong type)."""
+    value = container.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def json_str(container: JSONObject, key: str) -> str | None:
+    value = container.get(key)
+    return value if isinstance(value, str) else None
+
+
+def json_int(container: JSONObject, key: str) -> int:
+    """A token count; absent, null or non-integer values count as 0."""
+    value = container.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

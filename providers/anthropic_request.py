@@ -1,0 +1,147 @@
+"""Anthropic Messages API requests: the JSON body and headers of `POST /v1/messages`.
+
+Pure functions from Grove's wire-neutral `Request`; stream parsing and errors live in anthropic.py.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from providers.base import (
+    JSONObject,
+    Message,
+    Part,
+    Request,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+)
+from providers.http import Endpoint
+from providers.thinking import anthropic_thinking
+
+ANTHROPIC_VERSION = "2023-06-01"
+MESSAGES_PATH = "/v1/messages"
+# The API accepts tool_use ids of these characters only; ids made by other providers are
+# rewritten the same way on the call and on its result, so the pair still matches.
+_TOOL_ID_FORBIDDEN = re.compile(r"[^A-Za-z0-9_-]")
+THINKING_OFF_IN_FOREIGN_TOOL_LOOP = (
+    "Thinking is off for this reply: it continues a tool call made without Anthropic "
+    "thinking, and the API only accepts thinking there when the call began with it"
+)
+
+
+def request_headers(endpoint: Endpoint) -> dict[str, str]:
+    return {
+        "x-api-key": endpoint.api_key,
+        "anthropic-version": ANTHROPIC_VERSION,
+        "content-type": "application/json",
+    }
+
+
+def request_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
+    """The streaming Messages body for `request`, and warning lines to show the user."""
+    thinking, max_tokens = anthropic_thinking(request.model, request.thinking, request.max_tokens)
+    messages = wire_messages(request.messages)
+    warnings: tuple[str, ...] = ()
+    if thinking is not None and continues_tool_loop_without_thinking(messages):
+        thinking, warnings = None, (THINKING_OFF_IN_FOREIGN_TOOL_LOOP,)
+    body: JSONObject = {
+        "model": request.model,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "messages": messages,
+    }
+    if request.system:
+        body["system"] = request.system
+    if request.tools:
+        body["tools"] = [wire_tool(tool) for tool in request.tools]
+    if thinking is not None:
+        body["thinking"] = thinking
+    return body, warnings
+
+
+def wire_tool(tool: ToolSpec) -> JSONObject:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.parameters}
+
+
+def wire_messages(messages: Iterable[Message]) -> list[JSONObject]:
+    """One wire message per run of same-role messages; parts the API cannot take are left out.
+
+    Left out: empty text, thinking from other providers (their signatures are rejected) and
+    unsigned thinking. In a user message the tool results come first, as the API requires.
+    """
+    wire: list[JSONObject] = []
+    for message in messages:
+        blocks = [block for part in message.parts if (block := wire_block(message, part))]
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == message.role:
+            blocks = wire[-1]["content"] + blocks
+            wire.pop()
+        if message.role == "user":
+            blocks.sort(key=lambda block: block["type"] != "tool_result")
+        wire.append({"role": message.role, "content": blocks})
+    return wire
+
+
+def wire_block(message: Message, part: Part) -> JSONObject | None:
+    """The content block for one part, None when it is not to be sent, ValueError if misplaced."""
+    match part:
+        case TextPart(text=text):
+            return {"type": "text", "text": text} if text else None
+        case ThinkingPart():
+            _require_role(message, "assistant", "thinking")
+            return _thinking_block(part)
+        case ToolCallPart(call_id=call_id, name=name, arguments=arguments):
+            _require_role(message, "assistant", "a tool call")
+            return {
+                "type": "tool_use",
+                "id": wire_tool_id(call_id),
+                "name": name,
+                "input": arguments,
+            }
+        case ToolResultPart(call_id=call_id, content=content, is_error=is_error):
+            _require_role(message, "user", "a tool result")
+            block: JSONObject = {"type": "tool_result", "tool_use_id": wire_tool_id(call_id)}
+            if content:
+                block["content"] = content
+            if is_error:
+                block["is_error"] = True
+            return block
+
+
+def _thinking_block(part: ThinkingPart) -> JSONObject | None:
+    if part.provider != "anthropic":
+        return None
+    data = part.provider_data or {}
+    if data.get("type") == "redacted_thinking" and isinstance(data.get("data"), str):
+        return {"type": "redacted_thinking", "data": data["data"]}
+    if part.signature:
+        return {"type": "thinking", "thinking": part.text, "signature": part.signature}
+    return None
+
+
+def _require_role(message: Message, role: str, what: str) -> None:
+    if message.role != role:
+        raise ValueError(f"anthropic: {what} can only be sent in an {role} message")
+
+
+def wire_tool_id(call_id: str) -> str:
+    return _TOOL_ID_FORBIDDEN.sub("_", call_id)
+
+
+def continues_tool_loop_without_thinking(messages: list[JSONObject]) -> bool:
+    """True when the request answers tool calls whose assistant message has no leading thinking.
+
+    With thinking enabled the API rejects such a request (one tool loop, one thinking setting);
+    it happens when the calls were made by another provider or with thinking off.
+    """
+    if len(messages) < 2 or messages[-1]["role"] != "user":
+        return False
+    if not any(block["type"] == "tool_result" for block in messages[-1]["content"]):
+        return False
+    assistant = messages[-2]  # runs of one role are merged, so this is the assistant's
+    return assistant["content"][0]["type"] not in ("thinking", "redacted_thinking")
