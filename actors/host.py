@@ -1,0 +1,231 @@
+"""`AgentHost`: many agents in one process, activated lazily, each turn streamed in chunks.
+
+Plain asyncio logic; actors/remote.py makes it a Ray actor. A turn runs as the host's own
+task, so a caller that stops reading does not stop the turn.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
+from actors.transcript import Entry, to_messages
+from providers.base import (
+    Provider,
+    ProviderWarning,
+    Retrying,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+)
+
+# Deltas that arrive within this window travel to a caller as one chunk.
+COALESCE_WINDOW_S = 0.03
+DEFAULT_IDLE_RELEASE_S = 120.0
+# A finished turn's result stays readable this long after it was reported.
+RESULT_GRACE_S = 300.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Activation:
+    """What a host needs to build an agent it does not hold yet."""
+
+    uuid: str
+    choice: ModelChoice | None
+    history: list[Entry]
+    system: str | None = None
+    tool_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Ticket:
+    """One turn: which agent, what it is told, under which model."""
+
+    ticket_id: str
+    uuid: str
+    user: NewEntry | None
+    choice: ModelChoice
+
+
+@dataclass(slots=True)
+class TurnRun:
+    """A turn in progress: deltas waiting for a reader, and the result once done."""
+
+    ticket: Ticket
+    pending: list[tuple[str, str]] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+    result: TurnResult | None = None
+    task: asyncio.Task[None] | None = None
+
+    def push(self, event: StreamEvent) -> None:
+        match event:
+            case TextDelta(text=text):
+                self._add("text", text)
+            case ThinkingDelta(text=text):
+                self._add("thinking", text)
+            case Retrying(attempt=attempt, delay_s=delay, reason=reason):
+                self._add(
+                    "notice", f"attempt {attempt} failed ({reason}); retrying in {delay:.1f}s"
+                )
+            case ProviderWarning(text=text):
+                self._add("notice", text)
+            case _:
+                return
+        self.changed.set()
+
+    def _add(self, kind: str, text: str) -> None:
+        if self.pending and self.pending[-1][0] == kind and kind != "notice":
+            self.pending[-1] = (kind, self.pending[-1][1] + text)
+        else:
+            self.pending.append((kind, text))
+
+    def take(self) -> list[tuple[str, str]]:
+        chunk, self.pending = self.pending, []
+        self.changed.clear()
+        return chunk
+
+
+ToolsFactory = Callable[[str, tuple[str, ...]], dict[str, Tool]]
+ReportResult = Callable[[Ticket, TurnResult], Awaitable[None]]
+
+
+class AgentHostCore:
+    """Holds agents by uuid; one lock per agent keeps its turns strictly one at a time."""
+
+    def __init__(
+        self,
+        host_id: str,
+        make_provider: Callable[[ModelChoice], Provider],
+        report: ReportResult,
+        *,
+        make_tools: ToolsFactory | None = None,
+        idle_release_s: float = DEFAULT_IDLE_RELEASE_S,
+    ) -> None:
+        self.host_id = host_id
+        self.agents: dict[str, Agent] = {}
+        self.runs: dict[str, TurnRun] = {}
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._last_used: dict[str, float] = {}
+        self._make_provider = make_provider
+        self._make_tools = make_tools
+        self._report = report
+        self.idle_release_s = idle_release_s
+
+    def activate(self, activation: Activation) -> None:
+        """Build the agent from its record and conversation (replacing a stale copy)."""
+        tools = (
+            self._make_tools(activation.uuid, activation.tool_names)
+            if self._make_tools and activation.tool_names
+            else {}
+        )
+        self.agents[activation.uuid] = Agent(
+            activation.uuid,
+            activation.choice,
+            to_messages(activation.history),
+            self._make_provider,
+            system=activation.system,
+            tools=tools,
+        )
+        self._locks.setdefault(activation.uuid, asyncio.Lock())
+
+    def holds(self, uuid: str) -> bool:
+        return uuid in self.agents
+
+    def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
+        if activation is not None or ticket.uuid not in self.agents:
+            if activation is None:
+                raise KeyError(f"agent {ticket.uuid} is not active on host {self.host_id}")
+            self.activate(activation)
+        run = TurnRun(ticket=ticket)
+        self.runs[ticket.ticket_id] = run
+        run.task = asyncio.create_task(self._run(run), name=f"turn-{ticket.ticket_id}")
+
+    async def _run(self, run: TurnRun) -> None:
+        uuid = run.ticket.uuid
+        async with self._locks[uuid]:
+            agent = self.agents[uuid]
+            if agent.choice != run.ticket.choice:
+                await agent.switch_model(run.ticket.choice)
+            result = await agent.run_turn(run.ticket.user, run.push)
+            self._last_used[uuid] = time.monotonic()
+        run.result = result
+        run.changed.set()
+        await self._report(run.ticket, result)
+        asyncio.get_running_loop().call_later(RESULT_GRACE_S, self.forget, run.ticket.ticket_id)
+
+    async def stream(self, ticket_id: str) -> AsyncIterator[list[tuple[str, str]]]:
+        """Chunks of `(kind, text)` deltas, coalesced over a short window, until the end."""
+        run = self.runs[ticket_id]
+        while True:
+            await run.changed.wait()
+            if run.result is None:
+                await asyncio.sleep(COALESCE_WINDOW_S)
+            chunk = run.take()
+            if chunk:
+                yield chunk
+            if run.result is not None:
+                return
+
+    async def result(self, ticket_id: str) -> TurnResult:
+        run = self.runs[ticket_id]
+        if run.task is not None:
+            await asyncio.shield(run.task)
+        assert run.result is not None
+        return run.result
+
+    def forget(self, ticket_id: str) -> None:
+        self.runs.pop(ticket_id, None)
+
+    async def cancel(self, uuid: str) -> bool:
+        """Cancel the agent's running turn, if any; its partial answer is not kept."""
+        cancelled = False
+        for run in self.runs.values():
+            if run.ticket.uuid == uuid and run.result is None and run.task is not None:
+                run.task.cancel()
+                cancelled = True
+        return cancelled
+
+    async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
+        agent = self.agents.get(uuid)
+        if agent is not None:
+            await agent.switch_model(choice)
+
+    def steer(self, uuid: str, entry: NewEntry) -> bool:
+        agent = self.agents.get(uuid)
+        if agent is None:
+            return False
+        agent.steer(entry)
+        return True
+
+    async def drop(self, uuid: str) -> None:
+        """Stop holding an agent (killed or reaped): cancel its turn, close its provider."""
+        await self.cancel(uuid)
+        agent = self.agents.pop(uuid, None)
+        self._locks.pop(uuid, None)
+        self._last_used.pop(uuid, None)
+        if agent is not None and agent.has_provider:
+            await agent.provider.aclose()
+
+    async def release_idle(self, now: float | None = None) -> int:
+        """Release connection pools of agents idle longer than `idle_release_s`."""
+        now = time.monotonic() if now is None else now
+        released = 0
+        for uuid, last in list(self._last_used.items()):
+            if now - last >= self.idle_release_s and not self._locks[uuid].locked():
+                await self.agents[uuid].release_connections()
+                del self._last_used[uuid]
+                released += 1
+        return released
+
+    def provider_identity(self, uuid: str) -> dict[str, Any]:
+        """For tests and diagnostics: which provider instance and client an agent holds."""
+        agent = self.agents[uuid]
+        if not agent.has_provider:
+            return {"provider": None, "client": None}
+        provider = agent.provider
+        client = getattr(provider, "_client", None)
+        return {"provider": id(provider), "client": None if client is None else id(client)}

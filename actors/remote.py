@@ -1,0 +1,107 @@
+"""The Ray face of actors/: `AgentHost` as an async Ray actor. All Ray calls of actors/ are here.
+
+It reports finished turns to whatever `reporter` actor it was given (the supervisor).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import ray
+
+from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.host import Activation, AgentHostCore, Ticket
+from providers.base import Provider
+from providers.factory import create_provider
+from providers.http import Endpoint
+
+REPORT_TIMEOUT_S = 30.0
+REPORT_ATTEMPTS = 5
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class HostSettings:
+    """Where each provider is reached from a host. `simulator` fixes URL and key for all."""
+
+    base_urls: dict[str, str | None] = field(default_factory=dict)
+    openai_api: str = "responses"
+    simulator: Endpoint | None = None
+    idle_release_s: float = 120.0
+
+
+def provider_factory(settings: HostSettings) -> Any:
+    def make(choice: ModelChoice) -> Provider:
+        return create_provider(
+            choice.provider,
+            configured_base_url=settings.base_urls.get(choice.provider),
+            endpoint=settings.simulator,
+            openai_api="chat" if settings.openai_api == "chat" else "responses",
+        )
+
+    return make
+
+
+@ray.remote
+class AgentHost:
+    """Hosts many agents; a few of these run per node."""
+
+    def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
+        self._reporter = reporter
+        self.core = AgentHostCore(
+            host_id,
+            provider_factory(settings),
+            self._report,
+            idle_release_s=settings.idle_release_s,
+        )
+        self._janitor = asyncio.get_event_loop().create_task(self._release_idle_forever())
+
+    async def _report(self, ticket: Ticket, result: TurnResult) -> None:
+        for attempt in range(REPORT_ATTEMPTS):
+            try:
+                await asyncio.wait_for(
+                    self._reporter.complete_turn.remote(ticket, result), REPORT_TIMEOUT_S
+                )
+                return
+            except (TimeoutError, ray.exceptions.RayError):
+                await asyncio.sleep(0.2 * 2**attempt)
+
+    async def _release_idle_forever(self) -> None:
+        interval = max(self.core.idle_release_s / 4, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            await self.core.release_idle()
+
+    async def ping(self) -> dict[str, Any]:
+        return {"host": self.core.host_id, "pid": os.getpid(), "agents": len(self.core.agents)}
+
+    async def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
+        self.core.start_turn(ticket, activation)
+
+    async def activate(self, activation: Activation) -> None:
+        self.core.activate(activation)
+
+    async def stream(self, ticket_id: str) -> AsyncIterator[list[tuple[str, str]]]:
+        async for chunk in self.core.stream(ticket_id):
+            yield chunk
+
+    async def result(self, ticket_id: str) -> TurnResult:
+        return await self.core.result(ticket_id)
+
+    async def cancel(self, uuid: str) -> bool:
+        return await self.core.cancel(uuid)
+
+    async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
+        await self.core.switch_model(uuid, choice)
+
+    async def steer(self, uuid: str, entry: NewEntry) -> bool:
+        return self.core.steer(uuid, entry)
+
+    async def drop(self, uuid: str) -> None:
+        await self.core.drop(uuid)
+
+    async def provider_identity(self, uuid: str) -> dict[str, Any]:
+        return {"pid": os.getpid(), **self.core.provider_identity(uuid)}

@@ -1,0 +1,252 @@
+"""`SupervisorCore`: the control plane's logic: agent tree, turn protocol, routing, placement.
+
+The single writer of the store. Plain asyncio; supervisor/remote.py makes it a Ray actor and
+supplies the hosts. Tokens never pass through here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid as uuidlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.host import Activation, Ticket
+from providers.catalog import ModelSpec
+from supervisor.errors import CommandError, SupervisorError
+from supervisor.rules import NO_MODEL_TEXT
+from supervisor.store.base import Store
+from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+
+HOST_CALL_TIMEOUT_S = 30.0
+
+
+class HostClient(Protocol):
+    """The supervisor's view of one AgentHost (supervisor/remote.py wraps a Ray handle)."""
+
+    host_id: str
+
+    async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None: ...
+
+    async def switch_model(self, uuid: str, choice: ModelChoice) -> None: ...
+
+    async def steer(self, uuid: str, entry: NewEntry) -> bool: ...
+
+    async def cancel(self, uuid: str) -> bool: ...
+
+    async def drop(self, uuid: str) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnTicket:
+    """What `begin_turn` hands a caller: the ticket and which host streams it."""
+
+    ticket: Ticket
+    host_id: str
+
+
+@dataclass(slots=True)
+class _Live:
+    """Live state of one agent (not stored): where it runs and what it is doing."""
+
+    host: HostClient
+    active: bool = False
+    ticket_id: str | None = None
+    turn_done: asyncio.Event = field(default_factory=asyncio.Event)
+    last_result: TurnResult | None = None
+    mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
+
+
+def choice_of(record: AgentRecord) -> ModelChoice | None:
+    if record.provider is None or record.model is None:
+        return None
+    return ModelChoice(
+        provider=record.provider,  # type: ignore[arg-type]
+        model=record.model,
+        thinking=record.thinking_level,
+    )
+
+
+class SupervisorCore:
+    def __init__(self, store: Store, hosts: Sequence[HostClient]) -> None:
+        if not hosts:
+            raise SupervisorError("a supervisor needs at least one host")
+        self.store = store
+        self.hosts = list(hosts)
+        self._live: dict[str, _Live] = {}
+        self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
+        self._session_locks: dict[str, asyncio.Lock] = {}
+
+    # --- tree -----------------------------------------------------------------------------
+
+    def create_root(self, spec: ModelSpec | None, name: str | None = None) -> AgentRecord:
+        record = AgentRecord(
+            uuid=str(uuidlib.uuid4()),
+            name=name,
+            role="root",
+            provider=spec.provider if spec else None,
+            model=spec.model if spec else None,
+            thinking_level=spec.thinking if spec else None,
+            created_at=time.time(),
+        )
+        self.store.create_agents([record])
+        self.store.set_focus(record.uuid, record.uuid)
+        self.event("AgentCreated", agent=record.uuid, role="root")
+        return record
+
+    def agent(self, uuid_or_prefix: str) -> AgentRecord:
+        return self.store.resolve_agent(uuid_or_prefix)
+
+    def root_of(self, record: AgentRecord) -> AgentRecord:
+        while record.parent_uuid is not None:
+            parent = self.store.get_agent(record.parent_uuid)
+            if parent is None:
+                break
+            record = parent
+        return record
+
+    def descendants(self, uuid: str) -> list[AgentRecord]:
+        found: list[AgentRecord] = []
+        stack = [uuid]
+        while stack:
+            for child in self.store.children(stack.pop()):
+                found.append(child)
+                stack.append(child.uuid)
+        return found
+
+    def fork_point(self, parent: AgentRecord) -> int:
+        conversation = self.store.conversation(parent.uuid)
+        return conversation[-1].id if conversation else 0
+
+    def fork_records(
+        self, parent: AgentRecord, model: ModelSpec | None, count: int
+    ) -> list[AgentRecord]:
+        point = self.fork_point(parent)
+        now = time.time()
+        return [
+            AgentRecord(
+                uuid=str(uuidlib.uuid4()),
+                parent_uuid=parent.uuid,
+                role="child",
+                fork_message_id=point,
+                provider=model.provider if model else parent.provider,
+                model=model.model if model else parent.model,
+                thinking_level=model.thinking if model else parent.thinking_level,
+                created_at=now,
+                metadata={"system": parent.metadata["system"]}
+                if "system" in parent.metadata
+                else {},
+            )
+            for _ in range(count)
+        ]
+
+    # --- placement ------------------------------------------------------------------------
+
+    def live(self, uuid: str) -> _Live:
+        state = self._live.get(uuid)
+        if state is None:
+            host = min(self.hosts, key=lambda h: self._load[h.host_id])
+            self._load[host.host_id] += 1
+            state = self._live[uuid] = _Live(host=host)
+            state.turn_done.set()
+        return state
+
+    def streaming(self, uuid: str) -> bool:
+        state = self._live.get(uuid)
+        return state is not None and state.ticket_id is not None
+
+    # --- turns ----------------------------------------------------------------------------
+
+    async def begin_turn(self, uuid: str, text: str | None) -> TurnTicket:
+        """Check the rules, persist the user message, start the turn on the agent's host."""
+        record = self.agent(uuid)
+        if record.status != "running":
+            raise CommandError(f"Agent {record.uuid} is {record.status}")
+        choice = choice_of(record)
+        if choice is None:
+            raise CommandError(NO_MODEL_TEXT)
+        state = self.live(record.uuid)
+        if state.ticket_id is not None:
+            await state.turn_done.wait()
+        activation = None if state.active else self.activation(record)
+        user: NewEntry | None = None
+        if text is not None:
+            self.store.append_message(record.uuid, "user", text)
+            user = NewEntry(kind="user", content=text, data={})
+        ticket = Ticket(ticket_id=uuidlib.uuid4().hex, uuid=record.uuid, user=user, choice=choice)
+        state.ticket_id = ticket.ticket_id
+        state.turn_done.clear()
+        try:
+            await asyncio.wait_for(state.host.start_turn(ticket, activation), HOST_CALL_TIMEOUT_S)
+        except BaseException:
+            state.ticket_id = None
+            state.turn_done.set()
+            raise
+        state.active = True
+        self.event("TurnStarted", agent=record.uuid, ticket=ticket.ticket_id)
+        return TurnTicket(ticket=ticket, host_id=state.host.host_id)
+
+    def activation(self, record: AgentRecord) -> Activation:
+        history = self.store.conversation(record.uuid)
+        return Activation(
+            uuid=record.uuid,
+            choice=choice_of(record),
+            history=list(history),
+            system=record.metadata.get("system"),
+        )
+
+    def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:
+        """Persist what the turn produced, once per ticket, then release the agent."""
+        stored: list[MessageRecord] = []
+        if not result.cancelled:
+            new = [
+                NewMessage(
+                    agent_uuid=ticket.uuid,
+                    kind=entry.kind,
+                    content=entry.content,
+                    data=entry.data,
+                    ticket=f"{ticket.ticket_id}:{index}",
+                )
+                for index, entry in enumerate(result.entries)
+                if not (entry.kind == "user" and index == 0 and ticket.user is not None)
+            ]
+            if result.error is not None:
+                new = [m for m in new if m.kind not in ("assistant", "tool_result")]
+            stored = self.store.append_messages(new) if new else []
+        state = self.live(ticket.uuid)
+        if state.ticket_id == ticket.ticket_id:
+            state.ticket_id = None
+            state.last_result = result
+            state.turn_done.set()
+        if result.error is not None:
+            # The host's copy of the conversation holds the failed steps: rebuild it.
+            state.active = False
+        self.event(
+            "TurnCompleted",
+            agent=ticket.uuid,
+            ticket=ticket.ticket_id,
+            ok=result.ok,
+            error=result.error,
+            usage=result.usage.as_dict(),
+            cost_usd=result.cost_usd,
+        )
+        return stored
+
+    async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
+        state = self.live(uuid)
+        await asyncio.wait_for(state.turn_done.wait(), timeout_s)
+        return state.last_result
+
+    # --- events ---------------------------------------------------------------------------
+
+    def event(self, kind: str, **payload: Any) -> None:
+        self.store.append_event(kind, payload)
+
+    def session_lock(self, root_uuid: str) -> asyncio.Lock:
+        lock = self._session_locks.get(root_uuid)
+        if lock is None:
+            lock = self._session_locks[root_uuid] = asyncio.Lock()
+        return lock
