@@ -126,7 +126,7 @@ def _thinking_block(part: ThinkingPart) -> JSONObject | None:
 
 def _require_role(message: Message, role: str, what: str) -> None:
     if message.role != role:
-        raise ValueError(f"anthropic: {what} can only be sent in an {role} message")
+        raise ValueError(f"anthropic: {what} can only be sent in {role} messages")
 
 
 def wire_tool_id(call_id: str) -> str:
