@@ -159,11 +159,16 @@ def infer_provider(model: str) -> ProviderName | None:
 
 
 def _family(model: str, provider: ProviderName) -> ModelInfo:
-    """The known model an unknown id most resembles: the longest shared prefix wins."""
+    """The known model an unknown id most resembles: the longest known id it starts with
+    (`gemini-2.5-flash-preview` is a flash, not a flash-lite), else the longest shared prefix."""
     candidates = [info for info in _MODELS if info.provider == provider]
     best = max(
         candidates,
-        key=lambda info: (_shared_prefix(info.id, model), info.id == DEFAULT_MODELS[provider]),
+        key=lambda info: (
+            len(info.id) if model.startswith(info.id) else 0,
+            _shared_prefix(info.id, model),
+            info.id == DEFAULT_MODELS[provider],
+        ),
     )
     return best
 

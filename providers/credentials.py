@@ -71,7 +71,7 @@ def credentials_file_problem(path: Path) -> str | None:
 
 def _key_from_file(provider: ProviderName, path: Path) -> str | None:
     try:
-        raw = path.read_text(encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
@@ -81,8 +81,8 @@ def _key_from_file(provider: ProviderName, path: Path) -> str | None:
     if problem:
         log.warning(problem)
     try:
-        data = json.loads(raw)
-    except ValueError:
+        data = json.loads(raw.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError included
         log.warning("%s is not valid JSON; ignoring it", path)
         return None
     entry = data.get(provider) if isinstance(data, dict) else None

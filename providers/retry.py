@@ -5,6 +5,7 @@ Which errors are retryable is decided by the error classes (providers.errors), n
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
@@ -13,6 +14,7 @@ from time import time
 from httpx import Headers
 
 MAX_HONOURED_RETRY_AFTER_S = 120.0
+MAX_DOUBLINGS = 64
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,25 +33,22 @@ class RetryPolicy:
             hinted = min(max(retry_after, 0.0), MAX_HONOURED_RETRY_AFTER_S)
             spread: float = random.uniform(0.0, min(0.25, hinted * 0.1 + 0.05))
             return hinted + spread
-        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0 ** (attempt - 1))
+        doublings = min(attempt - 1, MAX_DOUBLINGS)  # a larger power would overflow a float
+        ceiling = min(self.max_delay_s, self.base_delay_s * 2.0**doublings)
         return ceiling / 2 + random.uniform(0.0, ceiling / 2)
 
 
 def retry_after_from_headers(headers: Headers) -> float | None:
     """`retry-after-ms` (milliseconds) first, then `retry-after` (seconds or an HTTP date)."""
-    milliseconds = headers.get("retry-after-ms")
+    milliseconds = _non_negative_number(headers.get("retry-after-ms", ""))
     if milliseconds is not None:
-        try:
-            return max(float(milliseconds) / 1000.0, 0.0)
-        except ValueError:
-            pass
+        return milliseconds / 1000.0
     value = headers.get("retry-after")
     if value is None:
         return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
+    seconds = _non_negative_number(value)
+    if seconds is not None:
+        return seconds
     try:
         return max(parsedate_to_datetime(value).timestamp() - time(), 0.0)
     except (TypeError, ValueError, IndexError, OverflowError):
@@ -60,7 +59,13 @@ def parse_duration(text: str) -> float | None:
     """A protobuf Duration in JSON form (`"1.5s"`), as Gemini's RetryInfo.retryDelay uses."""
     if not text.endswith("s"):
         return None
+    return _non_negative_number(text[:-1])
+
+
+def _non_negative_number(text: str) -> float | None:
+    """A number, clamped at zero; None for anything else (including nan and infinities)."""
     try:
-        return max(float(text[:-1]), 0.0)
+        value = float(text)
     except ValueError:
         return None
+    return max(value, 0.0) if math.isfinite(value) else None

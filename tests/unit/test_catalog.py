@@ -1,0 +1,325 @@
+"""Tests of providers/catalog.py: provider inference, `MODEL[/THINKING]` parsing, prices.
+
+The expected user-facing texts and the Tab-completion list are copied literally from
+spec/commands-model-fork.md, which binds them word for word.
+"""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from providers.base import THINKING_LEVELS, Usage
+from providers.catalog import (
+    DEFAULT_MODELS,
+    MODELS,
+    ModelSpec,
+    completions,
+    cost_usd,
+    infer_provider,
+    model_info,
+    parse_model_spec,
+)
+from providers.errors import InvalidThinkingLevelError, UnknownModelError
+
+REFERENCE_UNKNOWN_MODEL = """\
+Unknown model: unknown-model
+
+Supported models:
+  Anthropic: claude-haiku-4-5, claude-sonnet-4-5, claude-opus-4-5
+  OpenAI:    gpt-5-nano, gpt-5-mini, gpt-5
+  Google:    gemini-2.5-flash-lite, gemini-3.0-flash, gemini-3.0-pro"""
+
+REFERENCE_INVALID_THINKING = """\
+Invalid thinking level: maximum
+Valid levels: none, low, med, high"""
+
+REFERENCE_TAB_COMPLETION = [
+    "claude-haiku-4-5",
+    "claude-sonnet-4-5",
+    "claude-sonnet-4-5/none",
+    "claude-sonnet-4-5/low",
+    "claude-sonnet-4-5/med",
+    "claude-sonnet-4-5/high",
+    "claude-opus-4-5",
+    "gpt-5-nano",
+    "gpt-5-mini",
+    "gpt-5-mini/none",
+    "gpt-5-mini/low",
+    "gpt-5-mini/med",
+    "gpt-5-mini/high",
+    "gpt-5",
+    "gemini-2.5-flash-lite",
+    "gemini-3.0-flash",
+    "gemini-3.0-flash/none",
+    "gemini-3.0-flash/low",
+    "gemini-3.0-flash/med",
+    "gemini-3.0-flash/high",
+    "gemini-3.0-pro",
+]
+
+
+# --- provider inference -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [
+        ("claude-sonnet-4-5", "anthropic"),
+        ("claude-future-9", "anthropic"),
+        ("gpt-5-mini", "openai"),
+        ("gpt-7", "openai"),
+        ("gemini-3.0-flash", "google"),
+        ("gemini-9.0-ultra", "google"),
+    ],
+)
+def test_provider_is_inferred_from_the_prefix(model: str, provider: str) -> None:
+    assert infer_provider(model) == provider
+
+
+@pytest.mark.parametrize(
+    "model", ["unknown-model", "claude", "gpt5", "Gemini-3.0-flash", "o3-mini", "", " gpt-5"]
+)
+def test_ids_without_a_known_prefix_have_no_provider(model: str) -> None:
+    assert infer_provider(model) is None
+
+
+def test_prefixes_are_checked_in_the_reference_order() -> None:
+    # Only the first matching prefix counts, so an id carrying two prefixes is decided by
+    # where it starts.
+    assert infer_provider("claude-gpt-gemini-") == "anthropic"
+    assert infer_provider("gpt-claude-") == "openai"
+    assert infer_provider("gemini-claude-") == "google"
+
+
+def test_every_catalog_model_belongs_to_its_inferred_provider() -> None:
+    for model, info in MODELS.items():
+        assert info.id == model
+        assert infer_provider(model) == info.provider
+        assert info.known
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("claude-future-9", "claude-sonnet-4-5"),
+        ("claude-opus-5", "claude-opus-4-5"),
+        ("gpt-7", "gpt-5-mini"),
+        ("gemini-9.0-ultra", "gemini-3.0-flash"),
+        ("gemini-2.5-flash-preview", "gemini-2.5-flash"),
+        ("gemini-2.5-flash-lite-preview-06-17", "gemini-2.5-flash-lite"),
+        ("gpt-5-mini-2025-08-07", "gpt-5-mini"),
+        ("claude-sonnet-4-5-20250929", "claude-sonnet-4-5"),
+    ],
+)
+def test_a_new_id_with_a_known_prefix_gets_its_family_figures(model: str, family: str) -> None:
+    info = model_info(model)
+    known = MODELS[family]
+    assert info.id == model
+    assert not info.known
+    assert info.provider == known.provider
+    assert (info.context_window, info.max_output_tokens) == (
+        known.context_window,
+        known.max_output_tokens,
+    )
+    assert (info.price_input, info.price_output, info.price_cache_read) == (
+        known.price_input,
+        known.price_output,
+        known.price_cache_read,
+    )
+    assert parse_model_spec(model) == ModelSpec(provider=known.provider, model=model)
+
+
+def test_openai_ids_after_gpt_5_accept_effort_none() -> None:
+    assert model_info("gpt-5").thinking_style == "openai_effort"
+    assert model_info("gpt-5-pro").thinking_style == "openai_effort"
+    assert model_info("gpt-5.1").thinking_style == "openai_effort_none"
+    assert model_info("gpt-5.2-mini").thinking_style == "openai_effort_none"
+    assert model_info("gpt-7").thinking_style == "openai_effort_none"
+
+
+def test_model_info_of_an_unknown_prefix_is_the_reference_error() -> None:
+    with pytest.raises(UnknownModelError) as caught:
+        model_info("unknown-model")
+    assert str(caught.value) == REFERENCE_UNKNOWN_MODEL
+    assert caught.value.model == "unknown-model"
+
+
+def test_default_models() -> None:
+    assert DEFAULT_MODELS == {
+        "anthropic": "claude-sonnet-4-5",
+        "openai": "gpt-5-mini",
+        "google": "gemini-3.0-flash",
+    }
+    assert all(model in MODELS for model in DEFAULT_MODELS.values())
+
+
+# --- MODEL[/THINKING] ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("claude-sonnet-4-5", ModelSpec(provider="anthropic", model="claude-sonnet-4-5")),
+        (
+            "claude-sonnet-4-5/med",
+            ModelSpec(provider="anthropic", model="claude-sonnet-4-5", thinking="med"),
+        ),
+        ("gpt-5-mini/none", ModelSpec(provider="openai", model="gpt-5-mini", thinking="none")),
+        (
+            "gemini-3.0-flash/high",
+            ModelSpec(provider="google", model="gemini-3.0-flash", thinking="high"),
+        ),
+        ("gpt-5/high", ModelSpec(provider="openai", model="gpt-5", thinking="high")),
+    ],
+)
+def test_reference_examples_parse(text: str, expected: ModelSpec) -> None:
+    spec = parse_model_spec(text)
+    assert spec == expected
+    assert str(spec) == text
+
+
+def test_unknown_model_text_is_the_reference_text() -> None:
+    with pytest.raises(UnknownModelError) as caught:
+        parse_model_spec("unknown-model")
+    assert str(caught.value) == REFERENCE_UNKNOWN_MODEL
+
+
+def test_invalid_thinking_level_text_is_the_reference_text() -> None:
+    with pytest.raises(InvalidThinkingLevelError) as caught:
+        parse_model_spec("claude-sonnet-4-5/maximum")
+    assert str(caught.value) == REFERENCE_INVALID_THINKING
+    assert caught.value.level == "maximum"
+
+
+@pytest.mark.parametrize("level", ["", "medium", "MED", "High", " low", "none/none"])
+def test_only_the_four_levels_are_valid(level: str) -> None:
+    with pytest.raises(InvalidThinkingLevelError) as caught:
+        parse_model_spec(f"gpt-5-mini/{level}")
+    assert str(caught.value).splitlines() == [
+        f"Invalid thinking level: {level}",
+        "Valid levels: none, low, med, high",
+    ]
+
+
+def test_the_thinking_level_is_checked_before_the_model() -> None:
+    # The reference parses MODEL/THINKING first, then infers the provider.
+    with pytest.raises(InvalidThinkingLevelError):
+        parse_model_spec("unknown-model/maximum")
+    with pytest.raises(UnknownModelError) as caught:
+        parse_model_spec("unknown-model/med")
+    assert str(caught.value).startswith("Unknown model: unknown-model\n")
+
+
+def test_unknown_model_text_names_the_model_given() -> None:
+    with pytest.raises(UnknownModelError) as caught:
+        parse_model_spec("llama-4/low")
+    assert str(caught.value) == REFERENCE_UNKNOWN_MODEL.replace("unknown-model", "llama-4")
+
+
+def test_tab_completion_list_is_the_reference_list_in_order() -> None:
+    assert completions() == REFERENCE_TAB_COMPLETION
+    for item in completions():
+        spec = parse_model_spec(item)
+        assert spec.model in MODELS
+
+
+# --- aliases ------------------------------------------------------------------------------
+
+ALIASES = {
+    "fast": "gemini-2.5-flash",
+    "deep": "claude-opus-4-5/high",
+    "broken": "mistral-large",
+    "odd": "gpt-5/extreme",
+}
+
+
+def test_an_alias_stands_for_its_model() -> None:
+    assert parse_model_spec("fast", ALIASES) == ModelSpec(
+        provider="google", model="gemini-2.5-flash"
+    )
+    assert parse_model_spec("fast/low", ALIASES) == ModelSpec(
+        provider="google", model="gemini-2.5-flash", thinking="low"
+    )
+
+
+def test_an_alias_level_is_a_default_that_the_user_can_override() -> None:
+    assert parse_model_spec("deep", ALIASES).thinking == "high"
+    assert parse_model_spec("deep/none", ALIASES) == ModelSpec(
+        provider="anthropic", model="claude-opus-4-5", thinking="none"
+    )
+
+
+def test_aliases_to_bad_targets_fail_with_the_reference_texts() -> None:
+    with pytest.raises(UnknownModelError) as unknown:
+        parse_model_spec("broken", ALIASES)
+    assert str(unknown.value).startswith("Unknown model: mistral-large\n")
+    with pytest.raises(InvalidThinkingLevelError) as invalid:
+        parse_model_spec("odd", ALIASES)
+    assert str(invalid.value).startswith("Invalid thinking level: extreme\n")
+
+
+def test_without_aliases_an_alias_name_is_unknown() -> None:
+    with pytest.raises(UnknownModelError):
+        parse_model_spec("fast")
+
+
+@given(
+    text=st.one_of(
+        st.text(max_size=40),
+        st.builds(
+            "{}{}/{}".format,
+            st.sampled_from(["claude-", "gpt-", "gemini-", "fast", "deep", "odd", "x"]),
+            st.text(max_size=10),
+            st.one_of(st.sampled_from(THINKING_LEVELS), st.text(max_size=6)),
+        ),
+    ),
+    aliases=st.one_of(st.just(ALIASES), st.dictionaries(st.text(max_size=8), st.text(max_size=20))),
+)
+def test_any_text_parses_or_fails_with_a_model_spec_error(
+    text: str, aliases: dict[str, str]
+) -> None:
+    try:
+        spec = parse_model_spec(text, aliases)
+    except (UnknownModelError, InvalidThinkingLevelError) as exc:
+        assert str(exc).startswith(("Unknown model: ", "Invalid thinking level: "))
+        return
+    assert isinstance(spec, ModelSpec)
+    assert infer_provider(spec.model) == spec.provider
+    assert spec.thinking is None or spec.thinking in THINKING_LEVELS
+    assert model_info(spec.model).provider == spec.provider
+
+
+# --- cost ---------------------------------------------------------------------------------
+
+
+def test_cost_of_an_anthropic_turn_counts_cache_reads_apart_from_input() -> None:
+    usage = Usage(
+        input_tokens=1_000, output_tokens=500, cache_read_tokens=200, cache_write_tokens=100
+    )
+    # claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million.
+    expected = (1_000 * 3.0 + 500 * 15.0 + 200 * 0.30 + 100 * 3.75) / 1_000_000
+    assert cost_usd("claude-sonnet-4-5", usage) == pytest.approx(expected)
+    assert expected == pytest.approx(0.010935)
+
+
+def test_cost_of_an_openai_turn_bills_cached_input_at_the_cache_price() -> None:
+    usage = Usage(input_tokens=1_000, output_tokens=500, cache_read_tokens=200)
+    # gpt-5-mini: $0.25 in, $2 out, $0.025 cached per million; input includes cached tokens.
+    expected = (800 * 0.25 + 500 * 2.0 + 200 * 0.025) / 1_000_000
+    assert cost_usd("gpt-5-mini", usage) == pytest.approx(expected)
+    assert expected == pytest.approx(0.001205)
+
+
+def test_cost_of_a_million_tokens_is_the_list_price() -> None:
+    for model, info in MODELS.items():
+        assert cost_usd(model, Usage(input_tokens=1_000_000)) == pytest.approx(info.price_input)
+        assert cost_usd(model, Usage(output_tokens=1_000_000)) == pytest.approx(info.price_output)
+    assert cost_usd("claude-haiku-4-5", Usage()) == 0.0
+
+
+def test_cost_of_an_unknown_model_is_zero_and_of_a_new_id_its_family_price() -> None:
+    usage = Usage(input_tokens=10_000, output_tokens=1_000)
+    assert cost_usd("unknown-model", usage) == 0.0
+    assert cost_usd("claude-future-9", usage) == cost_usd("claude-sonnet-4-5", usage)
