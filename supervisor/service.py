@@ -240,6 +240,60 @@ class SupervisorCore:
         await asyncio.wait_for(state.turn_done.wait(), timeout_s)
         return state.last_result
 
+    # --- routing --------------------------------------------------------------------------
+
+    async def deliver_mail(self, sender: str, recipient: str, text: str) -> MessageRecord:
+        """Store mail for a running agent; it reaches the model at its next step boundary."""
+        record = self.agent(recipient)
+        if record.status != "running":
+            raise CommandError(f"Agent {record.uuid} is {record.status}")
+        data = {"sender": sender}
+        message = self.store.append_message(record.uuid, "mail", text, data)
+        state = self.live(record.uuid)
+        if state.active:
+            entry = NewEntry(kind="mail", content=text, data=data)
+            await asyncio.wait_for(state.host.steer(record.uuid, entry), HOST_CALL_TIMEOUT_S)
+        state.mail.put_nowait(message)
+        self.event("MailDelivered", sender=sender, recipient=record.uuid, message_id=message.id)
+        return message
+
+    async def wait_for(
+        self, waiter: str, uuids: Sequence[str], timeout_s: float
+    ) -> dict[str, dict[str, Any]]:
+        """Fan-in: each named agent's result or status, or else the waiter's first mail."""
+        if not uuids:
+            try:
+                mail = await asyncio.wait_for(self.live(waiter).mail.get(), timeout_s)
+            except TimeoutError:
+                return {}
+            sender = str(mail.data.get("sender", "?"))
+            return {sender: {"status": "mail", "text": mail.content}}
+        waits = [asyncio.ensure_future(self.live(uuid).turn_done.wait()) for uuid in uuids]
+        _, pending = await asyncio.wait(waits, timeout=timeout_s)
+        for waiting in pending:
+            waiting.cancel()
+        results: dict[str, dict[str, Any]] = {}
+        for uuid in uuids:
+            state = self.live(uuid)
+            record = self.agent(uuid)
+            if state.ticket_id is not None:
+                results[uuid] = {"status": "running"}
+            elif record.status != "running":
+                results[uuid] = {"status": record.status}
+            elif state.last_result is None:
+                results[uuid] = {"status": "idle", "text": self.last_answer(uuid)}
+            elif state.last_result.ok:
+                results[uuid] = {"status": "done", "text": state.last_result.text}
+            else:
+                results[uuid] = {"status": "error", "text": state.last_result.error or ""}
+        return results
+
+    def last_answer(self, uuid: str) -> str:
+        for message in reversed(self.store.agent_messages(uuid)):
+            if message.kind == "assistant":
+                return message.content
+        return ""
+
     # --- events ---------------------------------------------------------------------------
 
     def event(self, kind: str, **payload: Any) -> None:

@@ -1,0 +1,281 @@
+"""The bundled commands: /model, /fork, /agents, /kill, /send, /wait, /reap, /switch, /clear,
+/help, /exit. Texts from spec/commands-model-fork.md are used word for word.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from actors.agent import ModelChoice
+from providers.catalog import PROVIDER_TITLES, model_info, parse_model_spec
+from providers.errors import ModelSpecError
+from providers.thinking import describe_thinking
+from supervisor.commands.parsing import parse_fork_args, split_words
+from supervisor.commands.registry import Command, CommandContext, CommandOutcome
+from supervisor.errors import CommandError
+from supervisor.rules import STREAMING_SWITCH_TEXT
+from supervisor.store.records import AgentRecord
+
+CHARS_PER_TOKEN = 4
+
+
+def describe_model(record: AgentRecord) -> str:
+    if record.model is None:
+        return "no model"
+    return f"{record.provider}/{record.model}/{record.thinking_level or 'default'}"
+
+
+async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    record = ctx.core.agent(ctx.focus)
+    if not args:
+        return CommandOutcome(text=f"Model: {describe_model(record)}")
+    try:
+        spec = parse_model_spec(args, ctx.aliases)
+    except ModelSpecError as exc:
+        raise CommandError(str(exc)) from exc
+    if ctx.core.streaming(record.uuid):
+        raise CommandError(STREAMING_SWITCH_TEXT)
+    info = model_info(spec.model)
+    if record.metadata.get("tools") and not info.supports_tools:
+        raise CommandError(f"{spec.model} cannot call tools, and this agent uses tools")
+    conversation = ctx.core.store.conversation(record.uuid)
+    estimate = sum(len(m.content) for m in conversation) // CHARS_PER_TOKEN
+    if estimate > info.context_window:
+        raise CommandError(
+            f"{spec.model} holds {info.context_window:,} tokens of context; "
+            f"this conversation needs about {estimate:,}"
+        )
+    updated = ctx.core.store.update_agent(
+        record.uuid, provider=spec.provider, model=spec.model, thinking_level=spec.thinking
+    )
+    state = ctx.core.live(record.uuid)
+    if state.active:
+        choice = ModelChoice(provider=spec.provider, model=spec.model, thinking=spec.thinking)
+        await asyncio.wait_for(state.host.switch_model(record.uuid, choice), 30)
+    ctx.core.event(
+        "ModelSwitched",
+        agent=record.uuid,
+        provider=spec.provider,
+        model=spec.model,
+        thinking=spec.thinking,
+        correlation_id=ctx.correlation_id,
+    )
+    text = (
+        f"Switched to {PROVIDER_TITLES[spec.provider]} {spec.model}\n"
+        f"  {describe_thinking(spec.model, spec.thinking)}"
+    )
+    return CommandOutcome(text=text, data={"agent": updated.uuid, "model": str(spec)})
+
+
+async def fork_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    parsed = parse_fork_args(args, ctx.aliases)
+    parent = ctx.core.agent(ctx.focus)
+    (child,) = ctx.core.fork_records(parent, parsed.model, 1)
+    ctx.core.store.create_agents([child])
+    ctx.core.event(
+        "AgentForked",
+        agent=child.uuid,
+        parent=parent.uuid,
+        fork_message_id=child.fork_message_id,
+        correlation_id=ctx.correlation_id,
+    )
+    data: dict[str, object] = {"child": child.uuid}
+    if parsed.prompt is not None:
+        ctx.core.store.set_focus(ctx.session, child.uuid)
+        data["focus"] = child.uuid
+        if child.model is None:
+            ctx.core.store.append_message(child.uuid, "user", parsed.prompt)
+        else:
+            ticket = await ctx.core.begin_turn(child.uuid, parsed.prompt)
+            data["ticket"] = ticket.ticket.ticket_id
+            data["host"] = ticket.host_id
+    return CommandOutcome(text=f"Forked child {child.uuid} ({describe_model(child)})", data=data)
+
+
+def tree_lines(ctx: CommandContext, root: AgentRecord, include_ended: bool) -> list[str]:
+    lines: list[str] = []
+
+    def walk(record: AgentRecord, depth: int) -> None:
+        if record.status != "running" and not include_ended:
+            return
+        turn = "streaming" if ctx.core.streaming(record.uuid) else "idle"
+        count = len(ctx.core.store.agent_messages(record.uuid))
+        marker = "*" if record.uuid == ctx.focus else " "
+        lines.append(
+            f"{marker} {'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
+            f"{describe_model(record)}  {turn}  {count} messages"
+        )
+        for child in ctx.core.store.children(record.uuid):
+            walk(child, depth + 1)
+
+    walk(root, 0)
+    return lines
+
+
+async def agents_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    root = ctx.core.agent(ctx.session)
+    lines = tree_lines(ctx, root, include_ended="--all" in split_words(args))
+    return CommandOutcome(text="\n".join(lines))
+
+
+async def kill_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    words = split_words(args)
+    confirmed = "--yes" in words
+    targets = [w for w in words if w != "--yes"]
+    record = ctx.core.agent(targets[0]) if targets else ctx.core.agent(ctx.focus)
+    if record.parent_uuid is None:
+        raise CommandError("The root agent cannot be killed")
+    victims = [record, *ctx.core.descendants(record.uuid)]
+    victims = [v for v in victims if v.status == "running"]
+    if len(victims) > 1 and not confirmed and ctx.origin == "repl-interactive":
+        return CommandOutcome(
+            text=f"This kills {len(victims)} agents. Confirm with /kill {record.uuid} --yes",
+            ok=False,
+            data={"confirm": f"/kill {record.uuid} --yes", "count": len(victims)},
+        )
+    now = time.time()
+    for victim in victims:
+        state = ctx.core.live(victim.uuid)
+        await asyncio.wait_for(state.host.drop(victim.uuid), 30)
+        state.active = False
+        ctx.core.store.update_agent(victim.uuid, status="dead", ended_at=now)
+        ctx.core.event("AgentKilled", agent=victim.uuid, correlation_id=ctx.correlation_id)
+    focus = ctx.focus
+    if any(v.uuid == ctx.focus for v in victims):
+        focus = record.parent_uuid
+        ctx.core.store.set_focus(ctx.session, focus)
+    names = ", ".join(v.uuid for v in victims)
+    return CommandOutcome(text=f"Killed {len(victims)}: {names}", data={"focus": focus})
+
+
+async def send_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    words = split_words(args)
+    if len(words) != 2:
+        raise CommandError('Usage: /send <uuid> "message"')
+    target = ctx.core.agent(words[0])
+    message = await ctx.core.deliver_mail(ctx.focus, target.uuid, words[1])
+    return CommandOutcome(text=f"Sent to {target.uuid}", data={"message_id": message.id})
+
+
+async def wait_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    words = split_words(args)
+    if not words:
+        raise CommandError("Usage: /wait TIMEOUT [uuid ...]")
+    try:
+        timeout = float(words[0])
+    except ValueError as exc:
+        raise CommandError(f"TIMEOUT must be a number of seconds, not {words[0]}") from exc
+    if timeout < 0:
+        raise CommandError("TIMEOUT must not be negative")
+    uuids = [ctx.core.agent(word).uuid for word in words[1:]]
+    results = await ctx.core.wait_for(ctx.focus, uuids, timeout)
+    lines = [f"{key}: {value['status']}: {value.get('text', '')}" for key, value in results.items()]
+    return CommandOutcome(text="\n".join(lines) or "Nothing arrived", data={"results": results})
+
+
+async def reap_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    words = split_words(args)
+    scope = ctx.core.agent(words[0]) if words else ctx.core.agent(ctx.session)
+    reaped = []
+    for record in [scope, *ctx.core.descendants(scope.uuid)]:
+        if record.status == "dead":
+            ctx.core.store.update_agent(record.uuid, status="reaped")
+            reaped.append(record.uuid)
+    return CommandOutcome(text=f"Reaped {len(reaped)}", data={"reaped": reaped})
+
+
+async def switch_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    words = split_words(args)
+    if len(words) != 1:
+        raise CommandError("Usage: /switch <uuid>")
+    record = ctx.core.agent(words[0])
+    if ctx.core.root_of(record).uuid != ctx.session:
+        raise CommandError(f"Agent {record.uuid} is not in this session")
+    if record.status != "running":
+        raise CommandError(f"Agent {record.uuid} is {record.status}")
+    ctx.core.store.set_focus(ctx.session, record.uuid)
+    return CommandOutcome(text=f"Focus: {record.uuid}", data={"focus": record.uuid})
+
+
+async def clear_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    record = ctx.core.agent(ctx.focus)
+    if ctx.core.streaming(record.uuid):
+        raise CommandError("Cannot clear while response is streaming.")
+    ctx.core.store.append_message(record.uuid, "clear", "")
+    ctx.core.live(record.uuid).active = False
+    ctx.core.event("ConversationCleared", agent=record.uuid, correlation_id=ctx.correlation_id)
+    return CommandOutcome(text="Conversation cleared")
+
+
+async def help_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    from supervisor.commands.bus import registry
+
+    lines = [f"  {c.usage:<40} {c.summary}" for c in registry().commands.values()]
+    return CommandOutcome(text="Commands:\n" + "\n".join(lines))
+
+
+async def exit_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    return CommandOutcome(text="Bye", data={"exit": True})
+
+
+BUNDLED: tuple[Command, ...] = (
+    Command(
+        name="model",
+        handler=model_command,
+        usage="/model MODEL[/THINKING]",
+        summary="Switch the focused agent's model",
+    ),
+    Command(
+        name="fork",
+        handler=fork_command,
+        usage='/fork [--model M/T] ["prompt"]',
+        summary="Fork a child of the focused agent",
+    ),
+    Command(
+        name="agents",
+        handler=agents_command,
+        usage="/agents [--all]",
+        summary="Show the agent tree",
+        mutates=False,
+    ),
+    Command(
+        name="kill",
+        handler=kill_command,
+        usage="/kill [uuid]",
+        summary="Kill an agent and its descendants",
+    ),
+    Command(
+        name="send",
+        handler=send_command,
+        usage='/send <uuid> "message"',
+        summary="Mail a running agent",
+    ),
+    Command(
+        name="wait",
+        handler=wait_command,
+        usage="/wait TIMEOUT [uuid ...]",
+        summary="Wait for mail, or for the named agents' results",
+        mutates=False,
+    ),
+    Command(
+        name="reap",
+        handler=reap_command,
+        usage="/reap [uuid]",
+        summary="Remove dead agents from the tree",
+    ),
+    Command(
+        name="switch",
+        handler=switch_command,
+        usage="/switch <uuid>",
+        summary="Focus another agent of this session",
+    ),
+    Command(
+        name="clear",
+        handler=clear_command,
+        usage="/clear",
+        summary="Start the focused agent's conversation afresh",
+    ),
+    Command(name="help", handler=help_command, usage="/help", summary="This list", mutates=False),
+    Command(name="exit", handler=exit_command, usage="/exit", summary="Leave", mutates=False),
+)

@@ -1,0 +1,83 @@
+"""The command bus: `dispatch(line)` resolves, serializes and runs a command, with its events.
+
+Every dispatch leaves CommandDispatched before and CommandResulted after, one correlation id.
+"""
+
+from __future__ import annotations
+
+import uuid
+from functools import cache
+
+from supervisor.commands.builtin import BUNDLED
+from supervisor.commands.parsing import split_command
+from supervisor.commands.registry import CommandContext, CommandOutcome, Registry, plugin_commands
+from supervisor.errors import CommandError
+from supervisor.service import SupervisorCore
+
+LEASE_TIMEOUT_S = 120.0
+
+
+@cache
+def registry() -> Registry:
+    return Registry([BUNDLED, plugin_commands()])
+
+
+async def dispatch(
+    core: SupervisorCore,
+    session: str,
+    line: str,
+    *,
+    origin: str,
+    aliases: dict[str, str] | None = None,
+) -> CommandOutcome:
+    correlation_id = uuid.uuid4().hex
+    try:
+        name, args = split_command(line)
+    except CommandError as exc:
+        return CommandOutcome(text=str(exc), ok=False)
+    focus = core.store.get_focus(session) or session
+    core.event(
+        "CommandDispatched",
+        name=name,
+        args=args,
+        correlation_id=correlation_id,
+        origin=origin,
+        agent=focus,
+    )
+    try:
+        command = registry().get(name)
+        if command.mutates:
+            async with core.session_lock(session), core.store.lease(session, LEASE_TIMEOUT_S):
+                focus = core.store.get_focus(session) or session
+                outcome = await command.handler(
+                    CommandContext(
+                        core=core,
+                        session=session,
+                        focus=focus,
+                        origin=origin,
+                        correlation_id=correlation_id,
+                        aliases=aliases or {},
+                    ),
+                    args,
+                )
+        else:
+            outcome = await command.handler(
+                CommandContext(
+                    core=core,
+                    session=session,
+                    focus=focus,
+                    origin=origin,
+                    correlation_id=correlation_id,
+                    aliases=aliases or {},
+                ),
+                args,
+            )
+    except CommandError as exc:
+        outcome = CommandOutcome(text=str(exc), ok=False)
+    core.event(
+        "CommandResulted",
+        name=name,
+        outcome="ok" if outcome.ok else "error",
+        correlation_id=correlation_id,
+    )
+    return outcome

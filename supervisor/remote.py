@@ -1,0 +1,130 @@
+"""The Ray face of supervisor/: the `Supervisor` named actor and its host clients.
+
+All Ray calls of supervisor/ are here; the logic lives in service.py and commands/.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import ray
+
+from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.host import Activation, Ticket
+from actors.remote import AgentHost, HostSettings
+from providers.catalog import ModelSpec
+from supervisor.commands.bus import dispatch
+from supervisor.commands.registry import CommandOutcome
+from supervisor.service import HOST_CALL_TIMEOUT_S, SupervisorCore, TurnTicket
+from supervisor.store import open_store
+from supervisor.store.records import AgentRecord, MessageRecord
+
+NAMESPACE = "grove"
+SUPERVISOR_NAME = "grove-supervisor"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SupervisorSettings:
+    store_url: str | None
+    hosts: int
+    host_settings: HostSettings
+    aliases: dict[str, str]
+
+
+class RayHostClient:
+    """A HostClient over a Ray actor handle; every call has a timeout."""
+
+    def __init__(self, host_id: str, handle: Any) -> None:
+        self.host_id = host_id
+        self.handle = handle
+
+    async def _call(self, method: str, *args: Any) -> Any:
+        ref = getattr(self.handle, method).remote(*args)
+        return await asyncio.wait_for(ref, HOST_CALL_TIMEOUT_S)
+
+    async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None:
+        await self._call("start_turn", ticket, activation)
+
+    async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
+        await self._call("switch_model", uuid, choice)
+
+    async def steer(self, uuid: str, entry: NewEntry) -> bool:
+        result: bool = await self._call("steer", uuid, entry)
+        return result
+
+    async def cancel(self, uuid: str) -> bool:
+        result: bool = await self._call("cancel", uuid)
+        return result
+
+    async def drop(self, uuid: str) -> None:
+        await self._call("drop", uuid)
+
+
+@ray.remote
+class Supervisor:
+    """One per deployment, named `grove-supervisor` in the `grove` namespace."""
+
+    def __init__(self, settings: SupervisorSettings) -> None:
+        self.settings = settings
+        me = ray.get_runtime_context().current_actor
+        self.host_handles = [
+            AgentHost.options(  # type: ignore[attr-defined]
+                name=f"grove-host-{index}", namespace=NAMESPACE
+            ).remote(f"host-{index}", settings.host_settings, me)
+            for index in range(settings.hosts)
+        ]
+        hosts = [RayHostClient(f"host-{i}", h) for i, h in enumerate(self.host_handles)]
+        self.core = SupervisorCore(open_store(settings.store_url), hosts)
+
+    async def ready(self) -> dict[str, Any]:
+        pings = await asyncio.gather(*(h.ping.remote() for h in self.host_handles))
+        return {"pid": os.getpid(), "hosts": pings}
+
+    def host(self, host_id: str) -> Any:
+        index = int(host_id.rsplit("-", 1)[1])
+        return self.host_handles[index]
+
+    async def create_root(self, spec: ModelSpec | None, system: str | None) -> AgentRecord:
+        record = self.core.create_root(spec)
+        if system:
+            record = self.core.store.update_agent(record.uuid, metadata={"system": system})
+        return record
+
+    async def begin_turn(self, uuid: str, text: str | None) -> tuple[TurnTicket, Any]:
+        ticket = await self.core.begin_turn(uuid, text)
+        return ticket, self.host(ticket.host_id)
+
+    async def complete_turn(self, ticket: Ticket, result: TurnResult) -> None:
+        self.core.complete_turn(ticket, result)
+
+    async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
+        return await self.core.wait_turn(uuid, timeout_s)
+
+    async def cancel(self, uuid: str) -> bool:
+        return await self.core.live(uuid).host.cancel(uuid)
+
+    async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
+        return await dispatch(
+            self.core, session, line, origin=origin, aliases=self.settings.aliases
+        )
+
+    async def focus(self, session: str) -> str:
+        return self.core.store.get_focus(session) or session
+
+    async def agent(self, prefix: str) -> AgentRecord:
+        return self.core.agent(prefix)
+
+    async def conversation(self, uuid: str) -> list[MessageRecord]:
+        return self.core.store.conversation(uuid)
+
+    async def streaming(self, uuid: str) -> bool:
+        return self.core.streaming(uuid)
+
+    async def provider_identity(self, uuid: str) -> dict[str, Any]:
+        state = self.core.live(uuid)
+        handle = self.host(state.host.host_id)
+        identity: dict[str, Any] = await handle.provider_identity.remote(uuid)
+        return {"host": state.host.host_id, **identity}
