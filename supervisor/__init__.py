@@ -1,0 +1,22 @@
+"""Grove's control plane and its public Python API (`from supervisor import Grove`).
+
+Only this package touches the store; the CLI and users' programs come in through `Grove`.
+Ray is imported on first use of the API, so that light commands stay fast.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from supervisor.api import Grove, Turn
+
+__all__ = ["Grove", "Turn"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from supervisor import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'supervisor' has no attribute {name!r}")

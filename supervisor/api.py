@@ -1,0 +1,175 @@
+"""`Grove`: the Python API for programs and for Grove's own CLI.
+
+Starts or joins Ray, finds or starts the supervisor, and streams turns straight from hosts.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import ExitStack
+from typing import Any
+
+import ray
+
+from actors.agent import TurnResult
+from actors.remote import HostSettings
+from providers.catalog import parse_model_spec
+from providers.errors import GroveError, ModelSpecError
+from providers.http import Endpoint
+from supervisor.commands.registry import CommandOutcome
+from supervisor.config import GroveSettings, load_settings
+from supervisor.errors import CommandError
+from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
+from supervisor.store.records import AgentRecord, MessageRecord
+
+CALL_TIMEOUT_S = 60.0
+
+
+class Turn:
+    """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end."""
+
+    def __init__(self, ticket_id: str, agent: str, host: Any) -> None:
+        self.ticket_id = ticket_id
+        self.agent = agent
+        self._host = host
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
+        for ref in stream:
+            yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
+
+    def result(self, timeout_s: float = 3600.0) -> TurnResult:
+        result: TurnResult = ray.get(self._host.result.remote(self.ticket_id), timeout=timeout_s)
+        return result
+
+
+class Grove:
+    """`with Grove(simulate=True) as grove: root = grove.create_root("claude-sonnet-4-5")`."""
+
+    def __init__(
+        self,
+        *,
+        settings: GroveSettings | None = None,
+        simulate: bool = False,
+        hosts: int | None = None,
+    ) -> None:
+        self.settings = settings or load_settings()
+        self.simulate = simulate
+        self.hosts = hosts or max(os.cpu_count() or 1, 1)
+        self._stack = ExitStack()
+        self._started_ray = False
+        self.supervisor: Any = None
+
+    def __enter__(self) -> Grove:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        if not ray.is_initialized():
+            ray.init(
+                address=self.settings.address,
+                namespace=NAMESPACE,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+            )
+            self._started_ray = True
+        simulator = self._start_simulator() if self.simulate else None
+        providers = self.settings.providers
+        host_settings = HostSettings(
+            base_urls={
+                name: providers.for_provider(name).base_url
+                for name in ("anthropic", "openai", "google")
+            },
+            openai_api=providers.openai.api,
+            simulator=simulator,
+        )
+        settings = SupervisorSettings(
+            store_url=self.settings.store,
+            hosts=self.hosts,
+            host_settings=host_settings,
+            aliases=dict(self.settings.models.aliases),
+        )
+        self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
+            name=SUPERVISOR_NAME, namespace=NAMESPACE, get_if_exists=True
+        ).remote(settings)
+        ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+
+    def _start_simulator(self) -> Endpoint:
+        from providers.simulator import SimulatorConfig, SimulatorThread
+
+        key = "sim-" + secrets.token_hex(16)
+        simulator = self._stack.enter_context(SimulatorThread(SimulatorConfig(port=0, api_key=key)))
+        return Endpoint(base_url=simulator.base_url, api_key=key)
+
+    def close(self) -> None:
+        if self.supervisor is not None and self._started_ray:
+            ray.kill(self.supervisor)
+            self.supervisor = None
+        if self._started_ray:
+            ray.shutdown()
+            self._started_ray = False
+        self._stack.close()
+
+    def _call(self, method: str, *args: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
+        """Call the supervisor; a Grove error raised there is raised here as itself."""
+        try:
+            return ray.get(getattr(self.supervisor, method).remote(*args), timeout=timeout_s)
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, GroveError):
+                raise exc.cause from None
+            raise
+
+    def create_root(self, model: str | None = None, *, system: str | None = None) -> AgentRecord:
+        text = model or self.settings.defaults.model
+        try:
+            spec = parse_model_spec(text, self.settings.models.aliases) if text else None
+        except ModelSpecError as exc:
+            raise CommandError(str(exc)) from exc
+        record: AgentRecord = self._call("create_root", spec, system)
+        return record
+
+    def send(self, agent: str, text: str) -> Turn:
+        """Start a turn (CommandError for the rules: no model, dead agent, ...)."""
+        ticket, host = self._call("begin_turn", agent, text)
+        return Turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host)
+
+    def ask(self, agent: str, text: str, timeout_s: float = 3600.0) -> TurnResult:
+        return self.send(agent, text).result(timeout_s)
+
+    def dispatch(self, session: str, line: str, origin: str = "api") -> CommandOutcome:
+        outcome: CommandOutcome = self._call("dispatch", session, line, origin, timeout_s=3600)
+        return outcome
+
+    def focus(self, session: str) -> str:
+        focus: str = self._call("focus", session)
+        return focus
+
+    def agent(self, prefix: str) -> AgentRecord:
+        record: AgentRecord = self._call("agent", prefix)
+        return record
+
+    def history(self, agent: str) -> list[MessageRecord]:
+        messages: list[MessageRecord] = self._call("conversation", agent)
+        return messages
+
+    def streaming(self, agent: str) -> bool:
+        streaming: bool = self._call("streaming", agent)
+        return streaming
+
+    def cancel(self, agent: str) -> bool:
+        cancelled: bool = self._call("cancel", agent)
+        return cancelled
+
+    def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
+        result: TurnResult | None = self._call("wait_turn", agent, timeout_s, timeout_s=timeout_s)
+        return result
+
+    def provider_identity(self, agent: str) -> dict[str, Any]:
+        identity: dict[str, Any] = self._call("provider_identity", agent)
+        return identity
