@@ -1,0 +1,21 @@
+"""The provider simulator: a real HTTP server speaking the Anthropic, OpenAI and Gemini wires.
+
+Tests, demos and benchmarks run against it; the vendors' official SDKs are its referees.
+"""
+
+from providers.simulator.config import DEFAULT_API_KEY, SimulatorConfig
+from providers.simulator.directives import Directive, DirectiveError, parse_directives
+from providers.simulator.runners import SimulatorThread, base_urls, run_forever
+from providers.simulator.server import Simulator
+
+__all__ = [
+    "DEFAULT_API_KEY",
+    "Directive",
+    "DirectiveError",
+    "Simulator",
+    "SimulatorConfig",
+    "SimulatorThread",
+    "base_urls",
+    "parse_directives",
+    "run_forever",
+]

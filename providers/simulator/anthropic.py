@@ -1,0 +1,316 @@
+"""The Anthropic Messages API as the simulator speaks it: `POST /v1/messages`.
+
+Reads requests into `Inbound`, writes plans as Messages SSE or JSON; vendor field names only.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from providers.simulator.script import Inbound, Plan, estimate_tokens
+from providers.simulator.wire import (
+    Frame,
+    InvalidRequest,
+    Problem,
+    Reply,
+    named_event,
+    random_id,
+    retry_after_headers,
+)
+
+PATH = "/v1/messages"
+MIN_THINKING_BUDGET = 1024
+_ERRORS: dict[Problem, tuple[int, str, str]] = {
+    "missing_key": (401, "authentication_error", "x-api-key header is required"),
+    "bad_key": (401, "authentication_error", "invalid x-api-key"),
+    "bad_json": (400, "invalid_request_error", "The request body is not valid JSON."),
+    "invalid_request": (400, "invalid_request_error", "Invalid request."),
+    "not_found": (404, "not_found_error", "Not Found"),
+    "method_not_allowed": (405, "invalid_request_error", "Method Not Allowed"),
+    "rate_limited": (
+        429,
+        "rate_limit_error",
+        "This request would exceed the rate limit for your organization of 50 requests per "
+        "minute. For details, refer to: https://docs.claude.com/en/api/rate-limits. You can "
+        "see the response headers for current usage. Please try again later.",
+    ),
+    "server_error": (500, "api_error", "Internal server error"),
+    "unavailable": (503, "api_error", "Service unavailable"),
+    "overloaded": (529, "overloaded_error", "Overloaded"),
+}
+
+
+class AnthropicMessages:
+    name = "anthropic"
+
+    def handles(self, path: str) -> bool:
+        return path == PATH
+
+    def authenticate(
+        self, headers: dict[str, str], query: dict[str, str], key: str
+    ) -> Problem | None:
+        given = headers.get("x-api-key")
+        authorization = headers.get("authorization", "")
+        if given is None and authorization.startswith("Bearer "):
+            given = authorization.removeprefix("Bearer ").strip()  # newer SDKs send the key so
+        if given is None:
+            return "missing_key"
+        return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
+
+    def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise InvalidRequest("model: Field required")
+        max_tokens = body.get("max_tokens")
+        if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+            raise InvalidRequest("max_tokens: Field required (a whole number, 1 or more)")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise InvalidRequest("messages: at least one message is required")
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+                raise InvalidRequest(
+                    f"messages.{index}.role: Input should be 'user' or 'assistant'"
+                )
+            if not isinstance(message.get("content"), str | list):
+                raise InvalidRequest(f"messages.{index}.content: Field required")
+        tools = body.get("tools") or []
+        if not isinstance(tools, list):
+            raise InvalidRequest("tools: Input should be a valid list")
+        return Inbound(
+            model=model,
+            prompt=_last_user_prompt(messages),
+            offered_tools=frozenset(
+                str(tool.get("name")) for tool in tools if isinstance(tool, dict)
+            ),
+            thinking=_thinking_requested(body.get("thinking"), max_tokens),
+            stream=body.get("stream") is True,
+            input_tokens=estimate_tokens([body.get("system"), messages, tools]),
+            body=body,
+        )
+
+    def error(
+        self,
+        problem: Problem,
+        message: str | None = None,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+    ) -> Reply:
+        status, kind, default = _ERRORS[problem]
+        return Reply(
+            status=status,
+            body=_error_body(kind, message or default),
+            headers=retry_after_headers(retry_after),
+        )
+
+    def response_headers(self) -> tuple[tuple[str, str], ...]:
+        return (("request-id", random_id("req_011C", 20)),)
+
+    def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
+        message_id = random_id("msg_01", 22)
+        frames = [
+            named_event(
+                "message_start",
+                {"type": "message_start", "message": _message(message_id, inbound, [], None, 1)},
+            )
+        ]
+        index = 0
+        if plan.thinking:
+            frames += _block(
+                index,
+                {"type": "thinking", "thinking": "", "signature": ""},
+                [{"type": "thinking_delta", "thinking": delta} for delta in plan.thinking],
+                {"type": "signature_delta", "signature": plan.signature},
+            )
+            index += 1
+        if plan.text:
+            frames += _block(
+                index,
+                {"type": "text", "text": ""},
+                [{"type": "text_delta", "text": delta} for delta in plan.text],
+            )
+            index += 1
+        if plan.tool_call is not None:
+            frames += _block(
+                index,
+                {
+                    "type": "tool_use",
+                    "id": random_id("toolu_01", 22),
+                    "name": plan.tool_call.name,
+                    "input": {},
+                },
+                [
+                    {"type": "input_json_delta", "partial_json": chunk}
+                    for chunk in plan.tool_call.argument_chunks
+                ],
+            )
+        if len(frames) > 1:
+            frames.insert(2, named_event("ping", {"type": "ping"}))
+        frames.append(
+            named_event(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": _stop_reason(plan), "stop_sequence": None},
+                    "usage": {
+                        "input_tokens": inbound.input_tokens,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                        "output_tokens": plan.content_events,
+                    },
+                },
+            )
+        )
+        frames.append(named_event("message_stop", {"type": "message_stop"}, "terminal"))
+        return frames
+
+    def error_frames(self, inbound: Inbound) -> list[Frame]:
+        _, kind, message = _ERRORS["overloaded"]
+        return [named_event("error", _error_body(kind, message))]
+
+    def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
+        content: list[dict[str, Any]] = []
+        if plan.thinking:
+            content.append(
+                {"type": "thinking", "thinking": plan.thinking_text, "signature": plan.signature}
+            )
+        if plan.text:
+            content.append({"type": "text", "text": plan.reply_text})
+        if plan.tool_call is not None:
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": random_id("toolu_01", 22),
+                    "name": plan.tool_call.name,
+                    "input": plan.tool_call.arguments,
+                }
+            )
+        return _message(
+            random_id("msg_01", 22), inbound, content, _stop_reason(plan), plan.content_events
+        )
+
+
+def _last_user_prompt(messages: list[Any]) -> str:
+    """The last user message's text, or its tool results' text when it holds only those."""
+    for message in reversed(messages):
+        if message["role"] != "user":
+            continue
+        content = message["content"]
+        if isinstance(content, str):
+            return content
+        blocks = [block for block in content if isinstance(block, dict)]
+        texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+        if texts:
+            return "\n".join(texts)
+        return "\n".join(
+            _tool_result_text(b.get("content")) for b in blocks if b.get("type") == "tool_result"
+        )
+    return ""
+
+
+def _tool_result_text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+    return ""
+
+
+def _thinking_requested(thinking: object, max_tokens: int) -> bool:
+    if thinking is None:
+        return False
+    if not isinstance(thinking, dict) or thinking.get("type") not in (
+        "enabled",
+        "disabled",
+        "adaptive",
+    ):
+        raise InvalidRequest("thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'")
+    if thinking["type"] != "enabled":
+        return bool(thinking["type"] == "adaptive")
+    budget = thinking.get("budget_tokens")
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < MIN_THINKING_BUDGET:
+        raise InvalidRequest(
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+        )
+    if max_tokens <= budget:
+        raise InvalidRequest("`max_tokens` must be greater than `thinking.budget_tokens`.")
+    return True
+
+
+def _stop_reason(plan: Plan) -> str:
+    return "tool_use" if plan.tool_call is not None else "end_turn"
+
+
+def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+    return {
+        "input_tokens": input_tokens,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "output_tokens": output_tokens,
+        "service_tier": "standard",
+    }
+
+
+def _message(
+    message_id: str,
+    inbound: Inbound,
+    content: list[dict[str, Any]],
+    stop_reason: str | None,
+    output_tokens: int,
+) -> dict[str, Any]:
+    return {
+        "id": message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": inbound.model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": _usage(inbound.input_tokens, output_tokens),
+    }
+
+
+def _block(
+    index: int,
+    start: dict[str, Any],
+    deltas: list[dict[str, Any]],
+    closing_delta: dict[str, Any] | None = None,
+) -> list[Frame]:
+    frames = [
+        named_event(
+            "content_block_start",
+            {"type": "content_block_start", "index": index, "content_block": start},
+        )
+    ]
+    frames += [
+        named_event(
+            "content_block_delta",
+            {"type": "content_block_delta", "index": index, "delta": delta},
+            "content",
+        )
+        for delta in deltas
+    ]
+    if closing_delta is not None:
+        frames.append(
+            named_event(
+                "content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": closing_delta},
+            )
+        )
+    frames.append(named_event("content_block_stop", {"type": "content_block_stop", "index": index}))
+    return frames
+
+
+def _error_body(kind: str, message: str) -> dict[str, Any]:
+    return {
+        "type": "error",
+        "error": {"type": kind, "message": message},
+        "request_id": random_id("req_011C", 20),
+    }

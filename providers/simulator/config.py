@@ -1,0 +1,42 @@
+"""The simulator's settings: where it listens, the key it accepts, and its default pacing.
+
+Per-request overrides come from `[[sim ...]]` directives (directives.py), not from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+DEFAULT_API_KEY = "grove-simulator-key"
+DEFAULT_TOKENS = 24
+MAX_TOKENS = 100_000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SimulatorConfig:
+    """`port=0` picks a free port. `tps=0` streams without pause between tokens.
+
+    `events_per_write` SSE events share one network write (one HTTP chunk).
+    """
+
+    host: str = "127.0.0.1"
+    port: int = 0
+    api_key: str = field(default=DEFAULT_API_KEY, repr=False)
+    ttft_ms: float = 0.0
+    tps: float = 0.0
+    tokens: int = DEFAULT_TOKENS
+    events_per_write: int = 1
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.port <= 65_535:
+            raise ValueError(f"port must be between 0 and 65535, got {self.port}")
+        if not self.api_key:
+            raise ValueError("api_key must not be empty")
+        if self.ttft_ms < 0:
+            raise ValueError(f"ttft_ms must be 0 or more, got {self.ttft_ms}")
+        if self.tps < 0:
+            raise ValueError(f"tps must be 0 (unlimited) or more, got {self.tps}")
+        if not 0 <= self.tokens <= MAX_TOKENS:
+            raise ValueError(f"tokens must be between 0 and {MAX_TOKENS}, got {self.tokens}")
+        if self.events_per_write < 1:
+            raise ValueError(f"events_per_write must be 1 or more, got {self.events_per_write}")

@@ -1,0 +1,261 @@
+"""`[[sim KEY=VALUE ...]]` directives: parsing, validation and stripping from message text.
+
+Pure text handling: what a directive does to a reply is script.py's business.
+
+Grammar: `[[sim` or `[[sim@reviewer`, then whitespace-separated `KEY=VALUE` pairs, then `]]`.
+A VALUE is a bare word (no whitespace, no quote, not containing `]]`) or a string in single or
+double quotes, where a backslash before that quote character stands for the quote itself
+(every other backslash is kept as written, so a quoted value cannot end in a backslash).
+`[[sim` directly followed by anything else (`[[simple]]`) is ordinary text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+Audience = Literal["agent", "reviewer"]
+FaultKind = Literal["429", "500", "503", "529", "error_after_200", "disconnect"]
+STATUS_FAULTS: frozenset[str] = frozenset({"429", "500", "503", "529"})
+FAULT_KINDS: tuple[str, ...] = get_args(FaultKind)
+
+KEYS = (
+    "reply",
+    "thinking",
+    "tokens",
+    "ttft_ms",
+    "tps",
+    "fault",
+    "retry_after",
+    "after",
+    "times",
+    "tool",
+    "args",
+)
+MAX_TOKENS = 100_000
+MAX_MILLISECONDS = 600_000
+MAX_RETRY_AFTER_S = 3_600
+
+_OPEN = "[[sim"
+_CLOSE = "]]"
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_AUDIENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WHOLE = re.compile(r"[0-9]{1,9}")
+_NUMBER = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9})?")
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+class DirectiveError(ValueError):
+    """A malformed or inconsistent `[[sim ...]]` directive; the text says what and where."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Directive:
+    """One directive. `source` is its exact text: the key that `times=N` counts by."""
+
+    source: str
+    audience: Audience
+    reply: str | None = None
+    thinking: str | None = None
+    tokens: int | None = None
+    ttft_ms: float | None = None
+    tps: float | None = None
+    fault: FaultKind | None = None
+    retry_after: float | None = None
+    after: int | None = None
+    times: int | None = None
+    tool: str | None = None
+    args: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class DirectedText:
+    """A message's text with every directive cut out, and the directives in order."""
+
+    text: str
+    directives: tuple[Directive, ...]
+
+    def for_audience(self, audience: Audience) -> Directive | None:
+        """The last directive meant for `audience` (a quoted transcript may hold several)."""
+        for directive in reversed(self.directives):
+            if directive.audience == audience:
+                return directive
+        return None
+
+
+def parse_directives(text: str) -> DirectedText:
+    """Find, validate and strip every directive; raises `DirectiveError` on a malformed one."""
+    kept: list[str] = []
+    found: list[Directive] = []
+    position = 0
+    while True:
+        start = text.find(_OPEN, position)
+        if start < 0:
+            kept.append(text[position:])
+            break
+        opened = _opening(text, start)
+        if opened is None:
+            kept.append(text[position : start + len(_OPEN)])
+            position = start + len(_OPEN)
+            continue
+        audience, cursor = opened
+        fields, end = _fields(text, start, cursor)
+        kept.append(text[position:start])
+        found.append(_directive(text[start:end], audience, fields))
+        position = end
+    return DirectedText(text="".join(kept), directives=tuple(found))
+
+
+def _opening(text: str, start: int) -> tuple[Audience, int] | None:
+    """The audience and where the pairs begin, or None when `[[sim` starts plain text."""
+    cursor = start + len(_OPEN)
+    audience: Audience = "agent"
+    if text.startswith("@", cursor):
+        match = _AUDIENCE.match(text, cursor + 1)
+        name = match.group() if match else ""
+        if name != "reviewer":
+            raise DirectiveError(
+                f"unknown directive audience '@{name}' at offset {start}: "
+                "only [[sim@reviewer ...]] exists"
+            )
+        audience = "reviewer"
+        cursor = match.end() if match else cursor
+    if cursor < len(text) and not text[cursor].isspace() and not text.startswith(_CLOSE, cursor):
+        if audience == "reviewer":
+            raise DirectiveError(
+                f"[[sim@reviewer at offset {start} must be followed by a space or ']]'"
+            )
+        return None
+    return audience, cursor
+
+
+def _fields(text: str, start: int, cursor: int) -> tuple[dict[str, str], int]:
+    """The KEY=VALUE pairs of the directive opened at `start`, and the offset after `]]`."""
+    fields: dict[str, str] = {}
+    while True:
+        while cursor < len(text) and text[cursor].isspace():
+            cursor += 1
+        if cursor >= len(text):
+            raise DirectiveError(f"directive at offset {start} is never closed with ']]'")
+        if text.startswith(_CLOSE, cursor):
+            return fields, cursor + len(_CLOSE)
+        match = _KEY.match(text, cursor)
+        if match is None or not text.startswith("=", match.end()):
+            found = text[cursor : cursor + 20]
+            raise DirectiveError(
+                f"expected KEY=VALUE in the directive at offset {start}, found {found!r}"
+            )
+        key = match.group()
+        if key not in KEYS:
+            raise DirectiveError(
+                f"unknown directive key '{key}' at offset {cursor}; known keys: {', '.join(KEYS)}"
+            )
+        if key in fields:
+            raise DirectiveError(f"directive key '{key}' given twice at offset {cursor}")
+        value, cursor = _value(text, key, match.end() + 1)
+        fields[key] = value
+
+
+def _value(text: str, key: str, cursor: int) -> tuple[str, int]:
+    quote = text[cursor : cursor + 1]
+    if quote in ("'", '"'):
+        chars: list[str] = []
+        index = cursor + 1
+        while index < len(text):
+            char = text[index]
+            if char == "\\" and text.startswith(quote, index + 1):
+                chars.append(quote)
+                index += 2
+                continue
+            if char == quote:
+                end = index + 1
+                if end < len(text) and not text[end].isspace() and not text.startswith(_CLOSE, end):
+                    raise DirectiveError(
+                        f"the quoted value of '{key}' must be followed by a space or ']]' "
+                        f"(offset {end})"
+                    )
+                return "".join(chars), end
+            chars.append(char)
+            index += 1
+        raise DirectiveError(f"the value of '{key}' at offset {cursor} has no closing {quote}")
+    end = cursor
+    while end < len(text) and not text[end].isspace() and not text.startswith(_CLOSE, end):
+        if text[end] in ("'", '"'):
+            raise DirectiveError(
+                f"the value of '{key}' at offset {cursor} has a quote inside a bare word; "
+                "quote the whole value"
+            )
+        end += 1
+    if end == cursor:
+        raise DirectiveError(f"directive key '{key}' at offset {cursor} has no value")
+    return text[cursor:end], end
+
+
+def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Directive:
+    fault = fields.get("fault")
+    if fault is not None and fault not in FAULT_KINDS:
+        raise DirectiveError(f"fault must be one of {', '.join(FAULT_KINDS)}; got {fault!r}")
+    retry_after = _number(fields, "retry_after", MAX_RETRY_AFTER_S)
+    after = _whole(fields, "after", MAX_TOKENS)
+    times = _whole(fields, "times", MAX_TOKENS)
+    if retry_after is not None and fault not in STATUS_FAULTS:
+        raise DirectiveError("retry_after needs fault=429, 500, 503 or 529")
+    if after is not None and fault != "disconnect":
+        raise DirectiveError("after needs fault=disconnect")
+    if times is not None and fault is None:
+        raise DirectiveError("times needs a fault")
+    if times == 0:
+        raise DirectiveError("times must be 1 or more")
+    tool = fields.get("tool")
+    if tool is not None and not _TOOL_NAME.fullmatch(tool):
+        raise DirectiveError(f"tool must be a tool name (letters, digits, _ . : -); got {tool!r}")
+    args = _arguments(fields.get("args"), tool)
+    return Directive(
+        source=source,
+        audience=audience,
+        reply=fields.get("reply"),
+        thinking=fields.get("thinking"),
+        tokens=_whole(fields, "tokens", MAX_TOKENS),
+        ttft_ms=_number(fields, "ttft_ms", MAX_MILLISECONDS),
+        tps=_number(fields, "tps", MAX_TOKENS),
+        fault=cast("FaultKind | None", fault),
+        retry_after=retry_after,
+        after=after,
+        times=times,
+        tool=tool,
+        args=args,
+    )
+
+
+def _arguments(text: str | None, tool: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return {} if tool is not None else None
+    if tool is None:
+        raise DirectiveError("args needs tool=NAME")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise DirectiveError(f"args is not valid JSON ({exc.args[0]}): {text!r}") from exc
+    if not isinstance(value, dict):
+        raise DirectiveError(f"args must be a JSON object; got {text!r}")
+    return value
+
+
+def _whole(fields: dict[str, str], key: str, maximum: int) -> int | None:
+    text = fields.get(key)
+    if text is None:
+        return None
+    if not _WHOLE.fullmatch(text) or int(text) > maximum:
+        raise DirectiveError(f"{key} must be a whole number from 0 to {maximum}; got {text!r}")
+    return int(text)
+
+
+def _number(fields: dict[str, str], key: str, maximum: int) -> float | None:
+    text = fields.get(key)
+    if text is None:
+        return None
+    if not _NUMBER.fullmatch(text) or float(text) > maximum:
+        raise DirectiveError(f"{key} must be a number from 0 to {maximum}; got {text!r}")
+    return float(text)

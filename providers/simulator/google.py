@@ -1,0 +1,291 @@
+"""The Gemini API as the simulator speaks it: `POST /v1beta/models/{model}:generateContent` and
+`:streamGenerateContent?alt=sse` (also under `/v1/`, which google-genai uses by default).
+
+Reads requests into `Inbound`, writes plans in Gemini JSON; vendor field names only.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import re
+from typing import Any
+
+from providers.simulator.script import Inbound, Plan, estimate_tokens
+from providers.simulator.wire import (
+    Frame,
+    FrameRole,
+    InvalidRequest,
+    Problem,
+    Reply,
+    data_event,
+    format_seconds,
+    random_id,
+    retry_after_headers,
+)
+
+PREFIXES = ("/v1beta/", "/v1/models/")
+_ENDPOINT = re.compile(
+    r"/v1(?:beta)?/models/(?P<model>[^/:]+):(?P<method>streamGenerateContent|generateContent)"
+)
+_ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_KEY_INVALID = "API key not valid. Please pass a valid API key."
+_ERRORS: dict[Problem, tuple[int, str, str]] = {
+    "missing_key": (
+        403,
+        "PERMISSION_DENIED",
+        "Method doesn't allow unregistered callers (callers without established identity). "
+        "Please use API Key or other form of API consumer identity to call this API.",
+    ),
+    "bad_key": (400, "INVALID_ARGUMENT", _KEY_INVALID),
+    "bad_json": (400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unexpected token."),
+    "invalid_request": (400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
+    "not_found": (404, "NOT_FOUND", "Requested entity was not found."),
+    "method_not_allowed": (405, "UNIMPLEMENTED", "Method not allowed for this URL."),
+    "rate_limited": (
+        429,
+        "RESOURCE_EXHAUSTED",
+        "You exceeded your current quota, please check your plan and billing details. For more "
+        "information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.",
+    ),
+    "server_error": (
+        500,
+        "INTERNAL",
+        "An internal error has occurred. Please retry or report in "
+        "https://developers.generativeai.google/guide/troubleshooting",
+    ),
+    "unavailable": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+}
+
+
+class GeminiGenerateContent:
+    name = "google"
+
+    def handles(self, path: str) -> bool:
+        return _ENDPOINT.fullmatch(path) is not None
+
+    def authenticate(
+        self, headers: dict[str, str], query: dict[str, str], key: str
+    ) -> Problem | None:
+        given = headers.get("x-goog-api-key", query.get("key"))
+        if given is None:
+            return "missing_key"
+        return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
+
+    def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
+        endpoint = _ENDPOINT.fullmatch(path)
+        assert endpoint is not None, "the server routes only handled paths here"
+        stream = endpoint["method"] == "streamGenerateContent"
+        if stream and query.get("alt") != "sse":
+            raise InvalidRequest(
+                "The simulator streams streamGenerateContent only as server-sent events: "
+                "add ?alt=sse to the URL."
+            )
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not contents:
+            raise InvalidRequest("* GenerateContentRequest.contents: contents is not specified")
+        for index, content in enumerate(contents):
+            if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
+                raise InvalidRequest(
+                    f"* GenerateContentRequest.contents[{index}].parts: contents.parts must "
+                    "not be empty."
+                )
+        tools = body.get("tools") or []
+        if not isinstance(tools, list):
+            raise InvalidRequest("Invalid value at 'tools': expected a list of Tool objects.")
+        system = _field(body, "systemInstruction", "system_instruction")
+        return Inbound(
+            model=endpoint["model"],
+            prompt=_last_user_prompt(contents),
+            offered_tools=frozenset(_declared_names(tools)),
+            thinking=_thinking_requested(body),
+            stream=stream,
+            input_tokens=estimate_tokens([system, contents, tools]),
+            body=body,
+        )
+
+    def error(
+        self,
+        problem: Problem,
+        message: str | None = None,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+    ) -> Reply:
+        body = _error_body(problem, message)
+        if problem == "rate_limited" and retry_after is not None:
+            body["error"]["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": format_seconds(retry_after) + "s",
+                }
+            ]
+        return Reply(
+            status=body["error"]["code"], body=body, headers=retry_after_headers(retry_after)
+        )
+
+    def response_headers(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
+        chunks = _Chunks(plan, inbound)
+        for delta in plan.thinking:
+            chunks.add({"text": delta, "thought": True}, thoughts=1)
+        for delta in plan.text:
+            chunks.add({"text": delta}, answer=1)
+        if plan.tool_call is not None:
+            chunks.add(
+                {"functionCall": {"name": plan.tool_call.name, "args": plan.tool_call.arguments}},
+                answer=len(plan.tool_call.argument_chunks),
+            )
+        chunks.add({"text": ""}, finish=True)
+        return chunks.frames
+
+    def error_frames(self, inbound: Inbound) -> list[Frame]:
+        return [data_event(_error_body("unavailable", None), crlf=True)]
+
+    def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
+        parts: list[dict[str, Any]] = []
+        if plan.thinking:
+            parts.append({"text": plan.thinking_text, "thought": True})
+        if plan.text:
+            parts.append({"text": plan.reply_text})
+        if plan.tool_call is not None:
+            parts.append(
+                {"functionCall": {"name": plan.tool_call.name, "args": plan.tool_call.arguments}}
+            )
+        if plan.thinking and len(parts) > 1:
+            parts[-1]["thoughtSignature"] = plan.signature
+        return _response(
+            inbound,
+            random_id("", 22, _ID_ALPHABET),
+            parts,
+            "STOP",
+            _usage(inbound.input_tokens, plan.answer_tokens, plan.thinking_tokens),
+        )
+
+
+class _Chunks:
+    """The chunks of one stream: one part each, running usage, the thought signature on the
+    last answer part's chunk (the function call if any, else the first text after thoughts)."""
+
+    def __init__(self, plan: Plan, inbound: Inbound) -> None:
+        self.plan = plan
+        self.inbound = inbound
+        self.response_id = random_id("", 22, _ID_ALPHABET)
+        self.thoughts = 0
+        self.answer = 0
+        self.signed = not plan.thinking
+        self.frames: list[Frame] = []
+
+    def add(
+        self, part: dict[str, Any], *, thoughts: int = 0, answer: int = 0, finish: bool = False
+    ) -> None:
+        self.thoughts += thoughts
+        self.answer += answer
+        is_call = "functionCall" in part
+        first_text = answer and not self.signed and self.plan.tool_call is None
+        if not self.signed and (is_call or first_text):
+            part = {**part, "thoughtSignature": self.plan.signature}
+            self.signed = True
+        role: FrameRole = "terminal" if finish else "content"
+        usage = _usage(self.inbound.input_tokens, self.answer, self.thoughts)
+        payload = _response(
+            self.inbound, self.response_id, [part], "STOP" if finish else None, usage
+        )
+        self.frames.append(data_event(payload, role, crlf=True))
+
+
+def _response(
+    inbound: Inbound,
+    response_id: str,
+    parts: list[dict[str, Any]],
+    finish_reason: str | None,
+    usage: dict[str, Any],
+) -> dict[str, Any]:
+    candidate: dict[str, Any] = {"content": {"parts": parts, "role": "model"}}
+    if finish_reason is not None:
+        candidate["finishReason"] = finish_reason
+    candidate["index"] = 0
+    return {
+        "candidates": [candidate],
+        "usageMetadata": usage,
+        "modelVersion": inbound.model,
+        "responseId": response_id,
+    }
+
+
+def _usage(prompt: int, answer: int, thoughts: int) -> dict[str, Any]:
+    usage: dict[str, Any] = {"promptTokenCount": prompt}
+    if answer:
+        usage["candidatesTokenCount"] = answer
+    usage["totalTokenCount"] = prompt + answer + thoughts
+    usage["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": prompt}]
+    if thoughts:
+        usage["thoughtsTokenCount"] = thoughts
+    return usage
+
+
+def _error_body(problem: Problem, message: str | None) -> dict[str, Any]:
+    code, status, default = _ERRORS[problem]
+    error: dict[str, Any] = {"code": code, "message": message or default, "status": status}
+    if problem == "bad_key":
+        error["details"] = [
+            {
+                "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                "reason": "API_KEY_INVALID",
+                "domain": "googleapis.com",
+                "metadata": {"service": "generativelanguage.googleapis.com"},
+            },
+            {
+                "@type": "type.googleapis.com/google.rpc.LocalizedMessage",
+                "locale": "en-US",
+                "message": _KEY_INVALID,
+            },
+        ]
+    return {"error": error}
+
+
+def _field(container: object, camel: str, snake: str) -> Any:
+    """A field by its JSON (camelCase) or proto (snake_case) name; the API accepts both."""
+    if not isinstance(container, dict):
+        return None
+    return container.get(camel, container.get(snake))
+
+
+def _last_user_prompt(contents: list[dict[str, Any]]) -> str:
+    """The last user content's text, or its function responses when it holds only those."""
+    for content in reversed(contents):
+        if content.get("role", "user") != "user":
+            continue
+        parts = [part for part in content["parts"] if isinstance(part, dict)]
+        texts = [str(part["text"]) for part in parts if "text" in part]
+        if texts:
+            return "\n".join(texts)
+        responses = [_field(part, "functionResponse", "function_response") for part in parts]
+        return "\n".join(
+            json.dumps(_field(response, "response", "response"), ensure_ascii=False)
+            for response in responses
+            if response is not None
+        )
+    return ""
+
+
+def _declared_names(tools: list[Any]) -> list[str]:
+    names: list[str] = []
+    for tool in tools:
+        declarations = _field(tool, "functionDeclarations", "function_declarations") or []
+        names += [str(d.get("name")) for d in declarations if isinstance(d, dict)]
+    return names
+
+
+def _thinking_requested(body: dict[str, Any]) -> bool:
+    config = _field(
+        _field(body, "generationConfig", "generation_config"), "thinkingConfig", "thinking_config"
+    )
+    if _field(config, "includeThoughts", "include_thoughts") is not True:
+        return False
+    budget = _field(config, "thinkingBudget", "thinking_budget")
+    level = _field(config, "thinkingLevel", "thinking_level")
+    return budget != 0 and str(level).lower() != "minimal"

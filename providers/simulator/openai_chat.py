@@ -1,0 +1,228 @@
+"""OpenAI Chat Completions as the simulator speaks it: `POST /v1/chat/completions`.
+
+Reads requests into `Inbound`, writes plans as `chat.completion.chunk` SSE or JSON. Thinking
+streams as `delta.reasoning_content`, as OpenAI-compatible reasoning servers send it.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from providers.simulator import openai_common
+from providers.simulator.script import Inbound, Plan, estimate_tokens
+from providers.simulator.wire import (
+    Frame,
+    FrameRole,
+    InvalidRequest,
+    Problem,
+    Reply,
+    data_event,
+    random_id,
+)
+
+PATH = "/v1/chat/completions"
+DONE = Frame(b"data: [DONE]\n\n", "terminal")
+
+
+class OpenAIChat:
+    name = "openai-chat"
+
+    def handles(self, path: str) -> bool:
+        return path == PATH
+
+    def authenticate(
+        self, headers: dict[str, str], query: dict[str, str], key: str
+    ) -> Problem | None:
+        return openai_common.bearer_problem(headers, key)
+
+    def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise InvalidRequest("Missing required parameter: 'model'.", param="model")
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages:
+            raise InvalidRequest("Missing required parameter: 'messages'.", param="messages")
+        for index, message in enumerate(messages):
+            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+                raise InvalidRequest(
+                    f"Missing required parameter: 'messages[{index}].role'.",
+                    param=f"messages[{index}].role",
+                )
+        tools = body.get("tools") or []
+        if not isinstance(tools, list):
+            raise InvalidRequest("Invalid type for 'tools': expected an array.", param="tools")
+        effort = body.get("reasoning_effort")
+        return Inbound(
+            model=model,
+            prompt=_last_user_prompt(messages),
+            offered_tools=frozenset(
+                str(tool["function"].get("name"))
+                for tool in tools
+                if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+            ),
+            thinking=effort is not None and openai_common.reasoning_effort_on(effort),
+            stream=body.get("stream") is True,
+            input_tokens=estimate_tokens([messages, tools]),
+            body=body,
+        )
+
+    def error(
+        self,
+        problem: Problem,
+        message: str | None = None,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+    ) -> Reply:
+        return openai_common.error_reply(problem, message, param=param, retry_after=retry_after)
+
+    def response_headers(self) -> tuple[tuple[str, str], ...]:
+        return openai_common.request_id_headers()
+
+    def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
+        options = inbound.body.get("stream_options") or {}
+        include_usage = isinstance(options, dict) and options.get("include_usage") is True
+        chunk = _ChunkMaker(inbound, include_usage)
+        frames = [chunk({"role": "assistant", "content": "", "refusal": None})]
+        frames += [chunk({"reasoning_content": delta}, "content") for delta in plan.thinking]
+        frames += [chunk({"content": delta}, "content") for delta in plan.text]
+        if plan.tool_call is not None:
+            call = plan.tool_call
+            frames.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": random_id("call_", 24),
+                                "type": "function",
+                                "function": {"name": call.name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            frames += [
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, "content")
+                for piece in call.argument_chunks
+            ]
+        frames.append(chunk({}, "terminal", finish_reason=_finish_reason(plan)))
+        if include_usage:
+            frames.append(chunk.usage_chunk(_usage(plan, inbound)))
+        frames.append(DONE)
+        return frames
+
+    def error_frames(self, inbound: Inbound) -> list[Frame]:
+        return [data_event({"error": openai_common.error_object("server_error")})]
+
+    def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "role": "assistant",
+            "content": plan.reply_text if plan.text or plan.tool_call is None else None,
+            "refusal": None,
+            "annotations": [],
+        }
+        if plan.thinking:
+            message["reasoning_content"] = plan.thinking_text
+        if plan.tool_call is not None:
+            message["tool_calls"] = [
+                {
+                    "id": random_id("call_", 24),
+                    "type": "function",
+                    "function": {
+                        "name": plan.tool_call.name,
+                        "arguments": plan.tool_call.arguments_json,
+                    },
+                }
+            ]
+        return {
+            "id": random_id("chatcmpl-", 29),
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": inbound.model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": _finish_reason(plan),
+                }
+            ],
+            "usage": _usage(plan, inbound),
+            "service_tier": "default",
+            "system_fingerprint": random_id("fp_", 10, "0123456789abcdef"),
+        }
+
+
+class _ChunkMaker:
+    """Builds the `chat.completion.chunk` events of one stream (one id, one fingerprint)."""
+
+    def __init__(self, inbound: Inbound, include_usage: bool) -> None:
+        self.common: dict[str, Any] = {
+            "id": random_id("chatcmpl-", 29),
+            "object": "chat.completion.chunk",
+            "created": int(time.time()),
+            "model": inbound.model,
+            "service_tier": "default",
+            "system_fingerprint": random_id("fp_", 10, "0123456789abcdef"),
+        }
+        self.include_usage = include_usage
+
+    def __call__(
+        self, delta: dict[str, Any], role: FrameRole = "meta", *, finish_reason: str | None = None
+    ) -> Frame:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        payload: dict[str, Any] = {**self.common, "choices": [choice]}
+        if self.include_usage:
+            payload["usage"] = None
+        return data_event(payload, role)
+
+    def usage_chunk(self, usage: dict[str, Any]) -> Frame:
+        return data_event({**self.common, "choices": [], "usage": usage}, "terminal")
+
+
+def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
+    """The last user message's text, or the tool messages that end the conversation."""
+    outputs: list[str] = []
+    for message in reversed(messages):
+        if message["role"] == "tool":
+            outputs.insert(0, _text(message.get("content")))
+            continue
+        if outputs:
+            break
+        if message["role"] == "user":
+            return _text(message.get("content"))
+    return "\n".join(outputs)
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") == "text"
+        )
+    return ""
+
+
+def _finish_reason(plan: Plan) -> str:
+    return "tool_calls" if plan.tool_call is not None else "stop"
+
+
+def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:
+    completion = plan.content_events
+    return {
+        "prompt_tokens": inbound.input_tokens,
+        "completion_tokens": completion,
+        "total_tokens": inbound.input_tokens + completion,
+        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "completion_tokens_details": {
+            "reasoning_tokens": plan.thinking_tokens,
+            "audio_tokens": 0,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 0,
+        },
+    }

@@ -1,0 +1,93 @@
+"""What OpenAI's Responses and Chat Completions APIs share in the simulator: Bearer auth,
+error bodies and the `x-request-id` header. Stream shapes live in their own modules.
+"""
+
+from __future__ import annotations
+
+import hmac
+from typing import Any
+
+from providers.simulator.wire import Problem, Reply, random_id, retry_after_headers
+
+_ERRORS: dict[Problem, tuple[int, str, str | None, str]] = {
+    "missing_key": (
+        401,
+        "invalid_request_error",
+        None,
+        "You didn't provide an API key. You need to provide your API key in an Authorization "
+        "header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY). You can obtain an API "
+        "key from https://platform.openai.com/account/api-keys.",
+    ),
+    "bad_key": (
+        401,
+        "invalid_request_error",
+        "invalid_api_key",
+        "Incorrect API key provided. You can find your API key at "
+        "https://platform.openai.com/account/api-keys.",
+    ),
+    "bad_json": (
+        400,
+        "invalid_request_error",
+        None,
+        "We could not parse the JSON body of your request. (HINT: This likely means you aren't "
+        "using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was "
+        "sent was not valid JSON.)",
+    ),
+    "invalid_request": (400, "invalid_request_error", None, "Invalid request."),
+    "not_found": (404, "invalid_request_error", None, "Invalid URL"),
+    "method_not_allowed": (405, "invalid_request_error", None, "Invalid method for URL"),
+    "rate_limited": (
+        429,
+        "requests",
+        "rate_limit_exceeded",
+        "Rate limit reached for requests per min (RPM): Limit 500, Used 500, Requested 1. "
+        "Please try again later. Visit https://platform.openai.com/account/rate-limits to learn "
+        "more.",
+    ),
+    "server_error": (
+        500,
+        "server_error",
+        None,
+        "The server had an error while processing your request. Sorry about that!",
+    ),
+    "unavailable": (503, "server_error", None, "The server is overloaded or not ready yet."),
+    "overloaded": (503, "server_error", None, "The server is overloaded or not ready yet."),
+}
+
+
+def bearer_problem(headers: dict[str, str], key: str) -> Problem | None:
+    authorization = headers.get("authorization")
+    if authorization is None or not authorization.startswith("Bearer "):
+        return "missing_key"
+    given = authorization.removeprefix("Bearer ").strip()
+    return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
+
+
+def error_reply(
+    problem: Problem,
+    message: str | None = None,
+    *,
+    param: str | None = None,
+    retry_after: float | None = None,
+) -> Reply:
+    return Reply(
+        status=_ERRORS[problem][0],
+        body={"error": error_object(problem, message, param=param)},
+        headers=retry_after_headers(retry_after),
+    )
+
+
+def error_object(
+    problem: Problem, message: str | None = None, *, param: str | None = None
+) -> dict[str, Any]:
+    _, kind, code, default = _ERRORS[problem]
+    return {"message": message or default, "type": kind, "param": param, "code": code}
+
+
+def request_id_headers() -> tuple[tuple[str, str], ...]:
+    return (("x-request-id", random_id("req_", 32, "0123456789abcdef")),)
+
+
+def reasoning_effort_on(effort: object) -> bool:
+    """Whether an effort value asks for visible reasoning (not "minimal" or "none")."""
+    return effort not in ("minimal", "none")

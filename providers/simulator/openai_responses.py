@@ -1,0 +1,280 @@
+"""The OpenAI Responses API as the simulator speaks it: `POST /v1/responses`.
+
+Reads requests into `Inbound`, writes plans as Responses SSE (with sequence numbers) or JSON.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from providers.simulator import openai_common
+from providers.simulator.script import Inbound, Plan, estimate_tokens, opaque_token
+from providers.simulator.wire import (
+    Frame,
+    FrameRole,
+    InvalidRequest,
+    Problem,
+    Reply,
+    named_event,
+    random_id,
+)
+
+PATH = "/v1/responses"
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+_HEX = "0123456789abcdef"
+
+
+class OpenAIResponses:
+    name = "openai-responses"
+
+    def handles(self, path: str) -> bool:
+        return path == PATH
+
+    def authenticate(
+        self, headers: dict[str, str], query: dict[str, str], key: str
+    ) -> Problem | None:
+        return openai_common.bearer_problem(headers, key)
+
+    def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
+        model = body.get("model")
+        if not isinstance(model, str) or not model:
+            raise InvalidRequest("Missing required parameter: 'model'.", param="model")
+        items = body.get("input", [])
+        if isinstance(items, str):
+            items = [{"role": "user", "content": items}]
+        if not isinstance(items, list):
+            raise InvalidRequest(
+                "Invalid type for 'input': expected a string or an array.", param="input"
+            )
+        tools = body.get("tools") or []
+        if not isinstance(tools, list):
+            raise InvalidRequest("Invalid type for 'tools': expected an array.", param="tools")
+        reasoning = body.get("reasoning")
+        if reasoning is not None and not isinstance(reasoning, dict):
+            raise InvalidRequest(
+                "Invalid type for 'reasoning': expected an object.", param="reasoning"
+            )
+        summary = (reasoning or {}).get("summary") or (reasoning or {}).get("generate_summary")
+        return Inbound(
+            model=model,
+            prompt=_last_user_prompt([item for item in items if isinstance(item, dict)]),
+            offered_tools=frozenset(
+                str(tool.get("name"))
+                for tool in tools
+                if isinstance(tool, dict) and tool.get("type") == "function"
+            ),
+            thinking=summary is not None
+            and openai_common.reasoning_effort_on((reasoning or {}).get("effort")),
+            stream=body.get("stream") is True,
+            input_tokens=estimate_tokens([body.get("instructions"), items, tools]),
+            body=body,
+        )
+
+    def error(
+        self,
+        problem: Problem,
+        message: str | None = None,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+    ) -> Reply:
+        return openai_common.error_reply(problem, message, param=param, retry_after=retry_after)
+
+    def response_headers(self) -> tuple[tuple[str, str], ...]:
+        return openai_common.request_id_headers()
+
+    def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
+        stream = _Stream(inbound)
+        stream.lifecycle_start()
+        output = [] if not plan.thinking else [stream.reasoning(plan)]
+        if plan.text:
+            output.append(stream.message(plan, len(output)))
+        if plan.tool_call is not None:
+            output.append(stream.function_call(plan, len(output)))
+        stream.add(
+            "response.completed",
+            {"response": stream.response("completed", output, _usage(plan, inbound))},
+            "terminal",
+        )
+        return stream.frames
+
+    def error_frames(self, inbound: Inbound) -> list[Frame]:
+        stream = _Stream(inbound)
+        stream.lifecycle_start()
+        error = openai_common.error_object("server_error")
+        stream.add("error", {"error": {**error, "code": "server_error"}})
+        failed = stream.response("failed", [], None)
+        failed["error"] = {"code": "server_error", "message": error["message"]}
+        stream.add("response.failed", {"response": failed})
+        return stream.frames
+
+    def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
+        stream = _Stream(inbound)
+        output = [] if not plan.thinking else [stream.reasoning(plan)]
+        if plan.text:
+            output.append(stream.message(plan, len(output)))
+        if plan.tool_call is not None:
+            output.append(stream.function_call(plan, len(output)))
+        return stream.response("completed", output, _usage(plan, inbound))
+
+
+class _Stream:
+    """Builds one response's events in order, numbering them; item builders return the
+    finished item for the response's `output`."""
+
+    def __init__(self, inbound: Inbound) -> None:
+        self.inbound = inbound
+        self.response_id = random_id("resp_", 48, _HEX)
+        self.created_at = int(time.time())
+        self.frames: list[Frame] = []
+
+    def add(self, kind: str, payload: dict[str, Any], role: FrameRole = "meta") -> None:
+        event = {"type": kind, "sequence_number": len(self.frames), **payload}
+        self.frames.append(named_event(kind, event, role))
+
+    def lifecycle_start(self) -> None:
+        for kind in ("response.created", "response.in_progress"):
+            self.add(kind, {"response": self.response("in_progress", [], None)})
+
+    def response(
+        self, status: str, output: list[dict[str, Any]], usage: dict[str, Any] | None
+    ) -> dict[str, Any]:
+        body = self.inbound.body
+        reasoning = body.get("reasoning") or {}
+        return {
+            "id": self.response_id,
+            "object": "response",
+            "created_at": self.created_at,
+            "status": status,
+            "background": False,
+            "error": None,
+            "incomplete_details": None,
+            "instructions": body.get("instructions"),
+            "max_output_tokens": body.get("max_output_tokens"),
+            "max_tool_calls": None,
+            "model": self.inbound.model,
+            "output": output,
+            "parallel_tool_calls": True,
+            "previous_response_id": body.get("previous_response_id"),
+            "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
+            "service_tier": "default",
+            "store": body.get("store", True),
+            "temperature": 1.0,
+            "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "tool_choice": "auto",
+            "tools": body.get("tools") or [],
+            "top_p": 1.0,
+            "truncation": "disabled",
+            "usage": usage,
+            "user": None,
+            "metadata": {},
+        }
+
+    def reasoning(self, plan: Plan) -> dict[str, Any]:
+        item_id = random_id("rs_", 48, _HEX)
+        item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": []}
+        if ENCRYPTED_REASONING in (self.inbound.body.get("include") or []):
+            item["encrypted_content"] = "gAAAAA" + opaque_token(
+                "reasoning", plan.thinking_text, 240
+            )
+        where = {"item_id": item_id, "output_index": 0, "summary_index": 0}
+        text = plan.thinking_text
+        self.add("response.output_item.added", {"output_index": 0, "item": item})
+        self.add(
+            "response.reasoning_summary_part.added",
+            {**where, "part": {"type": "summary_text", "text": ""}},
+        )
+        for delta in plan.thinking:
+            self.add("response.reasoning_summary_text.delta", {**where, "delta": delta}, "content")
+        self.add("response.reasoning_summary_text.done", {**where, "text": text})
+        self.add(
+            "response.reasoning_summary_part.done",
+            {**where, "part": {"type": "summary_text", "text": text}},
+        )
+        done = {**item, "summary": [{"type": "summary_text", "text": text}]}
+        self.add("response.output_item.done", {"output_index": 0, "item": done})
+        return done
+
+    def message(self, plan: Plan, index: int) -> dict[str, Any]:
+        item_id = random_id("msg_", 48, _HEX)
+        text = plan.reply_text
+        item = {
+            "id": item_id,
+            "type": "message",
+            "status": "in_progress",
+            "content": [],
+            "role": "assistant",
+        }
+        where = {"item_id": item_id, "output_index": index, "content_index": 0}
+        part = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+        self.add("response.output_item.added", {"output_index": index, "item": item})
+        self.add("response.content_part.added", {**where, "part": part})
+        for delta in plan.text:
+            self.add(
+                "response.output_text.delta", {**where, "delta": delta, "logprobs": []}, "content"
+            )
+        self.add("response.output_text.done", {**where, "text": text, "logprobs": []})
+        finished_part = {**part, "text": text}
+        self.add("response.content_part.done", {**where, "part": finished_part})
+        done = {**item, "status": "completed", "content": [finished_part]}
+        self.add("response.output_item.done", {"output_index": index, "item": done})
+        return done
+
+    def function_call(self, plan: Plan, index: int) -> dict[str, Any]:
+        assert plan.tool_call is not None
+        item_id = random_id("fc_", 48, _HEX)
+        item = {
+            "id": item_id,
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": random_id("call_", 24),
+            "name": plan.tool_call.name,
+        }
+        where = {"item_id": item_id, "output_index": index}
+        self.add("response.output_item.added", {"output_index": index, "item": item})
+        for chunk in plan.tool_call.argument_chunks:
+            self.add("response.function_call_arguments.delta", {**where, "delta": chunk}, "content")
+        arguments = plan.tool_call.arguments_json
+        self.add("response.function_call_arguments.done", {**where, "arguments": arguments})
+        done = {**item, "status": "completed", "arguments": arguments}
+        self.add("response.output_item.done", {"output_index": index, "item": done})
+        return done
+
+
+def _last_user_prompt(items: list[dict[str, Any]]) -> str:
+    """The last user message's text, or the tool outputs that end the input."""
+    outputs: list[str] = []
+    for item in reversed(items):
+        if item.get("type") == "function_call_output":
+            outputs.insert(0, _text(item.get("output")))
+            continue
+        if outputs:
+            break
+        if item.get("role") == "user" and item.get("type", "message") == "message":
+            return _text(item.get("content"))
+    return "\n".join(outputs)
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text")
+        )
+    return ""
+
+
+def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:
+    output_tokens = plan.content_events
+    return {
+        "input_tokens": inbound.input_tokens,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": plan.thinking_tokens},
+        "total_tokens": inbound.input_tokens + output_tokens,
+    }

@@ -1,0 +1,270 @@
+"""`Simulator`: the asyncio HTTP server that answers as Anthropic, OpenAI and Gemini would,
+with pacing, batching of events into writes, and scripted faults.
+
+Routing, auth order and timing live here; each API's JSON lives in its own module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from providers.simulator.anthropic import AnthropicMessages
+from providers.simulator.config import SimulatorConfig
+from providers.simulator.directives import STATUS_FAULTS, DirectiveError
+from providers.simulator.google import PREFIXES as GEMINI_PREFIXES
+from providers.simulator.google import GeminiGenerateContent
+from providers.simulator.http11 import (
+    LAST_CHUNK,
+    HTTPRequest,
+    MalformedRequest,
+    chunk,
+    read_request,
+    response_head,
+    sized_response,
+)
+from providers.simulator.openai_chat import OpenAIChat
+from providers.simulator.openai_responses import OpenAIResponses
+from providers.simulator.script import Inbound, Plan, Planner
+from providers.simulator.wire import (
+    FAULT_PROBLEMS,
+    SSE_CONTENT_TYPE,
+    InvalidRequest,
+    Reply,
+    SimulatedAPI,
+    dump,
+)
+
+LISTEN_BACKLOG = 4096
+JSON_CONTENT_TYPE = ("content-type", "application/json")
+
+
+class Simulator:
+    """One server. `start()` binds (port 0: a free port), `stop()` closes every connection."""
+
+    def __init__(self, config: SimulatorConfig | None = None) -> None:
+        self.config = config or SimulatorConfig()
+        self._planner = Planner(self.config)
+        self._gemini = GeminiGenerateContent()
+        self._openai_chat = OpenAIChat()
+        self._apis: tuple[SimulatedAPI, ...] = (
+            AnthropicMessages(),
+            OpenAIResponses(),
+            self._openai_chat,
+            self._gemini,
+        )
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[Any]] = set()
+        self._port: int | None = None
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise RuntimeError("the simulator is not started")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """The bare origin: Grove's wires add `/v1/...` and `/v1beta/...` themselves."""
+        return f"http://{self.config.host}:{self.port}"
+
+    async def start(self) -> None:
+        if self._server is not None:
+            raise RuntimeError("the simulator is already started")
+        self._server = await asyncio.start_server(
+            self._serve_connection, self.config.host, self.config.port, backlog=LISTEN_BACKLOG
+        )
+        self._port = int(self._server.sockets[0].getsockname()[1])
+
+    async def stop(self) -> None:
+        server, self._server = self._server, None
+        if server is None:
+            return
+        server.close()
+        connections = list(self._connections)
+        for task in connections:
+            task.cancel()
+        await asyncio.gather(*connections, return_exceptions=True)
+        await server.wait_closed()
+
+    async def __aenter__(self) -> Simulator:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.stop()
+
+    # --- one connection ---------------------------------------------------------------------
+
+    async def _serve_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._connections.add(task)
+        try:
+            while True:
+                try:
+                    request = await read_request(reader, writer)
+                except MalformedRequest as exc:
+                    body = dump({"error": {"message": exc.message, "type": "malformed_request"}})
+                    writer.write(
+                        sized_response(exc.status, [JSON_CONTENT_TYPE], body, keep_alive=False)
+                    )
+                    await writer.drain()
+                    break
+                if request is None or not await self._respond(request, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            # stop() cancels this connection's task; it ends here quietly, since asyncio's
+            # stream callback would otherwise log the cancellation as an error.
+            pass
+        finally:
+            if task is not None:
+                self._connections.discard(task)
+            if not writer.transport.is_closing():
+                writer.close()
+
+    async def _respond(self, request: HTTPRequest, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; whether the connection may carry another."""
+        received = asyncio.get_running_loop().time()
+        keep_alive = request.keep_alive
+        api = next((api for api in self._apis if api.handles(request.path)), None)
+        if api is None:
+            fallback = (
+                self._gemini if request.path.startswith(GEMINI_PREFIXES) else self._openai_chat
+            )
+            message = f"Invalid URL ({request.method} {request.path})"
+            return await _send(writer, fallback, fallback.error("not_found", message), keep_alive)
+        if request.method != "POST":
+            reply = api.error("method_not_allowed")
+            reply = Reply(status=reply.status, body=reply.body, headers=(("allow", "POST"),))
+            return await _send(writer, api, reply, keep_alive)
+        problem = api.authenticate(request.headers, request.query, self.config.api_key)
+        if problem is not None:
+            return await _send(writer, api, api.error(problem), keep_alive)
+        try:
+            body = json.loads(request.body)
+        except (ValueError, RecursionError):
+            return await _send(writer, api, api.error("bad_json"), keep_alive)
+        if not isinstance(body, dict):
+            error = api.error("invalid_request", "The request body must be a JSON object.")
+            return await _send(writer, api, error, keep_alive)
+        try:
+            inbound = api.read(request.path, request.query, body)
+            plan = self._planner.plan(inbound)
+        except InvalidRequest as exc:
+            error = api.error("invalid_request", exc.message, param=exc.param)
+            return await _send(writer, api, error, keep_alive)
+        except DirectiveError as exc:
+            error = api.error("invalid_request", f"invalid [[sim]] directive: {exc}")
+            return await _send(writer, api, error, keep_alive)
+        fault = plan.fault
+        if fault is not None and fault.kind in STATUS_FAULTS:
+            error = api.error(FAULT_PROBLEMS[fault.kind], retry_after=fault.retry_after)
+            return await _send(writer, api, error, keep_alive)
+        if not inbound.stream:
+            return await self._answer_whole(writer, api, inbound, plan, received, keep_alive)
+        return await self._stream(writer, api, inbound, plan, received, keep_alive)
+
+    async def _answer_whole(
+        self,
+        writer: asyncio.StreamWriter,
+        api: SimulatedAPI,
+        inbound: Inbound,
+        plan: Plan,
+        received: float,
+        keep_alive: bool,
+    ) -> bool:
+        """A non-streamed answer: sent once the whole reply would have been generated."""
+        interval = 1.0 / plan.tps if plan.tps > 0 else 0.0
+        await _sleep_until(received + plan.ttft_s + plan.content_events * interval)
+        if plan.fault is not None and plan.fault.kind == "disconnect":
+            writer.transport.abort()
+            return False
+        if plan.fault is not None and plan.fault.kind == "error_after_200":
+            return await _send(writer, api, api.error("overloaded"), keep_alive)
+        reply = Reply(status=200, body=api.body(plan, inbound))
+        return await _send(writer, api, reply, keep_alive)
+
+    async def _stream(
+        self,
+        writer: asyncio.StreamWriter,
+        api: SimulatedAPI,
+        inbound: Inbound,
+        plan: Plan,
+        received: float,
+        keep_alive: bool,
+    ) -> bool:
+        headers = [
+            ("content-type", SSE_CONTENT_TYPE),
+            ("cache-control", "no-cache"),
+            ("transfer-encoding", "chunked"),
+            *api.response_headers(),
+        ]
+        writer.write(response_head(200, headers, keep_alive=keep_alive))
+        fault = plan.fault
+        if fault is not None and fault.kind == "error_after_200":
+            payload = b"".join(frame.data for frame in api.error_frames(inbound))
+            writer.write(chunk(payload) + LAST_CHUNK)
+            await writer.drain()
+            return keep_alive
+        cut_after = fault.after if fault is not None and fault.kind == "disconnect" else None
+        interval = 1.0 / plan.tps if plan.tps > 0 else 0.0
+        first_content_at = received + plan.ttft_s
+        batch_size = self.config.events_per_write
+        pending: list[bytes] = []
+        due = received
+        content_sent = 0
+        for frame in api.frames(plan, inbound):
+            if cut_after is not None and (
+                frame.role == "terminal" or (frame.role == "content" and content_sent >= cut_after)
+            ):
+                break
+            if frame.role == "content":
+                due = max(due, first_content_at + content_sent * interval)
+                content_sent += 1
+            pending.append(frame.data)
+            if len(pending) >= batch_size:
+                await _write_at(writer, pending, due)
+                pending = []
+        if pending:
+            await _write_at(writer, pending, due)
+        if cut_after is not None:
+            await _flush_fully(writer)
+            writer.transport.abort()
+            return False
+        writer.write(LAST_CHUNK)
+        await writer.drain()
+        return keep_alive
+
+
+async def _send(
+    writer: asyncio.StreamWriter, api: SimulatedAPI, reply: Reply, keep_alive: bool
+) -> bool:
+    headers = [JSON_CONTENT_TYPE, *api.response_headers(), *reply.headers]
+    writer.write(sized_response(reply.status, headers, dump(reply.body), keep_alive=keep_alive))
+    await writer.drain()
+    return keep_alive
+
+
+async def _sleep_until(deadline: float) -> None:
+    delay = deadline - asyncio.get_running_loop().time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+
+
+async def _write_at(writer: asyncio.StreamWriter, frames: list[bytes], due: float) -> None:
+    """Frames sharing one write (one HTTP chunk), sent when the last of them is due."""
+    await _sleep_until(due)
+    writer.write(chunk(b"".join(frames)))
+    await writer.drain()
+
+
+async def _flush_fully(writer: asyncio.StreamWriter) -> None:
+    """Wait until everything written has left the process, so an abort loses nothing."""
+    writer.transport.set_write_buffer_limits(high=0)
+    await writer.drain()

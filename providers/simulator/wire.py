@@ -1,0 +1,142 @@
+"""What every simulated API module provides (`SimulatedAPI`), and the pieces they share:
+frames, complete replies, problems, JSON and SSE encoding, vendor-style ids.
+
+No vendor's field names live here; no network I/O either (server.py does that).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from providers.simulator.script import Inbound, Plan
+
+Problem = Literal[
+    "missing_key",
+    "bad_key",
+    "bad_json",
+    "invalid_request",
+    "not_found",
+    "method_not_allowed",
+    "rate_limited",
+    "server_error",
+    "unavailable",
+    "overloaded",
+]
+FrameRole = Literal["meta", "content", "terminal"]
+FAULT_PROBLEMS: dict[str, Problem] = {
+    "429": "rate_limited",
+    "500": "server_error",
+    "503": "unavailable",
+    "529": "overloaded",
+}
+SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
+ALPHANUMERIC = string.ascii_letters + string.digits
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    """One streamed event. `content` frames are tokens (paced, counted by `after=N`);
+    `terminal` frames are the API's completion signal, never sent by a disconnect."""
+
+    data: bytes
+    role: FrameRole = "meta"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reply:
+    """A complete, non-streamed answer."""
+
+    status: int
+    body: dict[str, Any]
+    headers: tuple[tuple[str, str], ...] = field(default=())
+
+
+class InvalidRequest(Exception):
+    """The request body is not what the API accepts; the text is the API's message."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
+
+
+class SimulatedAPI(Protocol):
+    """One vendor API as the simulator speaks it."""
+
+    name: str
+
+    def handles(self, path: str) -> bool:
+        """Whether `path` (without query) is one of this API's endpoints."""
+        ...
+
+    def authenticate(
+        self, headers: dict[str, str], query: dict[str, str], key: str
+    ) -> Problem | None:
+        """None when the request carries `key`; otherwise the auth problem."""
+        ...
+
+    def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
+        """Raises `InvalidRequest` for a body the real API would refuse."""
+        ...
+
+    def error(
+        self,
+        problem: Problem,
+        message: str | None = None,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+    ) -> Reply: ...
+
+    def response_headers(self) -> tuple[tuple[str, str], ...]:
+        """Headers every answer carries (request ids and the like)."""
+        ...
+
+    def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
+        """The whole stream for `plan`, in order."""
+        ...
+
+    def error_frames(self, inbound: Inbound) -> list[Frame]:
+        """The in-stream error an HTTP 200 stream carries before any content."""
+        ...
+
+    def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
+        """The non-streamed JSON answer for `plan`."""
+        ...
+
+
+def dump(value: object) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def named_event(event: str, payload: object, role: FrameRole = "meta") -> Frame:
+    """`event: NAME` + `data: JSON`, as the Anthropic and Responses APIs frame them."""
+    return Frame(b"event: " + event.encode("ascii") + b"\ndata: " + dump(payload) + b"\n\n", role)
+
+
+def data_event(payload: object, role: FrameRole = "meta", *, crlf: bool = False) -> Frame:
+    """A `data:`-only event (Chat Completions; Gemini with CRLF line ends)."""
+    end = b"\r\n\r\n" if crlf else b"\n\n"
+    return Frame(b"data: " + dump(payload) + end, role)
+
+
+def random_id(prefix: str, length: int, alphabet: str = ALPHANUMERIC) -> str:
+    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+
+
+def retry_after_headers(retry_after: float | None) -> tuple[tuple[str, str], ...]:
+    if retry_after is None:
+        return ()
+    return (
+        ("retry-after", format_seconds(retry_after)),
+        ("retry-after-ms", str(round(retry_after * 1000))),
+    )
+
+
+def format_seconds(seconds: float) -> str:
+    """`2` for 2.0, `0.5` for 0.5: what a retry-after header or a Duration carries."""
+    return f"{seconds:.3f}".rstrip("0").rstrip(".")
