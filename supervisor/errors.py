@@ -1,0 +1,29 @@
+"""The supervisor's branch of Grove's error hierarchy: command, store and supervisor errors.
+
+    GroveError                  (providers.errors)
+     +-- CommandError           a command the user cannot run as asked: exact user-facing text
+     +-- StoreError             the store refused a write, holds a record it cannot read, or is down
+     +-- SupervisorError        the control plane could not do its job (timeouts, lost leases...)
+
+Provider errors live in providers.errors; no error text ever contains a secret.
+"""
+
+from __future__ import annotations
+
+from providers.errors import GroveError
+
+
+class CommandError(GroveError):
+    """A command the user cannot run as asked; `text` (also `str()`) is shown to the user as is."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+
+class StoreError(GroveError):
+    """The store refused an operation (and changed nothing) or holds a record it cannot read."""
+
+
+class SupervisorError(GroveError):
+    """The supervisor could not do what was asked: a wait timed out, a lease was lost..."""

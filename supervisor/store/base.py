@@ -1,0 +1,105 @@
+"""The `Store` protocol: what the supervisor may ask of its store, whatever the backend.
+
+Contract only; the shared logic is in core.py and the backends in sqlite.py and redis.py.
+Every method is a plain, fast sync call except `lease`, an async context manager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from supervisor.store.lease import Lease
+from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
+
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+DEFAULT_LEASE_TTL_S = 10.0
+DEFAULT_LEASE_POLL_S = 0.01
+CLEAR_KIND = "clear"
+
+
+class Store(Protocol):
+    """Agents, messages, events, focus and session leases. Writes either happen whole or raise
+    StoreError and change nothing; reads validate every record and raise StoreError on one
+    they cannot trust."""
+
+    max_message_bytes: int
+
+    def create_agents(
+        self, records: Sequence[AgentRecord], messages: Sequence[NewMessage] = ()
+    ) -> list[MessageRecord]:
+        """Write all `records` (and their first `messages`) in ONE transaction. Refused whole
+        when a uuid exists or repeats, a parent or watched agent is unknown (an agent of the
+        same batch counts when it comes earlier), or a fork point lies after the last message."""
+        ...
+
+    def get_agent(self, uuid: str) -> AgentRecord | None: ...
+
+    def resolve_agent(self, prefix: str, *, include_ended: bool = True) -> AgentRecord:
+        """The one agent whose uuid is `prefix` or starts with it; CommandError otherwise."""
+        ...
+
+    def list_agents(self, include_ended: bool = False) -> list[AgentRecord]:
+        """Agents in creation order; only running ones unless `include_ended`."""
+        ...
+
+    def children(self, uuid: str) -> list[AgentRecord]:
+        """Direct children of `uuid` (any status), in creation order."""
+        ...
+
+    def update_agent(self, uuid: str, **changes: Any) -> AgentRecord:
+        """The record with `changes` applied, validated and stored. uuid, parent_uuid, role,
+        fork_message_id and created_at never change."""
+        ...
+
+    def append_message(
+        self,
+        agent_uuid: str,
+        kind: str,
+        content: str,
+        data: dict[str, Any] | None = None,
+        ticket: str | None = None,
+    ) -> MessageRecord:
+        """Store one message under the next global id. A ticket already stored for this agent
+        returns that message and writes nothing (for another agent: StoreError)."""
+        ...
+
+    def append_messages(self, messages: Sequence[NewMessage]) -> list[MessageRecord]:
+        """`append_message` for many, in one transaction, results in input order."""
+        ...
+
+    def agent_messages(
+        self, uuid: str, after_id: int = 0, up_to_id: int | None = None
+    ) -> list[MessageRecord]:
+        """The agent's own messages with after_id < id <= up_to_id, by id."""
+        ...
+
+    def last_message_id(self) -> int:
+        """The highest message id of the whole store, 0 when it holds none."""
+        ...
+
+    def conversation(self, uuid: str) -> list[MessageRecord]:
+        """Ancestors' messages up to each fork point (recursively), then the agent's own,
+        cut after the most recent `clear` of that sequence (the clear itself excluded)."""
+        ...
+
+    def append_event(self, kind: str, payload: dict[str, Any]) -> EventRecord: ...
+
+    def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]:
+        """Events with id > after_id, oldest first, at most `limit`."""
+        ...
+
+    def wait_events(self, after_id: int, timeout_s: float, limit: int = 1000) -> list[EventRecord]:
+        """Like `events`, but blocks up to `timeout_s` until there is at least one (else [])."""
+        ...
+
+    def set_focus(self, root_uuid: str, agent_uuid: str) -> None: ...
+
+    def get_focus(self, root_uuid: str) -> str | None: ...
+
+    def lease(self, session_id: str, timeout_s: float) -> AbstractAsyncContextManager[Lease]:
+        """Hold the session's lease: FIFO across processes; SupervisorError after `timeout_s`."""
+        ...
+
+    def close(self) -> None: ...

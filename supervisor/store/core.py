@@ -1,0 +1,341 @@
+"""`StoreCore`: the rules both stores share (validation, prefix resolution, fork assembly, leases)
+written once over a few storage primitives that sqlite.py and redis.py implement.
+
+No storage calls here: anything that touches SQLite or Redis belongs to a backend module.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import TypeAdapter, ValidationError
+
+from supervisor.errors import CommandError, StoreError
+from supervisor.store.base import CLEAR_KIND
+from supervisor.store.codec import describe, encode_json
+from supervisor.store.lease import Lease, LeaseQueue, hold_lease
+from supervisor.store.records import (
+    IMMUTABLE_AGENT_FIELDS,
+    AgentRecord,
+    EventKind,
+    EventRecord,
+    MessageRecord,
+    NewMessage,
+)
+
+# How many candidates an ambiguous prefix lists.
+_AMBIGUOUS_SHOWN = 10
+_EVENT_KIND: TypeAdapter[str] = TypeAdapter(EventKind)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedMessage:
+    """A checked NewMessage with its data already encoded and its time taken."""
+
+    message: NewMessage
+    data_json: str
+    created_at: float
+
+    def record(self, message_id: int) -> MessageRecord:
+        """The stored form, data decoded from the exact JSON that was written."""
+        return MessageRecord(
+            id=message_id,
+            agent_uuid=self.message.agent_uuid,
+            kind=self.message.kind,
+            content=self.message.content,
+            data=json.loads(self.data_json),
+            created_at=self.created_at,
+            ticket=self.message.ticket,
+        )
+
+
+class StoreCore(ABC):
+    """Shared half of every store; see base.Store for the contract of each public method."""
+
+    def __init__(self, *, max_message_bytes: int, lease_poll_s: float) -> None:
+        if max_message_bytes < 1:
+            raise StoreError("max_message_bytes must be positive")
+        self.max_message_bytes = max_message_bytes
+        self._lease_poll_s = lease_poll_s
+
+    # ----- storage primitives ---------------------------------------------------------------
+
+    @abstractmethod
+    def _existing_agent_ids(self, uuids: Collection[str]) -> set[str]:
+        """Which of `uuids` name stored agents."""
+
+    @abstractmethod
+    def _write(
+        self, records: Sequence[AgentRecord], messages: Sequence[PreparedMessage]
+    ) -> list[MessageRecord]:
+        """Insert checked agents, then messages, in one transaction; ticket rules applied."""
+
+    @abstractmethod
+    def _replace_agent(self, record: AgentRecord) -> None:
+        """Overwrite the stored record of an existing agent."""
+
+    @abstractmethod
+    def _agents_with_prefix(self, prefix: str, limit: int) -> list[AgentRecord]:
+        """Up to `limit` agents whose uuid starts with `prefix`, by uuid."""
+
+    @abstractmethod
+    def _write_focus(self, root_uuid: str, agent_uuid: str) -> None: ...
+
+    @property
+    @abstractmethod
+    def _lease_queue(self) -> LeaseQueue: ...
+
+    @abstractmethod
+    def get_agent(self, uuid: str) -> AgentRecord | None: ...
+
+    @abstractmethod
+    def agent_messages(
+        self, uuid: str, after_id: int = 0, up_to_id: int | None = None
+    ) -> list[MessageRecord]: ...
+
+    @abstractmethod
+    def last_message_id(self) -> int: ...
+
+    @abstractmethod
+    def list_agents(self, include_ended: bool = False) -> list[AgentRecord]: ...
+
+    @abstractmethod
+    def children(self, uuid: str) -> list[AgentRecord]: ...
+
+    @abstractmethod
+    def append_event(self, kind: str, payload: dict[str, Any]) -> EventRecord: ...
+
+    @abstractmethod
+    def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]: ...
+
+    @abstractmethod
+    def wait_events(
+        self, after_id: int, timeout_s: float, limit: int = 1000
+    ) -> list[EventRecord]: ...
+
+    @abstractmethod
+    def get_focus(self, root_uuid: str) -> str | None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    # ----- agents ---------------------------------------------------------------------------
+
+    def create_agents(
+        self, records: Sequence[AgentRecord], messages: Sequence[NewMessage] = ()
+    ) -> list[MessageRecord]:
+        checked = [_revalidate(record) for record in records]
+        batch_ids: set[str] = set()
+        referenced: set[str] = set()
+        for record in checked:
+            if record.uuid in batch_ids:
+                raise StoreError(
+                    f"Agent {record.uuid} appears twice in one batch; nothing was written"
+                )
+            for other in (record.parent_uuid, record.watched_uuid):
+                if other is not None and other not in batch_ids:
+                    referenced.add(other)
+            batch_ids.add(record.uuid)
+        message_owners = {message.agent_uuid for message in messages} - batch_ids
+        existing = self._existing_agent_ids(batch_ids | referenced | message_owners)
+        for record in checked:
+            if record.uuid in existing:
+                raise StoreError(f"Agent {record.uuid} already exists; nothing was written")
+        for missing in sorted((referenced | message_owners) - existing):
+            raise StoreError(f"Unknown agent {missing} named in a new batch; nothing was written")
+        latest = self.last_message_id()
+        for record in checked:
+            if record.fork_message_id > latest:
+                raise StoreError(
+                    f"Agent {record.uuid} forks at message {record.fork_message_id}, after the "
+                    f"last message {latest}; nothing was written"
+                )
+        return self._write(checked, self._prepare(messages))
+
+    def resolve_agent(self, prefix: str, *, include_ended: bool = True) -> AgentRecord:
+        wanted = prefix.strip()
+        if not wanted:
+            raise CommandError("Agent id is empty: give a uuid or a unique prefix of one")
+        exact = self.get_agent(wanted)
+        if exact is not None and (include_ended or exact.status == "running"):
+            return exact
+        candidates = [
+            agent
+            for agent in self._agents_with_prefix(wanted, limit=_AMBIGUOUS_SHOWN + 1)
+            if include_ended or agent.status == "running"
+        ]
+        if not candidates:
+            raise CommandError(f"Unknown agent: {wanted}")
+        if len(candidates) == 1:
+            return candidates[0]
+        shown = ", ".join(agent.uuid for agent in candidates[:_AMBIGUOUS_SHOWN])
+        count = (
+            f"more than {_AMBIGUOUS_SHOWN}"
+            if len(candidates) > _AMBIGUOUS_SHOWN
+            else str(len(candidates))
+        )
+        raise CommandError(f"Ambiguous agent prefix: {wanted} matches {count} agents: {shown}")
+
+    def update_agent(self, uuid: str, **changes: Any) -> AgentRecord:
+        frozen = sorted(changes.keys() & IMMUTABLE_AGENT_FIELDS)
+        if frozen:
+            raise StoreError(f"An agent's {', '.join(frozen)} cannot change; nothing was written")
+        unknown = sorted(changes.keys() - AgentRecord.model_fields.keys())
+        if unknown:
+            raise StoreError(
+                f"Agent records have no field {', '.join(unknown)}; nothing was written"
+            )
+        current = self._require_agent(uuid)
+        try:
+            updated = AgentRecord.model_validate(current.model_dump() | changes)
+        except ValidationError as exc:
+            raise StoreError(
+                f"Invalid update of agent {uuid}: {describe(exc)}; nothing was written"
+            ) from exc
+        watched = changes.get("watched_uuid")
+        if watched is not None and not self._existing_agent_ids([watched]):
+            raise StoreError(f"Unknown agent {watched} to watch; nothing was written")
+        self._replace_agent(updated)
+        return updated
+
+    def set_focus(self, root_uuid: str, agent_uuid: str) -> None:
+        missing = sorted(
+            {root_uuid, agent_uuid} - self._existing_agent_ids({root_uuid, agent_uuid})
+        )
+        if missing:
+            raise StoreError(f"Cannot focus: unknown agent {missing[0]}; nothing was written")
+        self._write_focus(root_uuid, agent_uuid)
+
+    # ----- messages -------------------------------------------------------------------------
+
+    def append_message(
+        self,
+        agent_uuid: str,
+        kind: str,
+        content: str,
+        data: dict[str, Any] | None = None,
+        ticket: str | None = None,
+    ) -> MessageRecord:
+        try:
+            message = NewMessage(
+                agent_uuid=agent_uuid, kind=kind, content=content, data=data or {}, ticket=ticket
+            )
+        except ValidationError as exc:
+            raise StoreError(f"Invalid message: {describe(exc)}; nothing was written") from exc
+        return self.append_messages([message])[0]
+
+    def append_messages(self, messages: Sequence[NewMessage]) -> list[MessageRecord]:
+        prepared = self._prepare(messages)
+        owners = {item.message.agent_uuid for item in prepared}
+        missing = sorted(owners - self._existing_agent_ids(owners))
+        if missing:
+            raise StoreError(f"Unknown agent {missing[0]}: no message was written")
+        return self._write([], prepared)
+
+    def conversation(self, uuid: str) -> list[MessageRecord]:
+        # Walk up from the agent: newest segment first, so a `clear` ends the walk early.
+        segments: list[list[MessageRecord]] = []
+        agent = self._require_agent(uuid)
+        up_to: int | None = None
+        visited: set[str] = set()
+        while True:
+            if agent.uuid in visited:
+                raise StoreError(
+                    f"Corrupted agent tree in the store: {agent.uuid} is its own ancestor"
+                )
+            visited.add(agent.uuid)
+            own = self.agent_messages(agent.uuid, up_to_id=up_to)
+            cleared_at = _last_clear(own)
+            if cleared_at is not None:
+                segments.append(own[cleared_at + 1 :])
+                break
+            segments.append(own)
+            if agent.parent_uuid is None or agent.fork_message_id == 0:
+                break
+            up_to = agent.fork_message_id if up_to is None else min(up_to, agent.fork_message_id)
+            agent = self._require_agent(agent.parent_uuid)
+        return [message for segment in reversed(segments) for message in segment]
+
+    # ----- leases ---------------------------------------------------------------------------
+
+    def lease(self, session_id: str, timeout_s: float) -> AbstractAsyncContextManager[Lease]:
+        return hold_lease(self._lease_queue, session_id, timeout_s, self._lease_poll_s)
+
+    # ----- helpers for the backends ---------------------------------------------------------
+
+    def _require_agent(self, uuid: str) -> AgentRecord:
+        agent = self.get_agent(uuid)
+        if agent is None:
+            raise StoreError(f"Unknown agent {uuid}")
+        return agent
+
+    def _prepare(self, messages: Sequence[NewMessage]) -> list[PreparedMessage]:
+        now = time.time()
+        prepared = []
+        for message in messages:
+            checked = _revalidate_message(message)
+            data_json = encode_json(checked.data, "Message data")
+            size = len(checked.content.encode()) + len(data_json.encode())
+            if size > self.max_message_bytes:
+                raise StoreError(
+                    f"Message of {size:,} bytes exceeds the store's limit of "
+                    f"{self.max_message_bytes:,} bytes; nothing was written"
+                )
+            prepared.append(PreparedMessage(message=checked, data_json=data_json, created_at=now))
+        return prepared
+
+    def _prepare_event(self, kind: str, payload: dict[str, Any]) -> tuple[str, str, float]:
+        """Checked (kind, payload JSON, time) of a new event."""
+        try:
+            _EVENT_KIND.validate_python(kind)
+        except ValidationError as exc:
+            raise StoreError(f"Invalid event kind: {describe(exc)}; nothing was written") from exc
+        if not isinstance(payload, dict):
+            raise StoreError(f"The payload of event {kind} is not a dict; nothing was written")
+        payload_json = encode_json(payload, f"Payload of event {kind}")
+        if len(payload_json.encode()) > self.max_message_bytes:
+            raise StoreError(
+                f"Event payload exceeds the store's limit of {self.max_message_bytes:,} bytes; "
+                "nothing was written"
+            )
+        return kind, payload_json, time.time()
+
+
+def ticketed(existing: MessageRecord, agent_uuid: str) -> MessageRecord:
+    """The message stored under a ticket, if it is this agent's; a ticket is never shared."""
+    if existing.agent_uuid != agent_uuid:
+        raise StoreError(
+            f"Ticket {existing.ticket} already belongs to a message of agent "
+            f"{existing.agent_uuid}; nothing was written"
+        )
+    return existing
+
+
+def _revalidate(record: AgentRecord) -> AgentRecord:
+    """Check a record again: model_construct or a subclass could have skipped validation."""
+    try:
+        return AgentRecord.model_validate(dict(record))
+    except (ValidationError, TypeError) as exc:
+        reason = describe(exc) if isinstance(exc, ValidationError) else "not an agent record"
+        raise StoreError(f"Invalid agent record: {reason}; nothing was written") from exc
+
+
+def _revalidate_message(message: NewMessage) -> NewMessage:
+    try:
+        return NewMessage.model_validate(dict(message))
+    except (ValidationError, TypeError) as exc:
+        reason = describe(exc) if isinstance(exc, ValidationError) else "not a message"
+        raise StoreError(f"Invalid message: {reason}; nothing was written") from exc
+
+
+def _last_clear(messages: list[MessageRecord]) -> int | None:
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].kind == CLEAR_KIND:
+            return index
+    return None

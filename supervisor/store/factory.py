@@ -1,0 +1,82 @@
+"""Choosing a store from a URL: `open_store` and the default SQLite file's URL.
+
+Accepted forms: sqlite:///relative/path, sqlite:////absolute/path, redis://..., rediss://...
+(a Redis URL may carry `?namespace=NAME` to share one server between deployments).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from supervisor.errors import StoreError
+from supervisor.store.base import (
+    DEFAULT_LEASE_POLL_S,
+    DEFAULT_LEASE_TTL_S,
+    DEFAULT_MAX_MESSAGE_BYTES,
+    Store,
+)
+from supervisor.store.redis import DEFAULT_NAMESPACE, RedisStore
+from supervisor.store.sqlite import SqliteStore
+
+SQLITE_PREFIX = "sqlite:///"
+ACCEPTED_FORMS = (
+    "sqlite:///relative/path.sqlite3, sqlite:////absolute/path.sqlite3, "
+    "redis://[user:password@]host:port/db, rediss://[user:password@]host:port/db"
+)
+
+
+def default_store_url() -> str:
+    """sqlite:/// plus the absolute path of $XDG_DATA_HOME/grove/grove.sqlite3
+    (~/.local/share when XDG_DATA_HOME is unset or not absolute)."""
+    data_home = os.environ.get("XDG_DATA_HOME", "")
+    base = Path(data_home) if os.path.isabs(data_home) else Path.home() / ".local" / "share"
+    return SQLITE_PREFIX + str(base / "grove" / "grove.sqlite3")
+
+
+def open_store(
+    url: str | None = None,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
+    lease_poll_s: float = DEFAULT_LEASE_POLL_S,
+) -> Store:
+    """The store at `url` (None: the default SQLite file), opened and ready."""
+    target = default_store_url() if url is None else url.strip()
+    if target.startswith(SQLITE_PREFIX):
+        path = target[len(SQLITE_PREFIX) :]
+        if not path:
+            raise StoreError(
+                f"The SQLite store URL names no file; accepted forms: {ACCEPTED_FORMS}"
+            )
+        return SqliteStore(
+            path,
+            max_message_bytes=max_message_bytes,
+            lease_ttl_s=lease_ttl_s,
+            lease_poll_s=lease_poll_s,
+        )
+    scheme = target.partition("://")[0].lower() if "://" in target else ""
+    if scheme in ("redis", "rediss"):
+        redis_url, namespace = _split_namespace(target)
+        return RedisStore(
+            redis_url,
+            namespace=namespace,
+            max_message_bytes=max_message_bytes,
+            lease_ttl_s=lease_ttl_s,
+            lease_poll_s=lease_poll_s,
+        )
+    shown = f"scheme {scheme!r}" if scheme else "a URL without a known scheme"
+    raise StoreError(f"Unknown store URL ({shown}); accepted forms: {ACCEPTED_FORMS}")
+
+
+def _split_namespace(url: str) -> tuple[str, str]:
+    """The URL without its `namespace` query parameter, and that namespace (or the default)."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    namespaces = [value for key, value in query if key == "namespace"]
+    rest = [(key, value) for key, value in query if key != "namespace"]
+    namespace = namespaces[-1] if namespaces else DEFAULT_NAMESPACE
+    if not namespace or ":" in namespace:
+        raise StoreError("A Redis store namespace must be non-empty and contain no ':'")
+    return urlunsplit(parts._replace(query=urlencode(rest))), namespace
