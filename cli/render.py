@@ -21,9 +21,11 @@ from providers.base import (
 class StreamPrinter:
     """Writes deltas to `out` (unless quiet) and notices to `err`."""
 
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr, *, quiet: bool = False):
-        self.out = out
-        self.err = err
+    def __init__(
+        self, out: TextIO | None = None, err: TextIO | None = None, *, quiet: bool = False
+    ) -> None:
+        self.out = out or sys.stdout
+        self.err = err or sys.stderr
         self.quiet = quiet
         self._in_thinking = False
         self._wrote = False

@@ -36,7 +36,9 @@ from providers.sse import ServerSentEvent
 
 PROVIDER: ProviderName = "anthropic"
 # Stream error types that describe a passing condition on Anthropic's side.
-RETRYABLE_STREAM_ERRORS = frozenset({"overloaded_error", "api_error"})
+RETRYABLE_STREAM_ERRORS = frozenset(
+    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
+)
 # Error types that another attempt cannot fix: identity, money, or the request itself.
 NOT_RETRYABLE_ERRORS = frozenset(
     {
