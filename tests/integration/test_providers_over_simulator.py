@@ -19,7 +19,8 @@ from providers.retry import RetryPolicy
 from providers.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sk-canary-7f3a9c2e1b5d4a6f8e0c"
-WIRES: list[tuple[str, str, OpenAIAPI]] = [
+WireChoice = tuple[str, str, OpenAIAPI]
+WIRES: list[WireChoice] = [
     ("anthropic", "claude-sonnet-4-5", "responses"),
     ("openai", "gpt-5-mini", "responses"),
     ("openai", "gpt-5-mini", "chat"),
@@ -30,8 +31,10 @@ WIRE_IDS = ["anthropic", "openai-responses", "openai-chat", "google"]
 TOKENS = {wire_id: 10 + index for index, wire_id in enumerate(WIRE_IDS)}
 
 
-def unique(wire: tuple[str, str, OpenAIAPI]) -> str:
+def unique(wire: WireChoice) -> str:
     return f"tokens={TOKENS[WIRE_IDS[WIRES.index(wire)]]}"
+
+
 FAST_RETRY = RetryPolicy(max_attempts=4, base_delay_s=0.05, max_delay_s=0.2)
 
 
@@ -41,9 +44,7 @@ def simulator() -> Iterator[SimulatorThread]:
         yield running
 
 
-def provider(
-    simulator: SimulatorThread, wire: tuple[str, str, OpenAIAPI], key: str = KEY
-) -> HTTPProvider:
+def provider(simulator: SimulatorThread, wire: WireChoice, key: str = KEY) -> HTTPProvider:
     name, _, api = wire
     return create_provider(
         name,  # type: ignore[arg-type]
@@ -71,10 +72,14 @@ async def collect(
 
 
 @pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
-async def test_429_with_retry_after_waits_then_succeeds(simulator, wire) -> None:
+async def test_429_with_retry_after_waits_then_succeeds(
+    simulator: SimulatorThread, wire: WireChoice
+) -> None:
     started = time.monotonic()
     events = await collect(
-        provider(simulator, wire), f"[[sim fault=429 retry_after=1 times=1 {unique(wire)}]] hello", wire[1]
+        provider(simulator, wire),
+        f"[[sim fault=429 retry_after=1 times=1 {unique(wire)}]] hello",
+        wire[1],
     )
     elapsed = time.monotonic() - started
     retries = [e for e in events if isinstance(e, Retrying)]
@@ -85,7 +90,9 @@ async def test_429_with_retry_after_waits_then_succeeds(simulator, wire) -> None
 
 
 @pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
-async def test_error_after_200_twice_then_success_on_third(simulator, wire) -> None:
+async def test_error_after_200_twice_then_success_on_third(
+    simulator: SimulatorThread, wire: WireChoice
+) -> None:
     events = await collect(
         provider(simulator, wire),
         f"[[sim fault=error_after_200 times=2 {unique(wire)}]] third",
@@ -96,7 +103,9 @@ async def test_error_after_200_twice_then_success_on_third(simulator, wire) -> N
 
 
 @pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
-async def test_disconnect_after_content_fails_without_complete_answer(simulator, wire) -> None:
+async def test_disconnect_after_content_fails_without_complete_answer(
+    simulator: SimulatorThread, wire: WireChoice
+) -> None:
     p = provider(simulator, wire)
     seen: list[StreamEvent] = []
     request = Request(
@@ -112,7 +121,9 @@ async def test_disconnect_after_content_fails_without_complete_answer(simulator,
 
 
 @pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
-async def test_wrong_key_is_not_retried(simulator, wire, caplog) -> None:
+async def test_wrong_key_is_not_retried(
+    simulator: SimulatorThread, wire: WireChoice, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     wrong = "sk-wrong-canary-55aa"
     p = provider(simulator, wire, key=wrong)
@@ -129,10 +140,12 @@ async def test_wrong_key_is_not_retried(simulator, wire, caplog) -> None:
 
 
 @pytest.mark.parametrize("wire", WIRES, ids=WIRE_IDS)
-async def test_thinking_and_tool_call_round_trip(simulator, wire) -> None:
+async def test_thinking_and_tool_call_round_trip(
+    simulator: SimulatorThread, wire: WireChoice
+) -> None:
     events = await collect(
         provider(simulator, wire),
-        "[[sim tool=lookup args='{\"q\": \"grove\"}']] find it",
+        '[[sim tool=lookup args=\'{"q": "grove"}\']] find it',
         wire[1],
         tools=(LOOKUP,),
     )
@@ -140,13 +153,22 @@ async def test_thinking_and_tool_call_round_trip(simulator, wire) -> None:
     assert [(c.name, c.arguments) for c in turn.tool_calls] == [("lookup", {"q": "grove"})]
 
 
-async def test_canary_key_never_leaks(simulator, caplog, capsys) -> None:
+async def test_canary_key_never_leaks(
+    simulator: SimulatorThread,
+    caplog: pytest.LogCaptureFixture,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """Every fault path, every wire: the key is in no event, exception, log or output."""
     caplog.set_level(logging.DEBUG)
     texts: list[str] = []
     for wire in WIRES:
-        for directive in ("fault=429 retry_after=0", "fault=529", "fault=disconnect after=1",
-                          "fault=error_after_200", "thinking=\"hm\""):
+        for directive in (
+            "fault=429 retry_after=0",
+            "fault=529",
+            "fault=disconnect after=1",
+            "fault=error_after_200",
+            'thinking="hm"',
+        ):
             p = provider(simulator, wire)
             request = Request(
                 model=wire[1], messages=(Message.user(f"[[sim {directive}]] x"),), thinking="low"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,15 +23,23 @@ Supported models:
   OpenAI:    gpt-5-nano, gpt-5-mini, gpt-5
   Google:    gemini-2.5-flash-lite, gemini-3.0-flash, gemini-3.0-pro"""
 INVALID_THINKING_TEXT = "Invalid thinking level: maximum\nValid levels: none, low, med, high"
-MISSING_ANTHROPIC_TEXT = """No credentials for anthropic. Set ANTHROPIC_API_KEY or add to credentials.json
-
-Get your API key at: https://console.anthropic.com/settings/keys"""
+MISSING_ANTHROPIC_TEXT = (
+    "No credentials for anthropic. Set ANTHROPIC_API_KEY or add to credentials.json\n\n"
+    "Get your API key at: https://console.anthropic.com/settings/keys"
+)
 
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "GOOGLE_API_KEY", "GEMINI_API_KEY",
-                 "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GEMINI_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENAI_BASE_URL",
+        "GOOGLE_GEMINI_BASE_URL",
+    ):
         monkeypatch.delenv(name, raising=False)
     config = tmp_path / "config"
     config.mkdir()
@@ -47,39 +56,58 @@ def run(*args: str) -> tuple[int, str, str]:
 
 @pytest.mark.parametrize(
     ("model", "wire_provider"),
-    [("claude-sonnet-4-5/med", "anthropic"), ("gpt-5-mini/low", "openai"),
-     ("gemini-3.0-flash/high", "google")],
+    [
+        ("claude-sonnet-4-5/med", "anthropic"),
+        ("gpt-5-mini/low", "openai"),
+        ("gemini-3.0-flash/high", "google"),
+    ],
 )
-def test_json_output_has_every_field(env, model, wire_provider) -> None:
+def test_json_output_has_every_field(env: dict[str, str], model: str, wire_provider: str) -> None:
     code, out, _ = run("--simulate", "--model", model, "--json", "Summarize forks")
     assert code == 0
     document = json.loads(out)
-    assert set(document) == {"provider", "model", "thinking", "text", "thinking_text",
-                             "tool_calls", "usage", "cost_usd", "stop_reason", "agent"}
+    assert set(document) == {
+        "provider",
+        "model",
+        "thinking",
+        "text",
+        "thinking_text",
+        "tool_calls",
+        "usage",
+        "cost_usd",
+        "stop_reason",
+        "agent",
+    }
     assert document["provider"] == wire_provider
     assert document["text"] and document["thinking_text"]
     assert document["thinking"] == model.split("/")[1]
-    assert set(document["usage"]) == {"input_tokens", "output_tokens", "thinking_tokens",
-                                      "cache_read_tokens", "cache_write_tokens"}
+    assert set(document["usage"]) == {
+        "input_tokens",
+        "output_tokens",
+        "thinking_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+    }
     assert document["usage"]["output_tokens"] > 0 and document["cost_usd"] > 0
     assert document["agent"] is None
 
 
-def test_streams_plain_text(env) -> None:
+def test_streams_plain_text(env: dict[str, str]) -> None:
     code, out, _ = run("--simulate", "--model", "gpt-5-mini", '[[sim reply="hello grove"]] hi')
     assert code == 0
     assert out.strip() == "hello grove"
 
 
-def test_broken_stream_fails_with_explanation(env) -> None:
-    code, _, err = run("--simulate", "--model", "claude-haiku-4-5",
-                       "[[sim fault=disconnect after=2]] hi")
+def test_broken_stream_fails_with_explanation(env: dict[str, str]) -> None:
+    code, _, err = run(
+        "--simulate", "--model", "claude-haiku-4-5", "[[sim fault=disconnect after=2]] hi"
+    )
     assert code == 1
     assert "stream" in err
 
 
 @pytest.fixture
-def listener() -> socket.socket:
+def listener() -> Iterator[socket.socket]:
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -95,11 +123,14 @@ def assert_nothing_sent(server: socket.socket) -> None:
 
 @pytest.mark.parametrize(
     ("model", "text"),
-    [("unknown-model", UNKNOWN_MODEL_TEXT),
-     ("claude-sonnet-4-5/maximum", INVALID_THINKING_TEXT)],
+    [("unknown-model", UNKNOWN_MODEL_TEXT), ("claude-sonnet-4-5/maximum", INVALID_THINKING_TEXT)],
 )
 def test_model_errors_print_reference_text_and_send_nothing(
-    env, listener, monkeypatch, model, text
+    env: dict[str, str],
+    listener: socket.socket,
+    monkeypatch: pytest.MonkeyPatch,
+    model: str,
+    text: str,
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-used")
@@ -110,7 +141,9 @@ def test_model_errors_print_reference_text_and_send_nothing(
     assert_nothing_sent(listener)
 
 
-def test_missing_credentials_text_and_nothing_sent(env, listener, monkeypatch) -> None:
+def test_missing_credentials_text_and_nothing_sent(
+    env: dict[str, str], listener: socket.socket, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
     code, _, err = run("--model", "claude-sonnet-4-5/med", "Hello!")
     assert code == 1
@@ -118,14 +151,14 @@ def test_missing_credentials_text_and_nothing_sent(env, listener, monkeypatch) -
     assert_nothing_sent(listener)
 
 
-def test_missing_credentials_names_each_key_page(env) -> None:
+def test_missing_credentials_names_each_key_page(env: dict[str, str]) -> None:
     _, _, err = run("--model", "gpt-5-mini", "hi")
     assert "https://platform.openai.com/api-keys" in err
     _, _, err = run("--model", "gemini-3.0-flash", "hi")
     assert "https://aistudio.google.com/app/apikey" in err
 
 
-def test_no_model_configured(env) -> None:
+def test_no_model_configured(env: dict[str, str]) -> None:
     code, _, err = run("hello")
     assert code == 2
     assert err.strip() == NO_MODEL_TEXT
