@@ -9,7 +9,11 @@ from typing import Annotated
 
 import typer
 
+from cli.agents import agents_command
+from cli.chat import chat_command
 from cli.context import CliContext
+from cli.events import events_command
+from cli.history import history_command
 from cli.run import run_command
 from cli.simulate import simulate_command
 
@@ -41,9 +45,17 @@ def options(
     ctx.obj = CliContext(store=store, address=address)
 
 
+app.command("chat")(chat_command)
 app.command("run")(run_command)
+app.command("agents")(agents_command)
+app.command("history")(history_command)
+app.command("events")(events_command)
 app.command("simulate")(simulate_command)
 
 
 def main() -> None:
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""`grove agents`: the agent tree, read from the store directly (no Ray, no supervisor).
+
+Presentation only; the tree's records and rules belong to supervisor/store.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from cli.context import CliContext, fail
+from supervisor.errors import StoreError
+from supervisor.store import AgentRecord, Store, open_store
+
+
+def describe_model(record: AgentRecord) -> str:
+    if record.model is None:
+        return "no model"
+    return f"{record.provider}/{record.model}/{record.thinking_level or 'default'}"
+
+
+def tree_lines(store: Store, include_ended: bool) -> list[str]:
+    """One line per agent, children indented under their parent, in creation order."""
+    agents = store.list_agents(include_ended=include_ended)
+    known = {agent.uuid for agent in agents}
+    children: dict[str | None, list[AgentRecord]] = {}
+    for agent in agents:
+        parent = agent.parent_uuid if agent.parent_uuid in known else None
+        children.setdefault(parent, []).append(agent)
+    lines: list[str] = []
+
+    def walk(record: AgentRecord, depth: int) -> None:
+        count = len(store.agent_messages(record.uuid))
+        noun = "message" if count == 1 else "messages"
+        lines.append(
+            f"{'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
+            f"{describe_model(record)}  {count} {noun}"
+        )
+        for child in children.get(record.uuid, []):
+            walk(child, depth + 1)
+
+    for root in children.get(None, []):
+        walk(root, 0)
+    return lines
+
+
+def agents_command(
+    ctx: typer.Context,
+    include_ended: Annotated[
+        bool, typer.Option("--all", help="Include dead and reaped agents.")
+    ] = False,
+) -> None:
+    """Show the agent tree: uuid, role, status, model, message count."""
+    context: CliContext = ctx.obj
+    try:
+        store = open_store(context.settings().store)
+        try:
+            lines = tree_lines(store, include_ended)
+        finally:
+            store.close()
+    except StoreError as exc:
+        fail(str(exc))
+    sys.stdout.write("".join(f"{line}\n" for line in lines) if lines else "No agents\n")

@@ -1,0 +1,261 @@
+"""`grove chat`: the REPL over a root agent, interactive in a terminal, line by line otherwise.
+
+Talks to Grove only through `supervisor.Grove`; the rules and texts live in supervisor/.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, TextIO
+
+import typer
+
+from cli.context import CliContext, fail
+from cli.styles import DIM, RED, YELLOW, styled
+from providers.errors import GroveError
+from supervisor.errors import CommandError
+
+if TYPE_CHECKING:
+    from supervisor.api import Grove, Turn
+    from supervisor.store.records import AgentRecord
+
+CANCEL_WAIT_S = 30.0
+
+
+def chat_command(
+    ctx: typer.Context,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="MODEL[/THINKING] for the new root agent."),
+    ] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Resume this agent's session (uuid or prefix).")
+    ] = None,
+    simulate: Annotated[
+        bool,
+        typer.Option("--simulate", help="Answer from the built-in provider simulator (offline)."),
+    ] = False,
+    hosts: Annotated[
+        int | None, typer.Option("--hosts", min=1, help="Agent host actors to start.")
+    ] = None,
+) -> None:
+    """Talk to a root agent; lines starting with / are commands (/help lists them)."""
+    from supervisor.api import Grove
+
+    context: CliContext = ctx.obj
+    grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
+    try:
+        grove.start()
+        session = open_session(grove, model, resume)
+    except GroveError as exc:
+        grove.close()
+        fail(str(exc), code=2)
+    try:
+        sys.stdout.write(f"Agent {session}\n")
+        sys.stdout.flush()
+        if sys.stdin.isatty():
+            InteractiveRepl(grove, session).run()
+        else:
+            ScriptedRepl(grove, session, sys.stdout).run(sys.stdin)
+    finally:
+        grove.close()
+
+
+def open_session(grove: Grove, model: str | None, resume: str | None) -> str:
+    """The root uuid of a new session, or of the session holding the resumed agent."""
+    if resume is None:
+        return grove.create_root(model).uuid
+    record: AgentRecord = grove.agent(resume)
+    while record.parent_uuid is not None:
+        record = grove.agent(record.parent_uuid)
+    if model is not None:
+        outcome = grove.dispatch(record.uuid, f"/model {model}", "repl")
+        if not outcome.ok:
+            raise CommandError(outcome.text)
+    return record.uuid
+
+
+class TurnWriter:
+    """Writes turn chunks and whole lines to `out`, thread-safe, lines never glued to a delta."""
+
+    def __init__(self, out: TextIO, *, styles: bool) -> None:
+        self.out = out
+        self.styles = styles
+        self._lock = threading.Lock()
+        self._at_line_start = True
+        self._last_kind: str | None = None
+
+    def _write(self, text: str) -> None:
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self._at_line_start = text.endswith("\n")
+
+    def _style(self, text: str, style: str) -> str:
+        return styled(self.out, text, style) if self.styles else text
+
+    def line(self, text: str, *, error: bool = False) -> None:
+        with self._lock:
+            if not self._at_line_start:
+                self._write("\n")
+            self._write((self._style(text, RED) if error else text) + "\n")
+            self._last_kind = None
+
+    def chunk(self, kind: str, text: str) -> None:
+        with self._lock:
+            if kind == "notice":
+                sys.stderr.write(styled(sys.stderr, text, YELLOW) + "\n")
+                sys.stderr.flush()
+                return
+            if self._last_kind == "thinking" and kind == "text":
+                self._write("\n\n")
+            self._last_kind = kind
+            self._write(self._style(text, DIM) if kind == "thinking" else text)
+
+    def end_turn(self) -> None:
+        with self._lock:
+            if not self._at_line_start:
+                self._write("\n")
+            self._last_kind = None
+
+    def stream(self, turn: Turn) -> None:
+        """Print a whole turn: its deltas, then its error or cancellation if any."""
+        for kind, text in turn:
+            self.chunk(kind, text)
+        result = turn.result()
+        self.end_turn()
+        if result.cancelled:
+            self.line("Cancelled")
+        elif result.error is not None:
+            self.line(result.error, error=True)
+
+
+class ScriptedRepl:
+    """stdin is not a terminal: commands run in order while turns stream from threads."""
+
+    def __init__(self, grove: Grove, session: str, out: TextIO) -> None:
+        self.grove = grove
+        self.session = session
+        self.writer = TurnWriter(out, styles=False)
+        self.streams: list[threading.Thread] = []
+        self.started: set[str] = set()  # agents whose turns this REPL started
+
+    def run(self, lines: Iterable[str]) -> None:
+        for raw in lines:
+            line = raw.strip()
+            if not line:
+                continue
+            if line.startswith("/"):
+                if self.command(line):
+                    break
+            else:
+                self.prompt(line)
+        self.started.add(self.grove.focus(self.session))
+        for stream in self.streams:
+            stream.join()
+        for agent in sorted(self.started):
+            self.grove.wait_turn(agent)
+
+    def command(self, line: str) -> bool:
+        """Run one command and print its outcome; True when it asks the REPL to end."""
+        try:
+            outcome = self.grove.dispatch(self.session, line, "repl")
+        except GroveError as exc:
+            self.writer.line(str(exc))
+            return False
+        self.writer.line(outcome.text)
+        if "ticket" in outcome.data:
+            self.started.add(str(outcome.data["child"]))
+        return bool(outcome.data.get("exit"))
+
+    def prompt(self, text: str) -> None:
+        try:
+            turn = self.grove.send(self.grove.focus(self.session), text)
+        except GroveError as exc:
+            self.writer.line(str(exc))
+            return
+        self.started.add(turn.agent)
+        stream = threading.Thread(target=self._stream, args=(turn,), daemon=True)
+        stream.start()
+        self.streams.append(stream)
+
+    def _stream(self, turn: Turn) -> None:
+        try:
+            self.writer.stream(turn)
+        except Exception as exc:  # a lost host or Ray error: report it, keep the REPL
+            self.writer.line(f"Turn failed: {exc}")
+
+
+class InteractiveRepl:
+    """A terminal: prompt_toolkit input with Tab completion; Ctrl+C cancels a streaming turn."""
+
+    def __init__(self, grove: Grove, session: str) -> None:
+        from prompt_toolkit import PromptSession
+
+        from cli.completion import chat_completer
+        from providers.catalog import completions
+        from supervisor.commands.bus import registry
+
+        self.grove = grove
+        self.session = session
+        self.writer = TurnWriter(sys.stdout, styles=True)
+        self.input: PromptSession[str] = PromptSession(
+            completer=chat_completer(registry().names(), completions()),  # type: ignore[arg-type]
+            complete_while_typing=False,
+        )
+
+    def run(self) -> None:
+        while True:
+            try:
+                line = self.input.prompt("> ").strip()
+            except KeyboardInterrupt:
+                continue
+            except EOFError:
+                break
+            if not line:
+                continue
+            if line.startswith("/"):
+                if self.command(line):
+                    break
+            else:
+                self.prompt(line)
+
+    def command(self, line: str) -> bool:
+        try:
+            outcome = self.grove.dispatch(self.session, line, "repl-interactive")
+            confirm = outcome.data.get("confirm")
+            if confirm:
+                question = outcome.text.split(". ")[0]
+                answer = self.input.prompt(f"{question}. Proceed? [y/N] ")
+                if answer.strip().lower() not in ("y", "yes"):
+                    self.writer.line("Not confirmed")
+                    return False
+                outcome = self.grove.dispatch(self.session, str(confirm), "repl-interactive")
+        except (KeyboardInterrupt, EOFError):
+            self.writer.line("Not confirmed")
+            return False
+        except GroveError as exc:
+            self.writer.line(str(exc), error=True)
+            return False
+        self.writer.line(outcome.text, error=not outcome.ok)
+        return bool(outcome.data.get("exit"))
+
+    def prompt(self, text: str) -> None:
+        focus = self.grove.focus(self.session)
+        try:
+            turn = self.grove.send(focus, text)
+        except GroveError as exc:
+            self.writer.line(str(exc), error=True)
+            return
+        try:
+            self.writer.stream(turn)
+        except KeyboardInterrupt:
+            self.grove.cancel(focus)
+            self.writer.end_turn()
+            self.writer.line("Cancelled")
+            try:
+                turn.result(CANCEL_WAIT_S)
+            except Exception as exc:  # the turn's end is only awaited, not needed
+                self.writer.line(f"Turn did not end cleanly: {exc}", error=True)

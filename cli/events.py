@@ -1,0 +1,62 @@
+"""`grove events`: the event log as JSON lines, optionally followed as it grows.
+
+Reads the store directly; events are a projection and nothing here acts on them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+from typing import Annotated
+
+import typer
+
+from cli.context import CliContext, fail
+from supervisor.errors import StoreError
+from supervisor.store import EventRecord, Store, open_store
+
+FOLLOW_POLL_S = 1.0
+
+
+def event_json(event: EventRecord) -> str:
+    return json.dumps(
+        {
+            "id": event.id,
+            "kind": event.kind,
+            "payload": event.payload,
+            "created_at": event.created_at,
+        },
+        sort_keys=True,
+    )
+
+
+def print_events(store: Store, after: int, follow: bool) -> None:
+    while True:
+        batch = store.wait_events(after, FOLLOW_POLL_S) if follow else store.events(after)
+        for event in batch:
+            sys.stdout.write(event_json(event) + "\n")
+            after = event.id
+        sys.stdout.flush()
+        if not follow and not batch:
+            return
+
+
+def events_command(
+    ctx: typer.Context,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new events until Ctrl+C.")
+    ] = False,
+    after: Annotated[int, typer.Option("--after", min=0, help="Only events with a larger id.")] = 0,
+) -> None:
+    """Print the event log as JSON lines, oldest first."""
+    context: CliContext = ctx.obj
+    try:
+        store = open_store(context.settings().store)
+        try:
+            with contextlib.suppress(KeyboardInterrupt):
+                print_events(store, after, follow)
+        finally:
+            store.close()
+    except StoreError as exc:
+        fail(str(exc))

@@ -1,0 +1,48 @@
+"""`grove history UUID`: an agent's assembled conversation (inherited messages included).
+
+Reads the store directly; what a conversation is belongs to supervisor/store.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from cli.context import CliContext, fail
+from cli.styles import DIM, styled
+from providers.errors import GroveError
+from supervisor.store import MessageRecord, open_store
+
+
+def message_block(message: MessageRecord, owner: str) -> str:
+    """`[id] kind` (plus `from <uuid>` when inherited), then its thinking and content."""
+    origin = "" if message.agent_uuid == owner else f"  from {message.agent_uuid}"
+    lines = [f"[{message.id}] {message.kind}{origin}"]
+    for part in message.data.get("parts", []):
+        if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
+            lines.append(styled(sys.stdout, f"(thinking) {part['text']}", DIM))
+    if message.content:
+        lines.append(message.content)
+    return "\n".join(lines)
+
+
+def history_command(
+    ctx: typer.Context,
+    agent: Annotated[str, typer.Argument(help="The agent's uuid or a unique prefix of it.")],
+) -> None:
+    """Show an agent's conversation as its model sees it."""
+    context: CliContext = ctx.obj
+    try:
+        store = open_store(context.settings().store)
+        try:
+            record = store.resolve_agent(agent)
+            messages = store.conversation(record.uuid)
+        finally:
+            store.close()
+    except GroveError as exc:
+        fail(str(exc))
+    sys.stdout.write(f"Agent {record.uuid}\n")
+    for message in messages:
+        sys.stdout.write(message_block(message, record.uuid) + "\n\n")
