@@ -1,0 +1,261 @@
+"""`grove chat --simulate` as a real subprocess fed a stdin script, then `grove agents`,
+`grove history` and `grove events` over the same SQLite store. Real Ray, real simulator.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from supervisor.store import AgentRecord, Store, open_store
+
+CHAT_TIMEOUT_S = 180
+
+# The reference's texts (spec/commands-model-fork.md), word for word.
+UNKNOWN_MODEL_TEXT = """Unknown model: unknown-model
+
+Supported models:
+  Anthropic: claude-haiku-4-5, claude-sonnet-4-5, claude-opus-4-5
+  OpenAI:    gpt-5-nano, gpt-5-mini, gpt-5
+  Google:    gemini-2.5-flash-lite, gemini-3.0-flash, gemini-3.0-pro
+"""
+INVALID_THINKING_TEXT = """Invalid thinking level: maximum
+Valid levels: none, low, med, high
+"""
+NO_MODEL_TEXT = """No model configured. Use /model to select one.
+
+Examples:
+  /model claude-sonnet-4-5      (Anthropic)
+  /model gpt-5-mini             (OpenAI)
+  /model gemini-3.0-flash       (Google)
+
+Run /model with Tab for available options.
+"""
+SWITCHED_TEXT = "Switched to Anthropic claude-sonnet-4-5\n  Thinking: med (budget 43,008 tokens)\n"
+STREAMING_SWITCH_TEXT = (
+    "Cannot switch model while response is streaming. "
+    "Wait for completion or press Ctrl+C to cancel.\n"
+)
+
+SCRIPT = [
+    "never saved",
+    "/model unknown-model",
+    "/model claude-sonnet-4-5/maximum",
+    "/model claude-sonnet-4-5/med",
+    "hello there",
+    "/fork",
+    '/fork "task one"',
+    '/fork --model gpt-5/high "sub task"',
+    '/fork "unclosed',
+    "[[sim ttft_ms=2000]] slow",
+    "/model gpt-5",
+]
+FORKED = re.compile(r"^Forked child (\S+) \((\S+)\)$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class ChatRun:
+    env: dict[str, str]
+    store_url: str
+    stdout: str
+    stderr: str
+    returncode: int
+
+
+def grove(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.app", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=CHAT_TIMEOUT_S,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="module")
+def chat_run(tmp_path_factory: pytest.TempPathFactory) -> ChatRun:
+    base = tmp_path_factory.mktemp("chat")
+    config = base / "config.toml"
+    config.write_text("[models]\naliases = {}\n")
+    store_url = f"sqlite:///{base / 'g.sqlite3'}"
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
+    }
+    env.update(
+        GROVE_STORE=store_url,
+        GROVE_CONFIG_FILE=str(config),
+        XDG_CONFIG_HOME=str(base / "config"),
+        XDG_DATA_HOME=str(base / "data"),
+    )
+    done = grove(env, "chat", "--simulate", "--hosts", "2", stdin="\n".join(SCRIPT) + "\n")
+    return ChatRun(
+        env=env,
+        store_url=store_url,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        returncode=done.returncode,
+    )
+
+
+@pytest.fixture
+def store(chat_run: ChatRun) -> Iterator[Store]:
+    opened = open_store(chat_run.store_url)
+    yield opened
+    opened.close()
+
+
+def root_of(chat_run: ChatRun) -> str:
+    match = re.match(r"Agent (\S+)\n", chat_run.stdout)
+    assert match, chat_run.stdout + chat_run.stderr
+    return match.group(1)
+
+
+def forks(chat_run: ChatRun) -> list[tuple[str, str]]:
+    return [(m.group(1), m.group(2)) for m in FORKED.finditer(chat_run.stdout)]
+
+
+def test_chat_exits_cleanly(chat_run: ChatRun) -> None:
+    assert chat_run.returncode == 0, chat_run.stdout + chat_run.stderr
+    assert "\x1b[" not in chat_run.stdout
+
+
+def test_reference_texts_are_printed_exactly(chat_run: ChatRun) -> None:
+    for text in (UNKNOWN_MODEL_TEXT, INVALID_THINKING_TEXT, NO_MODEL_TEXT, SWITCHED_TEXT):
+        assert f"\n{text}" in chat_run.stdout, text
+
+
+def test_prompt_without_model_is_not_saved_and_the_repl_goes_on(
+    chat_run: ChatRun, store: Store
+) -> None:
+    root = root_of(chat_run)
+    contents = [m.content for m in store.agent_messages(root)]
+    assert "never saved" not in contents
+    assert contents[0] == "hello there"
+    assert chat_run.stdout.index(NO_MODEL_TEXT) < chat_run.stdout.index(UNKNOWN_MODEL_TEXT)
+
+
+def test_prompt_after_model_switch_streams_its_reply(chat_run: ChatRun, store: Store) -> None:
+    root = root_of(chat_run)
+    kinds = [(m.kind, m.content) for m in store.agent_messages(root)]
+    assert [kind for kind, _ in kinds] == ["user", "assistant"]
+    reply = kinds[1][1]
+    assert reply and reply in chat_run.stdout
+    assert chat_run.stdout.index(SWITCHED_TEXT) < chat_run.stdout.index(reply)
+
+
+def test_forks_store_the_reference_fields(chat_run: ChatRun, store: Store) -> None:
+    root = root_of(chat_run)
+    created = forks(chat_run)
+    assert [described for _, described in created] == [
+        "anthropic/claude-sonnet-4-5/med",
+        "anthropic/claude-sonnet-4-5/med",
+        "openai/gpt-5/high",
+    ]
+    records = [store.get_agent(uuid) for uuid, _ in created]
+    assert all(isinstance(r, AgentRecord) for r in records)
+    plain, tasked, grandchild = (r for r in records if r is not None)
+    # The root's reply may still be streaming when /fork runs: the fork point is then the
+    # prompt, else the reply; either way the root's last stored message at that moment.
+    root_ids = [m.id for m in store.agent_messages(root)]
+    for child in (plain, tasked):
+        assert child.parent_uuid == root
+        assert child.fork_message_id in root_ids
+        assert (child.provider, child.model, child.thinking_level) == (
+            "anthropic",
+            "claude-sonnet-4-5",
+            "med",
+        )
+        assert child.status == "running"
+        assert child.role == "child"
+    assert store.agent_messages(plain.uuid) == []
+    task_messages = store.agent_messages(tasked.uuid)
+    assert [(m.kind, m.content) for m in task_messages[:1]] == [("user", "task one")]
+    assert grandchild.parent_uuid == tasked.uuid
+    assert grandchild.fork_message_id in {m.id for m in task_messages}
+    # The rejected `/model gpt-5` left the override's thinking level in place.
+    assert (grandchild.provider, grandchild.model, grandchild.thinking_level) == (
+        "openai",
+        "gpt-5",
+        "high",
+    )
+    assert grandchild.status == "running"
+
+
+def test_unclosed_quote_is_an_error_that_creates_nothing(chat_run: ChatRun, store: Store) -> None:
+    assert "\nUnclosed quote in prompt\n" in chat_run.stdout
+    assert len(store.list_agents(include_ended=True)) == 4
+
+
+def test_model_switch_is_rejected_while_the_reply_streams(chat_run: ChatRun, store: Store) -> None:
+    assert f"\n{STREAMING_SWITCH_TEXT}" in chat_run.stdout
+    grandchild = forks(chat_run)[2][0]
+    contents = [(m.kind, m.content) for m in store.agent_messages(grandchild)]
+    assert ("user", "[[sim ttft_ms=2000]] slow") in contents
+    slow_reply = contents[-1]
+    assert slow_reply[0] == "assistant" and slow_reply[1] in chat_run.stdout
+    # The rejection was printed while the slow reply was still on its way.
+    assert chat_run.stdout.index(STREAMING_SWITCH_TEXT) < chat_run.stdout.index(slow_reply[1])
+
+
+def test_agents_shows_the_tree_with_models_and_counts(chat_run: ChatRun, store: Store) -> None:
+    done = grove(chat_run.env, "agents")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    root = root_of(chat_run)
+    plain, tasked, grandchild = (uuid for uuid, _ in forks(chat_run))
+    count = len(store.agent_messages(grandchild))
+    assert lines == [
+        f"{root}  root  running  anthropic/claude-sonnet-4-5/med  2 messages",
+        f"  {plain}  child  running  anthropic/claude-sonnet-4-5/med  0 messages",
+        f"  {tasked}  child  running  anthropic/claude-sonnet-4-5/med  2 messages",
+        f"    {grandchild}  child  running  openai/gpt-5/high  {count} messages",
+    ]
+
+
+def test_history_of_the_grandchild_is_the_assembled_conversation(
+    chat_run: ChatRun, store: Store
+) -> None:
+    grandchild = forks(chat_run)[2][0]
+    done = grove(chat_run.env, "history", grandchild[:13])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"Agent {grandchild}\n")
+    conversation = store.conversation(grandchild)
+    headers = re.findall(r"^\[(\d+)\] (\w+)", done.stdout, re.MULTILINE)
+    assert headers == [(str(m.id), m.kind) for m in conversation]
+    positions = [done.stdout.index(m.content) for m in conversation]
+    assert positions == sorted(positions)
+    assert conversation[0].content == "hello there"
+    assert f"[{conversation[0].id}] user  from {root_of(chat_run)}" in done.stdout
+
+
+def test_history_of_an_unknown_agent_fails(chat_run: ChatRun) -> None:
+    done = grove(chat_run.env, "history", "zzzz")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "zzzz" in done.stderr
+
+
+def test_events_are_json_lines_and_after_filters(chat_run: ChatRun) -> None:
+    done = grove(chat_run.env, "events")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    kinds = [event["kind"] for event in events]
+    assert kinds.count("AgentForked") == 3
+    assert kinds.count("ModelSwitched") == 1
+    assert [e["id"] for e in events] == sorted(e["id"] for e in events)
+    middle = events[len(events) // 2]["id"]
+    later = grove(chat_run.env, "events", "--after", str(middle))
+    assert [json.loads(line)["id"] for line in later.stdout.splitlines()] == [
+        e["id"] for e in events if e["id"] > middle
+    ]
