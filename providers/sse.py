@@ -7,11 +7,11 @@ that `flush()` at a clean end of body dispatches a last event lacking its blank 
 
 from __future__ import annotations
 
+import codecs
 from dataclasses import dataclass
 
-_CR = 0x0D
-_LF = 0x0A
-_BOM = b"\xef\xbb\xbf"
+_BOM = "\ufeff"
+_Utf8Decoder = codecs.getincrementaldecoder("utf-8")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,92 +26,95 @@ class SSEDecoder:
     """Feed `decode(chunk)` the body as it arrives, then call `flush()` once at its end.
 
     Never raises: malformed UTF-8 is replaced with U+FFFD, unknown fields are ignored.
+    The body is decoded to text once, chunk by chunk, as the standard says; lines are then
+    split and read with str methods (the per-line work is what costs, so it stays small).
     """
 
-    __slots__ = ("_data", "_event", "_id", "_partial", "_retry", "_skip_lf", "_started")
+    __slots__ = (
+        "_data",
+        "_event",
+        "_id",
+        "_partial",
+        "_retry",
+        "_skip_lf",
+        "_started",
+        "_utf8",
+    )
 
     def __init__(self) -> None:
-        self._partial: list[bytes] = []  # an unterminated line, in pieces
-        self._skip_lf = False  # the last chunk ended in CR: a leading LF belongs to it
+        self._utf8 = _Utf8Decoder("replace")  # keeps a split UTF-8 sequence for the next chunk
+        self._partial: list[str] = []  # an unterminated line, in pieces
+        self._skip_lf = False  # the last text ended in CR: a leading LF belongs to it
         self._started = False  # the byte-order mark is only stripped at the very start
-        self._data: list[bytes] = []
-        self._event = b""
+        self._data: list[str] = []
+        self._event = ""
         self._id: str | None = None
         self._retry: int | None = None
 
     def decode(self, chunk: bytes) -> list[ServerSentEvent]:
-        if not chunk:
-            return []
-        if self._skip_lf:
-            self._skip_lf = False
-            if chunk[0] == _LF:
-                chunk = chunk[1:]
-                if not chunk:
-                    return []
-        if _LF not in chunk and _CR not in chunk:
-            self._partial.append(chunk)
-            return []
-        if self._partial:
-            self._partial.append(chunk)
-            chunk = b"".join(self._partial)
-            self._partial = []
-        lines = chunk.splitlines(keepends=True)
-        last = lines[-1]
-        if last[-1] not in (_LF, _CR):
-            self._partial.append(lines.pop())
-        elif last[-1] == _CR:
-            self._skip_lf = True
-        events: list[ServerSentEvent] = []
-        for line in lines:
-            self._line(line.rstrip(b"\r\n"), events)
-        return events
+        return self._text(self._utf8.decode(chunk))
 
     def flush(self) -> list[ServerSentEvent]:
         """End of body: an unterminated last line and event are still dispatched."""
-        events: list[ServerSentEvent] = []
-        if self._partial:
-            line = b"".join(self._partial)
-            self._partial = []
-            self._line(line, events)
-        self._dispatch(events)
+        events = self._text(self._utf8.decode(b"", final=True))
+        lines = ["".join(self._partial)] if self._partial else []
+        self._partial = []
         self._skip_lf = False
-        return events
+        return events + self._lines([*lines, ""])
 
-    def _line(self, line: bytes, events: list[ServerSentEvent]) -> None:
-        if not self._started:
+    def _text(self, text: str) -> list[ServerSentEvent]:
+        if not text:
+            return []
+        if self._skip_lf:
+            self._skip_lf = False
+            if text[0] == "\n":
+                text = text[1:]
+                if not text:
+                    return []
+        if "\r" in text:
+            self._skip_lf = text[-1] == "\r"
+            text = text.replace("\r\n", "\n").replace("\r", "\n")
+        lines = text.split("\n")
+        if len(lines) == 1:
+            self._partial.append(text)
+            return []
+        if self._partial:
+            self._partial.append(lines[0])
+            lines[0] = "".join(self._partial)
+            self._partial = []
+        tail = lines.pop()
+        if tail:
+            self._partial.append(tail)
+        return self._lines(lines)
+
+    def _lines(self, lines: list[str]) -> list[ServerSentEvent]:
+        if not self._started and lines:
             self._started = True
-            if line.startswith(_BOM):
-                line = line[len(_BOM) :]
-        if not line:
-            self._dispatch(events)
-            return
-        if line[0] == 0x3A:  # ":" comment
-            return
-        name, colon, value = line.partition(b":")
-        if colon and value[:1] == b" ":
-            value = value[1:]
-        if name == b"data":
-            self._data.append(value)
-        elif name == b"event":
-            self._event = value
-        elif name == b"id":
-            if b"\x00" not in value:
-                self._id = value.decode("utf-8", "replace")
-        elif name == b"retry" and value.isdigit():
-            self._retry = int(value)
-
-    def _dispatch(self, events: list[ServerSentEvent]) -> None:
-        if not self._data:
-            self._event = b""
-            return
-        data = self._data[0] if len(self._data) == 1 else b"\n".join(self._data)
-        events.append(
-            ServerSentEvent(
-                event=self._event.decode("utf-8", "replace") if self._event else "message",
-                data=data.decode("utf-8", "replace"),
-                id=self._id,
-                retry=self._retry,
-            )
-        )
-        self._data = []
-        self._event = b""
+            lines[0] = lines[0].removeprefix(_BOM)
+        events: list[ServerSentEvent] = []
+        data = self._data
+        event = self._event
+        for line in lines:
+            if not line:
+                if data:
+                    text = data[0] if len(data) == 1 else "\n".join(data)
+                    events.append(ServerSentEvent(event or "message", text, self._id, self._retry))
+                    data = []
+                event = ""
+                continue
+            # A comment (":...") has the empty name and so matches no field below.
+            name, _, value = line.partition(":")
+            if value[:1] == " ":
+                value = value[1:]
+            if name == "data":
+                data.append(value)
+            elif name == "event":
+                event = value
+            elif name == "id":
+                if "\0" not in value:
+                    self._id = value
+            elif name == "retry" and value.isascii() and value.isdigit():
+                self._retry = int(value)
+        self._data = data
+        self._event = event
+        return events

@@ -123,6 +123,11 @@ def test_malformed_utf8_is_replaced_not_raised() -> None:
     assert feed([b"data: a\xff\xfeb\xe6\x97\n\n"]) == [ServerSentEvent(data="a\ufffd\ufffdb\ufffd")]
 
 
+def test_a_utf8_sequence_cut_short_by_the_end_of_the_body() -> None:
+    assert feed([b"data: ok \xe6", b"\x97"]) == [ServerSentEvent(data="ok \ufffd")]
+    assert feed([b"data: \xf0\x9f\x8c\xb3 \xf0\x9f"]) == [ServerSentEvent(data="🌳 \ufffd")]
+
+
 # --- fields -------------------------------------------------------------------------------
 
 
@@ -151,6 +156,11 @@ def test_id_with_nul_and_bad_retry_values_are_ignored() -> None:
         ServerSentEvent(data="a", id="1"),
         ServerSentEvent(data="b", id="1"),
     ]
+
+
+def test_retry_takes_ascii_digits_only() -> None:
+    body = "retry: 250\nretry: \u0661\u0662\nretry: \u00b2\nretry: 1 \ndata: x\n\n".encode()
+    assert feed([body]) == [ServerSentEvent(data="x", retry=250)]
 
 
 def test_empty_event_field_means_message_and_unknown_fields_are_ignored() -> None:
