@@ -198,6 +198,7 @@ class StoreCore(ABC):
             raise StoreError(
                 f"Invalid update of agent {uuid}: {describe(exc)}; nothing was written"
             ) from exc
+        _check_metadata(updated)
         watched = changes.get("watched_uuid")
         if watched is not None and not self._existing_agent_ids([watched]):
             raise StoreError(f"Unknown agent {watched} to watch; nothing was written")
@@ -320,10 +321,16 @@ def ticketed(existing: MessageRecord, agent_uuid: str) -> MessageRecord:
 def _revalidate(record: AgentRecord) -> AgentRecord:
     """Check a record again: model_construct or a subclass could have skipped validation."""
     try:
-        return AgentRecord.model_validate(dict(record))
+        checked = AgentRecord.model_validate(dict(record))
     except (ValidationError, TypeError) as exc:
         reason = describe(exc) if isinstance(exc, ValidationError) else "not an agent record"
         raise StoreError(f"Invalid agent record: {reason}; nothing was written") from exc
+    _check_metadata(checked)
+    return checked
+
+
+def _check_metadata(record: AgentRecord) -> None:
+    encode_json(record.metadata, f"Metadata of agent {record.uuid}")
 
 
 def _revalidate_message(message: NewMessage) -> NewMessage:

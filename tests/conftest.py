@@ -1,0 +1,110 @@
+"""Shared pytest fixtures: a real redis-server on a free loopback port, a temp-file SQLite store.
+
+Whatever a fixture starts it stops through its own handle; the machine's own Redis (6379) is
+never touched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from supervisor.store import SqliteStore
+
+REDIS_START_TIMEOUT_S = 10.0
+REDIS_STOP_TIMEOUT_S = 5.0
+REDIS_START_ATTEMPTS = 3
+
+
+def _free_loopback_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _answers_ping(process: subprocess.Popen[bytes], port: int) -> bool:
+    """Wait until the server on `port` answers PING; False when it exited or never answered."""
+    deadline = time.monotonic() + REDIS_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1.0)
+        try:
+            if client.ping():
+                return True
+        except redis.ConnectionError:
+            time.sleep(0.05)
+        finally:
+            client.close()
+    return False
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=REDIS_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private redis-server for this test session: redis://127.0.0.1:PORT/0."""
+    executable = shutil.which("redis-server")
+    if executable is None:
+        reason = "redis-server is not on PATH"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    workdir = tmp_path_factory.mktemp("redis")
+    log_path = workdir / "redis.log"
+    for _ in range(REDIS_START_ATTEMPTS):
+        port = _free_loopback_port()
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                [
+                    executable,
+                    "--port", str(port),
+                    "--bind", "127.0.0.1",
+                    "--save", "",
+                    "--appendonly", "no",
+                    "--dir", str(workdir),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )  # fmt: skip
+        if _answers_ping(process, port):
+            break
+        _stop(process)  # most likely lost the port to another process: try another one
+    else:
+        pytest.fail(f"redis-server did not start:\n{log_path.read_text(errors='replace')[-2000:]}")
+    try:
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        _stop(process)
+
+
+@pytest.fixture
+def sqlite_path(tmp_path: Path) -> Path:
+    return tmp_path / "grove.sqlite3"
+
+
+@pytest.fixture
+def sqlite_store(sqlite_path: Path) -> Iterator[SqliteStore]:
+    """A fresh SQLite store on a temp file, closed after the test."""
+    store = SqliteStore(sqlite_path)
+    try:
+        yield store
+    finally:
+        store.close()
