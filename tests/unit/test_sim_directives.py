@@ -1,0 +1,195 @@
+"""`[[sim ...]]` directive parsing: the grammar, every validation rule, and fuzzing that shows
+the parser raises nothing but `DirectiveError`."""
+
+from __future__ import annotations
+
+import json
+import string
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from providers.simulator.directives import (
+    FAULT_KINDS,
+    Directive,
+    DirectiveError,
+    parse_directives,
+)
+
+
+def only(text: str) -> Directive:
+    parsed = parse_directives(text)
+    assert len(parsed.directives) == 1
+    return parsed.directives[0]
+
+
+def test_plain_text_has_no_directives_and_is_kept_whole() -> None:
+    parsed = parse_directives("hello [[simple]] [[simulate this]] world")
+    assert parsed.text == "hello [[simple]] [[simulate this]] world"
+    assert parsed.directives == ()
+
+
+def test_every_key_is_read_with_its_type() -> None:
+    directive = only(
+        "[[sim reply=\"Hi there\" thinking='let me think' tokens=7 ttft_ms=12.5 tps=40 "
+        "fault=429 retry_after=1.5 times=2]]"
+    )
+    assert directive.audience == "agent"
+    assert directive.reply == "Hi there"
+    assert directive.thinking == "let me think"
+    assert directive.tokens == 7
+    assert directive.ttft_ms == 12.5
+    assert directive.tps == 40.0
+    assert directive.fault == "429"
+    assert directive.retry_after == 1.5
+    assert directive.times == 2
+    assert directive.tool is None and directive.args is None
+
+
+def test_tool_with_json_args_and_disconnect_after() -> None:
+    directive = only(
+        """[[sim tool=read args='{"path": "a b.txt", "n": [1, 2]}' fault=disconnect after=3]]"""
+    )
+    assert directive.tool == "read"
+    assert directive.args == {"path": "a b.txt", "n": [1, 2]}
+    assert directive.fault == "disconnect"
+    assert directive.after == 3
+
+
+def test_tool_without_args_gets_empty_arguments() -> None:
+    assert only("[[sim tool=now]]").args == {}
+
+
+def test_directives_are_stripped_and_source_is_exact() -> None:
+    text = "before [[sim tokens=3]] middle [[sim@reviewer reply=ok]] after"
+    parsed = parse_directives(text)
+    assert parsed.text == "before  middle  after"
+    assert [d.source for d in parsed.directives] == [
+        "[[sim tokens=3]]",
+        "[[sim@reviewer reply=ok]]",
+    ]
+    assert [d.audience for d in parsed.directives] == ["agent", "reviewer"]
+
+
+def test_last_directive_for_an_audience_wins() -> None:
+    parsed = parse_directives("[[sim tokens=1]] [[sim@reviewer tokens=2]] [[sim tokens=3]]")
+    agent = parsed.for_audience("agent")
+    reviewer = parsed.for_audience("reviewer")
+    assert agent is not None and agent.tokens == 3
+    assert reviewer is not None and reviewer.tokens == 2
+    assert parse_directives("[[sim tokens=1]]").for_audience("reviewer") is None
+
+
+def test_quoted_values_keep_brackets_and_escaped_quotes() -> None:
+    directive = only(r"""[[sim reply="say \"]]\" now" thinking='it\'s \d']]""")
+    assert directive.reply == 'say "]]" now'
+    assert directive.thinking == r"it's \d"
+
+
+def test_empty_directive_and_newlines_between_pairs() -> None:
+    assert only("[[sim]]") == Directive(source="[[sim]]", audience="agent")
+    assert only("[[sim\n tokens=4\n]]").tokens == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[[sim tokens=3", "never closed"),
+        ("[[sim tokens=]]", "has no value"),
+        ("[[sim colour=red]]", "unknown directive key 'colour'"),
+        ("[[sim tokens=1 tokens=2]]", "given twice"),
+        ("[[sim tokens=-1]]", "tokens must be a whole number"),
+        ("[[sim tokens=1.5]]", "tokens must be a whole number"),
+        ("[[sim tokens=100001]]", "tokens must be a whole number from 0 to 100000"),
+        ("[[sim ttft_ms=soon]]", "ttft_ms must be a number"),
+        ("[[sim fault=404]]", "fault must be one of"),
+        ("[[sim retry_after=2]]", "retry_after needs fault=429"),
+        ("[[sim fault=disconnect retry_after=2]]", "retry_after needs fault=429"),
+        ("[[sim after=2]]", "after needs fault=disconnect"),
+        ("[[sim times=2]]", "times needs a fault"),
+        ("[[sim fault=500 times=0]]", "times must be 1 or more"),
+        ("[[sim args='{}']]", "args needs tool=NAME"),
+        ("[[sim tool=x args='[1]']]", "args must be a JSON object"),
+        ("[[sim tool=x args='{nope}']]", "args is not valid JSON"),
+        ("[[sim tool='two words']]", "tool must be a tool name"),
+        ('[[sim reply="open]]', "has no closing"),
+        ("[[sim reply='a'b]]", "must be followed by a space"),
+        ("[[sim reply=a'b]]", "quote inside a bare word"),
+        ("[[sim = 3]]", "expected KEY=VALUE"),
+        ("[[sim tokens 3]]", "expected KEY=VALUE"),
+        ("[[sim@boss tokens=3]]", "unknown directive audience '@boss'"),
+        ("[[sim@reviewerx tokens=3]]", "unknown directive audience '@reviewerx'"),
+        ("[[sim@reviewer:tokens=3]]", "must be followed by a space"),
+    ],
+)
+def test_malformed_directives_are_refused_precisely(text: str, message: str) -> None:
+    with pytest.raises(DirectiveError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        parse_directives(f"some words {text}")
+
+
+# --- fuzzing ------------------------------------------------------------------------------
+
+DIRECTIVE_ALPHABET = string.ascii_letters + string.digits + " =\"'[]@\\{}:,.\n_-"
+
+
+@given(st.text())
+def test_any_text_parses_or_raises_only_directive_error(text: str) -> None:
+    try:
+        parsed = parse_directives(text)
+    except DirectiveError:
+        return
+    if "[[sim" not in text:
+        assert parsed.text == text and parsed.directives == ()
+
+
+@given(st.text(alphabet=DIRECTIVE_ALPHABET, max_size=60))
+def test_directive_shaped_text_parses_or_raises_only_directive_error(body: str) -> None:
+    text = f"x [[sim{body}]] y [[sim@reviewer {body}"
+    try:
+        parsed = parse_directives(text)
+    except DirectiveError:
+        return
+    for directive in parsed.directives:
+        assert directive.source in text
+        assert directive.source.startswith("[[sim") and directive.source.endswith("]]")
+
+
+def quoted(value: str) -> str:
+    """The encoding a test author writes: double quotes, with inner double quotes escaped."""
+    return '"' + value.replace('"', '\\"') + '"'
+
+
+values = st.text(alphabet=st.characters(codec="utf-8"), max_size=40).filter(
+    lambda value: not value.endswith("\\")
+)
+
+
+@given(
+    reply=values,
+    thinking=values,
+    tokens=st.integers(min_value=0, max_value=100_000),
+    fault=st.sampled_from(FAULT_KINDS),
+    times=st.integers(min_value=1, max_value=1000),
+    args=st.dictionaries(st.text(max_size=8), st.integers() | st.text(max_size=8), max_size=4),
+    prefix=st.text(max_size=20).filter(lambda text: "[[sim" not in text),
+)
+def test_written_directives_read_back_exactly(
+    reply: str,
+    thinking: str,
+    tokens: int,
+    fault: str,
+    times: int,
+    args: dict[str, object],
+    prefix: str,
+) -> None:
+    source = (
+        f"[[sim reply={quoted(reply)} thinking={quoted(thinking)} tokens={tokens} "
+        f"fault={fault} times={times} tool=lookup args={quoted(json.dumps(args))}]]"
+    )
+    parsed = parse_directives(prefix + source + " tail")
+    assert parsed.text == prefix + " tail"
+    directive = parsed.directives[0]
+    assert directive.source == source
+    assert (directive.reply, directive.thinking, directive.tokens) == (reply, thinking, tokens)
+    assert (directive.fault, directive.times, directive.args) == (fault, times, args)
