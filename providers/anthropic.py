@@ -33,6 +33,7 @@ from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderS
 from providers.http import Endpoint, PreparedRequest
 from providers.retry import retry_after_from_headers
 from providers.sse import ServerSentEvent
+from providers.wirejson import json_int, json_object, json_str, redact
 
 PROVIDER: ProviderName = "anthropic"
 # Stream error types that describe a passing condition on Anthropic's side.
@@ -54,8 +55,6 @@ NOT_RETRYABLE_ERRORS = frozenset(
 _MONEY_PATTERN = re.compile(
     r"spend[ _-]?limit|usage[ _-]?limit|credit[ _-]?balance|billing|quota", re.IGNORECASE
 )
-# Anthropic keys are `sk-ant-...`; a proxy or compatible server might echo one back.
-_SECRET_PATTERN = re.compile(r"\bsk-[A-Za-z0-9_*\-]{4,}")
 MAX_MESSAGE_CHARS = 500
 TOOL_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use"})
 # Events read here; content_block_stop, ping and unknown events carry nothing Grove keeps.
@@ -253,11 +252,6 @@ def _error_object(text: str) -> JSONObject:
     return json_object(data, "error") if isinstance(data, dict) else {}
 
 
-def redact(text: str) -> str:
-    """Mask anything shaped like an API key, so no error text carries one."""
-    return _SECRET_PATTERN.sub("sk-***", text)
-
-
 def _clip(text: str) -> str:
     return text[:MAX_MESSAGE_CHARS]
 
@@ -306,20 +300,3 @@ def required_text(container: JSONObject, key: str, kind: str | None) -> str:
 def optional_text(container: JSONObject, key: str, kind: str | None) -> str:
     """`container[key]`; absent or null is empty, any other non-string is a protocol error."""
     return "" if container.get(key) is None else required_text(container, key, kind)
-
-
-def json_object(container: JSONObject, key: str) -> JSONObject:
-    """`container[key]` when it is an object, else an empty one (absent, null, wrong type)."""
-    value = container.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def json_str(container: JSONObject, key: str) -> str | None:
-    value = container.get(key)
-    return value if isinstance(value, str) else None
-
-
-def json_int(container: JSONObject, key: str) -> int:
-    """A token count; absent, null or non-integer values count as 0."""
-    value = container.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

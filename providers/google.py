@@ -14,11 +14,12 @@ import httpx
 
 from providers.base import ProviderName, Request
 from providers.errors import ProviderHTTPError
-from providers.google_errors import GoogleError, redact
+from providers.google_errors import GoogleError
 from providers.google_request import build_body
 from providers.google_stream import GeminiStreamParser
 from providers.http import Endpoint, PreparedRequest
 from providers.retry import retry_after_from_headers
+from providers.wirejson import redact
 
 
 def stream_path(model: str) -> str:

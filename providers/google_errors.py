@@ -13,6 +13,7 @@ from typing import Any
 from providers.base import JSONObject
 from providers.errors import ProviderHTTPError
 from providers.retry import MAX_HONOURED_RETRY_AFTER_S, parse_duration
+from providers.wirejson import redact
 
 # gRPC statuses worth another attempt: overload, server faults, rate limits, timeouts.
 RETRYABLE_STATUSES = frozenset(
@@ -27,12 +28,6 @@ HARD_LIMIT_WORDING = re.compile(
     r"|billing (is )?(disabled|not enabled)|billing account|\blimit: 0\b",
     re.IGNORECASE,
 )
-# Google API keys have this shape; no error text Grove builds may carry one.
-API_KEY_SHAPE = re.compile(r"AIza[0-9A-Za-z_\-]{30,}")
-
-
-def redact(text: str) -> str:
-    return API_KEY_SHAPE.sub("[redacted]", text)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -19,15 +19,9 @@ from providers.base import (
     UsageUpdate,
 )
 from providers.errors import ProviderProtocolError
-from providers.openai_shared import (
-    PROVIDER,
-    event_json,
-    json_int,
-    json_object,
-    json_str,
-    stream_error,
-)
+from providers.openai_shared import PROVIDER, event_json, stream_error
 from providers.sse import ServerSentEvent
+from providers.wirejson import json_int, json_object, json_str
 
 # Grove part indexes: the reasoning first, then the text, then each tool call in wire order.
 THINKING_INDEX = 0

@@ -6,7 +6,6 @@ Request bodies and stream events belong to openai_responses / openai_chat, never
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import httpx
@@ -16,6 +15,7 @@ from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderS
 from providers.http import Endpoint
 from providers.retry import retry_after_from_headers
 from providers.sse import ServerSentEvent
+from providers.wirejson import json_str, redact
 
 PROVIDER: ProviderName = "openai"
 
@@ -48,8 +48,6 @@ RETRYABLE_STREAM_CODES = frozenset(
     }
 )
 MAX_MESSAGE_CHARS = 500
-# OpenAI echoes (masked) keys in 401 texts; compatible servers may echo them whole.
-_SECRET_PATTERN = re.compile(r"\b(?:sk|rk)-[A-Za-z0-9_*\-]{4,}")
 
 
 def api_path(endpoint: Endpoint, route: str) -> str:
@@ -61,11 +59,6 @@ def api_path(endpoint: Endpoint, route: str) -> str:
 
 def auth_headers(endpoint: Endpoint) -> dict[str, str]:
     return {"Authorization": f"Bearer {endpoint.api_key}", "Accept": "text/event-stream"}
-
-
-def redact(text: str) -> str:
-    """Mask anything shaped like an OpenAI key, so no error text carries one."""
-    return _SECRET_PATTERN.sub("sk-***", text)
 
 
 def event_json(sse: ServerSentEvent) -> JSONObject:
@@ -82,23 +75,6 @@ def event_json(sse: ServerSentEvent) -> JSONObject:
             provider=PROVIDER,
         )
     return value
-
-
-def json_object(container: JSONObject, key: str) -> JSONObject:
-    """`container[key]` when it is an object, else an empty one (absent, null, wrong type)."""
-    value = container.get(key)
-    return value if isinstance(value, dict) else {}
-
-
-def json_str(container: JSONObject, key: str) -> str | None:
-    value = container.get(key)
-    return value if isinstance(value, str) else None
-
-
-def json_int(container: JSONObject, key: str) -> int:
-    """A token count; absent, null or non-integer values count as 0."""
-    value = container.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _error_fields(error: JSONObject) -> tuple[str | None, str]:
