@@ -1,0 +1,171 @@
+"""The control plane over a real local Ray: command order, sessions, placement, providers,
+forked conversations and the streaming rule, each against the simulator and a SQLite file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import ray
+
+from supervisor import Grove
+from supervisor.config import load_settings
+from supervisor.errors import CommandError
+from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
+from supervisor.store import SqliteStore, Store, open_store
+
+HOSTS = 3
+
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('grove') / 'grove.sqlite3'}"
+
+
+@pytest.fixture(scope="module")
+def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    config = tmp_path_factory.mktemp("config") / "none.toml"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GROVE_CONFIG_FILE", str(config))
+        settings = load_settings(store=store_url)
+    with Grove(settings=settings, simulate=True, hosts=HOSTS) as running:
+        yield running
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+def test_commands_in_one_session_run_in_arrival_order(grove: Grove, store: Store) -> None:
+    root = grove.create_root("claude-sonnet-4-5")
+    levels = ("none", "low", "med", "high")
+    models = [
+        f"{m}/{levels[i % 4]}"
+        for i, m in enumerate(
+            ["gpt-5-mini", "claude-haiku-4-5", "gemini-3.0-flash", "gpt-5", "claude-opus-4-5"] * 4
+        )
+    ]
+    refs = [grove.supervisor.dispatch.remote(root.uuid, f"/model {m}", "api") for m in models]
+    outcomes = ray.get(refs, timeout=120)
+    assert all(outcome.ok for outcome in outcomes)
+    events = store.events(limit=100_000)
+    switched = [
+        f"{e.payload['model']}/{e.payload['thinking']}"
+        for e in events
+        if e.kind == "ModelSwitched" and e.payload["agent"] == root.uuid
+    ]
+    assert switched == models
+    record = store.get_agent(root.uuid)
+    assert record is not None and f"{record.model}/{record.thinking_level}" == models[-1]
+    dispatched = {
+        e.payload["correlation_id"]: e.id for e in events if e.kind == "CommandDispatched"
+    }
+    resulted = {e.payload["correlation_id"]: e.id for e in events if e.kind == "CommandResulted"}
+    assert dispatched.keys() == resulted.keys()
+    assert all(dispatched[key] < resulted[key] for key in dispatched)
+    kinds = [e.kind for e in events]
+    assert kinds.count("CommandDispatched") == kinds.count("CommandResulted") == len(dispatched)
+
+
+def test_a_held_session_does_not_block_another(grove: Grove, store_url: str) -> None:
+    busy = grove.create_root("gpt-5-mini")
+    free = grove.create_root("gpt-5-mini")
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        async def run() -> None:
+            lease_store = SqliteStore(Path(store_url.removeprefix("sqlite:///")))
+            async with lease_store.lease(busy.uuid, 10):
+                held.set()
+                await asyncio.to_thread(release.wait, 30)
+            lease_store.close()
+
+        asyncio.run(run())
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10)
+        waiting = grove.supervisor.dispatch.remote(busy.uuid, "/model gpt-5", "api")
+        other = ray.get(
+            grove.supervisor.dispatch.remote(free.uuid, "/model gpt-5", "api"), timeout=20
+        )
+        assert other.ok
+        ready, _ = ray.wait([waiting], timeout=0.5)
+        assert not ready  # session `busy` waits for its lease, in another process's hands
+    finally:
+        release.set()
+        holder.join()
+    assert ray.get(waiting, timeout=20).ok
+
+
+def test_agents_spread_over_hosts_and_never_share_a_provider(grove: Grove) -> None:
+    roots = [grove.create_root("gemini-3.0-flash") for _ in range(50)]
+    turns = [grove.send(root.uuid, f"task {index}") for index, root in enumerate(roots)]
+    assert all(turn.result(60).ok for turn in turns)
+    identities = [grove.provider_identity(root.uuid) for root in roots]
+    assert {identity["host"] for identity in identities} == {f"host-{i}" for i in range(HOSTS)}
+    assert len({identity["pid"] for identity in identities}) == HOSTS
+    providers = {(identity["pid"], identity["provider"]) for identity in identities}
+    clients = {(identity["pid"], identity["client"]) for identity in identities}
+    assert None not in {identity["client"] for identity in identities}
+    assert len(providers) == len(clients) == 50
+
+
+def test_model_switch_replaces_the_provider_on_next_request(grove: Grove) -> None:
+    root = grove.create_root("claude-haiku-4-5")
+    assert grove.ask(root.uuid, "first").ok
+    before = grove.provider_identity(root.uuid)
+    assert grove.dispatch(root.uuid, "/model gpt-5-nano").ok
+    assert grove.provider_identity(root.uuid)["provider"] is None
+    assert grove.ask(root.uuid, "second").ok
+    after = grove.provider_identity(root.uuid)
+    assert after["provider"] is not None and after["provider"] != before["provider"]
+
+
+def test_model_switch_rejected_only_for_the_streaming_agent(grove: Grove) -> None:
+    slow = grove.create_root("claude-sonnet-4-5")
+    other = grove.create_root("claude-sonnet-4-5")
+    turn = grove.send(slow.uuid, "[[sim ttft_ms=2000]] take your time")
+    rejected = grove.dispatch(slow.uuid, "/model gpt-5")
+    accepted = grove.dispatch(other.uuid, "/model gpt-5")
+    assert not rejected.ok and rejected.text == STREAMING_SWITCH_TEXT
+    assert accepted.ok and accepted.text.startswith("Switched to OpenAI gpt-5")
+    assert turn.result(30).ok
+    assert grove.agent(slow.uuid).model == "claude-sonnet-4-5"
+
+
+def test_forked_conversations_hold_exactly_their_prefix(grove: Grove) -> None:
+    root = grove.create_root("gpt-5-mini")
+    for index in range(3):
+        assert grove.ask(root.uuid, f"exchange {index}").ok
+    parent_before = [m.id for m in grove.history(root.uuid)]
+    assert len(parent_before) == 6
+    child = grove.dispatch(root.uuid, "/fork").data["child"]
+    assert [m.id for m in grove.history(child)] == parent_before
+    assert grove.ask(root.uuid, "after the fork").ok
+    assert [m.id for m in grove.history(child)] == parent_before
+    assert grove.ask(child, "child's own").ok
+    child_history = grove.history(child)
+    assert [m.id for m in child_history[:6]] == parent_before
+    assert [m.content for m in child_history[6:7]] == ["child's own"]
+    assert grove.dispatch(root.uuid, f"/switch {child}").ok
+    grandchild = grove.dispatch(root.uuid, "/fork").data["child"]
+    assert [m.id for m in grove.history(grandchild)] == [m.id for m in child_history]
+    record = grove.agent(grandchild)
+    assert record.parent_uuid == child and record.fork_message_id == child_history[-1].id
+
+
+def test_no_model_configured_sends_and_saves_nothing(grove: Grove) -> None:
+    root = grove.create_root(None)
+    with pytest.raises(CommandError) as info:
+        grove.send(root.uuid, "Hello!")
+    assert str(info.value) == NO_MODEL_TEXT
+    assert grove.history(root.uuid) == []
