@@ -156,10 +156,10 @@ class SqliteStore(StoreCore):
         target = Path(path).expanduser()
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
+            # Conversations are private: a new file (and so its -wal and -shm) is owner-only.
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o600))
         except OSError as exc:
-            raise StoreError(
-                f"Cannot create the directory of SQLite store {target}: {exc}"
-            ) from exc
+            raise StoreError(f"Cannot create SQLite store {target}: {exc}") from exc
         self._db = _Database(target, busy_timeout_s)
         self._leases = _SqliteLeaseQueue(self._db, lease_ttl_s)
         try:

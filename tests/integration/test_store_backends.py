@@ -134,6 +134,7 @@ def test_sqlite_uses_wal_and_a_fork_write_takes_well_under_a_millisecond(
     with sqlite3.connect(sqlite_path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     connection.close()
+    assert sqlite_path.stat().st_mode & 0o777 == 0o600
     root = _root()
     sqlite_store.create_agents([root])
     sqlite_store.append_message(root.uuid, "user", "shared context")

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 import pytest
 import redis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from supervisor.errors import CommandError, StoreError, SupervisorError
@@ -383,7 +383,7 @@ def test_list_update_and_focus(store: Store) -> None:
     assert store.list_agents(include_ended=True) == [root, children[0], ended, children[2]]
     switched = store.update_agent(root.uuid, model="gpt-5", provider="openai", thinking_level=None)
     assert store.get_agent(root.uuid) == switched and switched.thinking_level is None
-    refusals = [
+    refusals: list[tuple[dict[str, Any], str]] = [
         ({"parent_uuid": None}, "parent_uuid cannot change"),
         ({"status": "sleeping"}, "Invalid update of agent .*status: Input should be"),
         ({"colour": "red"}, "no field colour"),
@@ -728,7 +728,9 @@ def _play(store: Store, plan: list[Step]) -> dict[str, list[tuple[int, str, str]
     return {name: [(m.id, m.kind, m.content) for m in store.conversation(name)] for name in records}
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# A fork point before the parent's own fork point: the grandparent's prefix is capped at it.
+@example(plan=[("say", 0, "user")] * 4 + [("fork", 0, "at-last"), ("fork", 1, "midway")])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=steps)
 def test_random_forks_give_the_same_conversations_on_both_stores(
     plan: list[Step], redis_url: str, tmp_path_factory: pytest.TempPathFactory
