@@ -125,13 +125,20 @@ class Grove:
                 raise exc.cause from None
             raise
 
-    def create_root(self, model: str | None = None, *, system: str | None = None) -> AgentRecord:
+    def create_root(
+        self,
+        model: str | None = None,
+        *,
+        system: str | None = None,
+        isolation: str | None = None,
+    ) -> AgentRecord:
+        """A new root agent; `isolation="process"` gives it a host process of its own."""
         text = model or self.settings.defaults.model
         try:
             spec = parse_model_spec(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
-        record: AgentRecord = self._call("create_root", spec, system)
+        record: AgentRecord = self._call("create_root", spec, system, isolation)
         return record
 
     def send(self, agent: str, text: str) -> Turn:

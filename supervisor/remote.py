@@ -76,22 +76,33 @@ class Supervisor:
             ).remote(f"host-{index}", settings.host_settings, me)
             for index in range(settings.hosts)
         ]
+        self.isolated_handles: dict[str, Any] = {}
         hosts = [RayHostClient(f"host-{i}", h) for i, h in enumerate(self.host_handles)]
-        self.core = SupervisorCore(open_store(settings.store_url), hosts)
+        self.core = SupervisorCore(open_store(settings.store_url), hosts, self._spawn_host)
+
+    def _spawn_host(self, uuid: str) -> RayHostClient:
+        """A host process of the agent's own (`isolation = "process"`)."""
+        host_id = f"solo-{uuid}"
+        handle = AgentHost.options(  # type: ignore[attr-defined]
+            name=f"grove-{host_id}", namespace=NAMESPACE
+        ).remote(host_id, self.settings.host_settings, ray.get_runtime_context().current_actor)
+        self.isolated_handles[host_id] = handle
+        return RayHostClient(host_id, handle)
 
     async def ready(self) -> dict[str, Any]:
         pings = await asyncio.gather(*(h.ping.remote() for h in self.host_handles))
         return {"pid": os.getpid(), "hosts": pings}
 
     def host(self, host_id: str) -> Any:
+        if host_id in self.isolated_handles:
+            return self.isolated_handles[host_id]
         index = int(host_id.rsplit("-", 1)[1])
         return self.host_handles[index]
 
-    async def create_root(self, spec: ModelSpec | None, system: str | None) -> AgentRecord:
-        record = self.core.create_root(spec)
-        if system:
-            record = self.core.store.update_agent(record.uuid, metadata={"system": system})
-        return record
+    async def create_root(
+        self, spec: ModelSpec | None, system: str | None, isolation: str | None
+    ) -> AgentRecord:
+        return self.core.create_root(spec, system=system, isolation=isolation)
 
     async def begin_turn(self, uuid: str, text: str | None) -> tuple[TurnTicket, Any]:
         ticket = await self.core.begin_turn(uuid, text)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid as uuidlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -22,6 +22,7 @@ from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
 HOST_CALL_TIMEOUT_S = 30.0
+ISOLATION_PROCESS = "process"
 
 
 class HostClient(Protocol):
@@ -71,26 +72,43 @@ def choice_of(record: AgentRecord) -> ModelChoice | None:
 
 
 class SupervisorCore:
-    def __init__(self, store: Store, hosts: Sequence[HostClient]) -> None:
+    def __init__(
+        self,
+        store: Store,
+        hosts: Sequence[HostClient],
+        spawn_host: Callable[[str], HostClient] | None = None,
+    ) -> None:
         if not hosts:
             raise SupervisorError("a supervisor needs at least one host")
         self.store = store
         self.hosts = list(hosts)
+        self._spawn_host = spawn_host
         self._live: dict[str, _Live] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
 
     # --- tree -----------------------------------------------------------------------------
 
-    def create_root(self, spec: ModelSpec | None, name: str | None = None) -> AgentRecord:
+    def create_root(
+        self,
+        spec: ModelSpec | None,
+        *,
+        system: str | None = None,
+        isolation: str | None = None,
+    ) -> AgentRecord:
+        metadata: dict[str, Any] = {}
+        if system:
+            metadata["system"] = system
+        if isolation:
+            metadata["isolation"] = isolation
         record = AgentRecord(
             uuid=str(uuidlib.uuid4()),
-            name=name,
             role="root",
             provider=spec.provider if spec else None,
             model=spec.model if spec else None,
             thinking_level=spec.thinking if spec else None,
             created_at=time.time(),
+            metadata=metadata,
         )
         self.store.create_agents([record])
         self.store.set_focus(record.uuid, record.uuid)
@@ -146,13 +164,23 @@ class SupervisorCore:
     # --- placement ------------------------------------------------------------------------
 
     def live(self, uuid: str) -> _Live:
+        """An agent's live state; placing it on first use (least-loaded shared host, or a
+        host of its own for `isolation = "process"`)."""
         state = self._live.get(uuid)
         if state is None:
-            host = min(self.hosts, key=lambda h: self._load[h.host_id])
-            self._load[host.host_id] += 1
-            state = self._live[uuid] = _Live(host=host)
+            state = self._live[uuid] = _Live(host=self._place(uuid))
             state.turn_done.set()
         return state
+
+    def _place(self, uuid: str) -> HostClient:
+        record = self.store.get_agent(uuid)
+        if record is not None and record.metadata.get("isolation") == ISOLATION_PROCESS:
+            if self._spawn_host is None:
+                raise SupervisorError("this supervisor cannot start hosts of their own")
+            return self._spawn_host(uuid)
+        host = min(self.hosts, key=lambda h: self._load[h.host_id])
+        self._load[host.host_id] += 1
+        return host
 
     def streaming(self, uuid: str) -> bool:
         state = self._live.get(uuid)

@@ -169,3 +169,15 @@ def test_no_model_configured_sends_and_saves_nothing(grove: Grove) -> None:
         grove.send(root.uuid, "Hello!")
     assert str(info.value) == NO_MODEL_TEXT
     assert grove.history(root.uuid) == []
+
+
+def test_process_isolation_gives_an_agent_a_host_of_its_own(grove: Grove) -> None:
+    shared = grove.create_root("gpt-5-mini")
+    solos = [grove.create_root("gpt-5-mini", isolation="process") for _ in range(2)]
+    for agent in (shared, *solos):
+        assert grove.ask(agent.uuid, "hello").ok
+    shared_identity = grove.provider_identity(shared.uuid)
+    solo_identities = [grove.provider_identity(agent.uuid) for agent in solos]
+    assert [identity["host"] for identity in solo_identities] == [f"solo-{a.uuid}" for a in solos]
+    pids = {shared_identity["pid"], *(identity["pid"] for identity in solo_identities)}
+    assert len(pids) == 3
