@@ -198,7 +198,7 @@ def test_unclosed_quote_is_an_error_that_creates_nothing(chat_run: ChatRun, stor
 
 
 def test_model_switch_is_rejected_while_the_reply_streams(chat_run: ChatRun, store: Store) -> None:
-    assert f"\n{STREAMING_SWITCH_TEXT}" in chat_run.stdout
+    assert f"\n{STREAMING_SWITCH_TEXT}" in chat_run.stdout, chat_run.stdout + chat_run.stderr
     grandchild = forks(chat_run)[2][0]
     contents = [(m.kind, m.content) for m in store.agent_messages(grandchild)]
     assert ("user", "[[sim ttft_ms=2000]] slow") in contents
@@ -259,3 +259,25 @@ def test_events_are_json_lines_and_after_filters(chat_run: ChatRun) -> None:
     assert [json.loads(line)["id"] for line in later.stdout.splitlines()] == [
         e["id"] for e in events if e["id"] > middle
     ]
+
+
+def test_resume_by_prefix_joins_the_session_and_exit_ends_it(
+    chat_run: ChatRun, store: Store
+) -> None:
+    grandchild = forks(chat_run)[2][0]
+    before = store.last_message_id()
+    done = grove(
+        chat_run.env,
+        "chat",
+        "--simulate",
+        "--hosts",
+        "1",
+        "--resume",
+        grandchild[:10],
+        stdin="/agents\n/exit\nnever sent\n",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith(f"Agent {root_of(chat_run)}\n")
+    assert grandchild in done.stdout
+    assert done.stdout.rstrip().endswith("Bye")
+    assert store.last_message_id() == before
