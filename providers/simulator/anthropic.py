@@ -15,6 +15,7 @@ from providers.simulator.wire import (
     Problem,
     Reply,
     named_event,
+    objects,
     random_id,
     retry_after_headers,
 )
@@ -65,25 +66,24 @@ class AnthropicMessages:
         max_tokens = body.get("max_tokens")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise InvalidRequest("max_tokens: Field required (a whole number, 1 or more)")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
+        messages = objects(body.get("messages"), "messages")
+        if not messages:
             raise InvalidRequest("messages: at least one message is required")
         for index, message in enumerate(messages):
-            if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            if message.get("role") not in ("user", "assistant"):
                 raise InvalidRequest(
                     f"messages.{index}.role: Input should be 'user' or 'assistant'"
                 )
-            if not isinstance(message.get("content"), str | list):
+            content = message.get("content")
+            if content is None:
                 raise InvalidRequest(f"messages.{index}.content: Field required")
-        tools = body.get("tools") or []
-        if not isinstance(tools, list):
-            raise InvalidRequest("tools: Input should be a valid list")
+            if not isinstance(content, str):
+                objects(content, f"messages.{index}.content")
+        tools = objects(body.get("tools"), "tools")
         return Inbound(
             model=model,
             prompt=_last_user_prompt(messages),
-            offered_tools=frozenset(
-                str(tool.get("name")) for tool in tools if isinstance(tool, dict)
-            ),
+            offered_tools=frozenset(str(tool.get("name")) for tool in tools),
             thinking=_thinking_requested(body.get("thinking"), max_tokens),
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("system"), messages, tools]),
@@ -192,7 +192,7 @@ class AnthropicMessages:
         )
 
 
-def _last_user_prompt(messages: list[Any]) -> str:
+def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
     """The last user message's text, or its tool results' text when it holds only those."""
     for message in reversed(messages):
         if message["role"] != "user":
@@ -200,12 +200,11 @@ def _last_user_prompt(messages: list[Any]) -> str:
         content = message["content"]
         if isinstance(content, str):
             return content
-        blocks = [block for block in content if isinstance(block, dict)]
-        texts = [str(b.get("text", "")) for b in blocks if b.get("type") == "text"]
+        texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
         if texts:
             return "\n".join(texts)
         return "\n".join(
-            _tool_result_text(b.get("content")) for b in blocks if b.get("type") == "tool_result"
+            _tool_result_text(b.get("content")) for b in content if b.get("type") == "tool_result"
         )
     return ""
 

@@ -20,6 +20,7 @@ from providers.simulator.wire import (
     Reply,
     data_event,
     format_seconds,
+    objects,
     random_id,
     retry_after_headers,
 )
@@ -82,18 +83,15 @@ class GeminiGenerateContent:
                 "The simulator streams streamGenerateContent only as server-sent events: "
                 "add ?alt=sse to the URL."
             )
-        contents = body.get("contents")
-        if not isinstance(contents, list) or not contents:
+        contents = objects(body.get("contents"), "contents")
+        if not contents:
             raise InvalidRequest("* GenerateContentRequest.contents: contents is not specified")
         for index, content in enumerate(contents):
-            if not isinstance(content, dict) or not isinstance(content.get("parts"), list):
-                raise InvalidRequest(
-                    f"* GenerateContentRequest.contents[{index}].parts: contents.parts must "
-                    "not be empty."
-                )
-        tools = body.get("tools") or []
-        if not isinstance(tools, list):
-            raise InvalidRequest("Invalid value at 'tools': expected a list of Tool objects.")
+            objects(content.get("parts"), f"contents.{index}.parts")
+        tools = objects(body.get("tools"), "tools")
+        for index, tool in enumerate(tools):
+            declarations = _field(tool, "functionDeclarations", "function_declarations")
+            objects(declarations, f"tools.{index}.functionDeclarations")
         system = _field(body, "systemInstruction", "system_instruction")
         return Inbound(
             model=endpoint["model"],
@@ -259,7 +257,7 @@ def _last_user_prompt(contents: list[dict[str, Any]]) -> str:
     for content in reversed(contents):
         if content.get("role", "user") != "user":
             continue
-        parts = [part for part in content["parts"] if isinstance(part, dict)]
+        parts: list[dict[str, Any]] = content.get("parts") or []
         texts = [str(part["text"]) for part in parts if "text" in part]
         if texts:
             return "\n".join(texts)
@@ -272,11 +270,11 @@ def _last_user_prompt(contents: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _declared_names(tools: list[Any]) -> list[str]:
+def _declared_names(tools: list[dict[str, Any]]) -> list[str]:
     names: list[str] = []
     for tool in tools:
         declarations = _field(tool, "functionDeclarations", "function_declarations") or []
-        names += [str(d.get("name")) for d in declarations if isinstance(d, dict)]
+        names += [str(declaration.get("name")) for declaration in declarations]
     return names
 
 

@@ -18,6 +18,7 @@ from providers.simulator.wire import (
     Problem,
     Reply,
     data_event,
+    objects,
     random_id,
 )
 
@@ -40,18 +41,16 @@ class OpenAIChat:
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise InvalidRequest("Missing required parameter: 'model'.", param="model")
-        messages = body.get("messages")
-        if not isinstance(messages, list) or not messages:
+        messages = objects(body.get("messages"), "messages")
+        if not messages:
             raise InvalidRequest("Missing required parameter: 'messages'.", param="messages")
         for index, message in enumerate(messages):
-            if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            if not isinstance(message.get("role"), str):
                 raise InvalidRequest(
                     f"Missing required parameter: 'messages[{index}].role'.",
                     param=f"messages[{index}].role",
                 )
-        tools = body.get("tools") or []
-        if not isinstance(tools, list):
-            raise InvalidRequest("Invalid type for 'tools': expected an array.", param="tools")
+        tools = objects(body.get("tools"), "tools")
         effort = body.get("reasoning_effort")
         return Inbound(
             model=model,
@@ -59,7 +58,7 @@ class OpenAIChat:
             offered_tools=frozenset(
                 str(tool["function"].get("name"))
                 for tool in tools
-                if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+                if isinstance(tool.get("function"), dict)
             ),
             thinking=effort is not None and openai_common.reasoning_effort_on(effort),
             stream=body.get("stream") is True,

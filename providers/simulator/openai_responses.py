@@ -17,6 +17,7 @@ from providers.simulator.wire import (
     Problem,
     Reply,
     named_event,
+    objects,
     random_id,
 )
 
@@ -40,16 +41,20 @@ class OpenAIResponses:
         model = body.get("model")
         if not isinstance(model, str) or not model:
             raise InvalidRequest("Missing required parameter: 'model'.", param="model")
-        items = body.get("input", [])
-        if isinstance(items, str):
-            items = [{"role": "user", "content": items}]
-        if not isinstance(items, list):
+        given = body.get("input")
+        items = (
+            [{"role": "user", "content": given}]
+            if isinstance(given, str)
+            else objects(given, "input")
+        )
+        tools = objects(body.get("tools"), "tools")
+        include = body.get("include")
+        if include is not None and not (
+            isinstance(include, list) and all(isinstance(entry, str) for entry in include)
+        ):
             raise InvalidRequest(
-                "Invalid type for 'input': expected a string or an array.", param="input"
+                "Invalid type for 'include': expected an array of strings.", param="include"
             )
-        tools = body.get("tools") or []
-        if not isinstance(tools, list):
-            raise InvalidRequest("Invalid type for 'tools': expected an array.", param="tools")
         reasoning = body.get("reasoning")
         if reasoning is not None and not isinstance(reasoning, dict):
             raise InvalidRequest(
@@ -58,11 +63,9 @@ class OpenAIResponses:
         summary = (reasoning or {}).get("summary") or (reasoning or {}).get("generate_summary")
         return Inbound(
             model=model,
-            prompt=_last_user_prompt([item for item in items if isinstance(item, dict)]),
+            prompt=_last_user_prompt(items),
             offered_tools=frozenset(
-                str(tool.get("name"))
-                for tool in tools
-                if isinstance(tool, dict) and tool.get("type") == "function"
+                str(tool.get("name")) for tool in tools if tool.get("type") == "function"
             ),
             thinking=summary is not None
             and openai_common.reasoning_effort_on((reasoning or {}).get("effort")),

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Any
 
 from providers.simulator.anthropic import AnthropicMessages
@@ -36,6 +37,7 @@ from providers.simulator.wire import (
     dump,
 )
 
+_log = logging.getLogger(__name__)
 LISTEN_BACKLOG = 4096
 JSON_CONTENT_TYPE = ("content-type", "application/json")
 
@@ -122,6 +124,11 @@ class Simulator:
             # stop() cancels this connection's task; it ends here quietly, since asyncio's
             # stream callback would otherwise log the cancellation as an error.
             pass
+        except Exception:
+            # A fault of the simulator itself: say so in the log (never the request's
+            # headers, which hold the key) and drop the connection.
+            _log.exception("the simulator failed while answering; connection dropped")
+            writer.transport.abort()
         finally:
             if task is not None:
                 self._connections.discard(task)

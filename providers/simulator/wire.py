@@ -7,7 +7,7 @@ No vendor's field names live here; no network I/O either (server.py does that).
 from __future__ import annotations
 
 import json
-import secrets
+import random
 import string
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -62,6 +62,18 @@ class InvalidRequest(Exception):
         super().__init__(message)
         self.message = message
         self.param = param
+
+
+def objects(value: object, where: str) -> list[dict[str, Any]]:
+    """`value` as a list of JSON objects (absent: empty), or `InvalidRequest` naming `where`."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise InvalidRequest(f"{where}: Input should be a valid list")
+    for index, item in enumerate(value):
+        if not isinstance(item, dict):
+            raise InvalidRequest(f"{where}.{index}: Input should be a valid dictionary")
+    return value
 
 
 class SimulatedAPI(Protocol):
@@ -125,7 +137,8 @@ def data_event(payload: object, role: FrameRole = "meta", *, crlf: bool = False)
 
 
 def random_id(prefix: str, length: int, alphabet: str = ALPHANUMERIC) -> str:
-    return prefix + "".join(secrets.choice(alphabet) for _ in range(length))
+    """A vendor-looking id; not a secret, so the fast non-cryptographic generator serves."""
+    return prefix + "".join(random.choices(alphabet, k=length))
 
 
 def retry_after_headers(retry_after: float | None) -> tuple[tuple[str, str], ...]:

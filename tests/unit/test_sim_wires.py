@@ -1,0 +1,163 @@
+"""The simulator's four API modules on arbitrary JSON: reading refuses only with
+`InvalidRequest`, and whatever it accepts is planned and written without error."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from providers.simulator.anthropic import AnthropicMessages
+from providers.simulator.config import SimulatorConfig
+from providers.simulator.directives import DirectiveError
+from providers.simulator.google import GeminiGenerateContent
+from providers.simulator.openai_chat import OpenAIChat
+from providers.simulator.openai_responses import OpenAIResponses
+from providers.simulator.script import Planner
+from providers.simulator.wire import InvalidRequest, SimulatedAPI
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+APIS: list[tuple[SimulatedAPI, str, dict[str, str]]] = [
+    (AnthropicMessages(), "/v1/messages", {}),
+    (OpenAIResponses(), "/v1/responses", {}),
+    (OpenAIChat(), "/v1/chat/completions", {}),
+    (GeminiGenerateContent(), "/v1beta/models/g:streamGenerateContent", {"alt": "sse"}),
+]
+PLANNER = Planner(SimulatorConfig(tokens=3))
+
+
+@settings(max_examples=200)
+@given(st.dictionaries(st.text(max_size=10), json_values, max_size=6))
+def test_arbitrary_json_objects_are_read_or_refused(body: dict[str, Any]) -> None:
+    for api, path, query in APIS:
+        read_plan_write(api, path, query, body)
+
+
+TOOL_TURN = "[[sim tool=get args='{\"a\": 1}' reply=hi]]"
+TEMPLATES: dict[str, dict[str, Any]] = {
+    "/v1/messages": {
+        "model": "m",
+        "max_tokens": 4096,
+        "stream": True,
+        "system": "s",
+        "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "tools": [{"name": "get", "input_schema": {}}, {"name": "advise"}],
+        "messages": [
+            {"role": "user", "content": [{"type": "text", "text": TOOL_TURN}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "get"}]},
+            {"role": "user", "content": [{"type": "tool_result", "content": [
+                {"type": "text", "text": "[[sim@reviewer tool=advise]]"}]}]},
+        ],
+    },
+    "/v1/responses": {
+        "model": "m",
+        "stream": True,
+        "reasoning": {"effort": "low", "summary": "auto"},
+        "include": ["reasoning.encrypted_content"],
+        "tools": [{"type": "function", "name": "get"}],
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": TOOL_TURN}]},
+            {"type": "function_call", "call_id": "c", "name": "get", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c", "output": "result"},
+        ],
+    },
+    "/v1/chat/completions": {
+        "model": "m",
+        "stream": True,
+        "stream_options": {"include_usage": True},
+        "reasoning_effort": "high",
+        "tools": [{"type": "function", "function": {"name": "get"}}],
+        "messages": [
+            {"role": "system", "content": "s"},
+            {"role": "user", "content": [{"type": "text", "text": TOOL_TURN}]},
+            {"role": "tool", "tool_call_id": "c", "content": "result"},
+        ],
+    },
+    "/v1beta/models/g:streamGenerateContent": {
+        "systemInstruction": {"parts": [{"text": "s"}]},
+        "generationConfig": {"thinkingConfig": {"includeThoughts": True, "thinkingBudget": 9}},
+        "tools": [{"functionDeclarations": [{"name": "get"}]}],
+        "contents": [
+            {"role": "user", "parts": [{"text": TOOL_TURN}]},
+            {"role": "model", "parts": [{"functionCall": {"name": "get", "args": {}}}]},
+            {"role": "user", "parts": [{"functionResponse": {"name": "get", "response": {}}}]},
+        ],
+    },
+}  # fmt: skip
+
+
+def locations(value: object, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [path]
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found += locations(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += locations(item, (*path, index))
+    return found
+
+
+def replaced(value: Any, path: tuple[Any, ...], new: object) -> Any:
+    if not path:
+        return new
+    head, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return {**value, head: replaced(value[head], rest, new)}
+    copy = list(value)
+    copy[head] = replaced(copy[head], rest, new)
+    return copy
+
+
+ODD_VALUES: list[object] = [None, True, 0, -1, 5, 1.5, "", "x", [], [None], [1], {}, {"a": 1}]
+scalars = st.sampled_from(ODD_VALUES) | json_values
+
+
+def read_plan_write(api: SimulatedAPI, path: str, query: dict[str, str], body: Any) -> None:
+    """Reading may refuse; anything accepted must plan and write without error."""
+    try:
+        inbound = api.read(path, query, body)
+        plan = PLANNER.plan(inbound)
+    except (InvalidRequest, DirectiveError):
+        return
+    frames = api.frames(plan, inbound)
+    assert frames[-1].role == "terminal"
+    api.body(plan, inbound)
+    api.error_frames(inbound)
+
+
+def test_every_single_field_replaced_by_every_odd_value() -> None:
+    for api, path, query in APIS:
+        template = TEMPLATES[path]
+        for spot in locations(template)[1:]:
+            for value in ODD_VALUES:
+                read_plan_write(api, path, query, replaced(template, spot, value))
+
+
+@settings(max_examples=300)
+@given(st.data())
+def test_mutated_valid_requests_are_read_or_refused(data: st.DataObject) -> None:
+    for api, path, query in APIS:
+        body = TEMPLATES[path]
+        for _ in range(data.draw(st.integers(min_value=2, max_value=4))):
+            spot = data.draw(st.sampled_from(locations(body)[1:]))
+            body = replaced(body, spot, data.draw(scalars))
+        read_plan_write(api, path, query, body)
+
+
+def test_templates_are_valid_and_reach_tool_results() -> None:
+    for api, path, query in APIS:
+        inbound = api.read(path, query, TEMPLATES[path])
+        assert inbound.thinking and "get" in inbound.offered_tools
+        plan = PLANNER.plan(inbound)
+        assert plan.thinking
+        # The tool results end each conversation: the earlier tool directive no longer applies;
+        # the Anthropic results carry a reviewer directive, and that request offers `advise`.
+        expected_tool = "advise" if path == "/v1/messages" else None
+        assert (plan.tool_call.name if plan.tool_call else None) == expected_tool
