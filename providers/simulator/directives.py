@@ -25,6 +25,7 @@ KEYS = (
     "reply",
     "thinking",
     "tokens",
+    "headers_ms",
     "ttft_ms",
     "tps",
     "fault",
@@ -60,6 +61,7 @@ class Directive:
     reply: str | None = None
     thinking: str | None = None
     tokens: int | None = None
+    headers_ms: float | None = None
     ttft_ms: float | None = None
     tps: float | None = None
     fault: FaultKind | None = None
@@ -218,6 +220,7 @@ def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Direc
         reply=fields.get("reply"),
         thinking=fields.get("thinking"),
         tokens=_whole(fields, "tokens", MAX_TOKENS),
+        headers_ms=_number(fields, "headers_ms", MAX_MILLISECONDS),
         ttft_ms=_number(fields, "ttft_ms", MAX_MILLISECONDS),
         tps=_number(fields, "tps", MAX_TOKENS),
         fault=cast("FaultKind | None", fault),

@@ -82,6 +82,7 @@ class Plan:
     text: tuple[str, ...]
     tool_call: ToolCall | None
     fault: Fault | None
+    headers_s: float
     ttft_s: float
     tps: float
     signature: str
@@ -142,7 +143,9 @@ class Planner:
             text = generated_words(seed, tokens)
         ttft_ms = self._config.ttft_ms
         tps = self._config.tps
+        headers_ms = 0.0
         if directive is not None:
+            headers_ms = directive.headers_ms or 0.0
             ttft_ms = directive.ttft_ms if directive.ttft_ms is not None else ttft_ms
             tps = directive.tps if directive.tps is not None else tps
         return Plan(
@@ -150,6 +153,7 @@ class Planner:
             text=text,
             tool_call=tool_call,
             fault=self._fault(directive),
+            headers_s=headers_ms / 1000.0,
             ttft_s=ttft_ms / 1000.0,
             tps=tps,
             signature=opaque_token("signature", "".join(thinking), 96),

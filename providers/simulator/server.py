@@ -169,6 +169,7 @@ class Simulator:
         except DirectiveError as exc:
             error = api.error("invalid_request", f"invalid [[sim]] directive: {exc}")
             return await _send(writer, api, error, keep_alive)
+        await _sleep_until(received + plan.headers_s)
         fault = plan.fault
         if fault is not None and fault.kind in STATUS_FAULTS:
             error = api.error(FAULT_PROBLEMS[fault.kind], retry_after=fault.retry_after)

@@ -452,6 +452,18 @@ async def test_ttft_and_tps_are_lower_bounds(client: httpx.AsyncClient, api: Api
     assert arrivals[-1] >= 0.3 + 4 / 20
 
 
+@pytest.mark.parametrize("fault", ["", "fault=429"])
+async def test_slow_headers_delay_the_response_head(client: httpx.AsyncClient, fault: str) -> None:
+    started = time.monotonic()
+    async with client.stream(
+        "POST", CHAT.path, headers=CHAT.headers, json=CHAT.body(f"[[sim headers_ms=300 {fault}]]")
+    ) as response:
+        waited = time.monotonic() - started
+        await response.aread()
+    assert waited >= 0.3
+    assert response.status_code == (429 if fault else 200)
+
+
 async def test_a_thousand_concurrent_streams_all_complete() -> None:
     config = SimulatorConfig(api_key=KEY, tokens=20, ttft_ms=50, tps=100)
     async with Simulator(config) as simulator:

@@ -33,13 +33,14 @@ def test_plain_text_has_no_directives_and_is_kept_whole() -> None:
 def test_every_key_is_read_with_its_type() -> None:
     directive = only(
         "[[sim reply=\"Hi there\" thinking='let me think' tokens=7 ttft_ms=12.5 tps=40 "
-        "fault=429 retry_after=1.5 times=2]]"
+        "headers_ms=80 fault=429 retry_after=1.5 times=2]]"
     )
     assert directive.audience == "agent"
     assert directive.reply == "Hi there"
     assert directive.thinking == "let me think"
     assert directive.tokens == 7
     assert directive.ttft_ms == 12.5
+    assert directive.headers_ms == 80.0
     assert directive.tps == 40.0
     assert directive.fault == "429"
     assert directive.retry_after == 1.5
