@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
-from actors.transcript import Entry, to_messages
+from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (
+    Message,
     Provider,
     ProviderWarning,
     Retrying,
@@ -115,8 +116,10 @@ class AgentHostCore:
         self._report = report
         self.idle_release_s = idle_release_s
 
-    def activate(self, activation: Activation) -> None:
-        """Build the agent from its record and conversation (replacing a stale copy)."""
+    def activate(self, activation: Activation, prefix: Sequence[Message] = ()) -> None:
+        """Build the agent from its record and conversation (replacing a stale copy).
+
+        `prefix` is an inherited conversation already converted once for many agents."""
         tools = (
             self._make_tools(activation.uuid, activation.tool_names)
             if self._make_tools and activation.tool_names
@@ -125,7 +128,7 @@ class AgentHostCore:
         self.agents[activation.uuid] = Agent(
             activation.uuid,
             activation.choice,
-            to_messages(activation.history),
+            join_messages(prefix, to_messages(activation.history)),
             self._make_provider,
             system=activation.system,
             tools=tools,
@@ -140,6 +143,18 @@ class AgentHostCore:
             if activation is None:
                 raise KeyError(f"agent {ticket.uuid} is not active on host {self.host_id}")
             self.activate(activation)
+        self._start(ticket)
+
+    def start_many(
+        self, items: Sequence[tuple[Ticket, Activation]], prefix: Sequence[Entry]
+    ) -> None:
+        """Activate and start many forked agents that share one inherited `prefix`."""
+        shared = to_messages(prefix)
+        for ticket, activation in items:
+            self.activate(activation, shared)
+            self._start(ticket)
+
+    def _start(self, ticket: Ticket) -> None:
         run = TurnRun(ticket=ticket)
         self.runs[ticket.ticket_id] = run
         run.task = asyncio.create_task(self._run(run), name=f"turn-{ticket.ticket_id}")
@@ -228,4 +243,7 @@ class AgentHostCore:
             return {"provider": None, "client": None}
         provider = agent.provider
         client = getattr(provider, "_client", None)
-        return {"provider": id(provider), "client": None if client is None else id(client)}
+        return {
+            "provider": getattr(provider, "instance", id(provider)),
+            "client": None if client is None else id(client),
+        }

@@ -81,6 +81,10 @@ class AgentHost:
     async def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
         self.core.start_turn(ticket, activation)
 
+    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: list[Any]) -> None:
+        """`prefix` arrives from the object store: put there once, read by every host."""
+        self.core.start_many(items, prefix)
+
     async def activate(self, activation: Activation) -> None:
         self.core.activate(activation)
 

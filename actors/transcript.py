@@ -131,3 +131,11 @@ def to_messages(entries: Iterable[Entry]) -> list[Message]:
             message = Message(role=message.role, parts=previous.parts + message.parts)
         messages.append(message)
     return messages
+
+
+def join_messages(first: Sequence[Message], second: Sequence[Message]) -> list[Message]:
+    """`first + second` as a new list, merging the seam when both sides have one role."""
+    if first and second and first[-1].role == second[0].role:
+        seam = Message(role=second[0].role, parts=first[-1].parts + second[0].parts)
+        return [*first[:-1], seam, *second[1:]]
+    return [*first, *second]

@@ -7,6 +7,7 @@ owns every network call and the retry loop, and never looks inside a vendor's JS
 from __future__ import annotations
 
 import asyncio
+import itertools
 import ssl
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -37,6 +38,7 @@ from providers.retry import RetryPolicy
 from providers.sse import ServerSentEvent, SSEDecoder
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
+_instance_numbers = itertools.count(1)
 
 
 @cache
@@ -102,6 +104,7 @@ class HTTPProvider:
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
     ) -> None:
         self.name: ProviderName = wire.provider
+        self.instance = next(_instance_numbers)  # unique in this process, never reused
         self.wire = wire
         self._endpoint_source = endpoint
         self._endpoint: Endpoint | None = None

@@ -146,6 +146,22 @@ class Grove:
         ticket, host = self._call("begin_turn", agent, text)
         return Turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host)
 
+    def fork_many(self, parent: str, prompts: list[str], model: str | None = None) -> list[str]:
+        """Fork one child of `parent` per prompt and start them all; their uuids, in order."""
+        try:
+            spec = parse_model_spec(model, self.settings.models.aliases) if model else None
+        except ModelSpecError as exc:
+            raise CommandError(str(exc)) from exc
+        children: list[str] = self._call("fork_many", parent, prompts, spec, timeout_s=600)
+        return children
+
+    def wait_any(self, agents: list[str], timeout_s: float) -> dict[str, TurnResult | None]:
+        """Results of those of `agents` that are done, once at least one is ({} on timeout)."""
+        done: dict[str, TurnResult | None] = self._call(
+            "wait_any", agents, timeout_s, timeout_s=timeout_s + CALL_TIMEOUT_S
+        )
+        return done
+
     def ask(self, agent: str, text: str, timeout_s: float = 3600.0) -> TurnResult:
         return self.send(agent, text).result(timeout_s)
 

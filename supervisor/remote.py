@@ -48,6 +48,9 @@ class RayHostClient:
     async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None:
         await self._call("start_turn", ticket, activation)
 
+    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: Any) -> None:
+        await self._call("start_many", items, prefix)
+
     async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
         await self._call("switch_model", uuid, choice)
 
@@ -78,7 +81,9 @@ class Supervisor:
         ]
         self.isolated_handles: dict[str, Any] = {}
         hosts = [RayHostClient(f"host-{i}", h) for i, h in enumerate(self.host_handles)]
-        self.core = SupervisorCore(open_store(settings.store_url), hosts, self._spawn_host)
+        self.core = SupervisorCore(
+            open_store(settings.store_url), hosts, self._spawn_host, share=ray.put
+        )
 
     def _spawn_host(self, uuid: str) -> RayHostClient:
         """A host process of the agent's own (`isolation = "process"`)."""
@@ -110,6 +115,14 @@ class Supervisor:
 
     async def complete_turn(self, ticket: Ticket, result: TurnResult) -> None:
         self.core.complete_turn(ticket, result)
+
+    async def fork_many(
+        self, parent: str, prompts: list[str], model: ModelSpec | None
+    ) -> list[str]:
+        return [record.uuid for record in await self.core.fork_many(parent, prompts, model)]
+
+    async def wait_any(self, uuids: list[str], timeout_s: float) -> dict[str, TurnResult | None]:
+        return await self.core.wait_any(uuids, timeout_s)
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
         return await self.core.wait_turn(uuid, timeout_s)

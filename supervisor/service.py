@@ -32,6 +32,8 @@ class HostClient(Protocol):
 
     async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None: ...
 
+    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: Any) -> None: ...
+
     async def switch_model(self, uuid: str, choice: ModelChoice) -> None: ...
 
     async def steer(self, uuid: str, entry: NewEntry) -> bool: ...
@@ -77,12 +79,14 @@ class SupervisorCore:
         store: Store,
         hosts: Sequence[HostClient],
         spawn_host: Callable[[str], HostClient] | None = None,
+        share: Callable[[list[MessageRecord]], Any] = lambda value: value,
     ) -> None:
         if not hosts:
             raise SupervisorError("a supervisor needs at least one host")
         self.store = store
         self.hosts = list(hosts)
         self._spawn_host = spawn_host
+        self._share = share  # puts a value where every host can read it (the object store)
         self._live: dict[str, _Live] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -216,6 +220,76 @@ class SupervisorCore:
         state.active = True
         self.event("TurnStarted", agent=record.uuid, ticket=ticket.ticket_id)
         return TurnTicket(ticket=ticket, host_id=state.host.host_id)
+
+    async def fork_many(
+        self, parent_uuid: str, prompts: Sequence[str], model: ModelSpec | None
+    ) -> list[AgentRecord]:
+        """Fork one child per prompt in ONE store transaction and start every child's turn:
+        one call per host, the inherited prefix shared once through `share`."""
+        parent = self.agent(parent_uuid)
+        records = self.fork_records(parent, model, len(prompts))
+        choices = [choice_of(record) for record in records]
+        if None in choices:
+            raise CommandError(NO_MODEL_TEXT)
+        self.store.create_agents(
+            records,
+            [
+                NewMessage(agent_uuid=record.uuid, kind="user", content=prompt)
+                for record, prompt in zip(records, prompts, strict=True)
+            ],
+        )
+        prefix = self.store.conversation(parent.uuid)
+        by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
+        hosts: dict[str, HostClient] = {}
+        for record, prompt, choice in zip(records, prompts, choices, strict=True):
+            assert choice is not None
+            state = self.live(record.uuid)
+            ticket = Ticket(
+                ticket_id=uuidlib.uuid4().hex,
+                uuid=record.uuid,
+                user=NewEntry(kind="user", content=prompt, data={}),
+                choice=choice,
+            )
+            state.ticket_id = ticket.ticket_id
+            state.turn_done.clear()
+            state.active = True
+            activation = Activation(
+                uuid=record.uuid, choice=choice, history=[], system=record.metadata.get("system")
+            )
+            by_host.setdefault(state.host.host_id, []).append((ticket, activation))
+            hosts[state.host.host_id] = state.host
+        shared = self._share(prefix)
+        await asyncio.gather(
+            *(
+                asyncio.wait_for(hosts[host_id].start_many(items, shared), HOST_CALL_TIMEOUT_S)
+                for host_id, items in by_host.items()
+            )
+        )
+        self.event("AgentsForked", parent=parent.uuid, count=len(records))
+        return records
+
+    async def wait_any(
+        self, uuids: Sequence[str], timeout_s: float
+    ) -> dict[str, TurnResult | None]:
+        """As soon as at least one of `uuids` has no turn in flight: each such agent's last
+        result. Empty after `timeout_s` when none finished."""
+        waits = {asyncio.ensure_future(self.live(uuid).turn_done.wait()): uuid for uuid in uuids}
+        if not waits:
+            return {}
+        done, pending = await asyncio.wait(
+            waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+        )
+        for waiting in pending:
+            waiting.cancel()
+        return (
+            {
+                uuid: self._live[uuid].last_result
+                for uuid in uuids
+                if self._live[uuid].ticket_id is None
+            }
+            if done
+            else {}
+        )
 
     def activation(self, record: AgentRecord) -> Activation:
         history = self.store.conversation(record.uuid)

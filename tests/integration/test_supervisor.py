@@ -181,3 +181,34 @@ def test_process_isolation_gives_an_agent_a_host_of_its_own(grove: Grove) -> Non
     assert [identity["host"] for identity in solo_identities] == [f"solo-{a.uuid}" for a in solos]
     pids = {shared_identity["pid"], *(identity["pid"] for identity in solo_identities)}
     assert len(pids) == 3
+
+
+def test_fork_many_starts_every_child_on_every_host_with_the_shared_prefix(
+    grove: Grove,
+) -> None:
+    root = grove.create_root("claude-haiku-4-5")
+    assert grove.ask(root.uuid, "shared context").ok
+    prefix = [m.id for m in grove.history(root.uuid)]
+    prompts = [f"task {index}" for index in range(30)]
+    children = grove.fork_many(root.uuid, prompts, model="gpt-5-nano/low")
+    assert len(children) == len(set(children)) == 30
+    pending, finished = set(children), {}
+    while pending:
+        done = grove.wait_any(sorted(pending), 60)
+        assert done, "no child finished within 60 s"
+        finished.update(done)
+        pending -= done.keys()
+    assert all(result is not None and result.ok for result in finished.values())
+    for child, prompt in zip(children, prompts, strict=True):
+        history = grove.history(child)
+        assert [m.id for m in history[:2]] == prefix
+        assert [(m.kind, m.content) for m in history[2:3]] == [("user", prompt)]
+        assert [m.kind for m in history[3:]] == ["assistant"]
+        record = grove.agent(child)
+        assert (record.provider, record.model, record.thinking_level) == (
+            "openai",
+            "gpt-5-nano",
+            "low",
+        )
+    hosts = {grove.provider_identity(child)["host"] for child in children}
+    assert hosts == {f"host-{index}" for index in range(HOSTS)}
