@@ -7,6 +7,14 @@ A VALUE is a bare word (no whitespace, no quote, not containing `]]`) or a strin
 double quotes, where a backslash before that quote character stands for the quote itself
 (every other backslash is kept as written, so a quoted value cannot end in a backslash).
 `[[sim` directly followed by anything else (`[[simple]]`) is ordinary text.
+
+Keys: `reply` (the answer text), `thinking` (the thinking text, streamed only when the request
+asks for thinking), `tokens` (default reply length), `headers_ms` (delay before the response
+head), `ttft_ms`, `tps`, `fault` (429|500|503|529|error_after_200|disconnect), `retry_after`
+(seconds, with a status fault), `after` (content events before a disconnect), `times` (only the
+first N requests carrying this exact directive text fail), `tool` and `args` (a JSON object: call
+that tool instead of answering in text). Only the last user message's directives count; a plain
+`[[sim ...]]` is for requests without the `advise` tool, `[[sim@reviewer ...]]` for those with it.
 """
 
 from __future__ import annotations
