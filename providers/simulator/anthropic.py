@@ -51,10 +51,11 @@ class AnthropicMessages:
     def authenticate(
         self, headers: dict[str, str], query: dict[str, str], key: str
     ) -> Problem | None:
+        # Grove sends `x-api-key`; newer anthropic SDKs send the same key as a Bearer token.
         given = headers.get("x-api-key")
         authorization = headers.get("authorization", "")
         if given is None and authorization.startswith("Bearer "):
-            given = authorization.removeprefix("Bearer ").strip()  # newer SDKs send the key so
+            given = authorization.removeprefix("Bearer ").strip()
         if given is None:
             return "missing_key"
         return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
