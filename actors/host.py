@@ -138,6 +138,20 @@ class AgentHostCore:
     def holds(self, uuid: str) -> bool:
         return uuid in self.agents
 
+    async def prepare(
+        self, uuid: str, choice: ModelChoice, activation: Activation | None = None
+    ) -> None:
+        """Hold the agent on `choice` with its provider built and its credentials resolved;
+        MissingCredentialsError when there is no key (nothing is sent)."""
+        if activation is not None:
+            self.activate(activation)
+        agent = self.agents[uuid]
+        if agent.choice != choice:
+            await agent.switch_model(choice)
+        resolve = getattr(agent.provider, "endpoint", None)
+        if resolve is not None:
+            resolve()
+
     def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
         if activation is not None or ticket.uuid not in self.agents:
             if activation is None:

@@ -78,6 +78,11 @@ class AgentHost:
     async def ping(self) -> dict[str, Any]:
         return {"host": self.core.host_id, "pid": os.getpid(), "agents": len(self.core.agents)}
 
+    async def prepare(
+        self, uuid: str, choice: ModelChoice, activation: Activation | None = None
+    ) -> None:
+        await self.core.prepare(uuid, choice, activation)
+
     async def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
         self.core.start_turn(ticket, activation)
 

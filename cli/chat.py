@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, TextIO
 import typer
 
 from cli.context import CliContext, fail
-from cli.styles import DIM, RED, YELLOW, styled
+from cli.render import TurnWriter
 from providers.errors import GroveError
 from supervisor.errors import CommandError
 
@@ -75,61 +75,6 @@ def open_session(grove: Grove, model: str | None, resume: str | None) -> str:
         if not outcome.ok:
             raise CommandError(outcome.text)
     return record.uuid
-
-
-class TurnWriter:
-    """Writes turn chunks and whole lines to `out`, thread-safe, lines never glued to a delta."""
-
-    def __init__(self, out: TextIO, *, styles: bool) -> None:
-        self.out = out
-        self.styles = styles
-        self._lock = threading.Lock()
-        self._at_line_start = True
-        self._last_kind: str | None = None
-
-    def _write(self, text: str) -> None:
-        if text:
-            self.out.write(text)
-            self.out.flush()
-            self._at_line_start = text.endswith("\n")
-
-    def _style(self, text: str, style: str) -> str:
-        return styled(self.out, text, style) if self.styles else text
-
-    def line(self, text: str, *, error: bool = False) -> None:
-        with self._lock:
-            if not self._at_line_start:
-                self._write("\n")
-            self._write((self._style(text, RED) if error else text) + "\n")
-            self._last_kind = None
-
-    def chunk(self, kind: str, text: str) -> None:
-        with self._lock:
-            if kind == "notice":
-                sys.stderr.write(styled(sys.stderr, text, YELLOW) + "\n")
-                sys.stderr.flush()
-                return
-            if self._last_kind == "thinking" and kind == "text":
-                self._write("\n\n")
-            self._last_kind = kind
-            self._write(self._style(text, DIM) if kind == "thinking" else text)
-
-    def end_turn(self) -> None:
-        with self._lock:
-            if not self._at_line_start:
-                self._write("\n")
-            self._last_kind = None
-
-    def stream(self, turn: Turn) -> None:
-        """Print a whole turn: its deltas, then its error or cancellation if any."""
-        for kind, text in turn:
-            self.chunk(kind, text)
-        result = turn.result()
-        self.end_turn()
-        if result.cancelled:
-            self.line("Cancelled")
-        elif result.error is not None:
-            self.line(result.error, error=True)
 
 
 class ScriptedRepl:

@@ -1,61 +1,69 @@
-"""Rendering a streaming reply: text as it comes, thinking dimmed, notices on stderr.
-
-Only presentation lives here; what a turn is and how it streams belongs to the layers below.
+"""Rendering turns: text as it streams, thinking dimmed, notices on stderr, whole lines kept
+whole. Only presentation lives here; what a turn is belongs to the layers below.
 """
 
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+import threading
+from typing import TYPE_CHECKING, TextIO
 
-from cli.styles import DIM, YELLOW, styled
-from providers.base import (
-    ProviderWarning,
-    Retrying,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-)
+from cli.styles import DIM, RED, YELLOW, styled
+
+if TYPE_CHECKING:
+    from supervisor.api import Turn
 
 
-class StreamPrinter:
-    """Writes deltas to `out` (unless quiet) and notices to `err`."""
+class TurnWriter:
+    """Writes turn chunks and whole lines to `out`, thread-safe, lines never glued to a delta."""
 
-    def __init__(
-        self, out: TextIO | None = None, err: TextIO | None = None, *, quiet: bool = False
-    ) -> None:
-        self.out = out or sys.stdout
-        self.err = err or sys.stderr
-        self.quiet = quiet
-        self._in_thinking = False
-        self._wrote = False
-
-    def event(self, event: StreamEvent) -> None:
-        match event:
-            case ThinkingDelta(text=text) if not self.quiet:
-                self._in_thinking = True
-                self._write(styled(self.out, text, DIM))
-            case TextDelta(text=text) if not self.quiet:
-                if self._in_thinking:
-                    self._in_thinking = False
-                    self._write("\n\n")
-                self._write(text)
-            case Retrying(attempt=attempt, delay_s=delay, reason=reason):
-                self.notice(f"attempt {attempt} failed ({reason}); retrying in {delay:.1f}s")
-            case ProviderWarning(text=text):
-                self.notice(text)
-            case _:
-                pass
-
-    def notice(self, text: str) -> None:
-        self.err.write(styled(self.err, text, YELLOW) + "\n")
-        self.err.flush()
-
-    def finish(self) -> None:
-        if self._wrote:
-            self._write("\n")
+    def __init__(self, out: TextIO, *, styles: bool) -> None:
+        self.out = out
+        self.styles = styles
+        self._lock = threading.Lock()
+        self._at_line_start = True
+        self._last_kind: str | None = None
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
-        self._wrote = True
+        if text:
+            self.out.write(text)
+            self.out.flush()
+            self._at_line_start = text.endswith("\n")
+
+    def _style(self, text: str, style: str) -> str:
+        return styled(self.out, text, style) if self.styles else text
+
+    def line(self, text: str, *, error: bool = False) -> None:
+        with self._lock:
+            if not self._at_line_start:
+                self._write("\n")
+            self._write((self._style(text, RED) if error else text) + "\n")
+            self._last_kind = None
+
+    def chunk(self, kind: str, text: str) -> None:
+        with self._lock:
+            if kind == "notice":
+                sys.stderr.write(styled(sys.stderr, text, YELLOW) + "\n")
+                sys.stderr.flush()
+                return
+            if self._last_kind == "thinking" and kind == "text":
+                self._write("\n\n")
+            self._last_kind = kind
+            self._write(self._style(text, DIM) if kind == "thinking" else text)
+
+    def end_turn(self) -> None:
+        with self._lock:
+            if not self._at_line_start:
+                self._write("\n")
+            self._last_kind = None
+
+    def stream(self, turn: Turn) -> None:
+        """Print a whole turn: its deltas, then its error or cancellation if any."""
+        for kind, text in turn:
+            self.chunk(kind, text)
+        result = turn.result()
+        self.end_turn()
+        if result.cancelled:
+            self.line("Cancelled")
+        elif result.error is not None:
+            self.line(result.error, error=True)

@@ -1,27 +1,25 @@
-"""`grove run`: one prompt, streamed to stdout, or one JSON object with `--json`.
+"""`grove run`: one prompt through a new root agent, streamed, or one JSON object with `--json`.
 
-Exit codes: 0 success, 1 the provider failed, 2 the command line or model cannot be used.
+Exit codes: 0 success, 1 the turn failed, 2 the command line or model cannot be used.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
-from contextlib import ExitStack
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cli.context import CliContext, fail
-from cli.render import StreamPrinter
-from providers.base import AssistantTurn, Finished, Message, Request
+from cli.render import TurnWriter
 from providers.catalog import ModelSpec, parse_model_spec
-from providers.errors import ModelSpecError, ProviderError
-from providers.factory import create_provider
-from providers.http import HTTPProvider
+from providers.errors import GroveError, ModelSpecError
 from supervisor.config import GroveSettings
 from supervisor.rules import NO_MODEL_TEXT
+
+if TYPE_CHECKING:
+    from actors.agent import TurnResult
 
 
 def run_command(
@@ -39,38 +37,34 @@ def run_command(
         bool,
         typer.Option("--simulate", help="Answer from the built-in provider simulator (offline)."),
     ] = False,
-    max_tokens: Annotated[
-        int | None, typer.Option("--max-tokens", min=1, help="Cap on the reply's length.")
-    ] = None,
+    hosts: Annotated[
+        int, typer.Option("--hosts", min=1, help="Agent host processes to start.")
+    ] = 1,
 ) -> None:
-    """Send one prompt to a model and stream the reply."""
+    """Send one prompt to a model through a new root agent and stream the reply."""
+    from supervisor.api import Grove
+
     context: CliContext = ctx.obj
     settings = context.settings()
     spec = resolve_model(model, settings)
-    request = Request(
-        model=spec.model,
-        messages=(Message.user(prompt),),
-        system=system,
-        thinking=spec.thinking,
-        max_tokens=max_tokens,
-    )
-    printer = StreamPrinter(quiet=json_output)
-    with ExitStack() as stack:
-        endpoint = context.simulator_endpoint(stack, spec.provider) if simulate else None
-        provider = create_provider(
-            spec.provider,
-            configured_base_url=settings.providers.for_provider(spec.provider).base_url,
-            endpoint=endpoint,
-            openai_api=settings.providers.for_provider(spec.provider).api,
-        )
+    writer = TurnWriter(sys.stdout, styles=True)
+    with Grove(settings=settings, simulate=simulate, hosts=hosts) as grove:
+        root = grove.create_root(str(spec), system=system)
         try:
-            turn = asyncio.run(_stream(provider, request, printer))
-        except ProviderError as exc:
-            printer.finish()
+            turn = grove.send(root.uuid, prompt)
+        except GroveError as exc:
             fail(str(exc), code=1)
-    printer.finish()
+        if json_output:
+            result = turn.result()
+        else:
+            for kind, text in turn:
+                writer.chunk(kind, text)
+            writer.end_turn()
+            result = turn.result()
+    if result.error is not None:
+        fail(result.error, code=1)
     if json_output:
-        sys.stdout.write(json.dumps(turn_json(spec, turn, agent=None)) + "\n")
+        sys.stdout.write(json.dumps(turn_json(spec, result, agent=root.uuid)) + "\n")
 
 
 def resolve_model(flag: str | None, settings: GroveSettings) -> ModelSpec:
@@ -84,29 +78,28 @@ def resolve_model(flag: str | None, settings: GroveSettings) -> ModelSpec:
         fail(str(exc), code=2)
 
 
-async def _stream(
-    provider: HTTPProvider, request: Request, printer: StreamPrinter
-) -> AssistantTurn:
-    try:
-        async for event in provider.stream(request):
-            printer.event(event)
-            if isinstance(event, Finished):
-                return event.turn
-    finally:
-        await provider.aclose()
-    raise ProviderError("the stream ended without a reply")
-
-
-def turn_json(spec: ModelSpec, turn: AssistantTurn, agent: str | None) -> dict[str, Any]:
+def turn_json(spec: ModelSpec, result: TurnResult, agent: str | None) -> dict[str, Any]:
+    """The `--json` object, from what the turn stored (its assistant steps)."""
+    parts = [
+        part
+        for entry in result.entries
+        if entry.kind == "assistant"
+        for part in entry.data.get("parts", [])
+    ]
+    steps = [entry.data for entry in result.entries if entry.kind == "assistant"]
     return {
         "provider": spec.provider,
-        "model": turn.model,
+        "model": steps[-1].get("model", spec.model) if steps else spec.model,
         "thinking": spec.thinking,
-        "text": turn.text,
-        "thinking_text": turn.thinking_text,
-        "tool_calls": [{"name": c.name, "arguments": c.arguments} for c in turn.tool_calls],
-        "usage": turn.usage.as_dict(),
-        "cost_usd": turn.cost_usd,
-        "stop_reason": turn.stop_reason,
+        "text": result.text,
+        "thinking_text": "".join(p["text"] for p in parts if p["kind"] == "thinking"),
+        "tool_calls": [
+            {"name": p["name"], "arguments": p["arguments"]}
+            for p in parts
+            if p["kind"] == "tool_call"
+        ],
+        "usage": result.usage.as_dict(),
+        "cost_usd": result.cost_usd,
+        "stop_reason": result.stop_reason,
         "agent": agent,
     }

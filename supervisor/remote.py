@@ -16,6 +16,7 @@ from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.remote import AgentHost, HostSettings
 from providers.catalog import ModelSpec
+from providers.errors import GroveError
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.service import HOST_CALL_TIMEOUT_S, SupervisorCore, TurnTicket
@@ -42,8 +43,17 @@ class RayHostClient:
         self.handle = handle
 
     async def _call(self, method: str, *args: Any) -> Any:
+        """One host call with a timeout; a Grove error raised there is raised here as itself."""
         ref = getattr(self.handle, method).remote(*args)
-        return await asyncio.wait_for(ref, HOST_CALL_TIMEOUT_S)
+        try:
+            return await asyncio.wait_for(ref, HOST_CALL_TIMEOUT_S)
+        except ray.exceptions.RayTaskError as exc:
+            if isinstance(exc.cause, GroveError):
+                raise exc.cause from None
+            raise
+
+    async def prepare(self, uuid: str, choice: ModelChoice, activation: Activation | None) -> None:
+        await self._call("prepare", uuid, choice, activation)
 
     async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None:
         await self._call("start_turn", ticket, activation)

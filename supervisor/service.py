@@ -30,6 +30,10 @@ class HostClient(Protocol):
 
     host_id: str
 
+    async def prepare(
+        self, uuid: str, choice: ModelChoice, activation: Activation | None
+    ) -> None: ...
+
     async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None: ...
 
     async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: Any) -> None: ...
@@ -56,7 +60,9 @@ class _Live:
     """Live state of one agent (not stored): where it runs and what it is doing."""
 
     host: HostClient
-    active: bool = False
+    active: bool = False  # the host holds the agent with its current conversation
+    ready_for: ModelChoice | None = None  # the model whose provider the host has prepared
+    begin_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ticket_id: str | None = None
     turn_done: asyncio.Event = field(default_factory=asyncio.Event)
     last_result: TurnResult | None = None
@@ -193,7 +199,11 @@ class SupervisorCore:
     # --- turns ----------------------------------------------------------------------------
 
     async def begin_turn(self, uuid: str, text: str | None) -> TurnTicket:
-        """Check the rules, persist the user message, start the turn on the agent's host."""
+        """Check the rules, persist the user message, start the turn on the agent's host.
+
+        Turns of one agent begin one at a time, in arrival order. Before the first turn on a
+        model the host builds the provider and resolves its credentials, so a missing key
+        fails here: nothing sent, nothing saved."""
         record = self.agent(uuid)
         if record.status != "running":
             raise CommandError(f"Agent {record.uuid} is {record.status}")
@@ -201,23 +211,31 @@ class SupervisorCore:
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
         state = self.live(record.uuid)
-        if state.ticket_id is not None:
-            await state.turn_done.wait()
-        activation = None if state.active else self.activation(record)
-        user: NewEntry | None = None
-        if text is not None:
-            self.store.append_message(record.uuid, "user", text)
-            user = NewEntry(kind="user", content=text, data={})
-        ticket = Ticket(ticket_id=uuidlib.uuid4().hex, uuid=record.uuid, user=user, choice=choice)
-        state.ticket_id = ticket.ticket_id
-        state.turn_done.clear()
-        try:
-            await asyncio.wait_for(state.host.start_turn(ticket, activation), HOST_CALL_TIMEOUT_S)
-        except BaseException:
-            state.ticket_id = None
-            state.turn_done.set()
-            raise
-        state.active = True
+        async with state.begin_lock:
+            while state.ticket_id is not None:
+                await state.turn_done.wait()
+            if not state.active or state.ready_for != choice:
+                activation = None if state.active else self.activation(record)
+                await asyncio.wait_for(
+                    state.host.prepare(record.uuid, choice, activation), HOST_CALL_TIMEOUT_S
+                )
+                state.active, state.ready_for = True, choice
+            user: NewEntry | None = None
+            if text is not None:
+                self.store.append_message(record.uuid, "user", text)
+                user = NewEntry(kind="user", content=text, data={})
+            ticket = Ticket(
+                ticket_id=uuidlib.uuid4().hex, uuid=record.uuid, user=user, choice=choice
+            )
+            state.ticket_id = ticket.ticket_id
+            state.turn_done.clear()
+            try:
+                await asyncio.wait_for(state.host.start_turn(ticket, None), HOST_CALL_TIMEOUT_S)
+            except BaseException:
+                state.ticket_id = None
+                state.active = False
+                state.turn_done.set()
+                raise
         self.event("TurnStarted", agent=record.uuid, ticket=ticket.ticket_id)
         return TurnTicket(ticket=ticket, host_id=state.host.host_id)
 

@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from supervisor.rules import NO_MODEL_TEXT
+from supervisor.store import open_store
 
 UNKNOWN_MODEL_TEXT = """Unknown model: unknown-model
 
@@ -43,7 +44,12 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
         monkeypatch.delenv(name, raising=False)
     config = tmp_path / "config"
     config.mkdir()
-    values = {"XDG_CONFIG_HOME": str(config), "GROVE_CONFIG_FILE": str(config / "none.toml")}
+    values = {
+        "XDG_CONFIG_HOME": str(config),
+        "XDG_DATA_HOME": str(tmp_path / "data"),
+        "GROVE_CONFIG_FILE": str(config / "none.toml"),
+        "GROVE_STORE": f"sqlite:///{tmp_path / 'grove.sqlite3'}",
+    }
     for name, value in values.items():
         monkeypatch.setenv(name, value)
     return values
@@ -89,7 +95,11 @@ def test_json_output_has_every_field(env: dict[str, str], model: str, wire_provi
         "cache_write_tokens",
     }
     assert document["usage"]["output_tokens"] > 0 and document["cost_usd"] > 0
-    assert document["agent"] is None
+    stored = open_store(env["GROVE_STORE"]).conversation(document["agent"])
+    assert [(m.kind, m.content) for m in stored] == [
+        ("user", "Summarize forks"),
+        ("assistant", document["text"]),
+    ]
 
 
 def test_streams_plain_text(env: dict[str, str]) -> None:
@@ -149,6 +159,9 @@ def test_missing_credentials_text_and_nothing_sent(
     assert code == 1
     assert err.strip() == MISSING_ANTHROPIC_TEXT
     assert_nothing_sent(listener)
+    store = open_store(env["GROVE_STORE"])
+    (root,) = store.list_agents()
+    assert store.agent_messages(root.uuid) == []
 
 
 def test_missing_credentials_names_each_key_page(env: dict[str, str]) -> None:
