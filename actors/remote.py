@@ -15,11 +15,13 @@ import ray
 
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, AgentHostCore, Ticket
+from actors.tools import fanout_tools
 from providers.base import Provider
 from providers.factory import create_provider
 from providers.http import Endpoint
 
 REPORT_TIMEOUT_S = 30.0
+TOOL_CALL_TIMEOUT_S = 60.0
 REPORT_ATTEMPTS = 5
 
 
@@ -45,16 +47,40 @@ def provider_factory(settings: HostSettings) -> Any:
     return make
 
 
+class ToolRefused(Exception):
+    """The supervisor refused a tool call; the text says why (the model is told)."""
+
+
+class SupervisorToolPort:
+    """Forwards fan-out tool calls to the supervisor actor, each with a timeout."""
+
+    def __init__(self, supervisor: Any) -> None:
+        self._supervisor = supervisor
+
+    async def call(self, agent: str, tool: str, arguments: dict[str, Any]) -> str:
+        timeout = TOOL_CALL_TIMEOUT_S
+        if tool == "wait" and isinstance(arguments.get("timeout"), int | float):
+            timeout += float(arguments["timeout"])
+        ok, text = await asyncio.wait_for(
+            self._supervisor.tool_call.remote(agent, tool, arguments), timeout
+        )
+        if not ok:
+            raise ToolRefused(text)
+        return str(text)
+
+
 @ray.remote
 class AgentHost:
     """Hosts many agents; a few of these run per node."""
 
     def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
         self._reporter = reporter
+        port = SupervisorToolPort(reporter)
         self.core = AgentHostCore(
             host_id,
             provider_factory(settings),
             self._report,
+            make_tools=lambda uuid, names: fanout_tools(port, uuid, names),
             idle_release_s=settings.idle_release_s,
         )
         self._janitor = asyncio.get_event_loop().create_task(self._release_idle_forever())

@@ -22,6 +22,7 @@ from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.errors import CommandError
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
+from supervisor.service import Limits
 from supervisor.store.records import AgentRecord, MessageRecord
 
 CALL_TIMEOUT_S = 60.0
@@ -94,6 +95,10 @@ class Grove:
             hosts=self.hosts,
             host_settings=host_settings,
             aliases=dict(self.settings.models.aliases),
+            limits=Limits(
+                fork_depth=self.settings.limits.fork_depth,
+                children_per_agent=self.settings.limits.children_per_agent,
+            ),
         )
         self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
             name=SUPERVISOR_NAME, namespace=NAMESPACE, get_if_exists=True
@@ -131,14 +136,16 @@ class Grove:
         *,
         system: str | None = None,
         isolation: str | None = None,
+        tools: tuple[str, ...] = (),
     ) -> AgentRecord:
-        """A new root agent; `isolation="process"` gives it a host process of its own."""
+        """A new root agent; `isolation="process"` gives it a host process of its own;
+        `tools` names the fan-out tools (fork, send, wait) its model may call."""
         text = model or self.settings.defaults.model
         try:
             spec = parse_model_spec(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
-        record: AgentRecord = self._call("create_root", spec, system, isolation)
+        record: AgentRecord = self._call("create_root", spec, system, isolation, tools)
         return record
 
     def send(self, agent: str, text: str) -> Turn:

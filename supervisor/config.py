@@ -67,6 +67,11 @@ class Models(_Section):
     aliases: dict[str, str] = Field(default_factory=dict)
 
 
+class LimitSettings(_Section):
+    fork_depth: int = Field(default=4, ge=1, description="Levels of children below a root")
+    children_per_agent: int = Field(default=32, ge=1, description="Children one agent may fork")
+
+
 class GroveSettings(BaseSettings):
     """Everything configurable. `load_settings()` builds it with the file and the environment."""
 
@@ -77,6 +82,7 @@ class GroveSettings(BaseSettings):
     defaults: Defaults = Defaults()
     providers: Providers = Providers()
     models: Models = Models()
+    limits: LimitSettings = LimitSettings()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

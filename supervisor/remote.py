@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
@@ -19,7 +19,7 @@ from providers.catalog import ModelSpec
 from providers.errors import GroveError
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
-from supervisor.service import HOST_CALL_TIMEOUT_S, SupervisorCore, TurnTicket
+from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore, TurnTicket
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 
@@ -33,6 +33,7 @@ class SupervisorSettings:
     hosts: int
     host_settings: HostSettings
     aliases: dict[str, str]
+    limits: Limits = field(default_factory=Limits)
 
 
 class RayHostClient:
@@ -92,7 +93,11 @@ class Supervisor:
         self.isolated_handles: dict[str, Any] = {}
         hosts = [RayHostClient(f"host-{i}", h) for i, h in enumerate(self.host_handles)]
         self.core = SupervisorCore(
-            open_store(settings.store_url), hosts, self._spawn_host, share=ray.put
+            open_store(settings.store_url),
+            hosts,
+            self._spawn_host,
+            share=ray.put,
+            limits=settings.limits,
         )
 
     def _spawn_host(self, uuid: str) -> RayHostClient:
@@ -115,9 +120,20 @@ class Supervisor:
         return self.host_handles[index]
 
     async def create_root(
-        self, spec: ModelSpec | None, system: str | None, isolation: str | None
+        self,
+        spec: ModelSpec | None,
+        system: str | None,
+        isolation: str | None,
+        tools: tuple[str, ...] = (),
     ) -> AgentRecord:
-        return self.core.create_root(spec, system=system, isolation=isolation)
+        return self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
+
+    async def tool_call(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+        """A fan-out tool call from a host: (True, result) or (False, the reason refused)."""
+        try:
+            return True, await self.core.tool_call(agent, tool, arguments)
+        except GroveError as exc:
+            return False, str(exc)
 
     async def begin_turn(self, uuid: str, text: str | None) -> tuple[TurnTicket, Any]:
         ticket = await self.core.begin_turn(uuid, text)

@@ -7,6 +7,7 @@ supplies the hosts. Tokens never pass through here.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Sequence
@@ -15,7 +16,8 @@ from typing import Any, Protocol
 
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
-from providers.catalog import ModelSpec
+from providers.catalog import ModelSpec, parse_model_spec
+from providers.errors import ModelSpecError
 from supervisor.errors import CommandError, SupervisorError
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -23,6 +25,17 @@ from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
 HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
+DEFAULT_TOOL_WAIT_S = 300.0
+# What a forked child takes over from its parent's record besides the model.
+INHERITED_METADATA = ("system", "tools")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Limits:
+    """What stops runaway forking: tree depth below a root, children of one agent."""
+
+    fork_depth: int = 4
+    children_per_agent: int = 32
 
 
 class HostClient(Protocol):
@@ -86,6 +99,7 @@ class SupervisorCore:
         hosts: Sequence[HostClient],
         spawn_host: Callable[[str], HostClient] | None = None,
         share: Callable[[list[MessageRecord]], Any] = lambda value: value,
+        limits: Limits | None = None,
     ) -> None:
         if not hosts:
             raise SupervisorError("a supervisor needs at least one host")
@@ -93,6 +107,7 @@ class SupervisorCore:
         self.hosts = list(hosts)
         self._spawn_host = spawn_host
         self._share = share  # puts a value where every host can read it (the object store)
+        self.limits = limits or Limits()
         self._live: dict[str, _Live] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -105,12 +120,15 @@ class SupervisorCore:
         *,
         system: str | None = None,
         isolation: str | None = None,
+        tools: Sequence[str] = (),
     ) -> AgentRecord:
         metadata: dict[str, Any] = {}
         if system:
             metadata["system"] = system
         if isolation:
             metadata["isolation"] = isolation
+        if tools:
+            metadata["tools"] = list(tools)
         record = AgentRecord(
             uuid=str(uuidlib.uuid4()),
             role="root",
@@ -164,9 +182,11 @@ class SupervisorCore:
                 model=model.model if model else parent.model,
                 thinking_level=model.thinking if model else parent.thinking_level,
                 created_at=now,
-                metadata={"system": parent.metadata["system"]}
-                if "system" in parent.metadata
-                else {},
+                metadata={
+                    key: parent.metadata[key]
+                    for key in INHERITED_METADATA
+                    if key in parent.metadata
+                },
             )
             for _ in range(count)
         ]
@@ -272,7 +292,11 @@ class SupervisorCore:
             state.turn_done.clear()
             state.active = True
             activation = Activation(
-                uuid=record.uuid, choice=choice, history=[], system=record.metadata.get("system")
+                uuid=record.uuid,
+                choice=choice,
+                history=[],
+                system=record.metadata.get("system"),
+                tool_names=tuple(record.metadata.get("tools", ())),
             )
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
@@ -316,6 +340,7 @@ class SupervisorCore:
             choice=choice_of(record),
             history=list(history),
             system=record.metadata.get("system"),
+            tool_names=tuple(record.metadata.get("tools", ())),
         )
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:
@@ -413,6 +438,69 @@ class SupervisorCore:
             if message.kind == "assistant":
                 return message.content
         return ""
+
+    # --- tools: agents fanning out by themselves ---------------------------------------
+
+    async def tool_call(self, agent: str, tool: str, arguments: dict[str, Any]) -> str:
+        """Run a fan-out tool for `agent` under the commands' rules; CommandError says why not."""
+        caller = self.agent(agent)
+        if tool == "fork":
+            return await self._tool_fork(caller, arguments)
+        if tool == "send":
+            target, message = arguments.get("uuid"), arguments.get("message")
+            if not isinstance(target, str) or not isinstance(message, str):
+                raise CommandError("send needs `uuid` and `message` strings")
+            mail = await self.deliver_mail(caller.uuid, target, message)
+            return json.dumps({"sent": True, "message_id": mail.id})
+        if tool == "wait":
+            uuids = arguments.get("uuids")
+            if uuids is None:
+                uuids = [child.uuid for child in self.store.children(caller.uuid)]
+            if not isinstance(uuids, list) or not all(isinstance(u, str) for u in uuids):
+                raise CommandError("wait needs `uuids` as a list of strings")
+            timeout = arguments.get("timeout", DEFAULT_TOOL_WAIT_S)
+            if not isinstance(timeout, int | float) or timeout < 0:
+                raise CommandError("wait needs `timeout` as a number of seconds >= 0")
+            resolved = [self.agent(uuid).uuid for uuid in uuids]
+            return json.dumps(await self.wait_for(caller.uuid, resolved, float(timeout)))
+        raise CommandError(f"unknown tool: {tool}")
+
+    async def _tool_fork(self, parent: AgentRecord, arguments: dict[str, Any]) -> str:
+        prompt, model = arguments.get("prompt"), arguments.get("model")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise CommandError("fork needs a non-empty `prompt` string")
+        if model is not None and not isinstance(model, str):
+            raise CommandError("fork's `model` must be a MODEL[/THINKING] string")
+        depth = self.depth(parent)
+        if depth + 1 > self.limits.fork_depth:
+            raise CommandError(
+                f"fork refused: a child here would be {depth + 1} levels below its root; "
+                f"the limit is {self.limits.fork_depth}"
+            )
+        children = len(self.store.children(parent.uuid))
+        if children >= self.limits.children_per_agent:
+            raise CommandError(
+                f"fork refused: this agent already has {children} children; the limit is "
+                f"{self.limits.children_per_agent}"
+            )
+        try:
+            spec = parse_model_spec(model) if model else None
+        except ModelSpecError as exc:
+            raise CommandError(str(exc)) from exc
+        (child,) = self.fork_records(parent, spec, 1)
+        self.store.create_agents([child])
+        self.event("AgentForked", agent=child.uuid, parent=parent.uuid, origin="tool")
+        await self.begin_turn(child.uuid, prompt)
+        return json.dumps({"uuid": child.uuid})
+
+    def depth(self, record: AgentRecord) -> int:
+        levels = 0
+        while record.parent_uuid is not None:
+            parent = self.store.get_agent(record.parent_uuid)
+            if parent is None:
+                break
+            record, levels = parent, levels + 1
+        return levels
 
     # --- events ---------------------------------------------------------------------------
 

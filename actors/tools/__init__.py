@@ -1,0 +1,8 @@
+"""Tools an agent can call. Each module builds `Tool`s; none of them holds the tree or store.
+
+Tools that reach other agents go through a `ToolPort` (the supervisor), never around it.
+"""
+
+from actors.tools.fanout import FANOUT_TOOL_NAMES, ToolPort, fanout_tools
+
+__all__ = ["FANOUT_TOOL_NAMES", "ToolPort", "fanout_tools"]

@@ -1,0 +1,73 @@
+"""The fan-out tools: `fork` (start a child, don't wait), `send` (mail an agent), `wait`
+(collect children's answers). They only describe and forward: the supervisor rules on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from actors.agent import Tool
+from providers.base import ToolSpec
+
+FORK = ToolSpec(
+    name="fork",
+    description=(
+        "Start a child agent that inherits this conversation and works on `prompt` in "
+        "parallel. Returns the child's uuid at once, without waiting for its answer."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "The child's task."},
+            "model": {
+                "type": "string",
+                "description": "MODEL[/THINKING] for the child; default: this agent's model.",
+            },
+        },
+        "required": ["prompt"],
+    },
+)
+SEND = ToolSpec(
+    name="send",
+    description="Mail a message to another running agent of this session.",
+    parameters={
+        "type": "object",
+        "properties": {"uuid": {"type": "string"}, "message": {"type": "string"}},
+        "required": ["uuid", "message"],
+    },
+)
+WAIT = ToolSpec(
+    name="wait",
+    description=(
+        "Wait up to `timeout` seconds for agents to finish; returns each one's final answer "
+        "or status as JSON. Without `uuids`, waits for this agent's own children."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "uuids": {"type": "array", "items": {"type": "string"}},
+            "timeout": {"type": "number", "description": "Seconds, default 300."},
+        },
+    },
+)
+FANOUT_TOOL_NAMES = ("fork", "send", "wait")
+_SPECS = {spec.name: spec for spec in (FORK, SEND, WAIT)}
+
+
+class ToolPort(Protocol):
+    """Where tool calls that touch other agents go (the supervisor)."""
+
+    async def call(self, agent: str, tool: str, arguments: dict[str, Any]) -> str: ...
+
+
+def fanout_tools(port: ToolPort, agent: str, names: tuple[str, ...]) -> dict[str, Tool]:
+    """The fan-out tools among `names`, bound to `agent`."""
+
+    def forward(tool: str) -> Callable[[dict[str, Any]], Awaitable[str]]:
+        async def run(arguments: dict[str, Any]) -> str:
+            return await port.call(agent, tool, arguments)
+
+        return run
+
+    return {name: Tool(spec=_SPECS[name], run=forward(name)) for name in names if name in _SPECS}

@@ -1,0 +1,84 @@
+"""Agents fanning out by themselves: the fork, send and wait tools over real Ray and the
+simulator, under the same rules as the commands, with the runaway-forking limits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from supervisor import Grove
+from supervisor.config import load_settings
+from supervisor.store.records import MessageRecord
+
+TOOLS = ("fork", "send", "wait")
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    home = tmp_path_factory.mktemp("tools")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GROVE_CONFIG_FILE", str(home / "none.toml"))
+        patch.setenv("GROVE_LIMITS__CHILDREN_PER_AGENT", "2")
+        patch.setenv("GROVE_LIMITS__FORK_DEPTH", "2")
+        settings = load_settings(store=f"sqlite:///{home / 'grove.sqlite3'}")
+    assert settings.limits.children_per_agent == 2
+    with Grove(settings=settings, simulate=True, hosts=2) as running:
+        yield running
+
+
+def tool_results(history: list[MessageRecord]) -> list[dict[str, object]]:
+    return [part for m in history if m.kind == "tool_result" for part in m.data["parts"]]
+
+
+def fork_directive(prompt: str) -> str:
+    return f"[[sim tool=fork args='{json.dumps({'prompt': prompt})}']] fork please"
+
+
+def test_fork_tool_starts_a_child_that_inherits_the_conversation(grove: Grove) -> None:
+    root = grove.create_root("claude-haiku-4-5", tools=TOOLS)
+    assert grove.ask(root.uuid, "some shared context").ok
+    result = grove.ask(root.uuid, fork_directive("look into part A"))
+    assert result.ok and result.text
+    (call_result,) = tool_results(grove.history(root.uuid))
+    assert call_result["is_error"] is False
+    child = json.loads(str(call_result["content"]))["uuid"]
+    record = grove.agent(child)
+    assert record.parent_uuid == root.uuid and record.metadata["tools"] == list(TOOLS)
+    grove.wait_turn(child, 30)
+    history = grove.history(child)
+    assert [m.content for m in history[:1]] == ["some shared context"]
+    assert ("user", "look into part A") in [(m.kind, m.content) for m in history]
+    assert history[-1].kind == "assistant"
+
+
+def test_fork_limits_stop_runaway_forking(grove: Grove) -> None:
+    root = grove.create_root("gpt-5-mini", tools=TOOLS)
+    for index in range(3):
+        assert grove.ask(root.uuid, fork_directive(f"task {index}")).ok
+    results = tool_results(grove.history(root.uuid))
+    assert [r["is_error"] for r in results] == [False, False, True]
+    assert "fork refused: this agent already has 2 children; the limit is 2" in str(
+        results[2]["content"]
+    )
+    child = json.loads(str(results[0]["content"]))["uuid"]
+    grove.wait_turn(child, 30)
+    assert grove.ask(child, fork_directive("deeper")).ok
+    (grandchild_result,) = tool_results(grove.history(child))[-1:]
+    grandchild = json.loads(str(grandchild_result["content"]))["uuid"]
+    grove.wait_turn(grandchild, 30)
+    assert grove.ask(grandchild, fork_directive("too deep")).ok
+    refused = tool_results(grove.history(grandchild))[-1]
+    assert refused["is_error"] is True
+    assert "3 levels below its root; the limit is 2" in str(refused["content"])
+
+
+def test_send_tool_mails_another_agent(grove: Grove) -> None:
+    root = grove.create_root("gemini-3.0-flash", tools=TOOLS)
+    other = grove.create_root("gemini-3.0-flash")
+    args = json.dumps({"uuid": other.uuid, "message": "status please"})
+    assert grove.ask(root.uuid, f"[[sim tool=send args='{args}']] tell them").ok
+    mails = [m for m in grove.history(other.uuid) if m.kind == "mail"]
+    assert [(m.content, m.data["sender"]) for m in mails] == [("status please", root.uuid)]
