@@ -55,9 +55,13 @@ class Grove:
         settings: GroveSettings | None = None,
         simulate: bool = False,
         hosts: int | None = None,
+        endpoint: Endpoint | None = None,
     ) -> None:
+        """`endpoint` fixes URL and key for every provider, e.g. a simulator running in
+        another process (`grove simulate`); `simulate=True` starts one in this process."""
         self.settings = settings or load_settings()
         self.simulate = simulate
+        self.endpoint = endpoint
         self.hosts = hosts or max(os.cpu_count() or 1, 1)
         self._stack = ExitStack()
         self._started_ray = False
@@ -80,7 +84,7 @@ class Grove:
                 configure_logging=False,
             )
             self._started_ray = True
-        simulator = self._start_simulator() if self.simulate else None
+        simulator = self._start_simulator() if self.simulate else self.endpoint
         providers = self.settings.providers
         host_settings = HostSettings(
             base_urls={
