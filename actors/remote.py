@@ -83,7 +83,12 @@ class AgentHost:
             make_tools=lambda uuid, names: fanout_tools(port, uuid, names),
             idle_release_s=settings.idle_release_s,
         )
-        self._janitor = asyncio.get_event_loop().create_task(self._release_idle_forever())
+        self._janitor: asyncio.Task[None] | None = None
+
+    def _ensure_janitor(self) -> None:
+        """Start the idle-release loop on the actor's own event loop (not there in __init__)."""
+        if self._janitor is None:
+            self._janitor = asyncio.get_running_loop().create_task(self._release_idle_forever())
 
     async def _report(self, ticket: Ticket, result: TurnResult) -> None:
         for attempt in range(REPORT_ATTEMPTS):
@@ -107,13 +112,16 @@ class AgentHost:
     async def prepare(
         self, uuid: str, choice: ModelChoice, activation: Activation | None = None
     ) -> None:
+        self._ensure_janitor()
         await self.core.prepare(uuid, choice, activation)
 
     async def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
+        self._ensure_janitor()
         self.core.start_turn(ticket, activation)
 
     async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: list[Any]) -> None:
         """`prefix` arrives from the object store: put there once, read by every host."""
+        self._ensure_janitor()
         self.core.start_many(items, prefix)
 
     async def activate(self, activation: Activation) -> None:

@@ -62,7 +62,7 @@ class Grove:
         self.settings = settings or load_settings()
         self.simulate = simulate
         self.endpoint = endpoint
-        self.hosts = hosts or max(os.cpu_count() or 1, 1)
+        self.hosts = hosts or self.settings.hosts.count or max(os.cpu_count() or 1, 1)
         self._stack = ExitStack()
         self._started_ray = False
         self.supervisor: Any = None
@@ -93,6 +93,7 @@ class Grove:
             },
             openai_api=providers.openai.api,
             simulator=simulator,
+            idle_release_s=self.settings.hosts.idle_release_s,
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -157,14 +158,28 @@ class Grove:
         ticket, host = self._call("begin_turn", agent, text)
         return Turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host)
 
-    def fork_many(self, parent: str, prompts: list[str], model: str | None = None) -> list[str]:
-        """Fork one child of `parent` per prompt and start them all; their uuids, in order."""
+    def fork_many(
+        self,
+        parent: str,
+        prompts: list[str],
+        model: str | None = None,
+        *,
+        system: str | None = None,
+    ) -> list[str]:
+        """Fork one child of `parent` per prompt and start them all; their uuids, in order.
+        `system` gives the children that system prompt instead of the parent's."""
         try:
             spec = parse_model_spec(model, self.settings.models.aliases) if model else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
-        children: list[str] = self._call("fork_many", parent, prompts, spec, timeout_s=600)
+        children: list[str] = self._call("fork_many", parent, prompts, spec, system, timeout_s=600)
         return children
+
+    def seed(self, agent: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
+        """Append `(kind, content)` user and assistant messages to `agent`'s history in one
+        store call, running no turn: a shared context for the children it will fork."""
+        stored: list[MessageRecord] = self._call("seed", agent, entries, timeout_s=600)
+        return stored
 
     def wait_any(self, agents: list[str], timeout_s: float) -> dict[str, TurnResult | None]:
         """Results of those of `agents` that are done, once at least one is ({} on timeout)."""

@@ -72,6 +72,13 @@ class LimitSettings(_Section):
     children_per_agent: int = Field(default=32, ge=1, description="Children one agent may fork")
 
 
+class HostSection(_Section):
+    count: int | None = Field(default=None, ge=1, description="Agent hosts; default one per CPU")
+    idle_release_s: float = Field(
+        default=120.0, gt=0, description="Idle seconds before an agent's connections are closed"
+    )
+
+
 class GroveSettings(BaseSettings):
     """Everything configurable. `load_settings()` builds it with the file and the environment."""
 
@@ -83,6 +90,7 @@ class GroveSettings(BaseSettings):
     providers: Providers = Providers()
     models: Models = Models()
     limits: LimitSettings = LimitSettings()
+    hosts: HostSection = HostSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 
