@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from cli.agents import agents_command
+from cli.batch import batch_command
 from cli.chat import chat_command
 from cli.context import CliContext
 from cli.events import events_command
@@ -22,6 +23,7 @@ app = typer.Typer(
     help="Grove: run many LLM agents as actors — forks, advisor reviewers, batch jobs.",
     no_args_is_help=True,
     add_completion=False,
+    rich_markup_mode=None,  # help texts are plain: MODEL[/THINKING] is not a markup tag
 )
 
 
@@ -47,6 +49,7 @@ def options(
 
 app.command("chat")(chat_command)
 app.command("run")(run_command)
+app.command("batch")(batch_command)
 app.command("agents")(agents_command)
 app.command("history")(history_command)
 app.command("events")(events_command)

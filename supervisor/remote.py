@@ -143,9 +143,13 @@ class Supervisor:
         self.core.complete_turn(ticket, result)
 
     async def fork_many(
-        self, parent: str, prompts: list[str], model: ModelSpec | None
+        self, parent: str, prompts: list[str], model: ModelSpec | None, system: str | None = None
     ) -> list[str]:
-        return [record.uuid for record in await self.core.fork_many(parent, prompts, model)]
+        children = await self.core.fork_many(parent, prompts, model, system)
+        return [record.uuid for record in children]
+
+    async def seed(self, uuid: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
+        return self.core.seed(uuid, entries)
 
     async def wait_any(self, uuids: list[str], timeout_s: float) -> dict[str, TurnResult | None]:
         return await self.core.wait_any(uuids, timeout_s)

@@ -16,6 +16,8 @@ from typing import Any, Protocol
 
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
+from actors.transcript import parts_to_data
+from providers.base import TextPart
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError, SupervisorError
@@ -191,6 +193,34 @@ class SupervisorCore:
             for _ in range(count)
         ]
 
+    def seed(self, uuid: str, entries: Sequence[tuple[str, str]]) -> list[MessageRecord]:
+        """Append `(kind, content)` user and assistant messages to an agent's history in one
+        store call, sending nothing to a model: a shared context its forks will inherit."""
+        record = self.agent(uuid)
+        if record.status != "running":
+            raise CommandError(f"Agent {record.uuid} is {record.status}")
+        if self.streaming(record.uuid):
+            raise CommandError(f"Agent {record.uuid} is streaming; seed it when the turn ends")
+        for kind, _ in entries:
+            if kind not in ("user", "assistant"):
+                raise CommandError(f"A seeded message is user or assistant, not {kind!r}")
+        new = [
+            NewMessage(
+                agent_uuid=record.uuid,
+                kind=kind,
+                content=content,
+                data={"parts": parts_to_data([TextPart(text=content)])}
+                if kind == "assistant"
+                else {},
+            )
+            for kind, content in entries
+        ]
+        stored = self.store.append_messages(new) if new else []
+        state = self._live.get(record.uuid)
+        if state is not None:
+            state.active = False  # the host's copy of the conversation is stale
+        return stored
+
     # --- placement ------------------------------------------------------------------------
 
     def live(self, uuid: str) -> _Live:
@@ -260,12 +290,22 @@ class SupervisorCore:
         return TurnTicket(ticket=ticket, host_id=state.host.host_id)
 
     async def fork_many(
-        self, parent_uuid: str, prompts: Sequence[str], model: ModelSpec | None
+        self,
+        parent_uuid: str,
+        prompts: Sequence[str],
+        model: ModelSpec | None,
+        system: str | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
-        one call per host, the inherited prefix shared once through `share`."""
+        one call per host, the inherited prefix shared once through `share`. `system`
+        replaces the system prompt the children would inherit."""
         parent = self.agent(parent_uuid)
         records = self.fork_records(parent, model, len(prompts))
+        if system is not None:
+            records = [
+                record.model_copy(update={"metadata": {**record.metadata, "system": system}})
+                for record in records
+            ]
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)

@@ -1,0 +1,220 @@
+"""`grove batch`: every task of a JSONL file as a forked child of one root holding the shared
+context, at most --concurrency in flight, one output record per task as it finishes.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cli.batch_input import ContextError, Task, read_context, read_tasks
+from cli.batch_output import (
+    OutputLog,
+    error_record,
+    line_error_record,
+    read_previous,
+    task_record,
+)
+from cli.batch_progress import PlainProgress, Progress, RichProgress, Totals, summary_line
+from cli.context import CliContext, fail
+from providers.catalog import ModelSpec, parse_model_spec
+from providers.errors import GroveError, ModelSpecError
+from supervisor.rules import NO_MODEL_TEXT
+
+if TYPE_CHECKING:
+    from supervisor.api import Grove
+
+DEFAULT_CONCURRENCY = 32
+WAIT_TICK_S = 1.0  # how often the progress display hears from a run with nothing finishing
+EXIT_INTERRUPTED = 130
+
+
+def batch_command(
+    ctx: typer.Context,
+    tasks_path: Annotated[Path, typer.Argument(metavar="TASKS.jsonl", help="The tasks.")],
+    context_path: Annotated[
+        Path | None,
+        typer.Option("--context", metavar="FILE", help="Shared context (.jsonl or plain text)."),
+    ] = None,
+    model: Annotated[
+        str | None,
+        typer.Option("--model", "-m", help="MODEL[/THINKING] for tasks without their own."),
+    ] = None,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", "-c", min=1, help="Tasks in flight at most.")
+    ] = DEFAULT_CONCURRENCY,
+    output_path: Annotated[
+        Path | None,
+        typer.Option("--output", "-o", metavar="OUT.jsonl", help="Default: TASKS.out.jsonl."),
+    ] = None,
+    simulate: Annotated[
+        bool,
+        typer.Option("--simulate", help="Answer from the built-in provider simulator (offline)."),
+    ] = False,
+    address: Annotated[
+        str | None, typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
+    ] = None,
+    hosts: Annotated[
+        int | None, typer.Option("--hosts", min=1, help="Agent host actors to start.")
+    ] = None,
+) -> None:
+    """Run every task of TASKS.jsonl as a forked child of one root agent.
+
+    TASKS.jsonl holds one JSON object a line: "id" (string or number, unique; 7 and "7" are the
+    same id), "prompt" (text), and optionally "model" (MODEL[/THINKING], else --model) and "system"
+    (a system prompt for that task). Blank lines are skipped.
+
+    --context FILE becomes the root agent's history, which every task inherits: a .jsonl file holds
+    one {"role": "user"|"assistant", "content": "..."} message a line; any other file is plain text
+    and becomes one user message.
+
+    Each finished task appends one line to the output: {"id", "agent", "status": "ok"|"error",
+    "text", "usage", "cost_usd", "error", "advice"}; a malformed input line appends {"id": null,
+    "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
+    whose last output line is ok and runs the rest; lines are only ever appended, so when an id
+    appears more than once its last line counts.
+
+    Exit code: 0 when every task is ok, 1 when a task failed or a line is malformed, 2 when the
+    command line, the files or the model cannot be used, 130 after Ctrl+C.
+    """
+    context: CliContext = ctx.obj
+    settings = CliContext(store=context.store, address=address or context.address).settings()
+    aliases = settings.models.aliases
+    try:
+        task_file = read_tasks(tasks_path.read_bytes(), aliases)
+    except OSError as exc:
+        fail(f"cannot read {tasks_path}: {exc.strerror or exc}", code=2)
+    try:
+        seed = read_context(context_path) if context_path is not None else []
+    except ContextError as exc:
+        fail(str(exc), code=2)
+    out = output_path or default_output(tasks_path)
+    if out.exists() and out.resolve() == tasks_path.resolve():
+        fail(f"the output {out} is the tasks file itself; name another with --output", code=2)
+    previous = read_previous(out)
+    if previous.unreadable:
+        sys.stderr.write(f"{out}: {previous.unreadable} unreadable line(s) ignored\n")
+    todo = [task for task in task_file.tasks if task.key not in previous.done]
+    root_model = resolve_root_model(model or settings.defaults.model, aliases, todo)
+    totals = Totals(
+        total=len(todo),
+        malformed=len(task_file.errors),
+        skipped=len(task_file.tasks) - len(todo),
+    )
+    sys.stderr.write(
+        f"batch: {len(todo)} task(s) to run, {totals.skipped} skipped (already ok), "
+        f"{totals.malformed} malformed line(s); output {out}\n"
+    )
+    started = time.monotonic()
+    unfinished = -1
+    stopped: str | None = None
+    with OutputLog(out) as log:
+        for error in task_file.errors:
+            if (error.line, error.message) not in previous.line_errors:
+                log.append(line_error_record(error))
+        if todo:
+            from ray.exceptions import RayError
+
+            from supervisor.api import Grove
+
+            grove = Grove(settings=settings, simulate=simulate, hosts=hosts)
+            runner = BatchRunner(grove, log, totals, concurrency)
+            try:
+                grove.start()
+                root = grove.create_root(str(root_model) if root_model else None)
+                if seed:
+                    grove.seed(root.uuid, list(seed))
+                runner.run(root.uuid, todo)
+            except KeyboardInterrupt:
+                unfinished = totals.total - totals.done
+            except (GroveError, RayError) as exc:  # Ray or the supervisor gave out
+                stopped = f"batch stopped: {type(exc).__name__}: {exc}"
+            finally:
+                runner.close()
+                grove.close()
+    if stopped is not None:
+        sys.stderr.write(stopped + "\n")
+    sys.stdout.write(
+        summary_line(totals, time.monotonic() - started, str(out), interrupted=unfinished) + "\n"
+    )
+    if unfinished >= 0:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if totals.failed or totals.malformed or stopped is not None:
+        raise typer.Exit(1)
+
+
+def default_output(tasks_path: Path) -> Path:
+    """TASKS.jsonl -> TASKS.out.jsonl beside it (any other name gets `.out.jsonl` added)."""
+    stem = tasks_path.name.removesuffix(".jsonl")
+    return tasks_path.with_name(f"{stem}.out.jsonl")
+
+
+def resolve_root_model(
+    text: str | None, aliases: dict[str, str], tasks: Iterable[Task]
+) -> ModelSpec | None:
+    """The root's model; None is fine only when every task to run names its own."""
+    if not text:
+        if any(task.model is None for task in tasks):
+            fail(NO_MODEL_TEXT, code=2)
+        return None
+    try:
+        return parse_model_spec(text, aliases)
+    except ModelSpecError as exc:
+        fail(str(exc), code=2)
+
+
+class BatchRunner:
+    """Keeps at most `concurrency` tasks in flight: forks the next ones in chunks (one
+    fork_many per model and system prompt) as earlier ones finish, and records each result."""
+
+    def __init__(self, grove: Grove, log: OutputLog, totals: Totals, concurrency: int) -> None:
+        self.grove = grove
+        self.log = log
+        self.totals = totals
+        self.concurrency = concurrency
+        self.in_flight: dict[str, Task] = {}
+        self.progress: Progress = (
+            RichProgress(sys.stderr, totals.total)
+            if sys.stderr.isatty()
+            else PlainProgress(sys.stderr)
+        )
+
+    def run(self, root: str, tasks: list[Task]) -> None:
+        pending = deque(tasks)
+        while pending or self.in_flight:
+            self._fork(root, pending)
+            if self.in_flight:
+                done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
+                for agent, result in done.items():
+                    self._finish(task_record(self.in_flight.pop(agent), agent, result))
+            self.progress.update(self.totals)
+
+    def _fork(self, root: str, pending: deque[Task]) -> None:
+        free = min(self.concurrency - len(self.in_flight), len(pending))
+        groups: dict[tuple[str | None, str | None], list[Task]] = {}
+        for _ in range(free):
+            task = pending.popleft()
+            groups.setdefault((task.model, task.system), []).append(task)
+        for (model, system), group in groups.items():
+            try:
+                agents = self.grove.fork_many(
+                    root, [task.prompt for task in group], model, system=system
+                )
+            except GroveError as exc:  # refused for these tasks: their records say why
+                for task in group:
+                    self._finish(error_record(task, None, str(exc)))
+                continue
+            self.in_flight.update(zip(agents, group, strict=True))
+
+    def _finish(self, record: dict[str, Any]) -> None:
+        self.log.append(record)
+        self.totals.count(record)
+
+    def close(self) -> None:
+        self.progress.close()
