@@ -15,6 +15,7 @@ import ray
 
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, AgentHostCore, Ticket
+from actors.reports import ReportBatcher
 from actors.tools import fanout_tools
 from providers.base import Provider
 from providers.factory import create_provider
@@ -22,7 +23,6 @@ from providers.http import Endpoint
 
 REPORT_TIMEOUT_S = 30.0
 TOOL_CALL_TIMEOUT_S = 60.0
-REPORT_ATTEMPTS = 5
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,10 +76,11 @@ class AgentHost:
     def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
         self._reporter = reporter
         port = SupervisorToolPort(reporter)
+        self._reports = ReportBatcher(self._send_reports)
         self.core = AgentHostCore(
             host_id,
             provider_factory(settings),
-            self._report,
+            self._reports.report,
             make_tools=lambda uuid, names: fanout_tools(port, uuid, names),
             idle_release_s=settings.idle_release_s,
         )
@@ -90,15 +91,15 @@ class AgentHost:
         if self._janitor is None:
             self._janitor = asyncio.get_running_loop().create_task(self._release_idle_forever())
 
-    async def _report(self, ticket: Ticket, result: TurnResult) -> None:
-        for attempt in range(REPORT_ATTEMPTS):
-            try:
-                await asyncio.wait_for(
-                    self._reporter.complete_turn.remote(ticket, result), REPORT_TIMEOUT_S
-                )
-                return
-            except (TimeoutError, ray.exceptions.RayError):
-                await asyncio.sleep(0.2 * 2**attempt)
+    async def _send_reports(self, finished: list[tuple[Ticket, TurnResult]]) -> list[str]:
+        """One call carrying finished turns; the ticket ids the supervisor did not store."""
+        try:
+            failed: list[str] = await asyncio.wait_for(
+                self._reporter.complete_turns.remote(finished), REPORT_TIMEOUT_S
+            )
+        except (TimeoutError, ray.exceptions.RayError):
+            return [ticket.ticket_id for ticket, _ in finished]
+        return failed
 
     async def _release_idle_forever(self) -> None:
         interval = max(self.core.idle_release_s / 4, 0.05)

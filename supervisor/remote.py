@@ -139,8 +139,9 @@ class Supervisor:
         ticket = await self.core.begin_turn(uuid, text)
         return ticket, self.host(ticket.host_id)
 
-    async def complete_turn(self, ticket: Ticket, result: TurnResult) -> None:
-        self.core.complete_turn(ticket, result)
+    async def complete_turns(self, finished: list[tuple[Ticket, TurnResult]]) -> list[str]:
+        """Turns a host finished, reported together; the ticket ids that were not stored."""
+        return self.core.complete_turns(finished)
 
     async def fork_many(
         self, parent: str, prompts: list[str], model: ModelSpec | None, system: str | None = None

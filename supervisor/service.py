@@ -20,7 +20,7 @@ from actors.transcript import parts_to_data
 from providers.base import TextPart
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import ModelSpecError
-from supervisor.errors import CommandError, SupervisorError
+from supervisor.errors import CommandError, StoreError, SupervisorError
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
@@ -82,6 +82,28 @@ class _Live:
     turn_done: asyncio.Event = field(default_factory=asyncio.Event)
     last_result: TurnResult | None = None
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
+
+
+def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
+    """What a finished turn leaves in the store, each message keyed by its ticket: nothing
+    when cancelled; no assistant or tool output when it failed; never the ticket's own user
+    message (stored when the turn began)."""
+    if result.cancelled:
+        return []
+    new = [
+        NewMessage(
+            agent_uuid=ticket.uuid,
+            kind=entry.kind,
+            content=entry.content,
+            data=entry.data,
+            ticket=f"{ticket.ticket_id}:{index}",
+        )
+        for index, entry in enumerate(result.entries)
+        if not (entry.kind == "user" and index == 0 and ticket.user is not None)
+    ]
+    if result.error is not None:
+        new = [m for m in new if m.kind not in ("assistant", "tool_result")]
+    return new
 
 
 def choice_of(record: AgentRecord) -> ModelChoice | None:
@@ -385,22 +407,33 @@ class SupervisorCore:
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:
         """Persist what the turn produced, once per ticket, then release the agent."""
-        stored: list[MessageRecord] = []
-        if not result.cancelled:
-            new = [
-                NewMessage(
-                    agent_uuid=ticket.uuid,
-                    kind=entry.kind,
-                    content=entry.content,
-                    data=entry.data,
-                    ticket=f"{ticket.ticket_id}:{index}",
-                )
-                for index, entry in enumerate(result.entries)
-                if not (entry.kind == "user" and index == 0 and ticket.user is not None)
-            ]
-            if result.error is not None:
-                new = [m for m in new if m.kind not in ("assistant", "tool_result")]
-            stored = self.store.append_messages(new) if new else []
+        new = turn_messages(ticket, result)
+        stored = self.store.append_messages(new) if new else []
+        self._release_turn(ticket, result)
+        return stored
+
+    def complete_turns(self, finished: Sequence[tuple[Ticket, TurnResult]]) -> list[str]:
+        """`complete_turn` for many turns in ONE store transaction. When the store refuses
+        it, each turn is stored alone, so a bad turn fails alone. Returns the ticket ids
+        that could not be stored (their host reports them again)."""
+        try:
+            new = [message for item in finished for message in turn_messages(*item)]
+            if new:
+                self.store.append_messages(new)
+        except (StoreError, ValueError):
+            failed: list[str] = []
+            for ticket, result in finished:
+                try:
+                    self.complete_turn(ticket, result)
+                except (StoreError, ValueError):
+                    failed.append(ticket.ticket_id)
+            return failed
+        for ticket, result in finished:
+            self._release_turn(ticket, result)
+        return []
+
+    def _release_turn(self, ticket: Ticket, result: TurnResult) -> None:
+        """After the turn is stored: clear the in-flight flag, wake waiters, emit the event."""
         state = self.live(ticket.uuid)
         if state.ticket_id == ticket.ticket_id:
             state.ticket_id = None
@@ -418,7 +451,6 @@ class SupervisorCore:
             usage=result.usage.as_dict(),
             cost_usd=result.cost_usd,
         )
-        return stored
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
         state = self.live(uuid)
