@@ -8,7 +8,7 @@ from __future__ import annotations
 import hmac
 from typing import Any
 
-from providers.simulator.script import Inbound, Plan, estimate_tokens
+from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
 from providers.simulator.wire import (
     Frame,
     InvalidRequest,
@@ -81,9 +81,12 @@ class AnthropicMessages:
             if not isinstance(content, str):
                 objects(content, f"messages.{index}.content")
         tools = objects(body.get("tools"), "tools")
+        script, step = locate_script(_entry(message) for message in messages)
         return Inbound(
             model=model,
             prompt=_last_user_prompt(messages),
+            script=script,
+            step=step,
             offered_tools=frozenset(str(tool.get("name")) for tool in tools),
             thinking=_thinking_requested(body.get("thinking"), max_tokens),
             stream=body.get("stream") is True,
@@ -133,20 +136,21 @@ class AnthropicMessages:
                 [{"type": "text_delta", "text": delta} for delta in plan.text],
             )
             index += 1
-        if plan.tool_call is not None:
+        for call in plan.tool_calls:
             frames += _block(
                 index,
                 {
                     "type": "tool_use",
                     "id": random_id("toolu_01", 22),
-                    "name": plan.tool_call.name,
+                    "name": call.name,
                     "input": {},
                 },
                 [
                     {"type": "input_json_delta", "partial_json": chunk}
-                    for chunk in plan.tool_call.argument_chunks
+                    for chunk in call.argument_chunks
                 ],
             )
+            index += 1
         if len(frames) > 1:
             frames.insert(2, named_event("ping", {"type": "ping"}))
         frames.append(
@@ -179,15 +183,15 @@ class AnthropicMessages:
             )
         if plan.text:
             content.append({"type": "text", "text": plan.reply_text})
-        if plan.tool_call is not None:
-            content.append(
-                {
-                    "type": "tool_use",
-                    "id": random_id("toolu_01", 22),
-                    "name": plan.tool_call.name,
-                    "input": plan.tool_call.arguments,
-                }
-            )
+        content += [
+            {
+                "type": "tool_use",
+                "id": random_id("toolu_01", 22),
+                "name": call.name,
+                "input": call.arguments,
+            }
+            for call in plan.tool_calls
+        ]
         return _message(
             random_id("msg_01", 22), inbound, content, _stop_reason(plan), plan.content_events
         )
@@ -198,16 +202,30 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
     for message in reversed(messages):
         if message["role"] != "user":
             continue
-        content = message["content"]
-        if isinstance(content, str):
-            return content
-        texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
-        if texts:
-            return "\n".join(texts)
+        text = _user_text(message["content"])
+        if text is not None:
+            return text
         return "\n".join(
-            _tool_result_text(b.get("content")) for b in content if b.get("type") == "tool_result"
+            _tool_result_text(b.get("content"))
+            for b in message["content"]
+            if b.get("type") == "tool_result"
         )
     return ""
+
+
+def _entry(message: dict[str, Any]) -> tuple[Entry, str]:
+    if message["role"] == "assistant":
+        return "reply", ""
+    text = _user_text(message["content"])
+    return ("results", "") if text is None else ("text", text)
+
+
+def _user_text(content: str | list[dict[str, Any]]) -> str | None:
+    """A user message's own text (its text blocks), or None when it has no text block."""
+    if isinstance(content, str):
+        return content
+    texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
+    return "\n".join(texts) if texts else None
 
 
 def _tool_result_text(content: object) -> str:
@@ -244,7 +262,7 @@ def _thinking_requested(thinking: object, max_tokens: int) -> bool:
 
 
 def _stop_reason(plan: Plan) -> str:
-    return "tool_use" if plan.tool_call is not None else "end_turn"
+    return "tool_use" if plan.tool_calls else "end_turn"
 
 
 def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:

@@ -13,14 +13,23 @@ asks for thinking), `tokens` (default reply length), `headers_ms` (delay before 
 head), `ttft_ms`, `tps`, `fault` (429|500|503|529|error_after_200|disconnect), `retry_after`
 (seconds, with a status fault), `after` (content events before a disconnect), `times` (only the
 first N requests carrying this exact directive text fail), `tool` and `args` (a JSON object: call
-that tool instead of answering in text). Only the last user message's directives count; a plain
-`[[sim ...]]` is for requests without the `advise` tool, `[[sim@reviewer ...]]` for those with it.
+that tool instead of answering in text), `calls` (a JSON array of `{"name": ..., "args": {...}}`
+objects, `args` optional: make all these calls in one reply; not with `tool` or `args`), `step`
+(1 or more: the directive applies only to that reply, see below).
+
+Which directives count (script.py applies this): the script is the last user message that
+carries text; the reply to it is step 1, and each tool-result round trip after it adds one. At
+step 1 the script's directives without `step` or with `step=1` count; at a later step N those
+with `step=N`. When none does, the directives without `step` in the tool results count (as in a
+quoted file). Among those that count, the last wins. A plain `[[sim ...]]` is for requests
+without the `advise` tool, `[[sim@reviewer ...]]` for those with it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
@@ -42,8 +51,11 @@ KEYS = (
     "times",
     "tool",
     "args",
+    "calls",
+    "step",
 )
 MAX_TOKENS = 100_000
+MAX_STEP = 10_000
 MAX_MILLISECONDS = 600_000
 MAX_RETRY_AFTER_S = 3_600
 
@@ -54,10 +66,20 @@ _AUDIENCE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WHOLE = re.compile(r"[0-9]{1,9}")
 _NUMBER = re.compile(r"[0-9]{1,9}(?:\.[0-9]{1,9})?")
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+_TOOL_NAME_RULE = "a tool name (letters, digits, _ . : -)"
+_CALL_KEYS = ("name", "args")
 
 
 class DirectiveError(ValueError):
     """A malformed or inconsistent `[[sim ...]]` directive; the text says what and where."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ScriptedCall:
+    """One tool call a directive asks for."""
+
+    name: str
+    args: dict[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -78,6 +100,17 @@ class Directive:
     times: int | None = None
     tool: str | None = None
     args: dict[str, Any] | None = None
+    calls: tuple[ScriptedCall, ...] | None = None
+    step: int | None = None
+
+    @property
+    def scripted_calls(self) -> tuple[ScriptedCall, ...]:
+        """Every tool call this directive asks for, in order: `calls`, or `tool` with `args`."""
+        if self.calls is not None:
+            return self.calls
+        if self.tool is not None:
+            return (ScriptedCall(name=self.tool, args=self.args or {}),)
+        return ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,10 +120,11 @@ class DirectedText:
     text: str
     directives: tuple[Directive, ...]
 
-    def for_audience(self, audience: Audience) -> Directive | None:
-        """The last directive meant for `audience` (a quoted transcript may hold several)."""
+    def last(self, audience: Audience, steps: Container[int | None]) -> Directive | None:
+        """The last directive meant for `audience` whose `step` (None when it has no `step`
+        key) is in `steps`; a quoted transcript may hold several."""
         for directive in reversed(self.directives):
-            if directive.audience == audience:
+            if directive.audience == audience and directive.step in steps:
                 return directive
         return None
 
@@ -220,8 +254,12 @@ def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Direc
         raise DirectiveError("times must be 1 or more")
     tool = fields.get("tool")
     if tool is not None and not _TOOL_NAME.fullmatch(tool):
-        raise DirectiveError(f"tool must be a tool name (letters, digits, _ . : -); got {tool!r}")
+        raise DirectiveError(f"tool must be {_TOOL_NAME_RULE}; got {tool!r}")
     args = _arguments(fields.get("args"), tool)
+    calls = _calls(fields.get("calls"))
+    if calls is not None and (tool is not None or args is not None):
+        raise DirectiveError("calls cannot be combined with tool or args in one directive")
+    step = _whole(fields, "step", MAX_STEP, minimum=1)
     return Directive(
         source=source,
         audience=audience,
@@ -237,6 +275,8 @@ def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Direc
         times=times,
         tool=tool,
         args=args,
+        calls=calls,
+        step=step,
     )
 
 
@@ -245,21 +285,65 @@ def _arguments(text: str | None, tool: str | None) -> dict[str, Any] | None:
         return {} if tool is not None else None
     if tool is None:
         raise DirectiveError("args needs tool=NAME")
-    try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise DirectiveError(f"args is not valid JSON ({exc.args[0]}): {text!r}") from exc
+    value = _json("args", text)
     if not isinstance(value, dict):
         raise DirectiveError(f"args must be a JSON object; got {text!r}")
     return value
 
 
-def _whole(fields: dict[str, str], key: str, maximum: int) -> int | None:
+def _calls(text: str | None) -> tuple[ScriptedCall, ...] | None:
+    if text is None:
+        return None
+    value = _json("calls", text)
+    if not isinstance(value, list) or not value:
+        raise DirectiveError(
+            'calls must be a non-empty JSON array of {"name": ..., "args": {...}} objects; '
+            f"got {text!r}"
+        )
+    calls: list[ScriptedCall] = []
+    for index, call in enumerate(value):
+        where = f"calls[{index}]"
+        if not isinstance(call, dict):
+            raise DirectiveError(f'{where} must be a JSON object with "name" and "args"')
+        unknown = sorted(key for key in call if key not in _CALL_KEYS)
+        if unknown:
+            raise DirectiveError(
+                f'{where} has unknown key {unknown[0]!r}; a call has only "name" and "args"'
+            )
+        if "name" not in call:
+            raise DirectiveError(f'{where} needs a "name"')
+        name = call["name"]
+        if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
+            raise DirectiveError(f"{where}.name must be {_TOOL_NAME_RULE}; got {name!r}")
+        args = call.get("args", {})
+        if not isinstance(args, dict):
+            raise DirectiveError(f"{where}.args must be a JSON object; got {args!r}")
+        calls.append(ScriptedCall(name=name, args=args))
+    return tuple(calls)
+
+
+def _json(key: str, text: str) -> Any:
+    """`text` decoded as strict JSON (no NaN or Infinity, which no API would accept)."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError as exc:
+        raise DirectiveError(f"{key} is not valid JSON (nested too deeply)") from exc
+    except ValueError as exc:
+        raise DirectiveError(f"{key} is not valid JSON ({exc.args[0]}): {text!r}") from exc
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _whole(fields: dict[str, str], key: str, maximum: int, *, minimum: int = 0) -> int | None:
     text = fields.get(key)
     if text is None:
         return None
-    if not _WHOLE.fullmatch(text) or int(text) > maximum:
-        raise DirectiveError(f"{key} must be a whole number from 0 to {maximum}; got {text!r}")
+    if not _WHOLE.fullmatch(text) or not minimum <= int(text) <= maximum:
+        raise DirectiveError(
+            f"{key} must be a whole number from {minimum} to {maximum}; got {text!r}"
+        )
     return int(text)
 
 

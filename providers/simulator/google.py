@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from providers.simulator.script import Inbound, Plan, estimate_tokens
+from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
 from providers.simulator.wire import (
     Frame,
     FrameRole,
@@ -93,9 +93,13 @@ class GeminiGenerateContent:
             declarations = _field(tool, "functionDeclarations", "function_declarations")
             objects(declarations, f"tools.{index}.functionDeclarations")
         system = _field(body, "systemInstruction", "system_instruction")
+        entries = (_entry(content) for content in contents)
+        script, step = locate_script(entry for entry in entries if entry is not None)
         return Inbound(
             model=endpoint["model"],
             prompt=_last_user_prompt(contents),
+            script=script,
+            step=step,
             offered_tools=frozenset(_declared_names(tools)),
             thinking=_thinking_requested(body),
             stream=stream,
@@ -132,10 +136,10 @@ class GeminiGenerateContent:
             chunks.add({"text": delta, "thought": True}, thoughts=1)
         for delta in plan.text:
             chunks.add({"text": delta}, answer=1)
-        if plan.tool_call is not None:
+        for call in plan.tool_calls:
             chunks.add(
-                {"functionCall": {"name": plan.tool_call.name, "args": plan.tool_call.arguments}},
-                answer=len(plan.tool_call.argument_chunks),
+                {"functionCall": {"name": call.name, "args": call.arguments}},
+                answer=len(call.argument_chunks),
             )
         chunks.add({"text": ""}, finish=True)
         return chunks.frames
@@ -149,12 +153,14 @@ class GeminiGenerateContent:
             parts.append({"text": plan.thinking_text, "thought": True})
         if plan.text:
             parts.append({"text": plan.reply_text})
-        if plan.tool_call is not None:
-            parts.append(
-                {"functionCall": {"name": plan.tool_call.name, "args": plan.tool_call.arguments}}
-            )
+        parts += [
+            {"functionCall": {"name": call.name, "args": call.arguments}}
+            for call in plan.tool_calls
+        ]
         if plan.thinking and len(parts) > 1:
-            parts[-1]["thoughtSignature"] = plan.signature
+            # The first function call carries the signature (parallel calls: only the first).
+            signed = 1 + bool(plan.text) if plan.tool_calls else -1
+            parts[signed]["thoughtSignature"] = plan.signature
         return _response(
             inbound,
             random_id("", 22, _ID_ALPHABET),
@@ -166,7 +172,8 @@ class GeminiGenerateContent:
 
 class _Chunks:
     """The chunks of one stream: one part each, running usage, the thought signature on the
-    last answer part's chunk (the function call if any, else the first text after thoughts)."""
+    first function call's chunk if any (parallel calls: only the first), else on the first
+    text after thoughts."""
 
     def __init__(self, plan: Plan, inbound: Inbound) -> None:
         self.plan = plan
@@ -183,7 +190,7 @@ class _Chunks:
         self.thoughts += thoughts
         self.answer += answer
         is_call = "functionCall" in part
-        first_text = answer and not self.signed and self.plan.tool_call is None
+        first_text = answer and not self.signed and not self.plan.tool_calls
         if not self.signed and (is_call or first_text):
             part = {**part, "thoughtSignature": self.plan.signature}
             self.signed = True
@@ -257,10 +264,10 @@ def _last_user_prompt(contents: list[dict[str, Any]]) -> str:
     for content in reversed(contents):
         if content.get("role", "user") != "user":
             continue
+        text = _user_text(content)
+        if text is not None:
+            return text
         parts: list[dict[str, Any]] = content.get("parts") or []
-        texts = [str(part["text"]) for part in parts if "text" in part]
-        if texts:
-            return "\n".join(texts)
         responses = [_field(part, "functionResponse", "function_response") for part in parts]
         return "\n".join(
             json.dumps(_field(response, "response", "response"), ensure_ascii=False)
@@ -268,6 +275,25 @@ def _last_user_prompt(contents: list[dict[str, Any]]) -> str:
             if response is not None
         )
     return ""
+
+
+def _entry(content: dict[str, Any]) -> tuple[Entry, str] | None:
+    """Model contents are replies; a user content is text when it has a text part, else it
+    holds results (function responses)."""
+    role = content.get("role", "user")
+    if role == "model":
+        return "reply", ""
+    if role != "user":
+        return None
+    text = _user_text(content)
+    return ("results", "") if text is None else ("text", text)
+
+
+def _user_text(content: dict[str, Any]) -> str | None:
+    """A user content's text parts joined, or None when it has none."""
+    parts: list[dict[str, Any]] = content.get("parts") or []
+    texts = [str(part["text"]) for part in parts if "text" in part]
+    return "\n".join(texts) if texts else None
 
 
 def _declared_names(tools: list[dict[str, Any]]) -> list[str]:

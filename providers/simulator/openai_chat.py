@@ -10,7 +10,7 @@ import time
 from typing import Any
 
 from providers.simulator import openai_common
-from providers.simulator.script import Inbound, Plan, estimate_tokens
+from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
 from providers.simulator.wire import (
     Frame,
     FrameRole,
@@ -52,9 +52,13 @@ class OpenAIChat:
                 )
         tools = objects(body.get("tools"), "tools")
         effort = body.get("reasoning_effort")
+        entries = (_entry(message) for message in messages)
+        script, step = locate_script(entry for entry in entries if entry is not None)
         return Inbound(
             model=model,
             prompt=_last_user_prompt(messages),
+            script=script,
+            step=step,
             offered_tools=frozenset(
                 str(tool["function"].get("name"))
                 for tool in tools
@@ -86,14 +90,13 @@ class OpenAIChat:
         frames = [chunk({"role": "assistant", "content": "", "refusal": None})]
         frames += [chunk({"reasoning_content": delta}, "content") for delta in plan.thinking]
         frames += [chunk({"content": delta}, "content") for delta in plan.text]
-        if plan.tool_call is not None:
-            call = plan.tool_call
+        for index, call in enumerate(plan.tool_calls):
             frames.append(
                 chunk(
                     {
                         "tool_calls": [
                             {
-                                "index": 0,
+                                "index": index,
                                 "id": random_id("call_", 24),
                                 "type": "function",
                                 "function": {"name": call.name, "arguments": ""},
@@ -103,7 +106,9 @@ class OpenAIChat:
                 )
             )
             frames += [
-                chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}, "content")
+                chunk(
+                    {"tool_calls": [{"index": index, "function": {"arguments": piece}}]}, "content"
+                )
                 for piece in call.argument_chunks
             ]
         frames.append(chunk({}, "terminal", finish_reason=_finish_reason(plan)))
@@ -118,22 +123,20 @@ class OpenAIChat:
     def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
         message: dict[str, Any] = {
             "role": "assistant",
-            "content": plan.reply_text if plan.text or plan.tool_call is None else None,
+            "content": plan.reply_text if plan.text or not plan.tool_calls else None,
             "refusal": None,
             "annotations": [],
         }
         if plan.thinking:
             message["reasoning_content"] = plan.thinking_text
-        if plan.tool_call is not None:
+        if plan.tool_calls:
             message["tool_calls"] = [
                 {
                     "id": random_id("call_", 24),
                     "type": "function",
-                    "function": {
-                        "name": plan.tool_call.name,
-                        "arguments": plan.tool_call.arguments_json,
-                    },
+                    "function": {"name": call.name, "arguments": call.arguments_json},
                 }
+                for call in plan.tool_calls
             ]
         return {
             "id": random_id("chatcmpl-", 29),
@@ -195,6 +198,19 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
     return "\n".join(outputs)
 
 
+def _entry(message: dict[str, Any]) -> tuple[Entry, str] | None:
+    """User messages are text, assistant messages replies, tool messages results; system and
+    developer messages are none of these."""
+    role = message["role"]
+    if role == "user":
+        return "text", _text(message.get("content"))
+    if role == "assistant":
+        return "reply", ""
+    if role == "tool":
+        return "results", ""
+    return None
+
+
 def _text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -208,7 +224,7 @@ def _text(content: object) -> str:
 
 
 def _finish_reason(plan: Plan) -> str:
-    return "tool_calls" if plan.tool_call is not None else "stop"
+    return "tool_calls" if plan.tool_calls else "stop"
 
 
 def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:

@@ -9,7 +9,15 @@ import time
 from typing import Any
 
 from providers.simulator import openai_common
-from providers.simulator.script import Inbound, Plan, estimate_tokens, opaque_token
+from providers.simulator.script import (
+    Entry,
+    Inbound,
+    Plan,
+    ToolCall,
+    estimate_tokens,
+    locate_script,
+    opaque_token,
+)
 from providers.simulator.wire import (
     Frame,
     FrameRole,
@@ -61,9 +69,13 @@ class OpenAIResponses:
                 "Invalid type for 'reasoning': expected an object.", param="reasoning"
             )
         summary = (reasoning or {}).get("summary") or (reasoning or {}).get("generate_summary")
+        entries = (_entry(item) for item in items)
+        script, step = locate_script(entry for entry in entries if entry is not None)
         return Inbound(
             model=model,
             prompt=_last_user_prompt(items),
+            script=script,
+            step=step,
             offered_tools=frozenset(
                 str(tool.get("name")) for tool in tools if tool.get("type") == "function"
             ),
@@ -93,8 +105,8 @@ class OpenAIResponses:
         output = [] if not plan.thinking else [stream.reasoning(plan)]
         if plan.text:
             output.append(stream.message(plan, len(output)))
-        if plan.tool_call is not None:
-            output.append(stream.function_call(plan, len(output)))
+        for call in plan.tool_calls:
+            output.append(stream.function_call(call, len(output)))
         stream.add(
             "response.completed",
             {"response": stream.response("completed", output, _usage(plan, inbound))},
@@ -117,8 +129,8 @@ class OpenAIResponses:
         output = [] if not plan.thinking else [stream.reasoning(plan)]
         if plan.text:
             output.append(stream.message(plan, len(output)))
-        if plan.tool_call is not None:
-            output.append(stream.function_call(plan, len(output)))
+        for call in plan.tool_calls:
+            output.append(stream.function_call(call, len(output)))
         return stream.response("completed", output, _usage(plan, inbound))
 
 
@@ -224,8 +236,7 @@ class _Stream:
         self.add("response.output_item.done", {"output_index": index, "item": done})
         return done
 
-    def function_call(self, plan: Plan, index: int) -> dict[str, Any]:
-        assert plan.tool_call is not None
+    def function_call(self, call: ToolCall, index: int) -> dict[str, Any]:
         item_id = random_id("fc_", 48, _HEX)
         item = {
             "id": item_id,
@@ -233,13 +244,13 @@ class _Stream:
             "status": "in_progress",
             "arguments": "",
             "call_id": random_id("call_", 24),
-            "name": plan.tool_call.name,
+            "name": call.name,
         }
         where = {"item_id": item_id, "output_index": index}
         self.add("response.output_item.added", {"output_index": index, "item": item})
-        for chunk in plan.tool_call.argument_chunks:
+        for chunk in call.argument_chunks:
             self.add("response.function_call_arguments.delta", {**where, "delta": chunk}, "content")
-        arguments = plan.tool_call.arguments_json
+        arguments = call.arguments_json
         self.add("response.function_call_arguments.done", {**where, "arguments": arguments})
         done = {**item, "status": "completed", "arguments": arguments}
         self.add("response.output_item.done", {"output_index": index, "item": done})
@@ -258,6 +269,20 @@ def _last_user_prompt(items: list[dict[str, Any]]) -> str:
         if item.get("role") == "user" and item.get("type", "message") == "message":
             return _text(item.get("content"))
     return "\n".join(outputs)
+
+
+def _entry(item: dict[str, Any]) -> tuple[Entry, str] | None:
+    """A user message is text; model output items are a reply (a run of them is one reply);
+    `*_output` items are results; instructions (system, developer) are none of these."""
+    kind = item.get("type", "message")
+    role = item.get("role")
+    if kind == "message" and role == "user":
+        return "text", _text(item.get("content"))
+    if role == "assistant" or kind == "reasoning" or str(kind).endswith("_call"):
+        return "reply", ""
+    if str(kind).endswith("_output"):
+        return "results", ""
+    return None
 
 
 def _text(content: object) -> str:

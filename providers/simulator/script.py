@@ -11,15 +11,18 @@ import hashlib
 import json
 import re
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.directives import (
     Audience,
+    DirectedText,
     Directive,
     DirectiveError,
     FaultKind,
+    ScriptedCall,
     parse_directives,
 )
 
@@ -35,15 +38,20 @@ _WORDS = (
     "shared", "state", "ready", "again", "now",
 )  # fmt: skip
 _DELTA = re.compile(r"\s*\S+")
+Entry = Literal["text", "reply", "results"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Inbound:
     """A request in no vendor's terms. `prompt` is the last user message's text, or, when
-    that message holds only tool results, the results' text. `body` is the parsed JSON."""
+    that message holds only tool results, the results' text. `script` is the text of the last
+    user message that carries text, and `step` counts the replies since it, this one included
+    (`locate_script`). `body` is the parsed JSON."""
 
     model: str
     prompt: str
+    script: str
+    step: int
     offered_tools: frozenset[str]
     thinking: bool
     stream: bool
@@ -76,11 +84,12 @@ class Fault:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Plan:
-    """What to answer. Each entry of `thinking` and `text` is one streamed delta (one token)."""
+    """What to answer. Each entry of `thinking` and `text` is one streamed delta (one token);
+    `tool_calls` are made in one reply, in order."""
 
     thinking: tuple[str, ...]
     text: tuple[str, ...]
-    tool_call: ToolCall | None
+    tool_calls: tuple[ToolCall, ...]
     fault: Fault | None
     headers_s: float
     ttft_s: float
@@ -102,8 +111,7 @@ class Plan:
     @property
     def answer_tokens(self) -> int:
         """Output tokens besides thinking: text deltas and tool-argument chunks."""
-        tool_tokens = len(self.tool_call.argument_chunks) if self.tool_call else 0
-        return len(self.text) + tool_tokens
+        return len(self.text) + sum(len(call.argument_chunks) for call in self.tool_calls)
 
     @property
     def content_events(self) -> int:
@@ -121,7 +129,7 @@ class Planner:
     def plan(self, inbound: Inbound) -> Plan:
         """Raises `DirectiveError` for a malformed directive or a tool the request lacks."""
         directed = parse_directives(inbound.prompt)
-        directive = directed.for_audience(inbound.audience)
+        directive = _applying(inbound, directed)
         seed = " ".join(directed.text.split())
         tokens = self._config.tokens
         if directive is not None and directive.tokens is not None:
@@ -134,10 +142,10 @@ class Planner:
                 if scripted is not None
                 else generated_words("thinking about: " + seed, tokens)
             )
-        tool_call = self._tool_call(directive, inbound)
+        tool_calls = _tool_calls(directive, inbound)
         if directive is not None and directive.reply is not None:
             text = split_deltas(directive.reply)
-        elif tool_call is not None:
+        elif tool_calls:
             text = ()
         else:
             text = generated_words(seed, tokens)
@@ -151,30 +159,13 @@ class Planner:
         return Plan(
             thinking=thinking,
             text=text,
-            tool_call=tool_call,
+            tool_calls=tool_calls,
             fault=self._fault(directive),
             headers_s=headers_ms / 1000.0,
             ttft_s=ttft_ms / 1000.0,
             tps=tps,
             signature=opaque_token("signature", "".join(thinking), 96),
         )
-
-    def _tool_call(self, directive: Directive | None, inbound: Inbound) -> ToolCall | None:
-        if directive is None or directive.tool is None:
-            return None
-        if directive.tool not in inbound.offered_tools:
-            offered = ", ".join(sorted(inbound.offered_tools)) or "none"
-            raise DirectiveError(
-                f"directive asks for tool '{directive.tool}', which this request does not "
-                f"offer (offered: {offered})"
-            )
-        arguments = directive.args or {}
-        encoded = json.dumps(arguments, separators=(",", ":"), ensure_ascii=False)
-        chunks = tuple(
-            encoded[i : i + ARGUMENT_CHUNK_CHARS]
-            for i in range(0, len(encoded), ARGUMENT_CHUNK_CHARS)
-        )
-        return ToolCall(name=directive.tool, arguments=arguments, argument_chunks=chunks)
 
     def _fault(self, directive: Directive | None) -> Fault | None:
         if directive is None or directive.fault is None:
@@ -188,6 +179,53 @@ class Planner:
         return Fault(
             kind=directive.fault, retry_after=directive.retry_after, after=directive.after or 0
         )
+
+
+def locate_script(entries: Iterable[tuple[Entry, str]]) -> tuple[str, int]:
+    """The script and the step, from a conversation's entries in order: user text ("text",
+    with that text), model output ("reply") and tool results ("results"). The script is the
+    last text; the step is 1 + the replies after it, where a run of replies with nothing
+    between them is one (the Responses API lists one reply as several items)."""
+    script = ""
+    step = 1
+    previous: Entry | None = None
+    for kind, text in entries:
+        if kind == "text":
+            script, step = text, 1
+        elif kind == "reply" and previous != "reply":
+            step += 1
+        previous = kind
+    return script, step
+
+
+def _applying(inbound: Inbound, prompt: DirectedText) -> Directive | None:
+    """The directive for this reply: the script's for this step, else the step-less ones in
+    the prompt (the tool results, or the script itself when no result follows it)."""
+    script = prompt if inbound.script == inbound.prompt else parse_directives(inbound.script)
+    steps = {None, 1} if inbound.step == 1 else {inbound.step}
+    scripted = script.last(inbound.audience, steps)
+    return scripted if scripted is not None else prompt.last(inbound.audience, {None})
+
+
+def _tool_calls(directive: Directive | None, inbound: Inbound) -> tuple[ToolCall, ...]:
+    if directive is None:
+        return ()
+    for call in directive.scripted_calls:
+        if call.name not in inbound.offered_tools:
+            offered = ", ".join(sorted(inbound.offered_tools)) or "none"
+            raise DirectiveError(
+                f"directive asks for tool '{call.name}', which this request does not "
+                f"offer (offered: {offered})"
+            )
+    return tuple(_tool_call(call) for call in directive.scripted_calls)
+
+
+def _tool_call(call: ScriptedCall) -> ToolCall:
+    encoded = json.dumps(call.args, separators=(",", ":"), ensure_ascii=False)
+    chunks = tuple(
+        encoded[i : i + ARGUMENT_CHUNK_CHARS] for i in range(0, len(encoded), ARGUMENT_CHUNK_CHARS)
+    )
+    return ToolCall(name=call.name, arguments=call.args, argument_chunks=chunks)
 
 
 def split_deltas(text: str) -> tuple[str, ...]:

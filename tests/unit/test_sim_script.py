@@ -13,19 +13,32 @@ from hypothesis import strategies as st
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.directives import DirectiveError
 from providers.simulator.script import (
+    Entry,
     Inbound,
+    Plan,
     Planner,
     estimate_tokens,
     generated_words,
+    locate_script,
     split_deltas,
 )
 
 
-def inbound(prompt: str, *, tools: tuple[str, ...] = (), thinking: bool = False) -> Inbound:
+def inbound(
+    prompt: str,
+    *,
+    script: str | None = None,
+    step: int = 1,
+    tools: tuple[str, ...] = (),
+    thinking: bool = False,
+) -> Inbound:
+    """A request whose script is `prompt` unless given (a later step: `prompt` is results)."""
     body: dict[str, Any] = {}
     return Inbound(
         model="m",
         prompt=prompt,
+        script=prompt if script is None else script,
+        step=step,
         offered_tools=frozenset(tools),
         thinking=thinking,
         stream=True,
@@ -60,7 +73,7 @@ def test_split_deltas_rejoins_exactly_with_one_word_each(text: str) -> None:
 def test_default_reply_comes_from_the_text_without_its_directive() -> None:
     plan = planner(tokens=24).plan(inbound("tell me [[sim tokens=5]] about forks"))
     assert plan.text == generated_words("tell me about forks", 5)
-    assert plan.thinking == () and plan.tool_call is None and plan.fault is None
+    assert plan.thinking == () and plan.tool_calls == () and plan.fault is None
     assert planner(tokens=24).plan(inbound("tell me about forks")).text == generated_words(
         "tell me about forks", 24
     )
@@ -93,11 +106,11 @@ def test_tool_call_directive_needs_the_tool_to_be_offered() -> None:
     plan = planner().plan(
         inbound("""[[sim tool=read args='{"path": "a.txt"}']]""", tools=("read",))
     )
-    assert plan.tool_call is not None
-    assert plan.tool_call.name == "read"
-    assert plan.tool_call.arguments == {"path": "a.txt"}
-    assert plan.tool_call.arguments_json == '{"path":"a.txt"}'
-    assert len(plan.tool_call.argument_chunks) > 1
+    (call,) = plan.tool_calls
+    assert call.name == "read"
+    assert call.arguments == {"path": "a.txt"}
+    assert call.arguments_json == '{"path":"a.txt"}'
+    assert len(call.argument_chunks) > 1
     assert plan.text == ()
     with pytest.raises(DirectiveError, match="tool 'read', which this request does not offer"):
         planner().plan(inbound("[[sim tool=read]]", tools=("write",)))
@@ -151,3 +164,140 @@ def test_disconnect_fault_carries_after_and_retry_after_is_kept() -> None:
 def test_estimate_tokens_counts_every_string() -> None:
     assert estimate_tokens({"a": "x" * 40, "b": ["y" * 8, {"c": "z" * 4}], "n": 5}) == 13
     assert estimate_tokens({}) == 1
+
+
+# --- several calls and steps ------------------------------------------------------------------
+
+FORKS = (
+    """[[sim calls='[{"name":"fork","args":{"prompt":"a"}},{"name":"fork","args":{"prompt":"b"}},"""
+    """{"name":"fork","args":{"prompt":"c"}}]']] [[sim step=2 tool=wait args='{"timeout":5}']]"""
+)
+FAN_OUT_TOOLS = ("fork", "wait")
+
+
+def calls(plan: Plan) -> list[tuple[str, dict[str, Any]]]:
+    return [(call.name, call.arguments) for call in plan.tool_calls]
+
+
+def test_calls_make_every_call_in_one_reply_in_order() -> None:
+    plan = planner().plan(inbound(f"Fan out. {FORKS}", tools=FAN_OUT_TOOLS))
+    assert calls(plan) == [("fork", {"prompt": p}) for p in "abc"]
+    assert plan.text == ()
+    assert [call.arguments_json for call in plan.tool_calls] == [
+        '{"prompt":"a"}',
+        '{"prompt":"b"}',
+        '{"prompt":"c"}',
+    ]
+    assert plan.answer_tokens == sum(len(call.argument_chunks) for call in plan.tool_calls)
+    assert plan.answer_tokens > 3
+    both = planner().plan(
+        inbound("""[[sim reply="On it." calls='[{"name":"wait"}]']]""", tools=FAN_OUT_TOOLS)
+    )
+    assert both.text == ("On", " it.") and calls(both) == [("wait", {})]
+
+
+def test_every_called_tool_must_be_offered() -> None:
+    with pytest.raises(
+        DirectiveError,
+        match=r"tool 'wait', which this request does not offer \(offered: fork\)",
+    ):
+        planner().plan(
+            inbound("""[[sim calls='[{"name":"fork"},{"name":"wait"}]']]""", tools=("fork",))
+        )
+    with pytest.raises(DirectiveError, match=r"offer \(offered: none\)"):
+        planner().plan(inbound("""[[sim calls='[{"name":"fork"}]']]"""))
+
+
+def test_the_fan_out_script_step_by_step() -> None:
+    results = "child a said hi\nchild b said hi\nchild c said hi"
+    step_two = planner().plan(inbound(results, script=FORKS, step=2, tools=FAN_OUT_TOOLS))
+    assert calls(step_two) == [("wait", {"timeout": 5})]
+    step_three = planner(tokens=7).plan(
+        inbound("all done", script=FORKS, step=3, tools=FAN_OUT_TOOLS)
+    )
+    assert step_three.tool_calls == ()
+    assert step_three.text == generated_words("all done", 7)
+
+
+def test_step_one_takes_stepless_and_step_one_directives_last_wins() -> None:
+    text = "q [[sim reply=first]] [[sim step=2 reply=second]] [[sim step=1 reply=one]]"
+    assert planner().plan(inbound(text)).text == ("one",)
+    text = "q [[sim step=1 reply=one]] [[sim reply=plain]] [[sim step=3 reply=three]]"
+    assert planner().plan(inbound(text)).text == ("plain",)
+
+
+def test_directives_are_stripped_at_every_step_and_never_echoed() -> None:
+    text = "Tell me [[sim tokens=4]] about [[sim step=2 reply=later]] forks"
+    plan = planner().plan(inbound(text))
+    assert plan.text == generated_words("Tell me about forks", 4)
+    assert "sim" not in plan.reply_text and "later" not in plan.reply_text
+
+
+def test_later_steps_use_only_their_own_step_directives() -> None:
+    script = "q [[sim reply=plain tokens=2]] [[sim step=3 reply=three]]"
+    # Step 2 has no step=2 directive: the step-less script directive does not apply again;
+    # the default reply comes from the results.
+    step_two = planner(tokens=5).plan(inbound("result text", script=script, step=2))
+    assert step_two.text == generated_words("result text", 5)
+    assert planner().plan(inbound("r", script=script, step=3)).text == ("three",)
+    assert planner(tokens=3).plan(inbound("r", script=script, step=4)).text == (
+        generated_words("r", 3)
+    )
+
+
+def test_without_a_step_directive_the_results_directives_apply_stepless_only() -> None:
+    results = "file says [[sim reply=from-results]] and [[sim step=2 reply=ignored]]"
+    plan = planner().plan(inbound(results, script="q", step=2))
+    assert plan.text == ("from-results",)
+    scripted = planner().plan(inbound(results, script="q [[sim step=2 reply=s]]", step=2))
+    assert scripted.text == ("s",)
+    only_stepped = planner(tokens=2).plan(inbound("[[sim step=2 reply=x]] r", script="q", step=2))
+    assert only_stepped.text == generated_words("r", 2)
+
+
+def test_a_reply_without_results_after_it_reapplies_the_stepless_script() -> None:
+    """An assistant prefill: step 2, and the last user message is still the script."""
+    text = "q [[sim reply=again]] [[sim step=3 reply=three]]"
+    assert planner().plan(inbound(text, step=2)).text == ("again",)
+
+
+def test_no_script_at_all_reads_the_results() -> None:
+    plan = planner().plan(inbound("[[sim tool=wait]] r", script="", tools=("wait",)))
+    assert calls(plan) == [("wait", {})]
+
+
+def test_steps_respect_the_audience() -> None:
+    script = "[[sim step=2 reply=agent]] [[sim@reviewer step=2 reply=reviewer]]"
+    assert planner().plan(inbound("r", script=script, step=2)).text == ("agent",)
+    reviewer = inbound("r", script=script, step=2, tools=("advise",))
+    assert planner().plan(reviewer).text == ("reviewer",)
+
+
+def test_times_counts_a_step_directive_only_where_it_applies() -> None:
+    shared = planner()
+    script = "q [[sim step=2 fault=500 times=1]]"
+    assert shared.plan(inbound(script)).fault is None
+    assert shared.plan(inbound(script)).fault is None
+    faults = [shared.plan(inbound("r", script=script, step=2)).fault for _ in range(3)]
+    assert [fault is not None for fault in faults] == [True, False, False]
+
+
+@pytest.mark.parametrize(
+    ("entries", "expected"),
+    [
+        ([], ("", 1)),
+        ([("text", "hi")], ("hi", 1)),
+        ([("text", "hi"), ("reply", ""), ("results", "")], ("hi", 2)),
+        (
+            [("text", "hi"), ("reply", ""), ("results", ""), ("reply", ""), ("results", "")],
+            ("hi", 3),
+        ),
+        ([("text", "hi"), ("reply", "")], ("hi", 2)),
+        ([("text", "hi"), ("reply", ""), ("reply", ""), ("results", "")], ("hi", 2)),
+        ([("text", "a"), ("reply", ""), ("results", ""), ("text", "b")], ("b", 1)),
+        ([("text", "a"), ("reply", ""), ("text", "b"), ("reply", ""), ("results", "")], ("b", 2)),
+        ([("results", ""), ("reply", ""), ("results", "")], ("", 2)),
+    ],
+)
+def test_locate_script(entries: list[tuple[Entry, str]], expected: tuple[str, int]) -> None:
+    assert locate_script(entries) == expected

@@ -40,7 +40,10 @@ def test_arbitrary_json_objects_are_read_or_refused(body: dict[str, Any]) -> Non
         read_plan_write(api, path, query, body)
 
 
-TOOL_TURN = "[[sim tool=get args='{\"a\": 1}' reply=hi]]"
+TOOL_TURN = (
+    "[[sim tool=get args='{\"a\": 1}' reply=hi]] "
+    '[[sim step=2 calls=\'[{"name": "get"}, {"name": "get", "args": {"b": 2}}]\']]'
+)
 TEMPLATES: dict[str, dict[str, Any]] = {
     "/v1/messages": {
         "model": "m",
@@ -77,6 +80,8 @@ TEMPLATES: dict[str, dict[str, Any]] = {
         "messages": [
             {"role": "system", "content": "s"},
             {"role": "user", "content": [{"type": "text", "text": TOOL_TURN}]},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "get", "arguments": "{}"}}]},
             {"role": "tool", "tool_call_id": "c", "content": "result"},
         ],
     },
@@ -151,13 +156,15 @@ def test_mutated_valid_requests_are_read_or_refused(data: st.DataObject) -> None
         read_plan_write(api, path, query, body)
 
 
-def test_templates_are_valid_and_reach_tool_results() -> None:
+def test_templates_are_valid_and_reach_step_two() -> None:
     for api, path, query in APIS:
         inbound = api.read(path, query, TEMPLATES[path])
         assert inbound.thinking and "get" in inbound.offered_tools
+        assert (inbound.script, inbound.step) == (TOOL_TURN, 2)
         plan = PLANNER.plan(inbound)
         assert plan.thinking
-        # The tool results end each conversation: the earlier tool directive no longer applies;
-        # the Anthropic results carry a reviewer directive, and that request offers `advise`.
-        expected_tool = "advise" if path == "/v1/messages" else None
-        assert (plan.tool_call.name if plan.tool_call else None) == expected_tool
+        # Tool results end each conversation, so the script's step-2 directive applies: two
+        # calls. The Anthropic request offers `advise`, so it is a reviewer's; no reviewer
+        # directive has a step, and its tool results hold one.
+        expected = [("advise", {})] if path == "/v1/messages" else [("get", {}), ("get", {"b": 2})]
+        assert [(call.name, call.arguments) for call in plan.tool_calls] == expected
