@@ -54,7 +54,7 @@ SCRIPT = [
     '/fork "task one"',
     '/fork --model gpt-5/high "sub task"',
     '/fork "unclosed',
-    "[[sim ttft_ms=2000]] slow",
+    "[[sim ttft_ms=5000]] slow",
     "/model gpt-5",
 ]
 FORKED = re.compile(r"^Forked child (\S+) \((\S+)\)$", re.MULTILINE)
@@ -201,7 +201,7 @@ def test_model_switch_is_rejected_while_the_reply_streams(chat_run: ChatRun, sto
     assert f"\n{STREAMING_SWITCH_TEXT}" in chat_run.stdout, chat_run.stdout + chat_run.stderr
     grandchild = forks(chat_run)[2][0]
     contents = [(m.kind, m.content) for m in store.agent_messages(grandchild)]
-    assert ("user", "[[sim ttft_ms=2000]] slow") in contents
+    assert ("user", "[[sim ttft_ms=5000]] slow") in contents
     slow_reply = contents[-1]
     assert slow_reply[0] == "assistant" and slow_reply[1] in chat_run.stdout
     # The rejection was printed while the slow reply was still on its way.
