@@ -1,0 +1,201 @@
+"""Benchmark: N forked agents each stream one turn through Grove, against the same N streams
+fetched by one bare asyncio + httpx loop, both from one simulator in a process of its own.
+
+Prints one JSON line. Run from the repository root: `python bench/fanout.py --n 1000`;
+`--isolation process` gives every agent a host process of its own (use a small N).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import ssl
+import statistics
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import certifi
+import httpx
+import uvloop
+from harness import (
+    MODEL,
+    ExternalSimulator,
+    Pacing,
+    PeakRSS,
+    grove_pids,
+    running_grove,
+    simulator_process,
+)
+
+CONTEXT = (
+    "You are reviewing a small Python service. It reads orders from a queue, prices them with "
+    "a rules table and writes invoices to Postgres. Answer in two sentences."
+)
+CONTEXT_REPLY = "Understood: a queue consumer that prices orders and stores invoices."
+WAIT_SLICE_S = 5.0
+TURN_TIMEOUT_S = 600.0
+SOLO_STARTS_IN_FLIGHT = 8
+
+
+def prompts(n: int) -> list[str]:
+    return [f"Task {i}: name one risk in how the service prices order {i}." for i in range(n)]
+
+
+async def bare_httpx(simulator: ExternalSimulator, texts: list[str]) -> tuple[float, int]:
+    """The baseline: one process, one event loop, one client per stream on one TLS context.
+    Its wall time and the SSE events it read."""
+    context = ssl.create_default_context(cafile=certifi.where())
+    url = simulator.base_url.rstrip("/") + "/v1/messages"
+    headers = {
+        "x-api-key": simulator.api_key,
+        "anthropic-version": "2023-06-01",
+        "content-type": "application/json",
+    }
+
+    async def one(text: str) -> int:
+        body = {
+            "model": MODEL,
+            "max_tokens": 1024,
+            "stream": True,
+            "messages": [
+                {"role": "user", "content": CONTEXT},
+                {"role": "assistant", "content": CONTEXT_REPLY},
+                {"role": "user", "content": text},
+            ],
+        }
+        async with (
+            httpx.AsyncClient(verify=context, timeout=TURN_TIMEOUT_S) as client,
+            client.stream("POST", url, headers=headers, json=body) as response,
+        ):
+            response.raise_for_status()
+            data = await response.aread()
+        return data.count(b"\n\n")
+
+    start = time.perf_counter()
+    events = await asyncio.gather(*(one(text) for text in texts))
+    return time.perf_counter() - start, sum(events)
+
+
+def forked_round(grove: Any, root: str, texts: list[str]) -> dict[str, Any]:
+    """`fork_many` children of `root`, fan-in with `wait_any`, every turn checked in the store."""
+    start = time.perf_counter()
+    children = grove.fork_many(root, texts)
+    forked = time.perf_counter() - start
+    results = collect(grove, children)
+    wall = time.perf_counter() - start
+    return {"wall_s": wall, "fork_many_s": forked, **check(grove, results)}
+
+
+def solo_round(grove: Any, texts: list[str], rss: PeakRSS) -> dict[str, Any]:
+    """One root per agent, each with `isolation="process"`: a host process per agent (its
+    start is part of the time), each told the context and its task in one turn."""
+    roots = [grove.create_root(MODEL, isolation="process").uuid for _ in texts]
+    start = time.perf_counter()
+    with ThreadPoolExecutor(SOLO_STARTS_IN_FLIGHT) as pool:
+        list(pool.map(lambda pair: grove.send(*pair), zip(roots, texts, strict=True)))
+    results = collect(grove, roots)
+    wall = time.perf_counter() - start
+    rss.pids.extend(pid for pid in grove_pids(grove, roots) if pid not in rss.pids)
+    return {"wall_s": wall, **check(grove, results)}
+
+
+def collect(grove: Any, agents: list[str]) -> dict[str, Any]:
+    """Every agent's turn result, taken with `wait_any` as they finish."""
+    pending = set(agents)
+    results: dict[str, Any] = {}
+    deadline = time.monotonic() + TURN_TIMEOUT_S
+    while pending:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"fanout bench: {len(pending)} turns still running after the deadline")
+        done = grove.wait_any(list(pending), WAIT_SLICE_S)
+        for uuid, result in done.items():
+            results[uuid] = result
+            pending.discard(uuid)
+    return results
+
+
+def check(grove: Any, results: dict[str, Any]) -> dict[str, Any]:
+    """How many turns completed, and whether each one's answer is in the store."""
+    ok = [uuid for uuid, result in results.items() if result is not None and result.ok]
+    stored = sum(
+        1
+        for uuid in ok
+        if any(m.kind == "assistant" and m.content for m in grove.history(uuid)[-1:])
+    )
+    return {"ok": len(ok), "stored": stored}
+
+
+def median(values: list[float]) -> float:
+    return round(statistics.median(values), 3)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=1000, help="agents (and baseline streams)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs; medians count")
+    parser.add_argument("--isolation", choices=("shared", "process"), default="shared")
+    parser.add_argument("--ttft-ms", type=int, default=500)
+    parser.add_argument("--tps", type=float, default=50.0)
+    parser.add_argument("--tokens", type=int, default=40)
+    args = parser.parse_args()
+    pacing = Pacing(ttft_ms=args.ttft_ms, tps=args.tps, tokens=args.tokens)
+    texts = prompts(args.n)
+    solo = args.isolation == "process"
+    walls: dict[str, list[float]] = {"grove": [], "baseline": [], "baseline_uvloop": []}
+    forks: list[float] = []
+    completed = stored = events = 0
+    with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
+        root = grove.create_root(MODEL)
+        if not solo and not grove.ask(root.uuid, CONTEXT).ok:
+            raise SystemExit("fanout bench: the context turn failed")
+        pids = grove_pids(grove)
+        peak_mb, processes = 0.0, 0
+        for round_number in range(args.rounds):
+            # Grove first: the RSS of round 1 is read before any baseline ran in this process.
+            with PeakRSS(pids) as rss:
+                if solo:
+                    figures = solo_round(grove, [f"{CONTEXT}\n\n{t}" for t in texts], rss)
+                else:
+                    figures = forked_round(grove, root.uuid, texts)
+                    forks.append(figures["fork_many_s"])
+            if round_number == 0:
+                peak_mb, processes = rss.peak_mb, len(rss.pids)
+            walls["grove"].append(figures["wall_s"])
+            completed += figures["ok"]
+            stored += figures["stored"]
+            for loop in ("baseline", "baseline_uvloop"):
+                runner = uvloop.run if loop == "baseline_uvloop" else asyncio.run
+                wall, events = runner(bare_httpx(simulator, texts))
+                walls[loop].append(wall)
+    grove_s, baseline_s = median(walls["grove"]), median(walls["baseline"])
+    report: dict[str, Any] = {
+        "bench": "fanout",
+        "n": args.n,
+        "isolation": args.isolation,
+        "rounds": args.rounds,
+        "simulator": pacing.as_dict(),
+        "ideal_s": round(pacing.seconds, 3),
+        "grove_wall_s": grove_s,
+        "baseline_wall_s": baseline_s,
+        "ratio": round(grove_s / baseline_s, 3),
+        "baseline_uvloop_wall_s": median(walls["baseline_uvloop"]),
+        "ratio_vs_uvloop": round(grove_s / median(walls["baseline_uvloop"]), 3),
+        "grove_events_per_s": round(events / grove_s),
+        "baseline_events_per_s": round(events / baseline_s),
+        "events_per_round": events,
+        "grove_peak_rss_mb": peak_mb,
+        "grove_processes": processes,
+        "turns": args.n * args.rounds,
+        "completed": completed,
+        "stored": stored,
+        "walls": {name: [round(w, 3) for w in values] for name, values in walls.items()},
+    }
+    if forks:
+        report["fork_many_s"] = median(forks)
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""What Grove's benchmarks share: the simulator in a process of its own, a private
+redis-server, a Grove pointed at an external endpoint, and RSS read from /proc.
+
+No benchmark logic lives here; each bench/*.py measures one thing and prints one JSON line.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SIMULATOR_START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+REDIS_START_TIMEOUT_S = 10.0
+PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+MODEL = "claude-sonnet-4-5"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Pacing:
+    """How the simulator answers: time to first token, tokens per second, reply length."""
+
+    ttft_ms: int
+    tps: float
+    tokens: int
+
+    @property
+    def seconds(self) -> float:
+        """The simulated latency of one reply, first byte to last token."""
+        return self.ttft_ms / 1000 + (self.tokens / self.tps if self.tps else 0.0)
+
+    def as_dict(self) -> dict[str, float]:
+        return {"ttft_ms": self.ttft_ms, "tps": self.tps, "tokens": self.tokens}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ExternalSimulator:
+    base_url: str
+    api_key: str = field(repr=False)
+    pid: int
+
+
+@contextmanager
+def simulator_process(pacing: Pacing) -> Iterator[ExternalSimulator]:
+    """`grove simulate` in a process of its own on a free port, stopped through its handle."""
+    key = "bench-" + secrets.token_hex(12)
+    command = [
+        sys.executable, "-m", "cli.app", "simulate", "--port", "0",
+        "--ttft-ms", str(pacing.ttft_ms), "--tps", str(pacing.tps),
+        "--tokens", str(pacing.tokens),
+    ]  # fmt: skip
+    process = subprocess.Popen(
+        command,
+        cwd=REPO_ROOT,
+        env={**os.environ, "GROVE_SIM_API_KEY": key},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        url = _listening_url(process)
+        yield ExternalSimulator(base_url=url, api_key=key, pid=process.pid)
+    finally:
+        _stop(process, interrupt=True)
+
+
+def _listening_url(process: subprocess.Popen[str]) -> str:
+    """The URL from the simulator's `listening on URL` line (read with a deadline)."""
+    found: list[str] = []
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if line.startswith("listening on "):
+                found.append(line.removeprefix("listening on ").strip())
+                return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(SIMULATOR_START_TIMEOUT_S)
+    if not found:
+        raise SystemExit(f"the simulator did not start within {SIMULATOR_START_TIMEOUT_S} s")
+    return found[0]
+
+
+def _stop(process: subprocess.Popen[Any], *, interrupt: bool = False) -> None:
+    """Interrupt (or terminate), wait, then kill: only this one process."""
+    if process.poll() is None:
+        if interrupt:
+            process.send_signal(2)
+        else:
+            process.terminate()
+        try:
+            process.wait(timeout=STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A private redis-server on a free loopback port (never 6379), no persistence."""
+    import redis
+
+    executable = shutil.which("redis-server")
+    if executable is None:
+        raise SystemExit("redis-server is not on PATH")
+    with tempfile.TemporaryDirectory(prefix="grove-bench-redis-") as workdir:
+        port = free_port()
+        process = subprocess.Popen(
+            [
+                executable, "--port", str(port), "--bind", "127.0.0.1",
+                "--save", "", "--appendonly", "no", "--dir", workdir,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + REDIS_START_TIMEOUT_S
+            client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1.0)
+            while True:
+                try:
+                    if client.ping():
+                        break
+                except redis.ConnectionError:
+                    if time.monotonic() > deadline or process.poll() is not None:
+                        raise SystemExit("redis-server did not start") from None
+                    time.sleep(0.05)
+            client.close()
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            _stop(process)
+
+
+@contextmanager
+def quiet_config() -> Iterator[None]:
+    """No user config file is read: the benchmark's settings are its own."""
+    with tempfile.TemporaryDirectory(prefix="grove-bench-config-") as directory:
+        previous = os.environ.get("GROVE_CONFIG_FILE")
+        os.environ["GROVE_CONFIG_FILE"] = str(Path(directory) / "none.toml")
+        try:
+            yield
+        finally:
+            if previous is None:
+                os.environ.pop("GROVE_CONFIG_FILE", None)
+            else:
+                os.environ["GROVE_CONFIG_FILE"] = previous
+
+
+@contextmanager
+def running_grove(
+    simulator: ExternalSimulator,
+    *,
+    store_url: str | None = None,
+    hosts: int | None = None,
+    idle_release_s: float | None = None,
+) -> Iterator[Any]:
+    """A Grove on a fresh store (a temp SQLite file unless `store_url`) whose providers all
+    reach the external simulator."""
+    from providers.http import Endpoint
+    from supervisor import Grove
+    from supervisor.config import load_settings
+
+    with tempfile.TemporaryDirectory(prefix="grove-bench-") as directory, quiet_config():
+        url = store_url or f"sqlite:///{Path(directory) / 'grove.sqlite3'}"
+        flags: dict[str, Any] = {"store": url}
+        if idle_release_s is not None:
+            flags["hosts"] = {"idle_release_s": idle_release_s}
+        settings = load_settings(**flags)
+        endpoint = Endpoint(base_url=simulator.base_url, api_key=simulator.api_key)
+        with Grove(settings=settings, endpoint=endpoint, hosts=hosts) as grove:
+            yield grove
+
+
+def grove_pids(grove: Any, solo_agents: Iterable[str] = ()) -> list[int]:
+    """This driver, the supervisor, the shared hosts, and the own host process of each of
+    `solo_agents` (agents with `isolation="process"`, already placed)."""
+    import ray
+
+    ready = ray.get(grove.supervisor.ready.remote(), timeout=60)
+    solo = {int(grove.provider_identity(uuid)["pid"]) for uuid in solo_agents}
+    return [os.getpid(), int(ready["pid"]), *(int(h["pid"]) for h in ready["hosts"]), *solo]
+
+
+def rss_kb(pid: int) -> int:
+    """Resident set size of one process (0 when it has gone)."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * PAGE_KB
+    except (FileNotFoundError, ProcessLookupError):
+        return 0
+
+
+def descendants(root: int) -> list[int]:
+    """Every live process below `root` (Ray's own: GCS, raylet, workers)."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except (FileNotFoundError, ProcessLookupError, IndexError, ValueError):
+            continue
+        parents.setdefault(ppid, []).append(int(entry))
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        for child in parents.get(stack.pop(), []):
+            found.append(child)
+            stack.append(child)
+    return found
+
+
+class PeakRSS:
+    """Samples the summed RSS of a set of processes in a thread; `peak_mb` is the highest."""
+
+    def __init__(self, pids: list[int], interval_s: float = 0.1) -> None:
+        self.pids = list(pids)
+        self.peak_kb = 0
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def total_kb(self) -> int:
+        return sum(rss_kb(pid) for pid in self.pids)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            self.peak_kb = max(self.peak_kb, self.total_kb())
+            self._stop.wait(self._interval_s)
+
+    def __enter__(self) -> PeakRSS:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak_kb = max(self.peak_kb, self.total_kb())
+
+    @property
+    def peak_mb(self) -> float:
+        return round(self.peak_kb / 1024, 1)
+
+
+def percentile(samples: list[float], fraction: float) -> float:
+    """Nearest-rank percentile of `samples` (fraction in 0..1)."""
+    ordered = sorted(samples)
+    index = min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))
+    return ordered[index]
