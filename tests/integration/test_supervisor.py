@@ -221,3 +221,15 @@ def test_fork_many_starts_every_child_on_every_host_with_the_shared_prefix(
         )
     hosts = {grove.provider_identity(child)["host"] for child in children}
     assert hosts == {f"host-{index}" for index in range(HOSTS)}
+
+
+def test_model_switch_fails_fast_when_the_conversation_does_not_fit(grove: Grove) -> None:
+    root = grove.create_root("gemini-3.0-flash")
+    grove.seed(root.uuid, [("user", "word " * 200_000), ("assistant", "noted")])
+    refused = grove.dispatch(root.uuid, "/model claude-haiku-4-5")
+    assert not refused.ok
+    assert refused.text == (
+        "claude-haiku-4-5 holds 200,000 tokens of context; this conversation needs about 250,001"
+    )
+    assert grove.agent(root.uuid).model == "gemini-3.0-flash"
+    assert grove.dispatch(root.uuid, "/model gemini-2.5-pro").ok
