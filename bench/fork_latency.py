@@ -1,0 +1,60 @@
+"""Benchmark: latency of one fork through the supervisor (`/fork` from the Python API, the
+child record stored before the call returns), on a SQLite file and on a private redis-server.
+
+Prints one JSON line. Run from the repository root: `python bench/fork_latency.py --n 2000`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from typing import Any
+
+from harness import MODEL, Pacing, percentile, redis_server, running_grove, simulator_process
+
+WARMUP = 50
+
+
+def fork_latencies(grove: Any, n: int) -> list[float]:
+    """Milliseconds of each of `n` sequential `/fork` commands on one root (after a warm-up)."""
+    root = grove.create_root(MODEL)
+    samples: list[float] = []
+    for index in range(WARMUP + n):
+        start = time.perf_counter()
+        outcome = grove.dispatch(root.uuid, "/fork")
+        elapsed = (time.perf_counter() - start) * 1000
+        if not outcome.ok:
+            raise SystemExit(f"fork_latency bench: /fork failed: {outcome.text}")
+        if index >= WARMUP:
+            samples.append(elapsed)
+    children = grove.dispatch(root.uuid, "/agents").text.count(" child ")
+    if children != WARMUP + n:
+        raise SystemExit(f"fork_latency bench: {children} children stored, not {WARMUP + n}")
+    return samples
+
+
+def summary(samples: list[float]) -> dict[str, float]:
+    return {
+        "p50_ms": round(percentile(samples, 0.50), 3),
+        "p90_ms": round(percentile(samples, 0.90), 3),
+        "p99_ms": round(percentile(samples, 0.99), 3),
+        "max_ms": round(max(samples), 3),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=2000, help="forks measured per store")
+    args = parser.parse_args()
+    report: dict[str, Any] = {"bench": "fork_latency", "n": args.n, "call": "dispatch('/fork')"}
+    with simulator_process(Pacing(ttft_ms=0, tps=0, tokens=8)) as simulator:
+        with running_grove(simulator) as grove:
+            report["sqlite"] = summary(fork_latencies(grove, args.n))
+        with redis_server() as url, running_grove(simulator, store_url=url) as grove:
+            report["redis"] = summary(fork_latencies(grove, args.n))
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
