@@ -230,6 +230,10 @@ class AgentHostCore:
         agent.steer(entry)
         return True
 
+    def steer_many(self, entries: Sequence[tuple[str, NewEntry]]) -> int:
+        """`steer` for many `(uuid, entry)` pairs; how many reached an agent held here."""
+        return sum(self.steer(uuid, entry) for uuid, entry in entries)
+
     async def drop(self, uuid: str) -> None:
         """Stop holding an agent (killed or reaped): cancel its turn, close its provider."""
         await self.cancel(uuid)

@@ -144,6 +144,9 @@ class AgentHost:
     async def steer(self, uuid: str, entry: NewEntry) -> bool:
         return self.core.steer(uuid, entry)
 
+    async def steer_many(self, entries: list[tuple[str, NewEntry]]) -> int:
+        return self.core.steer_many(entries)
+
     async def drop(self, uuid: str) -> None:
         await self.core.drop(uuid)
 

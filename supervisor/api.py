@@ -188,6 +188,13 @@ class Grove:
         )
         return done
 
+    def route_mail(self, mails: list[tuple[str, str, str]]) -> list[int]:
+        """Deliver many `(sender, recipient, text)` mails with one supervisor call, one store
+        transaction and one `MailRouted` event; each reaches its recipient as `/send` would.
+        CommandError, nothing stored, when a recipient is unknown or has ended."""
+        ids: list[int] = self._call("route_mail", mails, timeout_s=CALL_TIMEOUT_S * 5)
+        return ids
+
     def ask(self, agent: str, text: str, timeout_s: float = 3600.0) -> TurnResult:
         return self.send(agent, text).result(timeout_s)
 

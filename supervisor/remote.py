@@ -19,6 +19,7 @@ from providers.catalog import ModelSpec
 from providers.errors import GroveError
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
+from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore, TurnTicket
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
@@ -67,6 +68,10 @@ class RayHostClient:
 
     async def steer(self, uuid: str, entry: NewEntry) -> bool:
         result: bool = await self._call("steer", uuid, entry)
+        return result
+
+    async def steer_many(self, entries: list[tuple[str, NewEntry]]) -> int:
+        result: int = await self._call("steer_many", entries)
         return result
 
     async def cancel(self, uuid: str) -> bool:
@@ -160,6 +165,9 @@ class Supervisor:
 
     async def cancel(self, uuid: str) -> bool:
         return await self.core.live(uuid).host.cancel(uuid)
+
+    async def route_mail(self, batch: list[tuple[str, str, str]]) -> list[int]:
+        return await route_mail(self.core, batch)
 
     async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
         return await dispatch(
