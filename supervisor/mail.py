@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from actors.agent import NewEntry
 from supervisor.errors import CommandError
-from supervisor.service import HOST_CALL_TIMEOUT_S, HostClient, SupervisorCore
+from supervisor.service import HOST_CALL_TIMEOUT_S, HostClient, SupervisorCore, stored_entry
 from supervisor.store.records import AgentRecord, NewMessage
 
 MAX_BATCH = 100_000
@@ -45,7 +45,7 @@ async def route_mail(core: SupervisorCore, batch: Sequence[tuple[str, str, str]]
     for message in stored:
         state = core.live(message.agent_uuid)
         if state.active:
-            entry = NewEntry(kind="mail", content=message.content, data=message.data)
+            entry = stored_entry(message)
             host = state.host
             steering.setdefault(host.host_id, (host, []))[1].append((message.agent_uuid, entry))
         state.mail.put_nowait(message)

@@ -86,10 +86,23 @@ class _Live:
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
 
 
+STORED = "message_id"  # in an entry's data: the message is in the store already
+
+
+def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:
+    """The agent-side entry for a message the supervisor stored before handing it over
+    (a user prompt, mail, an advisor card); a finished turn does not store it again."""
+    return NewEntry(
+        kind=kind or message.kind,
+        content=message.content,
+        data={**message.data, STORED: message.id},
+    )
+
+
 def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
     """What a finished turn leaves in the store, each message keyed by its ticket: nothing
-    when cancelled; no assistant or tool output when it failed; never the ticket's own user
-    message (stored when the turn began)."""
+    when cancelled; no assistant or tool output when it failed; never what was stored before
+    it reached the agent (its prompt, mail, advice)."""
     if result.cancelled:
         return []
     new = [
@@ -101,7 +114,7 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
             ticket=f"{ticket.ticket_id}:{index}",
         )
         for index, entry in enumerate(result.entries)
-        if not (entry.kind == "user" and index == 0 and ticket.user is not None)
+        if STORED not in entry.data
     ]
     if result.error is not None:
         new = [m for m in new if m.kind not in ("assistant", "tool_result")]
@@ -296,8 +309,7 @@ class SupervisorCore:
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = None
             if text is not None:
-                self.store.append_message(record.uuid, "user", text)
-                user = NewEntry(kind="user", content=text, data={})
+                user = stored_entry(self.store.append_message(record.uuid, "user", text))
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex, uuid=record.uuid, user=user, choice=choice
             )
@@ -333,7 +345,7 @@ class SupervisorCore:
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
-        self.store.create_agents(
+        prompts_stored = self.store.create_agents(
             records,
             [
                 NewMessage(agent_uuid=record.uuid, kind="user", content=prompt)
@@ -343,13 +355,13 @@ class SupervisorCore:
         prefix = self.store.conversation(parent.uuid)
         by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
         hosts: dict[str, HostClient] = {}
-        for record, prompt, choice in zip(records, prompts, choices, strict=True):
+        for record, stored_prompt, choice in zip(records, prompts_stored, choices, strict=True):
             assert choice is not None
             state = self.live(record.uuid)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
-                user=NewEntry(kind="user", content=prompt, data={}),
+                user=stored_entry(stored_prompt),
                 choice=choice,
             )
             state.ticket_id = ticket.ticket_id
@@ -470,7 +482,7 @@ class SupervisorCore:
         message = self.store.append_message(record.uuid, "mail", text, data)
         state = self.live(record.uuid)
         if state.active:
-            entry = NewEntry(kind="mail", content=text, data=data)
+            entry = stored_entry(message)
             await asyncio.wait_for(state.host.steer(record.uuid, entry), HOST_CALL_TIMEOUT_S)
         state.mail.put_nowait(message)
         self.event("MailDelivered", sender=sender, recipient=record.uuid, message_id=message.id)
