@@ -222,11 +222,9 @@ def read_tasks(data: bytes, aliases: Mapping[str, str] | None = None) -> TaskFil
         if task is None:
             continue
         if task.key in first_line:
-            errors.append(
-                TaskLineError(
-                    line, f"duplicate id {task.key}: first on line {first_line[task.key]}"
-                )
-            )
+            first = first_line[task.key]
+            message = f"duplicate id {json.dumps(task.id)}: first on line {first}"
+            errors.append(TaskLineError(line, message))
             continue
         first_line[task.key] = line
         tasks.append(task)

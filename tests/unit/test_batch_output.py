@@ -1,0 +1,128 @@
+"""`grove batch` output and progress: records, what a rerun reads back (the last line per id
+wins), the repair of a torn last line, and the progress and summary texts."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from actors.agent import TurnResult
+from cli.batch_input import Task, TaskLineError
+from cli.batch_output import (
+    OutputLog,
+    error_record,
+    line_error_record,
+    read_previous,
+    task_record,
+)
+from cli.batch_progress import PlainProgress, Totals, duration_text, progress_line, summary_line
+from providers.base import Usage
+
+TASK = Task(id=7, key="7", line=3, prompt="Review this")
+
+
+def test_records_have_the_documented_fields() -> None:
+    usage = Usage(input_tokens=10, output_tokens=5)
+    ok = task_record(TASK, "agent-1", TurnResult(text="Fine.", usage=usage, cost_usd=0.25))
+    assert ok == {
+        "id": 7,
+        "agent": "agent-1",
+        "status": "ok",
+        "text": "Fine.",
+        "usage": usage.as_dict(),
+        "cost_usd": 0.25,
+        "error": None,
+        "advice": [],
+    }
+    failed = task_record(TASK, "agent-2", TurnResult(text="partial", error="HTTP 529"))
+    assert failed["status"] == "error" and failed["error"] == "HTTP 529"
+    assert failed["text"] == "" and failed["agent"] == "agent-2"
+    assert task_record(TASK, "agent-3", None)["error"] == "the agent ended without a result"
+    cancelled = task_record(TASK, "agent-4", TurnResult(cancelled=True))
+    assert (cancelled["status"], cancelled["error"]) == ("error", "cancelled")
+    assert line_error_record(TaskLineError(4, "missing required field 'id'")) == {
+        "id": None,
+        "line": 4,
+        "status": "error",
+        "error": "missing required field 'id'",
+    }
+
+
+def test_previous_run_takes_the_last_record_per_id(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    lines = [
+        error_record(TASK, "a", "HTTP 500"),
+        task_record(TASK, "b", TurnResult(text="ok")),
+        task_record(Task(id="x", key="x", line=1, prompt="p"), "c", TurnResult(text="ok")),
+        error_record(Task(id="x", key="x", line=1, prompt="p"), "d", "later failure"),
+        task_record(Task(id="7.5", key="7.5", line=1, prompt="p"), "e", TurnResult(text="ok")),
+        line_error_record(TaskLineError(9, "bad")),
+    ]
+    path.write_text(
+        "\n".join(json.dumps(line) for line in lines) + '\nnot json\n[1]\n{"id": true}\n'
+    )
+    previous = read_previous(path)
+    assert previous.done == {"7", "7.5"}
+    assert previous.line_errors == {(9, "bad")}
+    assert previous.unreadable == 3
+    assert read_previous(tmp_path / "missing.jsonl").done == frozenset()
+
+
+def test_a_torn_last_line_is_cut_before_appending(tmp_path: Path) -> None:
+    path = tmp_path / "out.jsonl"
+    whole = json.dumps(task_record(TASK, "a", TurnResult(text="ok"))) + "\n"
+    path.write_text(whole + '{"id": 8, "agent": "b", "sta')
+    with OutputLog(path) as log:
+        log.append(line_error_record(TaskLineError(2, "unicode \u00e9 and \ud800")))
+    lines = path.read_text().splitlines()
+    assert lines[0] == whole.strip()
+    assert json.loads(lines[1])["error"] == "unicode \u00e9 and \ud800"
+    assert len(lines) == 2
+    assert read_previous(path).unreadable == 0
+
+
+def test_output_directories_are_created(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "out.jsonl"
+    with OutputLog(path) as log:
+        log.append({"id": 1, "status": "ok"})
+    assert path.read_text() == '{"id": 1, "status": "ok"}\n'
+
+
+def test_totals_count_records_and_tokens() -> None:
+    totals = Totals(total=3)
+    totals.count(task_record(TASK, "a", TurnResult(usage=Usage(input_tokens=3, output_tokens=4))))
+    totals.count(error_record(TASK, None, "refused"))
+    assert (totals.ok, totals.failed, totals.done, totals.tokens) == (1, 1, 2, 7)
+
+
+def test_plain_progress_writes_at_most_one_line_per_period() -> None:
+    now = [100.0]
+    out = io.StringIO()
+    progress = PlainProgress(out, every_s=10.0, clock=lambda: now[0])
+    totals = Totals(total=10, ok=2, failed=1, input_tokens=1000, output_tokens=234, cost_usd=0.5)
+    progress.update(totals)
+    now[0] = 109.0
+    progress.update(totals)
+    assert out.getvalue() == ""
+    now[0] = 112.0
+    progress.update(totals)
+    now[0] = 115.0
+    progress.update(totals)
+    assert out.getvalue().splitlines() == [
+        "batch: 3/10 done, 1 failed, 0.2 tasks/s, ETA 28s, 1,234 tokens, $0.5000"
+    ]
+
+
+def test_progress_and_summary_texts() -> None:
+    assert progress_line(Totals(total=5), 3.0).endswith("? tasks/s, ETA ?, 0 tokens, $0.0000")
+    assert [duration_text(s) for s in (4.4, 65, 3 * 3600 + 125)] == ["4s", "1m05s", "3h02m"]
+    totals = Totals(total=4, ok=2, failed=1, malformed=1, skipped=6, input_tokens=1500)
+    assert summary_line(totals, 2.25, "out.jsonl") == (
+        "Batch finished: 2 ok, 2 failed (1 malformed line), 6 skipped (already ok), "
+        "1,500 tokens, $0.0000, 2.2s. Output: out.jsonl"
+    )
+    assert summary_line(totals, 1.0, "o", interrupted=1).startswith("Batch interrupted: 2 ok")
+    assert summary_line(totals, 1.0, "o", interrupted=1).endswith(
+        ". 1 unfinished task(s) run again on the next run"
+    )
