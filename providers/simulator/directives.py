@@ -20,9 +20,10 @@ objects, `args` optional: make all these calls in one reply; not with `tool` or 
 Which directives count (script.py applies this): the script is the last user message that
 carries text; the reply to it is step 1, and each tool-result round trip after it adds one. At
 step 1 the script's directives without `step` or with `step=1` count; at a later step N those
-with `step=N`. When none does, the directives without `step` in the tool results count (as in a
-quoted file). Among those that count, the last wins. A plain `[[sim ...]]` is for requests
-without the `advise` tool, `[[sim@reviewer ...]]` for those with it.
+with `step=N`. When none does, those without `step` in the last user message count: in its tool
+results' text (a file a tool read), or in the script itself when no results follow it. Among
+those that count, the last wins. A plain `[[sim ...]]` is for requests without the `advise`
+tool, `[[sim@reviewer ...]]` for those with it.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from hypothesis import given, settings
@@ -168,3 +169,19 @@ def test_templates_are_valid_and_reach_step_two() -> None:
         # directive has a step, and its tool results hold one.
         expected = [("advise", {})] if path == "/v1/messages" else [("get", {}), ("get", {"b": 2})]
         assert [(call.name, call.arguments) for call in plan.tool_calls] == expected
+
+
+def test_gemini_signs_only_the_first_of_parallel_calls() -> None:
+    api, path, query = APIS[3]
+    inbound = api.read(path, query, TEMPLATES[path])
+    plan = PLANNER.plan(inbound)
+    assert len(plan.tool_calls) == 2 and plan.thinking
+    parts = api.body(plan, inbound)["candidates"][0]["content"]["parts"]
+    calls = [part for part in parts if "functionCall" in part]
+    assert [("thoughtSignature" in part) for part in calls] == [True, False]
+    assert not any("thoughtSignature" in part for part in parts if "functionCall" not in part)
+    frames = [json.loads(frame.data.removeprefix(b"data: ")) for frame in api.frames(plan, inbound)]
+    streamed = [part for chunk in frames for part in chunk["candidates"][0]["content"]["parts"]]
+    first_call = next(part for part in streamed if "functionCall" in part)
+    assert "thoughtSignature" in first_call
+    assert sum("thoughtSignature" in part for part in streamed) == 1
