@@ -187,7 +187,8 @@ def search_files(
     literal: bool = False,
     ignore_case: bool = False,
 ) -> str:
-    """`path:line: text` for each matching line, at most SEARCH_MAX_MATCHES."""
+    """`path:line: text` for each matching line, at most SEARCH_MAX_MATCHES, in walk order (a
+    directory's files before its subdirectories, each sorted by name)."""
     regex = _compile_search(pattern, literal=literal, ignore_case=ignore_case)
     matcher = GlobMatcher(include) if include else None
     matches: list[str] = []
@@ -221,13 +222,11 @@ def find_files(workspace: Workspace, pattern: str, path: str | None = None) -> s
         raise WorkspaceError(f"no such directory: {path}")
     if not base.is_dir():
         raise WorkspaceError(f"not a directory: {path}")
-    found: list[str] = []
-    for walked in workspace.walk_files(base):
-        if matcher.matches(walked.within):
-            if len(found) == FIND_MAX_PATHS:
-                found.append(f"[cut at {FIND_MAX_PATHS} paths; narrow the pattern or path]")
-                break
-            found.append(walked.shown)
+    found = sorted(
+        walked.shown for walked in workspace.walk_files(base) if matcher.matches(walked.within)
+    )
+    if len(found) > FIND_MAX_PATHS:
+        found[FIND_MAX_PATHS:] = [f"[cut at {FIND_MAX_PATHS} paths; narrow the pattern or path]"]
     return "\n".join(found) if found else f"no files match {pattern!r} in {path or '.'}"
 
 
@@ -246,7 +245,10 @@ def _check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
     for name, value in arguments.items():
         expected = properties[name]["type"]
         if value is not None and not _has_type(value, expected):
-            raise WorkspaceError(f"`{name}` must be a {expected}, got {value!r}")
+            raise WorkspaceError(f"`{name}` must be {_JSON_TYPE_NAMES[expected]}, got {value!r}")
+
+
+_JSON_TYPE_NAMES = {"string": "a string", "integer": "an integer", "boolean": "true or false"}
 
 
 def _has_type(value: object, expected: str) -> bool:

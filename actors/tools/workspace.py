@@ -9,12 +9,15 @@ import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 
 from providers.errors import GroveError
 
 BINARY_SNIFF_BYTES = 8192
 SKIPPED_DIRECTORIES = frozenset({".git"})
+MAX_GLOB_ALTERNATIVES = 256
+_BRACES = re.compile(r"\{([^{}]*)\}")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,6 +49,8 @@ class Workspace:
         text = text or "."
         if "\0" in text:
             raise WorkspaceError(f"path contains a NUL byte: {text!r}")
+        if any("\ud800" <= char <= "\udfff" for char in text):
+            raise WorkspaceError(f"path is not valid Unicode text: {text!r}")
         expanded = os.path.join(self.root, text)
         lexical = Path(os.path.normpath(expanded))
         if not self._lexically_inside(lexical):
@@ -94,71 +99,50 @@ def is_binary(head: bytes) -> bool:
     return b"\0" in head
 
 
-def compile_glob(pattern: str) -> re.Pattern[str]:
-    """A glob as a regex over `/`-separated relative paths.
-
-    `*` and `?` stay within one path segment, `**` spans segments (`**/` also matches no
-    directory), `[abc]`/`[!abc]` are classes, `{a,b}` alternatives (not nested).
-    """
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif char == "*":
-            out.append("[^/]*")
-            i += 1
-        elif char == "?":
-            out.append("[^/]")
-            i += 1
-        elif char == "[" and (end := _class_end(pattern, i)) > 0:
-            body = pattern[i + 1 : end]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = end + 1
-        elif char == "{" and (end := pattern.find("}", i)) > 0:
-            choices = pattern[i + 1 : end].split(",")
-            out.append("(?:" + "|".join(_literal_glob(choice) for choice in choices) + ")")
-            i = end + 1
-        else:
-            out.append(re.escape(char))
-            i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
-
-
 class GlobMatcher:
-    """Matches a relative path: against its last segment when the pattern has no `/` (like
-    `find -name`), else against the whole path."""
+    """A glob over `/`-separated relative paths. Without `/` it matches the last segment (like
+    `find -name`), else the whole path. Each segment is an `fnmatch` pattern (`*`, `?`,
+    `[abc]`, `[!abc]`, never crossing `/`); a `**` segment spans any number of directories;
+    `{a,b}` gives alternatives."""
 
     def __init__(self, pattern: str) -> None:
-        if not pattern:
-            raise WorkspaceError("empty glob pattern")
+        if not pattern.strip("/"):
+            raise WorkspaceError(f"empty glob pattern: {pattern!r}")
         self.pattern = pattern
         self._whole_path = "/" in pattern.rstrip("/")
-        self._regex = compile_glob(pattern.strip("/") if self._whole_path else pattern)
+        self._alternatives = [
+            alternative.strip("/").split("/") for alternative in _expand_braces(pattern)
+        ]
 
     def matches(self, relative: str) -> bool:
-        subject = relative if self._whole_path else relative.rsplit("/", 1)[-1]
-        return self._regex.match(subject) is not None
+        segments = relative.split("/") if self._whole_path else relative.split("/")[-1:]
+        return any(_match_segments(pattern, segments) for pattern in self._alternatives)
 
 
-def _class_end(pattern: str, start: int) -> int:
-    """Index of the `]` closing the class opened at `start`, or -1 when there is none."""
-    i = start + 1
-    if i < len(pattern) and pattern[i] == "!":
-        i += 1
-    if i < len(pattern) and pattern[i] == "]":
-        i += 1
-    end = pattern.find("]", i)
-    return end if end > 0 and "/" not in pattern[start:end] else -1
+def _expand_braces(pattern: str) -> list[str]:
+    """`a.{py,md}` -> [`a.py`, `a.md`], innermost braces first."""
+    expanded = [pattern]
+    while any(_BRACES.search(candidate) for candidate in expanded):
+        next_round: list[str] = []
+        for candidate in expanded:
+            match = _BRACES.search(candidate)
+            if match is None:
+                next_round.append(candidate)
+                continue
+            head, tail = candidate[: match.start()], candidate[match.end() :]
+            next_round += [head + choice + tail for choice in match.group(1).split(",")]
+        if len(next_round) > MAX_GLOB_ALTERNATIVES:
+            raise WorkspaceError(
+                f"glob has more than {MAX_GLOB_ALTERNATIVES} alternatives: {pattern}"
+            )
+        expanded = next_round
+    return expanded
 
 
-def _literal_glob(choice: str) -> str:
-    compiled = compile_glob(choice).pattern
-    return compiled.removesuffix(r"\Z")
+def _match_segments(pattern: list[str], path: list[str]) -> bool:
+    if not pattern:
+        return not path
+    head, rest = pattern[0], pattern[1:]
+    if head == "**":
+        return any(_match_segments(rest, path[skip:]) for skip in range(len(path) + 1))
+    return bool(path) and fnmatchcase(path[0], head) and _match_segments(rest, path[1:])
