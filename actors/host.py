@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.advisor import Report, Reviewer, ReviewerSpec
 from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
 from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (
@@ -115,6 +116,7 @@ class AgentHostCore:
         self._make_tools = make_tools
         self._report = report
         self.idle_release_s = idle_release_s
+        self.reviewers: dict[str, Reviewer] = {}
 
     def activate(self, activation: Activation, prefix: Sequence[Message] = ()) -> None:
         """Build the agent from its record and conversation (replacing a stale copy).
@@ -134,6 +136,30 @@ class AgentHostCore:
             tools=tools,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
+
+    def add_reviewer(self, spec: ReviewerSpec, tools: dict[str, Tool], report: Report) -> None:
+        """Start (or restart) a reviewer with its own agent, provider and tools."""
+        agent = Agent(
+            spec.uuid, spec.choice, [], self._make_provider, system=spec.system, tools=tools
+        )
+        self.reviewers[spec.uuid] = Reviewer(
+            spec.uuid, agent, report, context_window=spec.context_window
+        )
+
+    def review(self, uuid: str, delta: str) -> int:
+        reviewer = self.reviewers[uuid]
+        reviewer.update(delta)
+        return reviewer.backlog
+
+    def reset_reviewer(self, uuid: str, primer: str) -> None:
+        self.reviewers[uuid].reset(primer)
+
+    async def drop_reviewer(self, uuid: str) -> None:
+        reviewer = self.reviewers.pop(uuid, None)
+        if reviewer is not None:
+            reviewer.reset("")
+            if reviewer.agent.has_provider:
+                await reviewer.agent.provider.aclose()
 
     def holds(self, uuid: str) -> bool:
         return uuid in self.agents

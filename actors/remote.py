@@ -6,17 +6,21 @@ It reports finished turns to whatever `reporter` actor it was given (the supervi
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import ray
 
+from actors.advisor import ReviewerSpec, ReviewReport, advise_tool
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
 from actors.tools import fanout_tools
+from actors.tools.readonly import readonly_tools
 from providers.base import Provider
 from providers.factory import create_provider
 from providers.http import Endpoint
@@ -149,6 +153,44 @@ class AgentHost:
 
     async def drop(self, uuid: str) -> None:
         await self.core.drop(uuid)
+
+    async def add_reviewer(self, spec: ReviewerSpec) -> None:
+        """A reviewer with the read-only workspace tools and `advise`, which goes to the
+        supervisor; its reports go there too."""
+        self._ensure_janitor()
+        reporter = self._reporter
+
+        async def send_advice(arguments: dict[str, Any]) -> str:
+            ok, text = await asyncio.wait_for(
+                reporter.advise.remote(spec.uuid, arguments), TOOL_CALL_TIMEOUT_S
+            )
+            if not ok:
+                raise ToolRefused(text)
+            return str(text)
+
+        async def report(review: ReviewReport) -> None:
+            # A lost report is not retried: the next one carries the whole state again.
+            with contextlib.suppress(TimeoutError, ray.exceptions.RayError):
+                await asyncio.wait_for(reporter.reviewed.remote(review), REPORT_TIMEOUT_S)
+
+        tools = {**readonly_tools(Path(spec.workspace)), "advise": advise_tool(send_advice)}
+        self.core.add_reviewer(spec, tools, report)
+
+    async def review(self, uuid: str, delta: str) -> int:
+        return self.core.review(uuid, delta)
+
+    async def reset_reviewer(self, uuid: str, primer: str) -> None:
+        self.core.reset_reviewer(uuid, primer)
+
+    async def drop_reviewer(self, uuid: str) -> None:
+        await self.core.drop_reviewer(uuid)
+
+    async def reviewer_view(self, uuid: str, what: str) -> Any:
+        """`status` (a dict), `dump` or `dump raw` (text)."""
+        reviewer = self.core.reviewers[uuid]
+        if what == "status":
+            return reviewer.status()
+        return reviewer.dump(raw=what == "dump raw")
 
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         return {"pid": os.getpid(), **self.core.provider_identity(uuid)}

@@ -9,15 +9,17 @@ import os
 import secrets
 from collections.abc import Iterator
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import ray
 
 from actors.agent import TurnResult
 from actors.remote import HostSettings
-from providers.catalog import parse_model_spec
+from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
+from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.errors import CommandError
@@ -104,11 +106,34 @@ class Grove:
                 fork_depth=self.settings.limits.fork_depth,
                 children_per_agent=self.settings.limits.children_per_agent,
             ),
+            advisor=self._advisor_plan(),
         )
         self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
             name=SUPERVISOR_NAME, namespace=NAMESPACE, get_if_exists=True
         ).remote(settings)
         ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+
+    def _advisor_plan(self) -> AdvisorPlan:
+        """The advisor settings resolved here, where the workspace and WATCHDOG.md live."""
+        from actors.watchdog import watchdog_prompt
+
+        section = self.settings.advisor
+        workspace = Path.cwd()
+        return AdvisorPlan(
+            enabled=section.enabled,
+            subagents=section.subagents,
+            sync_backlog=section.sync_backlog,
+            reviewers=tuple(
+                ReviewerConfig(
+                    name=reviewer.name,
+                    model=parse_model_spec(reviewer.model, self.settings.models.aliases),
+                    prompt=reviewer.prompt,
+                )
+                for reviewer in section.reviewer_sections()
+            ),
+            workspace=str(workspace),
+            watchdog=watchdog_prompt(workspace),
+        )
 
     def _start_simulator(self) -> Endpoint:
         from providers.simulator import SimulatorConfig, SimulatorThread
@@ -165,21 +190,38 @@ class Grove:
         model: str | None = None,
         *,
         system: str | None = None,
+        advisor: str | None = None,
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
-        `system` gives the children that system prompt instead of the parent's."""
+        `system` gives the children that system prompt instead of the parent's; `advisor`
+        (MODEL[/THINKING]) attaches a reviewer to every child."""
+        spec, reviewer = self._spec(model), self._spec(advisor)
+        children: list[str] = self._call(
+            "fork_many", parent, prompts, spec, system, reviewer, timeout_s=600
+        )
+        return children
+
+    def _spec(self, text: str | None) -> ModelSpec | None:
         try:
-            spec = parse_model_spec(model, self.settings.models.aliases) if model else None
+            return parse_model_spec(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
-        children: list[str] = self._call("fork_many", parent, prompts, spec, system, timeout_s=600)
-        return children
 
     def seed(self, agent: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
         """Append `(kind, content)` user and assistant messages to `agent`'s history in one
         store call, running no turn: a shared context for the children it will fork."""
         stored: list[MessageRecord] = self._call("seed", agent, entries, timeout_s=600)
         return stored
+
+    def advice(self, agent: str) -> list[MessageRecord]:
+        """The advisor cards delivered to `agent`, oldest first."""
+        cards: list[MessageRecord] = self._call("advice", agent)
+        return cards
+
+    def wait_reviews(self, agent: str, timeout_s: float = 60.0) -> int:
+        """Wait until `agent`'s reviewers have nothing queued; the backlog left at timeout."""
+        left: int = self._call("wait_reviews", agent, timeout_s, timeout_s=timeout_s + 30)
+        return left
 
     def wait_any(self, agents: list[str], timeout_s: float) -> dict[str, TurnResult | None]:
         """Results of those of `agents` that are done, once at least one is ({} on timeout)."""

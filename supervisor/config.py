@@ -40,12 +40,7 @@ class Defaults(_Section):
     @field_validator("model")
     @classmethod
     def _valid_spec(cls, value: str | None) -> str | None:
-        if value is not None:
-            try:
-                parse_model_spec(value)
-            except ModelSpecError as exc:
-                raise ValueError(str(exc)) from exc
-        return value
+        return None if value is None else _checked_spec(value)
 
 
 class ProviderSettings(_Section):
@@ -79,6 +74,47 @@ class HostSection(_Section):
     )
 
 
+class ReviewerSection(_Section):
+    name: str = Field(min_length=1, max_length=64)
+    model: str
+    prompt: str = ""
+
+    @field_validator("model")
+    @classmethod
+    def _valid_model(cls, value: str) -> str:
+        return _checked_spec(value)
+
+
+class AdvisorSection(_Section):
+    enabled: bool = False
+    model: str = "claude-sonnet-4-5/med"
+    subagents: bool = False
+    sync_backlog: Literal["off", 1, 3, 5] = "off"
+    reviewers: list[ReviewerSection] = Field(default_factory=list)
+
+    @field_validator("model")
+    @classmethod
+    def _valid_model(cls, value: str) -> str:
+        return _checked_spec(value)
+
+    @field_validator("sync_backlog", mode="before")
+    @classmethod
+    def _number_from_text(cls, value: Any) -> Any:
+        return int(value) if isinstance(value, str) and value.isdigit() else value
+
+    def reviewer_sections(self) -> list[ReviewerSection]:
+        """The named reviewers, or one called `advisor` on `model` when none are named."""
+        return self.reviewers or [ReviewerSection(name="advisor", model=self.model)]
+
+
+def _checked_spec(value: str) -> str:
+    try:
+        parse_model_spec(value)
+    except ModelSpecError as exc:
+        raise ValueError(str(exc)) from exc
+    return value
+
+
 class GroveSettings(BaseSettings):
     """Everything configurable. `load_settings()` builds it with the file and the environment."""
 
@@ -91,6 +127,7 @@ class GroveSettings(BaseSettings):
     models: Models = Models()
     limits: LimitSettings = LimitSettings()
     hosts: HostSection = HostSection()
+    advisor: AdvisorSection = AdvisorSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

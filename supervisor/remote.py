@@ -12,11 +12,13 @@ from typing import Any
 
 import ray
 
+from actors.advisor import ReviewerSpec, ReviewReport
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.remote import AgentHost, HostSettings
 from providers.catalog import ModelSpec
 from providers.errors import GroveError
+from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.mail import route_mail
@@ -35,6 +37,7 @@ class SupervisorSettings:
     host_settings: HostSettings
     aliases: dict[str, str]
     limits: Limits = field(default_factory=Limits)
+    advisor: AdvisorPlan = field(default_factory=AdvisorPlan)
 
 
 class RayHostClient:
@@ -81,6 +84,22 @@ class RayHostClient:
     async def drop(self, uuid: str) -> None:
         await self._call("drop", uuid)
 
+    async def add_reviewer(self, spec: ReviewerSpec) -> None:
+        await self._call("add_reviewer", spec)
+
+    async def review(self, uuid: str, delta: str) -> int:
+        backlog: int = await self._call("review", uuid, delta)
+        return backlog
+
+    async def reset_reviewer(self, uuid: str, primer: str) -> None:
+        await self._call("reset_reviewer", uuid, primer)
+
+    async def drop_reviewer(self, uuid: str) -> None:
+        await self._call("drop_reviewer", uuid)
+
+    async def reviewer_view(self, uuid: str, what: str) -> Any:
+        return await self._call("reviewer_view", uuid, what)
+
 
 @ray.remote
 class Supervisor:
@@ -104,6 +123,7 @@ class Supervisor:
             share=ray.put,
             limits=settings.limits,
         )
+        self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
 
     def _spawn_host(self, uuid: str) -> RayHostClient:
         """A host process of the agent's own (`isolation = "process"`)."""
@@ -131,7 +151,29 @@ class Supervisor:
         isolation: str | None,
         tools: tuple[str, ...] = (),
     ) -> AgentRecord:
-        return self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
+        record = self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
+        if self.settings.advisor.enabled:
+            await self.advisors.attach_all(record.uuid)
+        return record
+
+    async def advise(self, reviewer: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+        """The `advise` tool of a reviewer: (True, what happens) or (False, why not)."""
+        try:
+            return True, self.advisors.advise(
+                reviewer, str(arguments["note"]), str(arguments.get("severity") or "nit")
+            )
+        except GroveError as exc:
+            return False, str(exc)
+
+    async def reviewed(self, report: ReviewReport) -> None:
+        await self.advisors.reviewed(report)
+
+    async def wait_reviews(self, agent: str, timeout_s: float) -> int:
+        """Wait until no reviewer of `agent` has work queued; returns the backlog left."""
+        return await self.advisors.wait_idle(self.core.agent(agent).uuid, timeout_s)
+
+    async def advice(self, agent: str) -> list[MessageRecord]:
+        return self.advisors.advice_given(self.core.agent(agent).uuid)
 
     async def tool_call(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         """A fan-out tool call from a host: (True, result) or (False, the reason refused)."""
@@ -149,9 +191,22 @@ class Supervisor:
         return self.core.complete_turns(finished)
 
     async def fork_many(
-        self, parent: str, prompts: list[str], model: ModelSpec | None, system: str | None = None
+        self,
+        parent: str,
+        prompts: list[str],
+        model: ModelSpec | None,
+        system: str | None = None,
+        advisor: ModelSpec | None = None,
     ) -> list[str]:
-        children = await self.core.fork_many(parent, prompts, model, system)
+        """`advisor`: a reviewer on that model watches every child from its first turn."""
+
+        async def attach(children: list[AgentRecord]) -> None:
+            if advisor is not None:
+                reviewer = ReviewerConfig(name="advisor", model=advisor)
+                for child in children:
+                    await self.advisors.attach(child.uuid, reviewer, cursor=child.fork_message_id)
+
+        children = await self.core.fork_many(parent, prompts, model, system, before_start=attach)
         return [record.uuid for record in children]
 
     async def seed(self, uuid: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
@@ -164,7 +219,10 @@ class Supervisor:
         return await self.core.wait_turn(uuid, timeout_s)
 
     async def cancel(self, uuid: str) -> bool:
-        return await self.core.live(uuid).host.cancel(uuid)
+        state = self.core.live(self.core.agent(uuid).uuid)
+        state.released.set()  # a turn waiting on its reviewers' backlog goes on at once
+        await self.advisors.release_waiters()
+        return await state.host.cancel(uuid)
 
     async def route_mail(self, batch: list[tuple[str, str, str]]) -> list[int]:
         return await route_mail(self.core, batch)

@@ -10,10 +10,11 @@ import asyncio
 import json
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from actors.advisor import ReviewerSpec
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
@@ -24,6 +25,9 @@ from supervisor.errors import CommandError, StoreError, SupervisorError
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+
+if TYPE_CHECKING:
+    from supervisor.advice import AdvisorDesk
 
 HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
@@ -61,6 +65,16 @@ class HostClient(Protocol):
 
     async def cancel(self, uuid: str) -> bool: ...
 
+    async def add_reviewer(self, spec: ReviewerSpec) -> None: ...
+
+    async def review(self, uuid: str, delta: str) -> int: ...
+
+    async def reset_reviewer(self, uuid: str, primer: str) -> None: ...
+
+    async def drop_reviewer(self, uuid: str) -> None: ...
+
+    async def reviewer_view(self, uuid: str, what: str) -> Any: ...
+
     async def drop(self, uuid: str) -> None: ...
 
 
@@ -84,6 +98,7 @@ class _Live:
     turn_done: asyncio.Event = field(default_factory=asyncio.Event)
     last_result: TurnResult | None = None
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
+    released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
 
 
 STORED = "message_id"  # in an entry's data: the message is in the store already
@@ -147,6 +162,8 @@ class SupervisorCore:
         self._spawn_host = spawn_host
         self._share = share  # puts a value where every host can read it (the object store)
         self.limits = limits or Limits()
+        self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
+        self._background: set[asyncio.Task[None]] = set()
         self._live: dict[str, _Live] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -285,8 +302,11 @@ class SupervisorCore:
 
     # --- turns ----------------------------------------------------------------------------
 
-    async def begin_turn(self, uuid: str, text: str | None) -> TurnTicket:
+    async def begin_turn(
+        self, uuid: str, text: str | None, *, entry: NewEntry | None = None
+    ) -> TurnTicket:
         """Check the rules, persist the user message, start the turn on the agent's host.
+        `entry` instead of `text` starts the turn with a message stored already (advice).
 
         Turns of one agent begin one at a time, in arrival order. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
@@ -301,13 +321,16 @@ class SupervisorCore:
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
+            if self.advisors is not None:
+                state.released.clear()
+                await self.advisors.wait_for_backlog(record.uuid, state.released)
             if not state.active or state.ready_for != choice:
                 activation = None if state.active else self.activation(record)
                 await asyncio.wait_for(
                     state.host.prepare(record.uuid, choice, activation), HOST_CALL_TIMEOUT_S
                 )
                 state.active, state.ready_for = True, choice
-            user: NewEntry | None = None
+            user: NewEntry | None = entry
             if text is not None:
                 user = stored_entry(self.store.append_message(record.uuid, "user", text))
             ticket = Ticket(
@@ -331,6 +354,7 @@ class SupervisorCore:
         prompts: Sequence[str],
         model: ModelSpec | None,
         system: str | None = None,
+        before_start: Callable[[list[AgentRecord]], Awaitable[None]] | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
@@ -376,6 +400,9 @@ class SupervisorCore:
             )
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
+        await self.children_created(records)
+        if before_start is not None:
+            await before_start(records)
         shared = self._share(prefix)
         await asyncio.gather(
             *(
@@ -456,6 +483,8 @@ class SupervisorCore:
         if result.error is not None:
             # The host's copy of the conversation holds the failed steps: rebuild it.
             state.active = False
+        if self.advisors is not None and self.advisors.reviewers_of(ticket.uuid):
+            self.background(self.advisors.turn_completed(ticket.uuid))
         self.event(
             "TurnCompleted",
             agent=ticket.uuid,
@@ -470,6 +499,37 @@ class SupervisorCore:
         state = self.live(uuid)
         await asyncio.wait_for(state.turn_done.wait(), timeout_s)
         return state.last_result
+
+    def background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run `work` as a task this core owns (kept until done, never silently lost)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self.event("BackgroundFailed", error=repr(task.exception()))
+
+    async def children_created(self, children: Sequence[AgentRecord]) -> None:
+        """Forked children get their own reviewers when `advisor.subagents` says so, before
+        their first turn (each reviewer's cursor at the child's fork point)."""
+        if self.advisors is None or not self.advisors.plan.subagents:
+            return
+        for child in children:
+            await self.advisors.attach_all(child.uuid, cursor=child.fork_message_id)
+
+    async def inject(self, uuid: str, message: MessageRecord, *, interrupting: bool) -> None:
+        """Hand a stored message (advice) to an agent: an aside waits for its next step
+        boundary; interrupting advice steers a streaming turn, or starts one when idle."""
+        state = self.live(uuid)
+        kind = "steering" if interrupting else message.kind
+        if state.ticket_id is not None or (state.active and not interrupting):
+            await asyncio.wait_for(
+                state.host.steer(uuid, stored_entry(message, kind)), HOST_CALL_TIMEOUT_S
+            )
+        elif interrupting:
+            await self.begin_turn(uuid, None, entry=stored_entry(message, kind))
 
     # --- routing --------------------------------------------------------------------------
 
@@ -576,6 +636,7 @@ class SupervisorCore:
         (child,) = self.fork_records(parent, spec, 1)
         self.store.create_agents([child])
         self.event("AgentForked", agent=child.uuid, parent=parent.uuid, origin="tool")
+        await self.children_created([child])
         await self.begin_turn(child.uuid, prompt)
         return json.dumps({"uuid": child.uuid})
 

@@ -11,6 +11,7 @@ from actors.agent import ModelChoice
 from providers.catalog import PROVIDER_TITLES, model_info, parse_model_spec
 from providers.errors import ModelSpecError
 from providers.thinking import describe_thinking
+from supervisor.advice import AdvisorPlan
 from supervisor.commands.parsing import parse_fork_args, split_words
 from supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from supervisor.errors import CommandError
@@ -73,6 +74,7 @@ async def fork_command(ctx: CommandContext, args: str) -> CommandOutcome:
     parent = ctx.core.agent(ctx.focus)
     (child,) = ctx.core.fork_records(parent, parsed.model, 1)
     ctx.core.store.create_agents([child])
+    await ctx.core.children_created([child])
     ctx.core.event(
         "AgentForked",
         agent=child.uuid,
@@ -204,8 +206,67 @@ async def clear_command(ctx: CommandContext, args: str) -> CommandOutcome:
         raise CommandError("Cannot clear while response is streaming.")
     ctx.core.store.append_message(record.uuid, "clear", "")
     ctx.core.live(record.uuid).active = False
+    if ctx.core.advisors is not None:
+        await ctx.core.advisors.reset(record.uuid)
     ctx.core.event("ConversationCleared", agent=record.uuid, correlation_id=ctx.correlation_id)
     return CommandOutcome(text="Conversation cleared")
+
+
+async def advisor_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    desk = ctx.core.advisors
+    if desk is None:
+        raise CommandError("This supervisor runs no advisors")
+    record = ctx.core.agent(ctx.focus)
+    words = split_words(args)
+    action = words[0] if words else ("off" if desk.reviewers_of(record.uuid) else "on")
+    if action == "on":
+        started = await desk.attach_all(record.uuid)
+        names = ", ".join(w.name for w in desk.reviewers_of(record.uuid))
+        note = "" if started else " (already on)"
+        return CommandOutcome(text=f"Advisor on{note}: {names}", data={"reviewers": names})
+    if action == "off":
+        names = ", ".join(await desk.detach(record.uuid)) or "none were on"
+        return CommandOutcome(text=f"Advisor off: {names}")
+    if action == "status":
+        rows = [
+            {
+                "name": w.name,
+                "model": str(w.model),
+                **await asyncio.wait_for(w.host.reviewer_view(w.uuid, "status"), 30),
+            }
+            for w in desk.reviewers_of(record.uuid)
+        ]
+        return CommandOutcome(text=advisor_status_text(rows, desk.plan), data={"reviewers": rows})
+    if action == "dump":
+        what = "dump raw" if words[1:2] == ["raw"] else "dump"
+        parts = [
+            f"## {w.name}\n" + str(await asyncio.wait_for(w.host.reviewer_view(w.uuid, what), 30))
+            for w in desk.reviewers_of(record.uuid)
+        ]
+        return CommandOutcome(text="\n\n".join(parts) or "No advisor watches this agent")
+    raise CommandError("Usage: /advisor [on|off|status|dump [raw]]")
+
+
+def advisor_status_text(reviewers: list[dict[str, object]], plan: AdvisorPlan) -> str:
+    if not reviewers:
+        state = "enabled" if plan.enabled else "off"
+        return f"No advisor watches this agent (advisor.enabled: {state})"
+    lines = []
+    for r in reviewers:
+        last = r.get("last_success")
+        ago = "never" if not isinstance(last, float) else f"{time.time() - last:.0f}s ago"
+        usage = r.get("usage") if isinstance(r.get("usage"), dict) else {}
+        assert isinstance(usage, dict)
+        lines += [
+            f"{r['name']}  {r['model']}",
+            f"  health: last success {ago}, consecutive failures "
+            f"{r.get('consecutive_failures', 0)}, dropped backlogs {r.get('dropped_backlogs', 0)}",
+            f"  backlog {r.get('backlog', 0)}, context {r.get('context_tokens', 0):,} of "
+            f"{r.get('context_window', 0):,} tokens",
+            f"  tokens: {usage.get('input_tokens', 0):,} in, {usage.get('output_tokens', 0):,} "
+            f"out; cost ${float(str(r.get('cost_usd', 0.0))):.4f}",
+        ]
+    return "\n".join(lines)
 
 
 async def help_command(ctx: CommandContext, args: str) -> CommandOutcome:
@@ -275,6 +336,12 @@ BUNDLED: tuple[Command, ...] = (
         handler=clear_command,
         usage="/clear",
         summary="Start the focused agent's conversation afresh",
+    ),
+    Command(
+        name="advisor",
+        handler=advisor_command,
+        usage="/advisor [on|off|status|dump [raw]]",
+        summary="Attach, detach or inspect the advisor reviewers",
     ),
     Command(name="help", handler=help_command, usage="/help", summary="This list", mutates=False),
     Command(name="exit", handler=exit_command, usage="/exit", summary="Leave", mutates=False),

@@ -1,0 +1,327 @@
+"""`Reviewer`: an advisor that reads a watched agent's transcript deltas and may advise.
+
+It coalesces deltas that arrive while it is busy, retries a failed prompt, gives up on a
+backlog after three failures in a row, and keeps its own context small. It never writes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
+from actors.transcript import Entry
+from providers.base import (
+    Message,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSpec,
+    Usage,
+)
+
+ADVICE_PREFIX = "Advisor (a senior reviewer watching your work — weigh it, don't blindly obey):"
+SEVERITIES = ("nit", "concern", "blocker")
+MAX_CONSECUTIVE_FAILURES = 3
+RETRY_DELAY_S = 1.0
+# The reviewer's own context is re-primed when its history would pass this share of the
+# model's context window (estimated at four characters a token).
+CONTEXT_SHARE = 0.8
+CHARS_PER_TOKEN = 4
+# A re-prime replays at most this much of the watched transcript.
+BOUNDED_TRANSCRIPT_CHARS = 60_000
+
+ADVISOR_SYSTEM = """You are a senior reviewer watching another AI agent work. After each of \
+its turns you receive what happened in that turn: the user's messages, the agent's reasoning, \
+its answers, tool calls and tool results. You may inspect the workspace with the read-only \
+tools `read`, `search` and `find`. You cannot change anything.
+
+When something deserves the agent's attention, call `advise` with one concise, specific note. \
+Severity `nit` for cleanup or low-risk points (delivered as an aside), `concern` for a material \
+risk or a likely wrong direction, `blocker` when continuing would clearly waste work or produce \
+broken output (both interrupt the agent). Do not repeat advice you already gave. When all is \
+well, say so in one short sentence and do not call `advise`."""
+
+ADVISE = ToolSpec(
+    name="advise",
+    description="Send one concise note to the agent you are watching.",
+    parameters={
+        "type": "object",
+        "properties": {
+            "note": {"type": "string", "description": "The advice, one or two sentences."},
+            "severity": {
+                "type": "string",
+                "enum": list(SEVERITIES),
+                "description": "nit (default): an aside; concern or blocker: interrupts.",
+            },
+        },
+        "required": ["note"],
+    },
+)
+
+
+def render_delta(entries: Sequence[Entry]) -> str:
+    """A transcript delta as markdown: thinking included, advisor cards left out."""
+    blocks: list[str] = []
+    for entry in entries:
+        if entry.kind in ("advisor", "warning", "clear"):
+            continue
+        if entry.kind == "assistant":
+            for part in entry.data.get("parts", []):
+                if part["kind"] == "thinking" and part.get("text"):
+                    blocks.append("**Agent (thinking):**\n" + _quote(part["text"]))
+                elif part["kind"] == "text" and part.get("text"):
+                    blocks.append("**Agent:**\n" + part["text"])
+                elif part["kind"] == "tool_call":
+                    arguments = json.dumps(part["arguments"], ensure_ascii=False)
+                    blocks.append(f"**Agent calls `{part['name']}`:** `{arguments}`")
+        elif entry.kind == "tool_result":
+            for part in entry.data.get("parts", []):
+                label = "error" if part.get("is_error") else "result"
+                blocks.append(f"**Tool `{part['name']}` {label}:**\n```\n{part['content']}\n```")
+        elif entry.kind == "mail":
+            blocks.append(f"**Mail from {entry.data.get('sender', '?')}:**\n{entry.content}")
+        elif entry.kind in ("user", "steering"):
+            blocks.append("**User:**\n" + entry.content)
+    return "\n\n".join(blocks)
+
+
+def _quote(text: str) -> str:
+    return "\n".join("> " + line for line in text.splitlines())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewerSpec:
+    """What a host needs to start a reviewer: its model, prompt and workspace."""
+
+    uuid: str
+    name: str
+    watched: str
+    choice: ModelChoice
+    system: str
+    workspace: str
+    context_window: int
+
+
+@dataclass(kw_only=True, slots=True)
+class ReviewerHealth:
+    """What `/advisor status` reports besides tokens and cost."""
+
+    last_success: float | None = None
+    consecutive_failures: int = 0
+    dropped_backlogs: int = 0
+    last_error: str | None = None
+    reviews: int = 0
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "last_success": self.last_success,
+            "consecutive_failures": self.consecutive_failures,
+            "dropped_backlogs": self.dropped_backlogs,
+            "last_error": self.last_error,
+            "reviews": self.reviews,
+            "usage": self.usage.as_dict(),
+            "cost_usd": self.cost_usd,
+        }
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewReport:
+    """Sent to the supervisor after each update: what is left, and how it went."""
+
+    reviewer: str
+    backlog: int
+    ok: bool
+    dropped: bool = False
+    error: str | None = None
+    health: dict[str, Any] = field(default_factory=dict)
+
+
+Report = Callable[[ReviewReport], Awaitable[None]]
+
+
+class Reviewer:
+    """Hosted beside agents; its `Agent` holds the private transcript and the provider."""
+
+    def __init__(
+        self,
+        uuid: str,
+        agent: Agent,
+        report: Report,
+        *,
+        context_window: int,
+        retry_delay_s: float = RETRY_DELAY_S,
+    ) -> None:
+        self.uuid = uuid
+        self.agent = agent
+        self.health = ReviewerHealth()
+        self._report = report
+        self._pending: list[str] = []
+        self._busy = False
+        self._drainer: asyncio.Task[None] | None = None
+        self._context_chars = int(context_window * CONTEXT_SHARE * CHARS_PER_TOKEN)
+        self._retry_delay_s = retry_delay_s
+        self._generation = 0  # bumped by reset: a drain of an older generation reports nothing
+
+    @property
+    def backlog(self) -> int:
+        return len(self._pending) + (1 if self._busy else 0)
+
+    def update(self, delta: str) -> None:
+        """Queue a transcript delta; deltas queued while busy go out as one prompt."""
+        if not delta.strip():
+            return
+        self._pending.append(delta)
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+
+    def reset(self, primer: str) -> None:
+        """The watched transcript was rewritten: forget everything, replay `primer` next."""
+        self._generation += 1
+        self._pending = [primer] if primer.strip() else []
+        self.agent.reset_history([])
+        if self._drainer is not None:
+            self._drainer.cancel()
+        self._drainer = None
+        self._busy = False
+        if self._pending:
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+
+    async def _drain(self) -> None:
+        generation = self._generation
+        while self._pending and generation == self._generation:
+            batch, self._pending = self._pending, []
+            self._busy = True
+            ok, error = await self._review("\n\n---\n\n".join(batch), generation)
+            self._busy = False
+            if generation != self._generation:
+                return
+            dropped = False
+            if not ok:
+                self.health.consecutive_failures += 1
+                self.health.last_error = error
+                if self.health.consecutive_failures >= MAX_CONSECUTIVE_FAILURES:
+                    self._pending = []
+                    self.health.dropped_backlogs += 1
+                    dropped = True
+                else:
+                    self._pending = [*batch, *self._pending]
+            await self._report(
+                ReviewReport(
+                    reviewer=self.uuid,
+                    backlog=self.backlog,
+                    ok=ok,
+                    dropped=dropped,
+                    error=error,
+                    health=self.health.as_dict(),
+                )
+            )
+            if not ok and not dropped:
+                await asyncio.sleep(self._retry_delay_s)
+
+    async def _review(self, delta: str, generation: int) -> tuple[bool, str | None]:
+        self._keep_context_small(len(delta))
+        prompt = "New activity in the session you are watching:\n\n" + delta
+        before = list(self.agent.history)
+        result: TurnResult = await self.agent.run_turn(
+            NewEntry(kind="user", content=prompt, data={}), lambda event: None
+        )
+        if generation != self._generation:
+            return False, "reset"
+        if not result.ok:
+            self.agent.reset_history(before)  # the failed prompt is retried, not kept
+            return False, result.error
+        self.health.reviews += 1
+        self.health.last_success = time.time()
+        self.health.consecutive_failures = 0
+        self.health.last_error = None
+        self.health.usage = self.health.usage + result.usage
+        self.health.cost_usd += result.cost_usd
+        return True, None
+
+    def _keep_context_small(self, incoming: int) -> None:
+        """Re-prime: drop the oldest exchanges so the history and the next delta fit."""
+        history = self.agent.history
+        size = sum(_message_chars(m) for m in history) + incoming
+        while history and size > self._context_chars:
+            dropped = history.pop(0)
+            size -= _message_chars(dropped)
+            while history and history[0].role != "user":
+                size -= _message_chars(history.pop(0))
+
+    def status(self) -> dict[str, Any]:
+        history_chars = sum(_message_chars(m) for m in self.agent.history)
+        return {
+            "backlog": self.backlog,
+            "context_tokens": history_chars // CHARS_PER_TOKEN,
+            "context_window": int(self._context_chars / CHARS_PER_TOKEN / CONTEXT_SHARE),
+            **self.health.as_dict(),
+        }
+
+    def dump(self, raw: bool) -> str:
+        """The reviewer's transcript: compact, or with system prompt, tools and thinking."""
+        lines: list[str] = []
+        if raw:
+            lines += ["# System", self.agent.system or "", "# Tools"]
+            lines += [
+                f"- {name}: {tool.spec.description}" for name, tool in self.agent.tools.items()
+            ]
+            lines.append("# Transcript")
+        for message in self.agent.history:
+            for part in message.parts:
+                match part:
+                    case TextPart(text=text):
+                        lines.append(f"[{message.role}] {text}")
+                    case ThinkingPart(text=text) if raw:
+                        lines.append(f"[thinking] {text}")
+                    case ToolCallPart(name=name, arguments=arguments):
+                        lines.append(f"[call] {name} {json.dumps(arguments)}")
+                    case ToolResultPart(content=content) if raw:
+                        lines.append(f"[result] {content}")
+                    case _:
+                        pass
+        return "\n".join(lines)
+
+
+def _message_chars(message: Message) -> int:
+    total = 0
+    for part in message.parts:
+        match part:
+            case TextPart(text=text) | ThinkingPart(text=text):
+                total += len(text)
+            case ToolCallPart(arguments=arguments):
+                total += len(json.dumps(arguments))
+            case ToolResultPart(content=content):
+                total += len(content)
+    return total
+
+
+def advise_tool(send: Callable[[dict[str, Any]], Awaitable[str]]) -> Tool:
+    """The `advise` tool; `send` forwards a validated note to the supervisor."""
+
+    async def run(arguments: dict[str, Any]) -> str:
+        note = arguments.get("note")
+        severity = arguments.get("severity") or "nit"
+        if not isinstance(note, str) or not note.strip():
+            raise ValueError("advise needs a non-empty `note`")
+        if severity not in SEVERITIES:
+            raise ValueError(f"severity must be one of {', '.join(SEVERITIES)}, not {severity!r}")
+        return await send({"note": note.strip(), "severity": severity})
+
+    return Tool(spec=ADVISE, run=run)
+
+
+def advice_card(notes: Sequence[tuple[str, str]], reviewer: str | None) -> str:
+    """One card: the reference's prefix line, the reviewer's name, `- [severity] note` bullets."""
+    lines = [ADVICE_PREFIX]
+    if reviewer:
+        lines.append(f"Reviewer: {reviewer}")
+    lines += [f"- [{severity}] {note}" for severity, note in notes]
+    return "\n".join(lines)

@@ -1,0 +1,306 @@
+"""The advisor desk: which reviewers watch which agent, their cursors and backlogs, and the
+delivery of their advice (deduplicated, one card per update). Part of the supervisor.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid as uuidlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from actors.advisor import (
+    ADVISOR_SYSTEM,
+    BOUNDED_TRANSCRIPT_CHARS,
+    ReviewerSpec,
+    ReviewReport,
+    advice_card,
+    render_delta,
+)
+from actors.agent import ModelChoice
+from providers.catalog import ModelSpec, model_info
+from supervisor.errors import CommandError
+from supervisor.store.records import AgentRecord, MessageRecord
+
+if TYPE_CHECKING:
+    from supervisor.service import HostClient, SupervisorCore
+
+SYNC_WAIT_CAP_S = 30.0
+INTERRUPTING = ("concern", "blocker")
+SyncBacklog = Literal["off", 1, 3, 5]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReviewerConfig:
+    name: str
+    model: ModelSpec
+    prompt: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AdvisorPlan:
+    """The deployment's advisor settings, resolved: who reviews, where, and how strictly."""
+
+    enabled: bool = False
+    subagents: bool = False
+    sync_backlog: SyncBacklog = "off"
+    reviewers: tuple[ReviewerConfig, ...] = ()
+    workspace: str = "."
+    watchdog: str = ""
+
+
+@dataclass(kw_only=True, slots=True)
+class _Watch:
+    """One reviewer of one watched agent, as the supervisor sees it."""
+
+    uuid: str
+    name: str
+    watched: str
+    model: ModelSpec
+    host: HostClient
+    cursor: int
+    backlog: int = 0
+    health: dict[str, Any] = field(default_factory=dict)
+    notes: list[tuple[str, str]] = field(default_factory=list)  # this update's advice
+    warned: bool = False  # one visible warning per outage
+
+
+class AdvisorDesk:
+    """Owned by the supervisor core; every reviewer's state and every delivery goes here."""
+
+    def __init__(self, core: SupervisorCore, plan: AdvisorPlan) -> None:
+        self.core = core
+        self.plan = plan
+        self.workspace = plan.workspace
+        self.watchdog = plan.watchdog
+        self.sync_backlog = plan.sync_backlog
+        self.watches: dict[str, _Watch] = {}  # by reviewer uuid
+        self._delivered: dict[str, set[str]] = {}  # watched uuid -> notes already given
+        self._changed = asyncio.Condition()
+
+    def reviewers_of(self, watched: str) -> list[_Watch]:
+        return [watch for watch in self.watches.values() if watch.watched == watched]
+
+    # --- attaching --------------------------------------------------------------------
+
+    async def attach_all(self, watched: str, cursor: int | None = None) -> list[_Watch]:
+        """Every configured reviewer on `watched` (those not watching it already)."""
+        present = {w.name for w in self.reviewers_of(watched)}
+        return [
+            await self.attach(watched, reviewer, cursor)
+            for reviewer in self.plan.reviewers
+            if reviewer.name not in present
+        ]
+
+    async def attach(
+        self, watched: str, reviewer: ReviewerConfig, cursor: int | None = None
+    ) -> _Watch:
+        """Start a reviewer on `watched`. Its cursor starts at the current end, so enabling
+        mid-session replays nothing; a new child passes its fork point instead."""
+        target = self.core.agent(watched)
+        if any(w.name == reviewer.name for w in self.reviewers_of(target.uuid)):
+            raise CommandError(f"Reviewer {reviewer.name} already watches {target.uuid}")
+        record = AgentRecord(
+            uuid=str(uuidlib.uuid4()),
+            name=reviewer.name,
+            role="advisor",
+            watched_uuid=target.uuid,
+            provider=reviewer.model.provider,
+            model=reviewer.model.model,
+            thinking_level=reviewer.model.thinking,
+            created_at=time.time(),
+        )
+        self.core.store.create_agents([record])
+        conversation = self.core.store.conversation(target.uuid)
+        host = self.core.live(record.uuid).host
+        spec = ReviewerSpec(
+            uuid=record.uuid,
+            name=reviewer.name,
+            watched=target.uuid,
+            choice=ModelChoice(
+                provider=reviewer.model.provider,
+                model=reviewer.model.model,
+                thinking=reviewer.model.thinking,
+            ),
+            system="\n\n".join(
+                part for part in (ADVISOR_SYSTEM, reviewer.prompt, self.watchdog) if part
+            ),
+            workspace=self.workspace,
+            context_window=model_info(reviewer.model.model).context_window,
+        )
+        await asyncio.wait_for(host.add_reviewer(spec), 30)
+        watch = _Watch(
+            uuid=record.uuid,
+            name=reviewer.name,
+            watched=target.uuid,
+            model=reviewer.model,
+            host=host,
+            cursor=cursor if cursor is not None else (conversation[-1].id if conversation else 0),
+        )
+        self.watches[record.uuid] = watch
+        self.core.event("AdvisorToggled", agent=target.uuid, reviewer=reviewer.name, on=True)
+        return watch
+
+    async def detach(self, watched: str) -> list[str]:
+        names = []
+        for watch in self.reviewers_of(watched):
+            await asyncio.wait_for(watch.host.drop_reviewer(watch.uuid), 30)
+            self.core.store.update_agent(watch.uuid, status="dead", ended_at=time.time())
+            del self.watches[watch.uuid]
+            names.append(watch.name)
+            self.core.event("AdvisorToggled", agent=watched, reviewer=watch.name, on=False)
+        await self._notify()
+        return names
+
+    # --- feeding ----------------------------------------------------------------------
+
+    async def turn_completed(self, watched: str) -> None:
+        """Send each reviewer of `watched` what happened since its cursor."""
+        watches = self.reviewers_of(watched)
+        if not watches:
+            return
+        conversation = self.core.store.conversation(watched)
+        for watch in watches:
+            delta = [m for m in conversation if m.id > watch.cursor]
+            if not delta:
+                continue
+            watch.cursor = delta[-1].id
+            text = render_delta(delta)
+            if text.strip():
+                watch.backlog = await asyncio.wait_for(watch.host.review(watch.uuid, text), 30)
+        await self._notify()
+
+    async def reset(self, watched: str) -> None:
+        """The watched transcript was rewritten: each reviewer starts over from what is there
+        now (bounded), and nobody waits on the old backlog."""
+        conversation = self.core.store.conversation(watched)
+        primer = render_delta(conversation)[-BOUNDED_TRANSCRIPT_CHARS:]
+        last = self.core.store.last_message_id()
+        for watch in self.reviewers_of(watched):
+            watch.cursor = last
+            watch.notes.clear()
+            watch.backlog = 1 if primer.strip() else 0
+            await asyncio.wait_for(watch.host.reset_reviewer(watch.uuid, primer), 30)
+        await self._notify()
+
+    # --- advice -----------------------------------------------------------------------
+
+    def advise(self, reviewer: str, note: str, severity: str) -> str:
+        watch = self.watches.get(reviewer)
+        if watch is None:
+            raise CommandError("this reviewer is no longer attached")
+        given = self._given(watch.watched)
+        key = " ".join(note.lower().split())
+        if key in given or any(" ".join(n.lower().split()) == key for _, n in watch.notes):
+            return "Already given; not sent again."
+        watch.notes.append((severity, note))
+        return "Noted; it reaches the agent when this review ends."
+
+    def _given(self, watched: str) -> set[str]:
+        given = self._delivered.get(watched)
+        if given is None:
+            given = self._delivered[watched] = {
+                " ".join(str(note).lower().split())
+                for message in self.core.store.agent_messages(watched)
+                if message.kind == "advisor"
+                for _, note in message.data.get("notes", [])
+            }
+        return given
+
+    async def reviewed(self, report: ReviewReport) -> None:
+        """A reviewer finished an update: deliver its notes as one card, track its health."""
+        watch = self.watches.get(report.reviewer)
+        if watch is None:
+            return
+        watch.backlog = report.backlog
+        watch.health = report.health
+        if report.ok:
+            watch.warned = False
+            notes, watch.notes = watch.notes, []
+            if notes:
+                await self._deliver(watch, notes)
+        elif report.dropped:
+            watch.notes.clear()
+            if not watch.warned:
+                watch.warned = True
+                text = (
+                    f"Advisor {watch.name} failed three times in a row "
+                    f"({report.error or 'no reason given'}); its backlog was dropped."
+                )
+                self.core.store.append_message(watch.watched, "warning", text, {})
+                self.core.event(
+                    "AdvisorFailing", agent=watch.watched, reviewer=watch.name, error=report.error
+                )
+        await self._notify()
+
+    async def _deliver(self, watch: _Watch, notes: list[tuple[str, str]]) -> None:
+        given = self._given(watch.watched)
+        fresh = [(s, n) for s, n in notes if " ".join(n.lower().split()) not in given]
+        if not fresh:
+            return
+        interrupting = any(severity in INTERRUPTING for severity, _ in fresh)
+        card = advice_card(fresh, watch.name)
+        data = {"notes": [[s, n] for s, n in fresh], "reviewer": watch.name}
+        message = self.core.store.append_message(watch.watched, "advisor", card, data)
+        given.update(" ".join(n.lower().split()) for _, n in fresh)
+        self.core.event(
+            "AdviceDelivered",
+            agent=watch.watched,
+            reviewer=watch.name,
+            notes=len(fresh),
+            interrupting=interrupting,
+            message_id=message.id,
+        )
+        await self.core.inject(watch.watched, message, interrupting=interrupting)
+
+    # --- waiting ----------------------------------------------------------------------
+
+    def backlog(self, watched: str) -> int:
+        return max((w.backlog for w in self.reviewers_of(watched)), default=0)
+
+    async def wait_for_backlog(self, watched: str, cancelled: asyncio.Event) -> float:
+        """`sync_backlog`: before a turn, wait while a reviewer's backlog is at or above the
+        threshold; at most 30 s; a cancel or reset releases it at once. Returns the wait."""
+        if self.sync_backlog == "off":
+            return 0.0
+        threshold = int(self.sync_backlog)
+        started = time.monotonic()
+        deadline = started + SYNC_WAIT_CAP_S
+        async with self._changed:
+            while self.backlog(watched) >= threshold and not cancelled.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(self._changed.wait(), remaining)
+                except TimeoutError:
+                    break
+        return time.monotonic() - started
+
+    async def wait_idle(self, watched: str, timeout_s: float) -> int:
+        """Wait until every reviewer of `watched` is done with its queue (batch jobs record
+        the advice a task received); the backlog left after `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        async with self._changed:
+            while self.backlog(watched) > 0:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                try:
+                    await asyncio.wait_for(self._changed.wait(), remaining)
+                except TimeoutError:
+                    break
+        return self.backlog(watched)
+
+    async def _notify(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def release_waiters(self) -> None:
+        await self._notify()
+
+    # --- reporting --------------------------------------------------------------------
+
+    def advice_given(self, watched: str) -> list[MessageRecord]:
+        return [m for m in self.core.store.agent_messages(watched) if m.kind == "advisor"]
