@@ -34,6 +34,18 @@ def fork_latencies(grove: Any, n: int) -> list[float]:
     return samples
 
 
+def call_floor(grove: Any, n: int) -> list[float]:
+    """Milliseconds of the cheapest supervisor call (a dict lookup): the Ray round trip."""
+    root = grove.create_root(MODEL)
+    samples: list[float] = []
+    for index in range(WARMUP + n):
+        start = time.perf_counter()
+        grove.streaming(root.uuid)
+        if index >= WARMUP:
+            samples.append((time.perf_counter() - start) * 1000)
+    return samples
+
+
 def summary(samples: list[float]) -> dict[str, float]:
     return {
         "p50_ms": round(percentile(samples, 0.50), 3),
@@ -51,6 +63,7 @@ def main() -> None:
     with simulator_process(Pacing(ttft_ms=0, tps=0, tokens=8)) as simulator:
         with running_grove(simulator) as grove:
             report["sqlite"] = summary(fork_latencies(grove, args.n))
+            report["ray_call_floor"] = summary(call_floor(grove, args.n))
         with redis_server() as url, running_grove(simulator, store_url=url) as grove:
             report["redis"] = summary(fork_latencies(grove, args.n))
     print(json.dumps(report))
