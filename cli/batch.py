@@ -4,6 +4,7 @@ context, at most --concurrency in flight, one output record per task as it finis
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections import deque
@@ -125,6 +126,7 @@ def batch_command(
 
             grove = Grove(settings=settings, simulate=simulate, hosts=hosts)
             runner = BatchRunner(grove, log, totals, concurrency)
+            on_term = signal.signal(signal.SIGTERM, _interrupt)
             try:
                 grove.start()
                 root = grove.create_root(str(root_model) if root_model else None)
@@ -136,6 +138,7 @@ def batch_command(
             except (GroveError, RayError) as exc:  # Ray or the supervisor gave out
                 stopped = f"batch stopped: {type(exc).__name__}: {exc}"
             finally:
+                signal.signal(signal.SIGTERM, on_term)
                 runner.close()
                 grove.close()
     if stopped is not None:
@@ -147,6 +150,11 @@ def batch_command(
         raise typer.Exit(EXIT_INTERRUPTED)
     if totals.failed or totals.malformed or stopped is not None:
         raise typer.Exit(1)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    """SIGTERM stops a batch the way Ctrl+C does."""
+    raise KeyboardInterrupt
 
 
 def default_output(tasks_path: Path) -> Path:
