@@ -4,5 +4,15 @@ Tools that reach other agents go through a `ToolPort` (the supervisor), never ar
 """
 
 from actors.tools.fanout import FANOUT_TOOL_NAMES, ToolPort, fanout_tools
+from actors.tools.readonly import READONLY_TOOL_NAMES, readonly_tools
+from actors.tools.workspace import Workspace, WorkspaceError
 
-__all__ = ["FANOUT_TOOL_NAMES", "ToolPort", "fanout_tools"]
+__all__ = [
+    "FANOUT_TOOL_NAMES",
+    "READONLY_TOOL_NAMES",
+    "ToolPort",
+    "Workspace",
+    "WorkspaceError",
+    "fanout_tools",
+    "readonly_tools",
+]
