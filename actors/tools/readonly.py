@@ -30,6 +30,7 @@ SEARCH_LINE_MAX_CHARS = 500
 SEARCH_MAX_FILE_BYTES = 10 * 1024 * 1024
 FIND_MAX_PATHS = 500
 READONLY_TOOL_NAMES = ("read", "search", "find")
+_JSON_TYPE_NAMES = {"string": "a string", "integer": "an integer", "boolean": "true or false"}
 
 _PATH_IN_WORKSPACE = (
     "relative to the workspace root (an absolute path must lie inside it; `..` and symlinks "
@@ -196,7 +197,7 @@ def search_files(
     for walked in _search_targets(workspace, path):
         if matcher is not None and not matcher.matches(walked.within):
             continue
-        if walked.real.stat().st_size > SEARCH_MAX_FILE_BYTES:
+        if _size(walked.real) > SEARCH_MAX_FILE_BYTES:
             oversized += 1
             continue
         for number, text in _text_lines(walked.real):
@@ -246,9 +247,6 @@ def _check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
         expected = properties[name]["type"]
         if value is not None and not _has_type(value, expected):
             raise WorkspaceError(f"`{name}` must be {_JSON_TYPE_NAMES[expected]}, got {value!r}")
-
-
-_JSON_TYPE_NAMES = {"string": "a string", "integer": "an integer", "boolean": "true or false"}
 
 
 def _has_type(value: object, expected: str) -> bool:
@@ -321,6 +319,14 @@ def _text_lines(real: Path) -> Iterator[tuple[int, str]]:
                 yield number, _decode(raw)
     except OSError:
         return
+
+
+def _size(real: Path) -> int:
+    """The file's size in bytes; 0 when it vanished or cannot be stat'ed (then it reads empty)."""
+    try:
+        return real.stat().st_size
+    except OSError:
+        return 0
 
 
 def _decode(raw: bytes) -> str:

@@ -20,6 +20,7 @@ from actors.tools.readonly import (
     READ_MAX_CHARS,
     READ_MAX_LINES,
     READONLY_TOOL_NAMES,
+    SEARCH_MAX_FILE_BYTES,
     SEARCH_MAX_MATCHES,
     read_file,
     readonly_tools,
@@ -361,6 +362,17 @@ async def test_search_caps_matches_with_a_note(root: Path, tools: dict[str, Tool
     assert lines[-2] == f"many.log:{SEARCH_MAX_MATCHES}: hit"
     assert lines[-1] == (
         f"[cut at {SEARCH_MAX_MATCHES} matches; narrow the pattern, path or include]"
+    )
+
+
+async def test_search_skips_oversized_files_and_says_so(root: Path, tools: dict[str, Tool]) -> None:
+    line = b"needle " + b"x" * 1017 + b"\n"
+    (root / "huge.log").write_bytes(line * (SEARCH_MAX_FILE_BYTES // len(line) + 1))
+    (root / "small.log").write_bytes(line)
+    output = await call(tools, "search", pattern="needle", include="*.log")
+    assert output == (
+        f"small.log:1: needle {'x' * 493} [cut at 500 characters]\n"
+        f"[skipped 1 files larger than {SEARCH_MAX_FILE_BYTES} bytes]"
     )
 
 
