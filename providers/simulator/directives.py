@@ -15,7 +15,8 @@ head), `ttft_ms`, `tps`, `fault` (429|500|503|529|error_after_200|disconnect), `
 first N requests carrying this exact directive text fail), `tool` and `args` (a JSON object: call
 that tool instead of answering in text), `calls` (a JSON array of `{"name": ..., "args": {...}}`
 objects, `args` optional: make all these calls in one reply; not with `tool` or `args`), `step`
-(1 or more: the directive applies only to that reply, see below).
+(1 or more: the directive applies only to that reply, see below), `model` (a model id: the
+directive applies only to requests for that model, e.g. one of several reviewers).
 
 Which directives count (script.py applies this): the script is the last user message that
 carries text; the reply to it is step 1, and each tool-result round trip after it adds one. At
@@ -54,6 +55,7 @@ KEYS = (
     "args",
     "calls",
     "step",
+    "model",
 )
 MAX_TOKENS = 100_000
 MAX_STEP = 10_000
@@ -103,6 +105,7 @@ class Directive:
     args: dict[str, Any] | None = None
     calls: tuple[ScriptedCall, ...] | None = None
     step: int | None = None
+    model: str | None = None  # only requests for this model id (several reviewers at once)
 
     @property
     def scripted_calls(self) -> tuple[ScriptedCall, ...]:
@@ -121,11 +124,18 @@ class DirectedText:
     text: str
     directives: tuple[Directive, ...]
 
-    def last(self, audience: Audience, steps: Container[int | None]) -> Directive | None:
+    def last(
+        self, audience: Audience, steps: Container[int | None], model: str | None = None
+    ) -> Directive | None:
         """The last directive meant for `audience` whose `step` (None when it has no `step`
-        key) is in `steps`; a quoted transcript may hold several."""
+        key) is in `steps` and whose `model`, if it names one, is `model`; a quoted
+        transcript may hold several."""
         for directive in reversed(self.directives):
-            if directive.audience == audience and directive.step in steps:
+            if (
+                directive.audience == audience
+                and directive.step in steps
+                and directive.model in (None, model)
+            ):
                 return directive
         return None
 
@@ -278,6 +288,7 @@ def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Direc
         args=args,
         calls=calls,
         step=step,
+        model=fields.get("model"),
     )
 
 

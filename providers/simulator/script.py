@@ -203,8 +203,10 @@ def _applying(inbound: Inbound, prompt: DirectedText) -> Directive | None:
     the prompt (the tool results, or the script itself when no result follows it)."""
     script = prompt if inbound.script == inbound.prompt else parse_directives(inbound.script)
     steps = {None, 1} if inbound.step == 1 else {inbound.step}
-    scripted = script.last(inbound.audience, steps)
-    return scripted if scripted is not None else prompt.last(inbound.audience, {None})
+    scripted = script.last(inbound.audience, steps, inbound.model)
+    return (
+        scripted if scripted is not None else prompt.last(inbound.audience, {None}, inbound.model)
+    )
 
 
 def _tool_calls(directive: Directive | None, inbound: Inbound) -> tuple[ToolCall, ...]:

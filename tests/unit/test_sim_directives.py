@@ -313,3 +313,27 @@ def test_any_json_as_calls_parses_or_raises_only_directive_error(value: Any) -> 
     assert [(call.name, call.args) for call in directive.scripted_calls] == [
         (item["name"], item.get("args", {})) for item in value
     ]
+
+
+def test_model_key_addresses_one_model_among_several() -> None:
+    directed = parse_directives(
+        "[[sim@reviewer model=gpt-5-nano reply=one]] [[sim@reviewer model=claude-haiku-4-5 "
+        "reply=two]] [[sim@reviewer reply=anyone]] text"
+    )
+    assert directed.last("reviewer", {None}, "gpt-5-nano") is not None
+    by_model = {
+        model: directed.last("reviewer", {None}, model).reply  # type: ignore[union-attr]
+        for model in ("gpt-5-nano", "claude-haiku-4-5", "gemini-3.0-flash")
+    }
+    assert by_model == {
+        "gpt-5-nano": "anyone",
+        "claude-haiku-4-5": "anyone",
+        "gemini-3.0-flash": "anyone",
+    }
+    scoped = parse_directives(
+        "[[sim@reviewer model=gpt-5-nano reply=one]] [[sim@reviewer model=claude-haiku-4-5 "
+        "reply=two]] text"
+    )
+    assert scoped.last("reviewer", {None}, "gpt-5-nano").reply == "one"  # type: ignore[union-attr]
+    assert scoped.last("reviewer", {None}, "claude-haiku-4-5").reply == "two"  # type: ignore[union-attr]
+    assert scoped.last("reviewer", {None}, "gemini-3.0-flash") is None
