@@ -187,13 +187,15 @@ class BatchRunner:
         self.totals = totals
         self.concurrency = concurrency
         self.in_flight: dict[str, Task] = {}
-        self.progress: Progress = (
-            RichProgress(sys.stderr, totals.total)
+        self.progress: Progress | None = None
+
+    def run(self, root: str, tasks: list[Task]) -> None:
+        """Run `tasks` to their end; rate and ETA count from here, after Ray has started."""
+        progress = self.progress = (
+            RichProgress(sys.stderr, self.totals.total)
             if sys.stderr.isatty()
             else PlainProgress(sys.stderr)
         )
-
-    def run(self, root: str, tasks: list[Task]) -> None:
         pending = deque(tasks)
         while pending or self.in_flight:
             self._fork(root, pending)
@@ -201,7 +203,7 @@ class BatchRunner:
                 done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
                 for agent, result in done.items():
                     self._finish(task_record(self.in_flight.pop(agent), agent, result))
-            self.progress.update(self.totals)
+            progress.update(self.totals)
 
     def _fork(self, root: str, pending: deque[Task]) -> None:
         free = min(self.concurrency - len(self.in_flight), len(pending))
@@ -225,4 +227,5 @@ class BatchRunner:
         self.totals.count(record)
 
     def close(self) -> None:
-        self.progress.close()
+        if self.progress is not None:
+            self.progress.close()
