@@ -116,7 +116,8 @@ class ReviewerHealth:
     consecutive_failures: int = 0
     dropped_backlogs: int = 0
     last_error: str | None = None
-    reviews: int = 0
+    prompts: int = 0  # every prompt sent, retries included
+    reviews: int = 0  # prompts that succeeded
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
 
@@ -126,6 +127,7 @@ class ReviewerHealth:
             "consecutive_failures": self.consecutive_failures,
             "dropped_backlogs": self.dropped_backlogs,
             "last_error": self.last_error,
+            "prompts": self.prompts,
             "reviews": self.reviews,
             "usage": self.usage.as_dict(),
             "cost_usd": self.cost_usd,
@@ -230,6 +232,7 @@ class Reviewer:
         self._keep_context_small(len(delta))
         prompt = "New activity in the session you are watching:\n\n" + delta
         before = list(self.agent.history)
+        self.health.prompts += 1
         result: TurnResult = await self.agent.run_turn(
             NewEntry(kind="user", content=prompt, data={}), lambda event: None
         )

@@ -77,6 +77,7 @@ class AdvisorDesk:
         self.sync_backlog = plan.sync_backlog
         self.watches: dict[str, _Watch] = {}  # by reviewer uuid
         self._delivered: dict[str, set[str]] = {}  # watched uuid -> notes already given
+        self._feeding: dict[str, int] = {}  # watched uuid -> finished turns not yet sent
         self._changed = asyncio.Condition()
 
     def reviewers_of(self, watched: str) -> list[_Watch]:
@@ -154,6 +155,19 @@ class AdvisorDesk:
         return names
 
     # --- feeding ----------------------------------------------------------------------
+
+    def feed(self, watched: str) -> None:
+        """A turn of `watched` finished: its delta goes to the reviewers in the background,
+        counted in the backlog from now on so that nobody waiting misses it."""
+        self._feeding[watched] = self._feeding.get(watched, 0) + 1
+        self.core.background(self._feed(watched))
+
+    async def _feed(self, watched: str) -> None:
+        try:
+            await self.turn_completed(watched)
+        finally:
+            self._feeding[watched] -= 1
+            await self._notify()
 
     async def turn_completed(self, watched: str) -> None:
         """Send each reviewer of `watched` what happened since its cursor."""
@@ -257,7 +271,9 @@ class AdvisorDesk:
     # --- waiting ----------------------------------------------------------------------
 
     def backlog(self, watched: str) -> int:
-        return max((w.backlog for w in self.reviewers_of(watched)), default=0)
+        """The largest queue among the reviewers of `watched`, deltas not yet sent included."""
+        queued = max((w.backlog for w in self.reviewers_of(watched)), default=0)
+        return queued + self._feeding.get(watched, 0)
 
     async def wait_for_backlog(self, watched: str, cancelled: asyncio.Event) -> float:
         """`sync_backlog`: before a turn, wait while a reviewer's backlog is at or above the

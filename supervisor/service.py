@@ -484,7 +484,7 @@ class SupervisorCore:
             # The host's copy of the conversation holds the failed steps: rebuild it.
             state.active = False
         if self.advisors is not None and self.advisors.reviewers_of(ticket.uuid):
-            self.background(self.advisors.turn_completed(ticket.uuid))
+            self.advisors.feed(ticket.uuid)
         self.event(
             "TurnCompleted",
             agent=ticket.uuid,
