@@ -33,6 +33,8 @@ if TYPE_CHECKING:
 
 DEFAULT_CONCURRENCY = 32
 WAIT_TICK_S = 1.0  # how often the progress display hears from a run with nothing finishing
+ADVICE_WAIT_S = 120.0  # the longest a finished task's record waits for its reviewer
+REVIEW_POLL_S = 0.1
 EXIT_INTERRUPTED = 130
 
 
@@ -63,6 +65,14 @@ def batch_command(
     ] = None,
     hosts: Annotated[
         int | None, typer.Option("--hosts", min=1, help="Agent host actors to start.")
+    ] = None,
+    advisor: Annotated[
+        str | None,
+        typer.Option(
+            "--advisor",
+            metavar="MODEL[/THINKING]",
+            help="Attach a reviewer on this model to every task; its advice goes in `advice`.",
+        ),
     ] = None,
 ) -> None:
     """Run every task of TASKS.jsonl as a forked child of one root agent.
@@ -125,7 +135,7 @@ def batch_command(
             from supervisor.api import Grove
 
             grove = Grove(settings=settings, simulate=simulate, hosts=hosts)
-            runner = BatchRunner(grove, log, totals, concurrency)
+            runner = BatchRunner(grove, log, totals, concurrency, advisor=advisor)
             on_term = signal.signal(signal.SIGTERM, _interrupt)
             try:
                 grove.start()
@@ -181,12 +191,23 @@ class BatchRunner:
     """Keeps at most `concurrency` tasks in flight: forks the next ones in chunks (one
     fork_many per model and system prompt) as earlier ones finish, and records each result."""
 
-    def __init__(self, grove: Grove, log: OutputLog, totals: Totals, concurrency: int) -> None:
+    def __init__(
+        self,
+        grove: Grove,
+        log: OutputLog,
+        totals: Totals,
+        concurrency: int,
+        *,
+        advisor: str | None = None,
+    ) -> None:
         self.grove = grove
         self.log = log
         self.totals = totals
         self.concurrency = concurrency
+        self.advisor = advisor
         self.in_flight: dict[str, Task] = {}
+        # Finished tasks whose reviewer is still at work: their records wait for its advice.
+        self.reviewing: dict[str, tuple[dict[str, Any], float]] = {}
         self.progress: Progress | None = None
 
     def run(self, root: str, tasks: list[Task]) -> None:
@@ -197,13 +218,32 @@ class BatchRunner:
             else PlainProgress(sys.stderr)
         )
         pending = deque(tasks)
-        while pending or self.in_flight:
+        while pending or self.in_flight or self.reviewing:
             self._fork(root, pending)
             if self.in_flight:
                 done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
                 for agent, result in done.items():
-                    self._finish(task_record(self.in_flight.pop(agent), agent, result))
+                    record = task_record(self.in_flight.pop(agent), agent, result)
+                    if self.advisor is None:
+                        self._finish(record)
+                    else:
+                        self.reviewing[agent] = (record, time.monotonic() + ADVICE_WAIT_S)
+            elif self.reviewing:
+                time.sleep(REVIEW_POLL_S)
+            self._collect_advice()
             progress.update(self.totals)
+
+    def _collect_advice(self) -> None:
+        """Records of tasks whose reviewer is done (or out of time) go out with the advice."""
+        for agent, (record, deadline) in list(self.reviewing.items()):
+            if self.grove.wait_reviews(agent, 0.0) == 0 or time.monotonic() > deadline:
+                del self.reviewing[agent]
+                record["advice"] = [
+                    {"reviewer": card.data.get("reviewer"), "severity": severity, "note": note}
+                    for card in self.grove.advice(agent)
+                    for severity, note in card.data.get("notes", [])
+                ]
+                self._finish(record)
 
     def _fork(self, root: str, pending: deque[Task]) -> None:
         free = min(self.concurrency - len(self.in_flight), len(pending))
@@ -214,7 +254,11 @@ class BatchRunner:
         for (model, system), group in groups.items():
             try:
                 agents = self.grove.fork_many(
-                    root, [task.prompt for task in group], model, system=system
+                    root,
+                    [task.prompt for task in group],
+                    model,
+                    system=system,
+                    advisor=self.advisor,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 for task in group:
