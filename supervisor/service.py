@@ -277,17 +277,18 @@ class SupervisorCore:
 
     # --- placement ------------------------------------------------------------------------
 
-    def live(self, uuid: str) -> _Live:
+    def live(self, uuid: str, record: AgentRecord | None = None) -> _Live:
         """An agent's live state; placing it on first use (least-loaded shared host, or a
-        host of its own for `isolation = "process"`)."""
+        host of its own for `isolation = "process"`). `record`, when the caller holds it,
+        spares a store read."""
         state = self._live.get(uuid)
         if state is None:
-            state = self._live[uuid] = _Live(host=self._place(uuid))
+            state = self._live[uuid] = _Live(host=self._place(uuid, record))
             state.turn_done.set()
         return state
 
-    def _place(self, uuid: str) -> HostClient:
-        record = self.store.get_agent(uuid)
+    def _place(self, uuid: str, record: AgentRecord | None) -> HostClient:
+        record = record or self.store.get_agent(uuid)
         if record is not None and record.metadata.get("isolation") == ISOLATION_PROCESS:
             if self._spawn_host is None:
                 raise SupervisorError("this supervisor cannot start hosts of their own")
@@ -317,7 +318,7 @@ class SupervisorCore:
         choice = choice_of(record)
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
-        state = self.live(record.uuid)
+        state = self.live(record.uuid, record)
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
@@ -381,7 +382,7 @@ class SupervisorCore:
         hosts: dict[str, HostClient] = {}
         for record, stored_prompt, choice in zip(records, prompts_stored, choices, strict=True):
             assert choice is not None
-            state = self.live(record.uuid)
+            state = self.live(record.uuid, record)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
