@@ -1,0 +1,122 @@
+"""Grove's HTTP clients on plain asyncio streams: TLS to a real local server (certificate
+checked, hostname checked), a refused connection, and a keep-alive connection reused.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import ssl
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from providers.aionet import AsyncioTransport
+from tests.conftest import _free_loopback_port
+
+RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nhello"
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for `localhost`, made with the openssl command."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is not on PATH")
+    directory = tmp_path_factory.mktemp("tls")
+    cert, key = directory / "cert.pem", directory / "key.pem"
+    subprocess.run(
+        [
+            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+            "-keyout", str(key), "-out", str(cert),
+        ],
+        check=True,
+        capture_output=True,
+    )  # fmt: skip
+    return cert, key
+
+
+async def serve(connections: list[int], server_tls: ssl.SSLContext | None) -> asyncio.Server:
+    """A tiny HTTP/1.1 server answering every request `hello`, counting its connections."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                writer.write(RESPONSE)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_tls)
+
+
+@pytest.fixture
+async def tls_server(certificate: tuple[Path, Path]) -> AsyncIterator[tuple[int, list[int]]]:
+    cert, key = certificate
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    connections: list[int] = []
+    server = await serve(connections, server_tls)
+    async with server:
+        yield server.sockets[0].getsockname()[1], connections
+
+
+async def test_tls_with_the_certificate_checked(
+    certificate: tuple[Path, Path], tls_server: tuple[int, list[int]]
+) -> None:
+    port, connections = tls_server
+    trusting = ssl.create_default_context(cafile=str(certificate[0]))
+    async with httpx.AsyncClient(transport=AsyncioTransport(trusting)) as client:
+        first = await client.get(f"https://localhost:{port}/")
+        second = await client.get(f"https://localhost:{port}/again")
+    assert (first.status_code, first.text, second.text) == (200, "hello", "hello")
+    assert len(connections) == 1  # kept alive and reused
+
+
+async def test_tls_refuses_an_untrusted_or_misnamed_server(
+    certificate: tuple[Path, Path], tls_server: tuple[int, list[int]]
+) -> None:
+    port, _ = tls_server
+    default = ssl.create_default_context()
+    async with httpx.AsyncClient(transport=AsyncioTransport(default)) as client:
+        with pytest.raises(httpx.ConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+            await client.get(f"https://localhost:{port}/")
+    trusting = ssl.create_default_context(cafile=str(certificate[0]))
+    async with httpx.AsyncClient(transport=AsyncioTransport(trusting)) as client:
+        with pytest.raises(httpx.ConnectError, match=r"IP address mismatch"):
+            await client.get(f"https://127.0.0.1:{port}/")
+
+
+async def test_a_refused_connection_is_a_connect_error() -> None:
+    port = _free_loopback_port()
+    async with httpx.AsyncClient(transport=AsyncioTransport(ssl.create_default_context())) as c:
+        with pytest.raises(httpx.ConnectError):
+            await c.get(f"http://127.0.0.1:{port}/")
+
+
+async def test_a_connection_the_server_closed_is_not_reused() -> None:
+    connections: list[int] = []
+
+    async def answer_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(RESPONSE)  # keep-alive as far as the client knows, then closed
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer_once, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    async with (
+        server,
+        httpx.AsyncClient(transport=AsyncioTransport(ssl.create_default_context())) as client,
+    ):
+        assert (await client.get(f"http://127.0.0.1:{port}/")).text == "hello"
+        await asyncio.sleep(0.1)  # the close reaches the idle pooled connection
+        assert (await client.get(f"http://127.0.0.1:{port}/")).text == "hello"
+    assert len(connections) == 2
