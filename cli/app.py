@@ -5,6 +5,7 @@ Heavy imports (the simulator, Ray, prompt_toolkit) happen inside the commands th
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
@@ -17,6 +18,7 @@ from cli.events import events_command
 from cli.history import history_command
 from cli.run import run_command
 from cli.simulate import simulate_command
+from providers.credentials import warn_if_credentials_exposed
 
 app = typer.Typer(
     name="grove",
@@ -45,6 +47,7 @@ def options(
 ) -> None:
     """Options shared by every command."""
     ctx.obj = CliContext(store=store, address=address)
+    warn_if_credentials_exposed()
 
 
 app.command("chat")(chat_command)
@@ -56,7 +59,19 @@ app.command("events")(events_command)
 app.command("simulate")(simulate_command)
 
 
+def show_grove_warnings() -> None:
+    """Grove's own log records (logger `grove.*`) of level WARNING and up go to stderr as bare
+    lines, e.g. the credentials.json permission warning."""
+    handler = logging.StreamHandler()
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    grove_log = logging.getLogger("grove")
+    grove_log.addHandler(handler)
+    grove_log.setLevel(logging.WARNING)
+    grove_log.propagate = False
+
+
 def main() -> None:
+    show_grove_warnings()
     app()
 
 

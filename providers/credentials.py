@@ -69,6 +69,15 @@ def credentials_file_problem(path: Path) -> str | None:
     return None
 
 
+def warn_if_credentials_exposed(environ: Mapping[str, str] | None = None) -> None:
+    """Log the warning (logger `grove.credentials`) when credentials.json in the config
+    directory can be read by other users; keys are read in host processes, whose logs the
+    user does not see, so the command line calls this in its own process."""
+    problem = credentials_file_problem(config_dir(environ) / CREDENTIALS_FILE)
+    if problem:
+        log.warning(problem)
+
+
 def _key_from_file(provider: ProviderName, path: Path) -> str | None:
     try:
         raw = path.read_bytes()
