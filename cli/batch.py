@@ -259,6 +259,7 @@ class BatchRunner:
                     model,
                     system=system,
                     advisor=self.advisor,
+                    retry_interrupted=True,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 for task in group:

@@ -59,6 +59,7 @@ class _Watch:
     watched: str
     model: ModelSpec
     host: HostClient
+    spec: ReviewerSpec
     cursor: int
     backlog: int = 0
     health: dict[str, Any] = field(default_factory=dict)
@@ -137,11 +138,20 @@ class AdvisorDesk:
             watched=target.uuid,
             model=reviewer.model,
             host=host,
+            spec=spec,
             cursor=cursor if cursor is not None else (conversation[-1].id if conversation else 0),
         )
         self.watches[record.uuid] = watch
         self.core.event("AdvisorToggled", agent=target.uuid, reviewer=reviewer.name, on=True)
         return watch
+
+    async def host_replaced(self, host: HostClient) -> None:
+        """The reviewers that lived on a replaced host start again there, with empty queues."""
+        for watch in self.watches.values():
+            if watch.host is host:
+                await asyncio.wait_for(host.add_reviewer(watch.spec), 30)
+                watch.backlog = 0
+        await self._notify()
 
     async def detach(self, watched: str) -> list[str]:
         names = []

@@ -26,25 +26,41 @@ from supervisor.errors import CommandError
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
 from supervisor.service import Limits
 from supervisor.store.records import AgentRecord, MessageRecord
+from supervisor.supervision import RestartPolicy
 
 CALL_TIMEOUT_S = 60.0
 
 
 class Turn:
-    """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end."""
+    """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end.
 
-    def __init__(self, ticket_id: str, agent: str, host: Any) -> None:
+    When the host dies under it, iteration stops with a notice and `result()` answers from
+    the supervisor: the turn interrupted, or its retry's result."""
+
+    def __init__(self, ticket_id: str, agent: str, host: Any, supervisor: Any) -> None:
         self.ticket_id = ticket_id
         self.agent = agent
         self._host = host
+        self._supervisor = supervisor
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        for ref in stream:
-            yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
+        try:
+            for ref in stream:
+                yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
+        except ray.exceptions.RayActorError:
+            yield ("notice", "the agent's host died; the turn is reported as interrupted")
 
     def result(self, timeout_s: float = 3600.0) -> TurnResult:
-        result: TurnResult = ray.get(self._host.result.remote(self.ticket_id), timeout=timeout_s)
+        try:
+            result: TurnResult = ray.get(
+                self._host.result.remote(self.ticket_id), timeout=timeout_s
+            )
+        except ray.exceptions.RayActorError:
+            fallback = ray.get(
+                self._supervisor.wait_turn.remote(self.agent, timeout_s), timeout=timeout_s + 30
+            )
+            result = fallback if fallback is not None else TurnResult(error="interrupted")
         return result
 
 
@@ -107,6 +123,10 @@ class Grove:
                 children_per_agent=self.settings.limits.children_per_agent,
             ),
             advisor=self._advisor_plan(),
+            restart_policy=RestartPolicy(
+                max_restarts=self.settings.hosts.max_restarts,
+                window_s=self.settings.hosts.restart_window_s,
+            ),
         )
         self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
             name=SUPERVISOR_NAME, namespace=NAMESPACE, get_if_exists=True
@@ -181,7 +201,7 @@ class Grove:
     def send(self, agent: str, text: str) -> Turn:
         """Start a turn (CommandError for the rules: no model, dead agent, ...)."""
         ticket, host = self._call("begin_turn", agent, text)
-        return Turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host)
+        return Turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host, self.supervisor)
 
     def fork_many(
         self,
@@ -191,13 +211,15 @@ class Grove:
         *,
         system: str | None = None,
         advisor: str | None = None,
+        retry_interrupted: bool = False,
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
-        (MODEL[/THINKING]) attaches a reviewer to every child."""
+        (MODEL[/THINKING]) attaches a reviewer to every child; `retry_interrupted` runs a
+        child's turn again when its host dies under it (its result is still stored once)."""
         spec, reviewer = self._spec(model), self._spec(advisor)
         children: list[str] = self._call(
-            "fork_many", parent, prompts, spec, system, reviewer, timeout_s=600
+            "fork_many", parent, prompts, spec, system, reviewer, retry_interrupted, timeout_s=600
         )
         return children
 
@@ -267,6 +289,11 @@ class Grove:
     def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
         result: TurnResult | None = self._call("wait_turn", agent, timeout_s, timeout_s=timeout_s)
         return result
+
+    def host_pids(self) -> dict[str, int]:
+        """The process id of each live agent host, by host id."""
+        pids: dict[str, int] = self._call("host_pids")
+        return pids
 
     def provider_identity(self, agent: str) -> dict[str, Any]:
         identity: dict[str, Any] = self._call("provider_identity", agent)

@@ -72,6 +72,8 @@ class HostSection(_Section):
     idle_release_s: float = Field(
         default=120.0, gt=0, description="Idle seconds before an agent's connections are closed"
     )
+    max_restarts: int = Field(default=5, ge=0, description="Restarts of one host per window")
+    restart_window_s: float = Field(default=60.0, gt=0, description="The window, in seconds")
 
 
 class ReviewerSection(_Section):

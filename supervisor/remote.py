@@ -6,7 +6,9 @@ All Ray calls of supervisor/ are here; the logic lives in service.py and command
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +23,16 @@ from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
+from supervisor.errors import SupervisorError
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore, TurnTicket
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
+from supervisor.supervision import RestartPolicy
 
 NAMESPACE = "grove"
+HOST_PING_INTERVAL_S = 1.0
+HOST_PING_TIMEOUT_S = 10.0
 SUPERVISOR_NAME = "grove-supervisor"
 
 
@@ -38,17 +44,28 @@ class SupervisorSettings:
     aliases: dict[str, str]
     limits: Limits = field(default_factory=Limits)
     advisor: AdvisorPlan = field(default_factory=AdvisorPlan)
+    restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
 
 
 class RayHostClient:
-    """A HostClient over a Ray actor handle; every call has a timeout."""
+    """A HostClient over a Ray actor handle; every call has a timeout. When the actor dies
+    the supervisor is told (`on_death`) and the handle is swapped for a new actor's."""
 
-    def __init__(self, host_id: str, handle: Any) -> None:
+    def __init__(
+        self,
+        host_id: str,
+        handle: Any,
+        on_death: Callable[[RayHostClient, int], Awaitable[None]] | None = None,
+    ) -> None:
         self.host_id = host_id
         self.handle = handle
+        self.incarnation = 0
+        self.on_death = on_death
 
     async def _call(self, method: str, *args: Any) -> Any:
-        """One host call with a timeout; a Grove error raised there is raised here as itself."""
+        """One host call with a timeout; a Grove error raised there is raised here as itself,
+        a dead host is reported and becomes a clear SupervisorError."""
+        incarnation = self.incarnation
         ref = getattr(self.handle, method).remote(*args)
         try:
             return await asyncio.wait_for(ref, HOST_CALL_TIMEOUT_S)
@@ -56,6 +73,12 @@ class RayHostClient:
             if isinstance(exc.cause, GroveError):
                 raise exc.cause from None
             raise
+        except ray.exceptions.RayActorError as exc:
+            if self.on_death is not None:
+                await self.on_death(self, incarnation)
+            raise SupervisorError(
+                f"host {self.host_id} died; its agents are rebuilt on their next message"
+            ) from exc
 
     async def prepare(self, uuid: str, choice: ModelChoice, activation: Activation | None) -> None:
         await self._call("prepare", uuid, choice, activation)
@@ -107,42 +130,87 @@ class Supervisor:
 
     def __init__(self, settings: SupervisorSettings) -> None:
         self.settings = settings
-        me = ray.get_runtime_context().current_actor
-        self.host_handles = [
-            AgentHost.options(  # type: ignore[attr-defined]
-                name=f"grove-host-{index}", namespace=NAMESPACE
-            ).remote(f"host-{index}", settings.host_settings, me)
-            for index in range(settings.hosts)
-        ]
-        self.isolated_handles: dict[str, Any] = {}
-        hosts = [RayHostClient(f"host-{i}", h) for i, h in enumerate(self.host_handles)]
+        self.clients: dict[str, RayHostClient] = {}
+        for index in range(settings.hosts):
+            host_id = f"host-{index}"
+            self.clients[host_id] = RayHostClient(host_id, self._new_host(host_id), self._host_died)
+        self._death_lock = asyncio.Lock()
+        self._monitor: asyncio.Task[None] | None = None
+        hosts = list(self.clients.values())
         self.core = SupervisorCore(
             open_store(settings.store_url),
             hosts,
             self._spawn_host,
             share=ray.put,
             limits=settings.limits,
+            restart_policy=settings.restart_policy,
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
+
+    def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
+        suffix = f"-{incarnation}" if incarnation else ""
+        return AgentHost.options(  # type: ignore[attr-defined]
+            name=f"grove-{host_id}{suffix}", namespace=NAMESPACE
+        ).remote(host_id, self.settings.host_settings, ray.get_runtime_context().current_actor)
 
     def _spawn_host(self, uuid: str) -> RayHostClient:
         """A host process of the agent's own (`isolation = "process"`)."""
         host_id = f"solo-{uuid}"
-        handle = AgentHost.options(  # type: ignore[attr-defined]
-            name=f"grove-{host_id}", namespace=NAMESPACE
-        ).remote(host_id, self.settings.host_settings, ray.get_runtime_context().current_actor)
-        self.isolated_handles[host_id] = handle
-        return RayHostClient(host_id, handle)
+        client = RayHostClient(host_id, self._new_host(host_id), self._host_died)
+        self.clients[host_id] = client
+        return client
+
+    async def _host_died(self, client: RayHostClient, incarnation: int) -> None:
+        """Replace a dead host once, however many callers noticed its death."""
+        async with self._death_lock:
+            if client.incarnation != incarnation:
+                return  # already replaced
+
+            async def replace() -> None:
+                client.incarnation += 1
+                client.handle = self._new_host(client.host_id, client.incarnation)
+                await asyncio.wait_for(client.handle.ping.remote(), HOST_CALL_TIMEOUT_S * 2)
+
+            try:
+                await self.core.host_died(client, replace)
+            except (TimeoutError, ray.exceptions.RayError):
+                # The replacement died too: that counts as the next death of this host.
+                client.incarnation += 1
+                self.core.background(self._host_died(client, client.incarnation))
+
+    async def _watch_hosts(self) -> None:
+        """Every second, ping each host; a dead one is replaced (supervision never dies
+        from one failed step)."""
+        while True:
+            await asyncio.sleep(HOST_PING_INTERVAL_S)
+            for client in list(self.clients.values()):
+                if client.host_id in self.core.given_up:
+                    continue
+                incarnation = client.incarnation
+                try:
+                    await asyncio.wait_for(client.handle.ping.remote(), HOST_PING_TIMEOUT_S)
+                except ray.exceptions.RayActorError:
+                    await self._host_died(client, incarnation)
+                except (TimeoutError, ray.exceptions.RayError) as exc:
+                    self.core.event("HostSlow", host=client.host_id, error=repr(exc))
 
     async def ready(self) -> dict[str, Any]:
-        pings = await asyncio.gather(*(h.ping.remote() for h in self.host_handles))
+        if self._monitor is None:
+            self._monitor = asyncio.get_running_loop().create_task(self._watch_hosts())
+        pings = await asyncio.gather(*(c.handle.ping.remote() for c in self.clients.values()))
         return {"pid": os.getpid(), "hosts": pings}
 
     def host(self, host_id: str) -> Any:
-        if host_id in self.isolated_handles:
-            return self.isolated_handles[host_id]
-        index = int(host_id.rsplit("-", 1)[1])
-        return self.host_handles[index]
+        return self.clients[host_id].handle
+
+    async def host_pids(self) -> dict[str, int]:
+        """For operators and tests: the process id of each live host."""
+        pings = {}
+        for host_id, client in self.clients.items():
+            if host_id not in self.core.given_up:
+                with contextlib.suppress(ray.exceptions.RayError, TimeoutError):
+                    pings[host_id] = (await asyncio.wait_for(client.handle.ping.remote(), 5))["pid"]
+        return pings
 
     async def create_root(
         self,
@@ -197,6 +265,7 @@ class Supervisor:
         model: ModelSpec | None,
         system: str | None = None,
         advisor: ModelSpec | None = None,
+        retry_interrupted: bool = False,
     ) -> list[str]:
         """`advisor`: a reviewer on that model watches every child from its first turn."""
 
@@ -206,7 +275,14 @@ class Supervisor:
                 for child in children:
                     await self.advisors.attach(child.uuid, reviewer, cursor=child.fork_message_id)
 
-        children = await self.core.fork_many(parent, prompts, model, system, before_start=attach)
+        children = await self.core.fork_many(
+            parent,
+            prompts,
+            model,
+            system,
+            before_start=attach,
+            retry_interrupted=retry_interrupted,
+        )
         return [record.uuid for record in children]
 
     async def seed(self, uuid: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:

@@ -20,11 +20,12 @@ from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
 from providers.base import TextPart
 from providers.catalog import ModelSpec, parse_model_spec
-from providers.errors import ModelSpecError
+from providers.errors import GroveError, ModelSpecError
 from supervisor.errors import CommandError, StoreError, SupervisorError
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+from supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
 
 if TYPE_CHECKING:
     from supervisor.advice import AdvisorDesk
@@ -99,6 +100,7 @@ class _Live:
     last_result: TurnResult | None = None
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
     released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
+    retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
 
 
 STORED = "message_id"  # in an entry's data: the message is in the store already
@@ -154,6 +156,7 @@ class SupervisorCore:
         spawn_host: Callable[[str], HostClient] | None = None,
         share: Callable[[list[MessageRecord]], Any] = lambda value: value,
         limits: Limits | None = None,
+        restart_policy: RestartPolicy | None = None,
     ) -> None:
         if not hosts:
             raise SupervisorError("a supervisor needs at least one host")
@@ -162,6 +165,9 @@ class SupervisorCore:
         self._spawn_host = spawn_host
         self._share = share  # puts a value where every host can read it (the object store)
         self.limits = limits or Limits()
+        self.restart_policy = restart_policy or RestartPolicy()
+        self._intensity: dict[str, RestartIntensity] = {}
+        self.given_up: set[str] = set()  # hosts that died too often to restart again
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
         self._background: set[asyncio.Task[None]] = set()
         self._live: dict[str, _Live] = {}
@@ -293,7 +299,10 @@ class SupervisorCore:
             if self._spawn_host is None:
                 raise SupervisorError("this supervisor cannot start hosts of their own")
             return self._spawn_host(uuid)
-        host = min(self.hosts, key=lambda h: self._load[h.host_id])
+        usable = [h for h in self.hosts if h.host_id not in self.given_up]
+        if not usable:
+            raise SupervisorError("every agent host has failed; see `grove events`")
+        host = min(usable, key=lambda h: self._load[h.host_id])
         self._load[host.host_id] += 1
         return host
 
@@ -319,6 +328,8 @@ class SupervisorCore:
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
         state = self.live(record.uuid, record)
+        if state.host.host_id in self.given_up:
+            raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
@@ -356,10 +367,12 @@ class SupervisorCore:
         model: ModelSpec | None,
         system: str | None = None,
         before_start: Callable[[list[AgentRecord]], Awaitable[None]] | None = None,
+        retry_interrupted: bool = False,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
-        replaces the system prompt the children would inherit."""
+        replaces the system prompt the children would inherit; `retry_interrupted` runs a
+        child's turn again when its host dies under it."""
         parent = self.agent(parent_uuid)
         records = self.fork_records(parent, model, len(prompts))
         if system is not None:
@@ -392,6 +405,7 @@ class SupervisorCore:
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()
             state.active = True
+            state.retry_interrupted = retry_interrupted
             activation = Activation(
                 uuid=record.uuid,
                 choice=choice,
@@ -511,6 +525,48 @@ class SupervisorCore:
         self._background.discard(task)
         if not task.cancelled() and task.exception() is not None:
             self.event("BackgroundFailed", error=repr(task.exception()))
+
+    # --- supervision ----------------------------------------------------------------------
+
+    async def host_died(self, host: HostClient, replace: Callable[[], Awaitable[None]]) -> None:
+        """A host is gone: replace it (within the restart intensity) and rebuild its agents on
+        their next message. Turns it was running are reported interrupted; those whose caller
+        asked for it run again, so their result is still stored exactly once."""
+        affected = [(uuid, state) for uuid, state in self._live.items() if state.host is host]
+        intensity = self._intensity.setdefault(host.host_id, RestartIntensity(self.restart_policy))
+        if not intensity.allow():
+            self.given_up.add(host.host_id)
+            text = given_up_text(host.host_id, self.restart_policy)
+            self.event("HostGivenUp", host=host.host_id, error=text)
+            for uuid, state in affected:
+                self._interrupted(uuid, state, text)
+            return
+        await replace()
+        self.event("HostRestarted", host=host.host_id, agents=len(affected))
+        for uuid, state in affected:
+            state.active, state.ready_for = False, None
+            if state.ticket_id is None:
+                continue
+            self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host.host_id)
+            if state.retry_interrupted:
+                state.ticket_id = None  # waiters keep waiting: the retry is this turn's end
+                self.background(self._retry(uuid))
+            else:
+                self._interrupted(uuid, state, "interrupted: the agent's host died")
+        if self.advisors is not None:
+            await self.advisors.host_replaced(host)
+
+    def _interrupted(self, uuid: str, state: _Live, error: str) -> None:
+        state.ticket_id = None
+        state.active = False
+        state.last_result = TurnResult(error=error)
+        state.turn_done.set()
+
+    async def _retry(self, uuid: str) -> None:
+        try:
+            await self.begin_turn(uuid, None)
+        except GroveError as exc:
+            self._interrupted(uuid, self.live(uuid), f"interrupted, and the retry failed: {exc}")
 
     async def children_created(self, children: Sequence[AgentRecord]) -> None:
         """Forked children get their own reviewers when `advisor.subagents` says so, before

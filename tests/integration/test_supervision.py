@@ -1,0 +1,114 @@
+"""Host supervision over a real Ray: a host killed with SIGKILL mid-turn is replaced, its
+interrupted turns are reported (and retried where asked, stored exactly once), and a host that
+keeps dying is given up on after the restart intensity, with an event and a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from supervisor import Grove
+from supervisor.config import load_settings
+from supervisor.errors import SupervisorError
+from supervisor.store import Store, open_store
+
+MAX_RESTARTS = 2
+
+
+@pytest.fixture(scope="module")
+def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('supervision') / 'grove.sqlite3'}"
+
+
+@pytest.fixture(scope="module")
+def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("GROVE_CONFIG_FILE", str(tmp_path_factory.mktemp("cfg") / "none.toml"))
+        patch.setenv("GROVE_HOSTS__MAX_RESTARTS", str(MAX_RESTARTS))
+        settings = load_settings(store=store_url)
+    with Grove(settings=settings, simulate=True, hosts=2) as running:
+        yield running
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    opened = open_store(store_url)
+    yield opened
+    opened.close()
+
+
+def events(store: Store, kind: str) -> list[dict[str, object]]:
+    return [e.payload for e in store.events(limit=100_000) if e.kind == kind]
+
+
+def kill_host(grove: Grove, host_id: str) -> None:
+    os.kill(grove.host_pids()[host_id], signal.SIGKILL)
+
+
+def wait_for_event(store: Store, kind: str, count: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(events(store, kind)) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} {kind} events"
+        time.sleep(0.1)
+
+
+def test_sigkill_of_a_host_during_100_turns(grove: Grove, store: Store) -> None:
+    root = grove.create_root("claude-haiku-4-5").uuid
+    prompts = [f"[[sim tps=20 tokens=80]] task {index}" for index in range(100)]
+    children = grove.fork_many(root, prompts, retry_interrupted=True)
+    lonely = grove.create_root("gpt-5-nano").uuid  # a plain turn, not retried
+    placed = {grove.provider_identity(c)["host"] for c in children[:4]}
+    assert placed == {"host-0", "host-1"}
+    time.sleep(1.5)
+    victim = grove.provider_identity(children[0])["host"]
+    turn = grove.send(lonely, "[[sim tps=10 tokens=200]] long")
+    lonely_host = grove.provider_identity(lonely)["host"]
+    kill_host(grove, victim)
+    wait_for_event(store, "HostRestarted", 1)
+    pending, results = set(children), {}
+    while pending:
+        done = grove.wait_any(sorted(pending), 120)
+        assert done, "children stopped finishing"
+        results.update(done)
+        pending -= done.keys()
+    assert all(result is not None and result.ok for result in results.values())
+    for child, prompt in zip(children, prompts, strict=True):
+        own = [m for m in store.agent_messages(child)]
+        assert [(m.kind, m.content) for m in own[:1]] == [("user", prompt)]  # acknowledged, kept
+        assert [m.kind for m in own[1:]] == ["assistant"]  # exactly one stored result
+    interrupted = {str(e["agent"]) for e in events(store, "TurnInterrupted")}
+    assert interrupted and interrupted <= set(children) | {lonely}
+    outcome = turn.result(60)
+    if lonely_host == victim:
+        assert outcome.error == "interrupted: the agent's host died"
+    assert grove.ask(lonely, "after the restart").ok  # rebuilt from the store
+
+
+def test_a_host_that_keeps_dying_is_given_up(grove: Grove, store: Store) -> None:
+    agent = grove.create_root("gpt-5-mini").uuid
+    assert grove.ask(agent, "hello").ok
+    host = grove.provider_identity(agent)["host"]
+    restarted_before = len([e for e in events(store, "HostRestarted") if e["host"] == host])
+    allowed = MAX_RESTARTS - restarted_before
+    for count in range(1, allowed + 1):
+        kill_host(grove, host)
+        deadline = time.monotonic() + 60
+        while len([e for e in events(store, "HostRestarted") if e["host"] == host]) < (
+            restarted_before + count
+        ):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+    kill_host(grove, host)
+    wait_for_event(store, "HostGivenUp", 1)
+    (given_up,) = events(store, "HostGivenUp")
+    assert given_up["host"] == host
+    with pytest.raises(SupervisorError) as info:
+        grove.send(agent, "are you there")
+    assert f"Host {host} died {MAX_RESTARTS + 1} times within 60 s" in str(info.value)
+    other = grove.create_root("gpt-5-mini").uuid  # new agents go to the hosts still alive
+    assert grove.ask(other, "still serving").ok
