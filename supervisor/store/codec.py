@@ -20,11 +20,26 @@ _MAX_REASONS = 3
 
 
 def encode_json(value: object, what: str) -> str:
-    """Compact JSON text of `value`; anything that is not plain JSON (sets, NaN...) is refused."""
+    """Compact JSON text of `value`; anything that is not plain JSON (sets, NaN...) or not
+    UTF-8 (an unpaired surrogate) is refused."""
     try:
-        return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError, RecursionError) as exc:
         raise StoreError(f"{what} is not plain JSON ({exc}); nothing was written") from exc
+    if not text.isascii():
+        utf8_size(text, what)
+    return text
+
+
+def utf8_size(text: str, what: str) -> int:
+    """The UTF-8 length of `text`; an unpaired surrogate, which no store can hold, is refused."""
+    try:
+        return len(text.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise StoreError(
+            f"{what} contains an unpaired surrogate (\\u{ord(text[exc.start]):04x}), "
+            "not valid UTF-8; nothing was written"
+        ) from exc
 
 
 def decode_json(text: str | bytes, what: str) -> Any:

@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from supervisor.errors import CommandError, StoreError
 from supervisor.store.base import CLEAR_KIND
-from supervisor.store.codec import describe, encode_json
+from supervisor.store.codec import describe, encode_json, utf8_size
 from supervisor.store.lease import Lease, LeaseQueue, hold_lease
 from supervisor.store.records import (
     IMMUTABLE_AGENT_FIELDS,
@@ -198,7 +198,7 @@ class StoreCore(ABC):
             raise StoreError(
                 f"Invalid update of agent {uuid}: {describe(exc)}; nothing was written"
             ) from exc
-        _check_metadata(updated)
+        _check_encodable(updated)
         watched = changes.get("watched_uuid")
         if watched is not None and not self._existing_agent_ids([watched]):
             raise StoreError(f"Unknown agent {watched} to watch; nothing was written")
@@ -282,7 +282,7 @@ class StoreCore(ABC):
         for message in messages:
             checked = _revalidate_message(message)
             data_json = encode_json(checked.data, "Message data")
-            size = len(checked.content.encode()) + len(data_json.encode())
+            size = utf8_size(checked.content, "Message content") + len(data_json.encode())
             if size > self.max_message_bytes:
                 raise StoreError(
                     f"Message of {size:,} bytes exceeds the store's limit of "
@@ -325,12 +325,20 @@ def _revalidate(record: AgentRecord) -> AgentRecord:
     except (ValidationError, TypeError) as exc:
         reason = describe(exc) if isinstance(exc, ValidationError) else "not an agent record"
         raise StoreError(f"Invalid agent record: {reason}; nothing was written") from exc
-    _check_metadata(checked)
+    _check_encodable(checked)
     return checked
 
 
-def _check_metadata(record: AgentRecord) -> None:
+def _check_encodable(record: AgentRecord) -> None:
+    """Refuse what validation lets through but no store can hold (sets, unpaired surrogates)."""
     encode_json(record.metadata, f"Metadata of agent {record.uuid}")
+    for field, value in (
+        ("name", record.name),
+        ("provider", record.provider),
+        ("model", record.model),
+    ):
+        if value is not None:
+            utf8_size(value, f"The {field} of agent {record.uuid}")
 
 
 def _revalidate_message(message: NewMessage) -> NewMessage:
