@@ -45,6 +45,10 @@ def run_command(
     from supervisor.api import Grove
 
     context: CliContext = ctx.obj
+    for what, text in (("prompt", prompt), ("--system text", system)):
+        problem = None if text is None else undecodable_text(what, text)
+        if problem:
+            fail(problem, code=2)
     settings = context.settings()
     spec = resolve_model(model, settings)
     writer = TurnWriter(sys.stdout, styles=True)
@@ -65,6 +69,19 @@ def run_command(
         fail(result.error, code=1)
     if json_output:
         sys.stdout.write(json.dumps(turn_json(spec, result, agent=root.uuid)) + "\n")
+
+
+def undecodable_text(what: str, text: str) -> str | None:
+    """What is wrong with command-line text that is not UTF-8, else None. Python hands bytes
+    it could not decode over as lone surrogates (U+DC80..U+DCFF stands for byte 0x80..0xff);
+    caught here, before Ray or the store ever see them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        shown = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+        return f"The {what} is not valid UTF-8: {shown} at character {exc.start + 1}"
+    return None
 
 
 def resolve_model(flag: str | None, settings: GroveSettings) -> ModelSpec:
