@@ -96,8 +96,8 @@ def load_json(text: str) -> Any:
 
 def json_problem(exc: ValueError | RecursionError) -> str:
     """What is wrong with text that `load_json` refused."""
-    if isinstance(exc, json.JSONDecodeError):
-        return f"not valid JSON: {exc.msg} at column {exc.colno}"
+    if isinstance(exc, json.JSONDecodeError):  # some messages end in "at" themselves
+        return f"not valid JSON: {exc.msg.removesuffix(' at')} at column {exc.colno}"
     if isinstance(exc, StrictJSONError):
         return str(exc)
     if isinstance(exc, RecursionError):
