@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import time
+import uuid as uuidlib
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,13 +24,32 @@ from providers.http import Endpoint
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
-from supervisor.errors import CommandError
+from supervisor.errors import CommandError, SupervisorError
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
 from supervisor.service import Limits
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
 
 CALL_TIMEOUT_S = 60.0
+SUPERVISOR_RESTART_WAIT_S = 120.0
+# Calls that change nothing, or that are idempotent (fork_many with keys): repeated after a
+# supervisor restart instead of failing.
+REPEATABLE_CALLS = frozenset(
+    {
+        "ready",
+        "wait_any",
+        "wait_turn",
+        "conversation",
+        "agent",
+        "focus",
+        "streaming",
+        "host_pids",
+        "provider_identity",
+        "advice",
+        "wait_reviews",
+        "fork_many",
+    }
+)
 
 
 class Turn:
@@ -129,7 +150,11 @@ class Grove:
             ),
         )
         self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
-            name=SUPERVISOR_NAME, namespace=NAMESPACE, get_if_exists=True
+            name=SUPERVISOR_NAME,
+            namespace=NAMESPACE,
+            get_if_exists=True,
+            max_restarts=-1,  # Ray starts it again; it recovers from the store
+            max_task_retries=0,  # a call cut off by a restart is not replayed blindly
         ).remote(settings)
         ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
 
@@ -172,13 +197,28 @@ class Grove:
         self._stack.close()
 
     def _call(self, method: str, *args: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
-        """Call the supervisor; a Grove error raised there is raised here as itself."""
-        try:
-            return ray.get(getattr(self.supervisor, method).remote(*args), timeout=timeout_s)
-        except ray.exceptions.RayTaskError as exc:
-            if isinstance(exc.cause, GroveError):
-                raise exc.cause from None
-            raise
+        """Call the supervisor; a Grove error raised there is raised here as itself. When the
+        supervisor dies under a call, a call that is safe to repeat waits for its restart and
+        is repeated; any other gets a clear SupervisorError, never a hang."""
+        deadline = time.monotonic() + SUPERVISOR_RESTART_WAIT_S
+        while True:
+            try:
+                return ray.get(getattr(self.supervisor, method).remote(*args), timeout=timeout_s)
+            except ray.exceptions.RayTaskError as exc:
+                if isinstance(exc.cause, GroveError):
+                    raise exc.cause from None
+                raise
+            except ray.exceptions.RayActorError as exc:
+                if method not in REPEATABLE_CALLS:
+                    raise SupervisorError(
+                        f"the supervisor restarted during {method}; it may or may not have "
+                        "taken effect (check `grove agents`)"
+                    ) from exc
+                if time.monotonic() > deadline:
+                    raise SupervisorError(
+                        f"the supervisor did not come back within {SUPERVISOR_RESTART_WAIT_S:g} s"
+                    ) from exc
+                time.sleep(0.5)
 
     def create_root(
         self,
@@ -212,14 +252,26 @@ class Grove:
         system: str | None = None,
         advisor: str | None = None,
         retry_interrupted: bool = False,
+        keys: list[str] | None = None,
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
         (MODEL[/THINKING]) attaches a reviewer to every child; `retry_interrupted` runs a
-        child's turn again when its host dies under it (its result is still stored once)."""
+        child's turn again when its host dies under it (its result is still stored once);
+        `keys` (one per prompt) name the children so that a repeated call returns them."""
         spec, reviewer = self._spec(model), self._spec(advisor)
+        if keys is None:
+            keys = [uuidlib.uuid4().hex for _ in prompts]  # makes the call safe to repeat
         children: list[str] = self._call(
-            "fork_many", parent, prompts, spec, system, reviewer, retry_interrupted, timeout_s=600
+            "fork_many",
+            parent,
+            prompts,
+            spec,
+            system,
+            reviewer,
+            retry_interrupted,
+            keys,
+            timeout_s=600,
         )
         return children
 

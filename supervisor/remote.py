@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,6 +131,7 @@ class Supervisor:
 
     def __init__(self, settings: SupervisorSettings) -> None:
         self.settings = settings
+        self._run_id = secrets.token_hex(3)
         self.clients: dict[str, RayHostClient] = {}
         for index in range(settings.hosts):
             host_id = f"host-{index}"
@@ -148,9 +150,10 @@ class Supervisor:
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
-        suffix = f"-{incarnation}" if incarnation else ""
+        # A name of this supervisor's own: after a restart, the old hosts' names may linger.
+        name = f"grove-{host_id}-{self._run_id}-{incarnation}"
         return AgentHost.options(  # type: ignore[attr-defined]
-            name=f"grove-{host_id}{suffix}", namespace=NAMESPACE
+            name=name, namespace=NAMESPACE
         ).remote(host_id, self.settings.host_settings, ray.get_runtime_context().current_actor)
 
     def _spawn_host(self, uuid: str) -> RayHostClient:
@@ -194,9 +197,18 @@ class Supervisor:
                 except (TimeoutError, ray.exceptions.RayError) as exc:
                     self.core.event("HostSlow", host=client.host_id, error=repr(exc))
 
-    async def ready(self) -> dict[str, Any]:
+    def _wake(self) -> None:
+        """Start what runs in the background once the actor's event loop is there (it is not
+        in __init__): host supervision and, after a restart, recovery from the store."""
         if self._monitor is None:
-            self._monitor = asyncio.get_running_loop().create_task(self._watch_hosts())
+            loop = asyncio.get_running_loop()
+            self._monitor = loop.create_task(self._watch_hosts())
+            if ray.get_runtime_context().was_current_actor_reconstructed:
+                restarted = self.core.recover()
+                self.core.event("SupervisorStarted", pid=os.getpid(), turns_restarted=restarted)
+
+    async def ready(self) -> dict[str, Any]:
+        self._wake()
         pings = await asyncio.gather(*(c.handle.ping.remote() for c in self.clients.values()))
         return {"pid": os.getpid(), "hosts": pings}
 
@@ -205,6 +217,7 @@ class Supervisor:
 
     async def host_pids(self) -> dict[str, int]:
         """For operators and tests: the process id of each live host."""
+        self._wake()
         pings = {}
         for host_id, client in self.clients.items():
             if host_id not in self.core.given_up:
@@ -219,6 +232,7 @@ class Supervisor:
         isolation: str | None,
         tools: tuple[str, ...] = (),
     ) -> AgentRecord:
+        self._wake()
         record = self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
         if self.settings.advisor.enabled:
             await self.advisors.attach_all(record.uuid)
@@ -245,17 +259,20 @@ class Supervisor:
 
     async def tool_call(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
         """A fan-out tool call from a host: (True, result) or (False, the reason refused)."""
+        self._wake()
         try:
             return True, await self.core.tool_call(agent, tool, arguments)
         except GroveError as exc:
             return False, str(exc)
 
     async def begin_turn(self, uuid: str, text: str | None) -> tuple[TurnTicket, Any]:
+        self._wake()
         ticket = await self.core.begin_turn(uuid, text)
         return ticket, self.host(ticket.host_id)
 
     async def complete_turns(self, finished: list[tuple[Ticket, TurnResult]]) -> list[str]:
         """Turns a host finished, reported together; the ticket ids that were not stored."""
+        self._wake()
         return self.core.complete_turns(finished)
 
     async def fork_many(
@@ -266,8 +283,10 @@ class Supervisor:
         system: str | None = None,
         advisor: ModelSpec | None = None,
         retry_interrupted: bool = False,
+        keys: list[str] | None = None,
     ) -> list[str]:
         """`advisor`: a reviewer on that model watches every child from its first turn."""
+        self._wake()
 
         async def attach(children: list[AgentRecord]) -> None:
             if advisor is not None:
@@ -282,6 +301,7 @@ class Supervisor:
             system,
             before_start=attach,
             retry_interrupted=retry_interrupted,
+            keys=keys,
         )
         return [record.uuid for record in children]
 
@@ -289,9 +309,11 @@ class Supervisor:
         return self.core.seed(uuid, entries)
 
     async def wait_any(self, uuids: list[str], timeout_s: float) -> dict[str, TurnResult | None]:
+        self._wake()
         return await self.core.wait_any(uuids, timeout_s)
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
+        self._wake()
         return await self.core.wait_turn(uuid, timeout_s)
 
     async def cancel(self, uuid: str) -> bool:
@@ -304,6 +326,7 @@ class Supervisor:
         return await route_mail(self.core, batch)
 
     async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
+        self._wake()
         return await dispatch(
             self.core, session, line, origin=origin, aliases=self.settings.aliases
         )

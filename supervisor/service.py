@@ -18,7 +18,7 @@ from actors.advisor import ReviewerSpec
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
-from providers.base import TextPart
+from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.errors import CommandError, StoreError, SupervisorError
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
 HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
+RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor runs again
 DEFAULT_TOOL_WAIT_S = 300.0
 # What a forked child takes over from its parent's record besides the model.
 INHERITED_METADATA = ("system", "tools")
@@ -168,6 +169,7 @@ class SupervisorCore:
         self.restart_policy = restart_policy or RestartPolicy()
         self._intensity: dict[str, RestartIntensity] = {}
         self.given_up: set[str] = set()  # hosts that died too often to restart again
+        self._forked_keys: dict[tuple[str, str], AgentRecord] | None = None
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
         self._background: set[asyncio.Task[None]] = set()
         self._live: dict[str, _Live] = {}
@@ -289,12 +291,15 @@ class SupervisorCore:
         spares a store read."""
         state = self._live.get(uuid)
         if state is None:
-            state = self._live[uuid] = _Live(host=self._place(uuid, record))
+            record = record or self.store.get_agent(uuid)
+            state = self._live[uuid] = _Live(
+                host=self._place(uuid, record),
+                retry_interrupted=bool(record and record.metadata.get("retry_interrupted")),
+            )
             state.turn_done.set()
         return state
 
     def _place(self, uuid: str, record: AgentRecord | None) -> HostClient:
-        record = record or self.store.get_agent(uuid)
         if record is not None and record.metadata.get("isolation") == ISOLATION_PROCESS:
             if self._spawn_host is None:
                 raise SupervisorError("this supervisor cannot start hosts of their own")
@@ -368,18 +373,49 @@ class SupervisorCore:
         system: str | None = None,
         before_start: Callable[[list[AgentRecord]], Awaitable[None]] | None = None,
         retry_interrupted: bool = False,
+        keys: Sequence[str] | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
         replaces the system prompt the children would inherit; `retry_interrupted` runs a
-        child's turn again when its host dies under it."""
+        child's turn again when its host (or the supervisor) dies under it. `keys` make the
+        call idempotent: a child already forked from this parent under a key is returned as
+        it is, not forked again (a caller repeating a call cut off by a restart)."""
         parent = self.agent(parent_uuid)
+        if keys is not None:
+            if len(keys) != len(prompts):
+                raise CommandError("fork_many needs one key per prompt")
+            forked = self._keyed_children()
+            known = {key: forked[parent.uuid, key] for key in keys if (parent.uuid, key) in forked}
+            if any(key in known for key in keys):
+                fresh = [index for index, key in enumerate(keys) if key not in known]
+                made = iter(
+                    await self.fork_many(
+                        parent_uuid,
+                        [prompts[index] for index in fresh],
+                        model,
+                        system,
+                        before_start,
+                        retry_interrupted,
+                        [keys[index] for index in fresh],
+                    )
+                    if fresh
+                    else []
+                )
+                return [known[key] if key in known else next(made) for key in keys]
         records = self.fork_records(parent, model, len(prompts))
-        if system is not None:
-            records = [
-                record.model_copy(update={"metadata": {**record.metadata, "system": system}})
-                for record in records
-            ]
+        extra: list[dict[str, Any]] = [
+            {
+                **({"system": system} if system is not None else {}),
+                **({"retry_interrupted": True} if retry_interrupted else {}),
+                **({"key": keys[index]} if keys is not None else {}),
+            }
+            for index in range(len(records))
+        ]
+        records = [
+            record.model_copy(update={"metadata": {**record.metadata, **more}}) if more else record
+            for record, more in zip(records, extra, strict=True)
+        ]
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
@@ -390,6 +426,9 @@ class SupervisorCore:
                 for record, prompt in zip(records, prompts, strict=True)
             ],
         )
+        if keys is not None:
+            forked = self._keyed_children()
+            forked.update(((parent.uuid, key), r) for key, r in zip(keys, records, strict=True))
         prefix = self.store.conversation(parent.uuid)
         by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
         hosts: dict[str, HostClient] = {}
@@ -405,7 +444,6 @@ class SupervisorCore:
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()
             state.active = True
-            state.retry_interrupted = retry_interrupted
             activation = Activation(
                 uuid=record.uuid,
                 choice=choice,
@@ -428,6 +466,17 @@ class SupervisorCore:
         self.event("AgentsForked", parent=parent.uuid, count=len(records))
         return records
 
+    def _keyed_children(self) -> dict[tuple[str, str], AgentRecord]:
+        """Children forked under a key, by (parent, key): read from the store once per
+        supervisor lifetime, then kept up to date as children are forked."""
+        if self._forked_keys is None:
+            self._forked_keys = {
+                (record.parent_uuid, record.metadata["key"]): record
+                for record in self.store.list_agents(include_ended=True)
+                if record.parent_uuid is not None and "key" in record.metadata
+            }
+        return self._forked_keys
+
     async def wait_any(
         self, uuids: Sequence[str], timeout_s: float
     ) -> dict[str, TurnResult | None]:
@@ -441,15 +490,28 @@ class SupervisorCore:
         )
         for waiting in pending:
             waiting.cancel()
-        return (
-            {
-                uuid: self._live[uuid].last_result
-                for uuid in uuids
-                if self._live[uuid].ticket_id is None
-            }
-            if done
-            else {}
-        )
+        if not done:
+            return {}
+        return {
+            uuid: self._live[uuid].last_result or self.stored_result(uuid)
+            for uuid in uuids
+            if self._live[uuid].ticket_id is None
+        }
+
+    def stored_result(self, uuid: str) -> TurnResult | None:
+        """An agent's last answer read back from the store (after a supervisor restart the
+        live result is gone, the stored one is not)."""
+        for message in reversed(self.store.agent_messages(uuid)):
+            if message.kind == "user":
+                return None
+            if message.kind == "assistant":
+                return TurnResult(
+                    text=message.content,
+                    usage=Usage(**message.data.get("usage", {})),
+                    cost_usd=float(message.data.get("cost_usd", 0.0)),
+                    stop_reason=message.data.get("stop_reason"),
+                )
+        return None
 
     def activation(self, record: AgentRecord) -> Activation:
         history = self.store.conversation(record.uuid)
@@ -556,6 +618,27 @@ class SupervisorCore:
         if self.advisors is not None:
             await self.advisors.host_replaced(host)
 
+    def recover(self) -> int:
+        """After a supervisor restart: turns that were in flight are reported interrupted and,
+        where their caller asked for it (`retry_interrupted`), run again; until then they
+        count as in flight, so nobody waiting takes them for finished. Returns how many."""
+        restarted = 0
+        for record in self.store.list_agents():
+            if record.role == "advisor":
+                self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
+                continue
+            own = self.store.agent_messages(record.uuid)
+            if not own or own[-1].kind != "user":
+                continue
+            self.event("TurnInterrupted", agent=record.uuid, reason="supervisor restarted")
+            if record.metadata.get("retry_interrupted"):
+                state = self.live(record.uuid, record)
+                state.ticket_id = RECOVERING
+                state.turn_done.clear()
+                restarted += 1
+                self.background(self._retry(record.uuid))
+        return restarted
+
     def _interrupted(self, uuid: str, state: _Live, error: str) -> None:
         state.ticket_id = None
         state.active = False
@@ -563,6 +646,9 @@ class SupervisorCore:
         state.turn_done.set()
 
     async def _retry(self, uuid: str) -> None:
+        state = self.live(uuid)
+        if state.ticket_id == RECOVERING:
+            state.ticket_id = None
         try:
             await self.begin_turn(uuid, None)
         except GroveError as exc:

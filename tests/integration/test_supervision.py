@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
+import ray
 
 from supervisor import Grove
 from supervisor.config import load_settings
@@ -112,3 +113,28 @@ def test_a_host_that_keeps_dying_is_given_up(grove: Grove, store: Store) -> None
     assert f"Host {host} died {MAX_RESTARTS + 1} times within 60 s" in str(info.value)
     other = grove.create_root("gpt-5-mini").uuid  # new agents go to the hosts still alive
     assert grove.ask(other, "still serving").ok
+
+
+def test_supervisor_killed_mid_batch_loses_and_doubles_nothing(grove: Grove, store: Store) -> None:
+    root = grove.create_root("gemini-3.0-flash").uuid
+    prompts = [f"[[sim tps=25 tokens=60]] job {index}" for index in range(60)]
+    children = grove.fork_many(root, prompts, retry_interrupted=True)
+    first = grove.wait_any(children, 60)
+    assert first  # some finished before the kill, the rest are in flight
+    ray.kill(grove.supervisor, no_restart=False)
+    pending, results = set(children) - first.keys(), dict(first)
+    while pending:
+        done = grove.wait_any(sorted(pending), 120)  # waits out the supervisor's restart
+        assert done, "children stopped finishing after the restart"
+        results.update(done)
+        pending -= done.keys()
+    failures = {r.error if r is not None else None for r in results.values() if not (r and r.ok)}
+    assert not failures
+    assert sorted(c.uuid for c in store.children(root)) == sorted(children)  # none doubled
+    for child, prompt in zip(children, prompts, strict=True):
+        own = store.agent_messages(child)
+        assert [(m.kind, m.content) for m in own[:1]] == [("user", prompt)]
+        assert [m.kind for m in own[1:]] == ["assistant"]
+    assert events(store, "SupervisorStarted")
+    again = grove.fork_many(root, ["[[sim tokens=3]] after"], keys=["after-key"])
+    assert grove.fork_many(root, ["[[sim tokens=3]] after"], keys=["after-key"]) == again
