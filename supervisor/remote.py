@@ -153,7 +153,9 @@ class Supervisor:
         # A name of this supervisor's own: after a restart, the old hosts' names may linger.
         name = f"grove-{host_id}-{self._run_id}-{incarnation}"
         return AgentHost.options(  # type: ignore[attr-defined]
-            name=name, namespace=NAMESPACE
+            name=name,
+            namespace=NAMESPACE,
+            scheduling_strategy="SPREAD",  # over every node
         ).remote(host_id, self.settings.host_settings, ray.get_runtime_context().current_actor)
 
     def _spawn_host(self, uuid: str) -> RayHostClient:
