@@ -200,8 +200,8 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evidence]:
         finally:
             simulator.stop()
         planted = env | {f"{name}_API_KEY": CANARY for name in ("ANTHROPIC", "OPENAI", "GOOGLE")}
-        found.grove("simulated batch", planted, *batch, "--simulate", "--output",
-                    str(base / "simulated.out.jsonl"))  # fmt: skip
+        simulated_out = str(base / "simulated.out.jsonl")
+        found.grove("simulated batch", planted, *batch, "--simulate", "--output", simulated_out)
         found.records = {
             "real": read_records(base / "real.out.jsonl"),
             "simulated": read_records(base / "simulated.out.jsonl"),
