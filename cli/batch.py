@@ -4,6 +4,7 @@ context, at most --concurrency in flight, one output record per task as it finis
 
 from __future__ import annotations
 
+import hashlib
 import signal
 import sys
 import time
@@ -135,7 +136,14 @@ def batch_command(
             from supervisor.api import Grove
 
             grove = Grove(settings=settings, simulate=simulate, hosts=hosts)
-            runner = BatchRunner(grove, log, totals, concurrency, advisor=advisor)
+            runner = BatchRunner(
+                grove,
+                log,
+                totals,
+                concurrency,
+                advisor=advisor,
+                batch_key=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16],
+            )
             on_term = signal.signal(signal.SIGTERM, _interrupt)
             try:
                 grove.start()
@@ -199,8 +207,10 @@ class BatchRunner:
         concurrency: int,
         *,
         advisor: str | None = None,
+        batch_key: str = "",
     ) -> None:
         self.grove = grove
+        self.batch_key = batch_key
         self.log = log
         self.totals = totals
         self.concurrency = concurrency
@@ -217,7 +227,7 @@ class BatchRunner:
             if sys.stderr.isatty()
             else PlainProgress(sys.stderr)
         )
-        pending = deque(tasks)
+        pending = deque(self._already_answered(tasks))
         while pending or self.in_flight or self.reviewing:
             self._fork(root, pending)
             if self.in_flight:
@@ -232,6 +242,23 @@ class BatchRunner:
                 time.sleep(REVIEW_POLL_S)
             self._collect_advice()
             progress.update(self.totals)
+
+    def key(self, task: Task) -> str:
+        """The key a task's child is forked under: this output file's batch, this task."""
+        return f"batch:{self.batch_key}:{task.key}"
+
+    def _already_answered(self, tasks: list[Task]) -> list[Task]:
+        """Tasks an earlier, interrupted run of this batch finished without writing their
+        record get it now from the store; only the others run (none runs twice)."""
+        found = self.grove.answered([self.key(task) for task in tasks])
+        left = []
+        for task in tasks:
+            hit = found.get(self.key(task))
+            if hit is None:
+                left.append(task)
+            else:
+                self._finish(task_record(task, hit[0], hit[1]))
+        return left
 
     def _collect_advice(self) -> None:
         """Records of tasks whose reviewer is done (or out of time) go out with the advice."""
@@ -260,6 +287,7 @@ class BatchRunner:
                     system=system,
                     advisor=self.advisor,
                     retry_interrupted=True,
+                    keys=[self.key(task) for task in group],
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 for task in group:

@@ -287,6 +287,12 @@ class Grove:
         stored: list[MessageRecord] = self._call("seed", agent, entries, timeout_s=600)
         return stored
 
+    def answered(self, keys: list[str]) -> dict[str, tuple[str, TurnResult]]:
+        """Children forked under any of `keys` that have a stored answer: key -> (agent,
+        result). What an interrupted batch already finished, found again on its rerun."""
+        found: dict[str, tuple[str, TurnResult]] = self._call("answered", keys, timeout_s=600)
+        return found
+
     def advice(self, agent: str) -> list[MessageRecord]:
         """The advisor cards delivered to `agent`, oldest first."""
         cards: list[MessageRecord] = self._call("advice", agent)

@@ -307,6 +307,9 @@ class Supervisor:
         )
         return [record.uuid for record in children]
 
+    async def answered(self, keys: list[str]) -> dict[str, tuple[str, TurnResult]]:
+        return self.core.answered(keys)
+
     async def seed(self, uuid: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
         return self.core.seed(uuid, entries)
 

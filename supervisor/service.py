@@ -466,6 +466,20 @@ class SupervisorCore:
         self.event("AgentsForked", parent=parent.uuid, count=len(records))
         return records
 
+    def answered(self, keys: Sequence[str]) -> dict[str, tuple[str, TurnResult]]:
+        """For each key a child was ever forked under (by any parent) and whose turn has a
+        stored answer: that child and its answer. A rerun of a batch that was killed takes
+        these instead of running the task a second time."""
+        wanted = set(keys)
+        found: dict[str, tuple[str, TurnResult]] = {}
+        for record in self.store.list_agents(include_ended=True):
+            key = record.metadata.get("key")
+            if key in wanted:
+                result = self.stored_result(record.uuid)
+                if result is not None:
+                    found[key] = (record.uuid, result)
+        return found
+
     def _keyed_children(self) -> dict[tuple[str, str], AgentRecord]:
         """Children forked under a key, by (parent, key): read from the store once per
         supervisor lifetime, then kept up to date as children are forked."""
