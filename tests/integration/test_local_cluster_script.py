@@ -1,0 +1,248 @@
+"""deploy/local/cluster.sh for real: two Ray nodes and Redis on loopback only, `grove batch`
+joining that cluster with the Redis store, the worker node removed, and `stop` ending it all.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supervisor.store import open_store
+from tests.conformance.corpus import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "deploy" / "local" / "cluster.sh"
+START_TIMEOUT_S = 180
+STOP_TIMEOUT_S = 120
+BATCH_TIMEOUT_S = 240
+TASKS = [{"id": n, "prompt": f"[[sim tokens=6]] task {n}"} for n in range(8)]
+NODES_PROBE = """
+import json, ray
+ray.init()
+print(json.dumps([
+    {"address": n["NodeManagerAddress"], "alive": n["Alive"], "resources": sorted(n["Resources"])}
+    for n in ray.nodes()
+]))
+"""
+
+
+@dataclass(frozen=True)
+class LocalCluster:
+    state: Path
+    exports: dict[str, str]
+    env: dict[str, str]
+    pids: dict[str, int]
+
+    def script(
+        self, *args: str, timeout_s: float = STOP_TIMEOUT_S
+    ) -> subprocess.CompletedProcess[str]:
+        return run_script(*args, "--state-dir", str(self.state), timeout_s=timeout_s)
+
+    def grove(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cli.app", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            cwd=REPO_ROOT,
+            timeout=BATCH_TIMEOUT_S,
+            check=False,
+        )
+
+    def nodes(self) -> list[dict[str, Any]]:
+        result = subprocess.run(
+            [sys.executable, "-c", NODES_PROBE],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=BATCH_TIMEOUT_S,
+            check=True,
+        )
+        nodes: list[dict[str, Any]] = json.loads(result.stdout.splitlines()[-1])
+        return nodes
+
+
+def run_script(*args: str, timeout_s: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        check=False,
+    )
+
+
+def clean_environment(base: Path) -> dict[str, str]:
+    """This process's environment without Grove, Ray or provider settings, and with its own
+    config and data directories."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
+    }
+    env.update(
+        GROVE_CONFIG_FILE=str(base / "absent-config.toml"),
+        XDG_CONFIG_HOME=str(base / "config"),
+        XDG_DATA_HOME=str(base / "data"),
+    )
+    return env
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    if sys.platform != "linux":
+        pytest.skip("deploy/local/cluster.sh is for Linux")
+    base = tmp_path_factory.mktemp("local-cluster")
+    state = base / "state"
+    started = run_script(
+        "start", "--state-dir", str(state), "--python", sys.executable, timeout_s=START_TIMEOUT_S
+    )
+    try:
+        if started.returncode != 0 and "redis-server" in started.stderr:
+            if os.environ.get("CI") == "true":
+                pytest.fail(started.stderr)
+            pytest.skip("redis-server is not installed")
+        assert started.returncode == 0, started.stderr
+        exports = dict(re.findall(r"^export (\w+)=(\S+)$", started.stdout, re.MULTILINE))
+        assert set(exports) == {
+            "RAY_ADDRESS",
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER",
+            "RAY_AUTH_MODE",
+            "RAY_AUTH_TOKEN_PATH",
+            "GROVE_STORE",
+        }, started.stdout
+        pids = {name: int((state / f"{name}.pid").read_text()) for name in ("redis", "ray-nodes")}
+        yield LocalCluster(state, exports, {**clean_environment(base), **exports}, pids)
+    finally:
+        run_script("stop", "--state-dir", str(state), timeout_s=STOP_TIMEOUT_S)
+
+
+def process_groups() -> dict[int, list[int]]:
+    """Every process group on this machine and its members' pids."""
+    groups: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            pgid = int(stat.rsplit(")", 1)[1].split()[2])
+            groups.setdefault(pgid, []).append(int(entry.name))
+    return groups
+
+
+def listening_addresses(pids: list[int]) -> list[str]:
+    """The local addresses of the TCP sockets these processes listen on."""
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(fd) for fd in Path(f"/proc/{pid}/fd").iterdir()]
+        except OSError:
+            continue
+        inodes |= {link[8:-1] for link in links if link.startswith("socket:[")}
+    addresses: list[str] = []
+    for table, width in (("tcp", 8), ("tcp6", 32)):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                address = fields[1].split(":")[0]
+                addresses.append(decode_proc_address(address, width))
+    return addresses
+
+
+def decode_proc_address(hex_address: str, width: int) -> str:
+    """/proc/net/tcp writes each 32-bit word of the address in host (little-endian) order."""
+    raw = b"".join(bytes.fromhex(hex_address[i : i + 8])[::-1] for i in range(0, width, 8))
+    return str(ipaddress.ip_address(raw))
+
+
+def is_loopback(address: str) -> bool:
+    parsed = ipaddress.ip_address(address)
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return parsed.ipv4_mapped.is_loopback
+    return parsed.is_loopback
+
+
+def test_two_live_ray_nodes_and_redis_on_loopback_only(cluster: LocalCluster) -> None:
+    nodes = cluster.nodes()
+    assert len(nodes) == 2 and all(node["alive"] for node in nodes)
+    assert {node["address"] for node in nodes} == {"127.0.0.1"}
+    kinds = [{r for r in node["resources"] if r.startswith("grove_local_")} for node in nodes]
+    assert sorted(map(sorted, kinds)) == [["grove_local_head"], ["grove_local_worker"]]
+    groups = process_groups()
+    members = [pid for leader in cluster.pids.values() for pid in groups.get(leader, [])]
+    addresses = listening_addresses(members)
+    assert len(addresses) >= 4, addresses  # Redis, the GCS and at least a raylet per node
+    assert all(is_loopback(address) for address in addresses), addresses
+
+
+def test_grove_batch_joins_the_cluster_and_stores_in_redis(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps(task) + "\n" for task in TASKS))
+    output = tmp_path / "out.jsonl"
+    result = cluster.grove(
+        "batch", str(tasks), "--simulate", "--model", "claude-sonnet-4-5", "--hosts", "2",
+        "--output", str(output),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert sorted(record["id"] for record in records) == [task["id"] for task in TASKS]
+    assert all(record["status"] == "ok" and record["text"] for record in records)
+
+    # The store is the cluster's Redis: another process reads the same agents there.
+    listing = cluster.grove("agents")
+    assert listing.returncode == 0, listing.stderr
+    for record in records:
+        assert record["agent"] in listing.stdout
+    store = open_store(cluster.exports["GROVE_STORE"])
+    try:
+        for record in records:
+            agent = store.get_agent(record["agent"])
+            assert agent is not None and agent.parent_uuid is not None
+    finally:
+        store.close()
+
+    # The hosts ran in the cluster's own worker processes, not in a Ray started on the side.
+    ray_temp = Path((cluster.state / "ray-tmp").read_text().strip())
+    logs = [path.read_bytes() for path in ray_temp.glob("*/session_*/logs/worker-*.out")]
+    assert any(b"AgentHost" in log for log in logs)
+
+
+def test_stop_worker_removes_only_the_worker_node(cluster: LocalCluster) -> None:
+    removed = cluster.script("stop-worker")
+    assert removed.returncode == 0, removed.stderr
+    assert cluster.script("status").stdout.splitlines() == [
+        f"redis: running (pid {cluster.pids['redis']})",
+        f"ray-nodes: running (pid {cluster.pids['ray-nodes']})",
+        "ray worker node: removed",
+    ]
+    alive = [node for node in cluster.nodes() if node["alive"]]
+    assert len(alive) == 1 and "grove_local_head" in alive[0]["resources"]
+    assert cluster.grove("agents").returncode == 0
+
+
+def test_stop_ends_every_process_it_started_and_removes_its_files(cluster: LocalCluster) -> None:
+    ray_temp = Path((cluster.state / "ray-tmp").read_text().strip())
+    stopped = cluster.script("stop")
+    assert stopped.returncode == 0, stopped.stderr
+    groups = process_groups()
+    for name, leader in cluster.pids.items():
+        assert leader not in groups, f"{name}'s processes are still running: {groups[leader]}"
+    assert not ray_temp.exists()
+    left = sorted(path.name for path in cluster.state.iterdir())
+    assert left == ["ray-nodes.log", "redis.log"]
+    assert cluster.script("status").stdout.splitlines() == [
+        "redis: not running",
+        "ray-nodes: not running",
+    ]
