@@ -1,5 +1,6 @@
 """deploy/local/cluster.sh for real: two Ray nodes and Redis on loopback only, `grove batch`
-joining that cluster with the Redis store, the worker node removed, and `stop` ending it all.
+joining that cluster with the Redis store, a batch that loses the worker node halfway and still
+finishes every task exactly once, and `stop` ending all that `start` started.
 """
 
 from __future__ import annotations
@@ -10,7 +11,9 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -97,15 +100,16 @@ def clean_environment(base: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+@contextmanager
+def local_cluster(base: Path, *options: str) -> Iterator[LocalCluster]:
+    """A cluster started by the script in `base`, stopped by the script afterwards."""
     if sys.platform != "linux":
         pytest.skip("deploy/local/cluster.sh is for Linux")
-    base = tmp_path_factory.mktemp("local-cluster")
     state = base / "state"
     started = run_script(
-        "start", "--state-dir", str(state), "--python", sys.executable, timeout_s=START_TIMEOUT_S
-    )
+        "start", "--state-dir", str(state), "--python", sys.executable, *options,
+        timeout_s=START_TIMEOUT_S,
+    )  # fmt: skip
     try:
         if started.returncode != 0 and "redis-server" in started.stderr:
             if os.environ.get("CI") == "true":
@@ -124,6 +128,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield LocalCluster(state, exports, {**clean_environment(base), **exports}, pids)
     finally:
         run_script("stop", "--state-dir", str(state), timeout_s=STOP_TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    with local_cluster(tmp_path_factory.mktemp("local-cluster")) as started:
+        yield started
 
 
 def process_groups() -> dict[int, list[int]]:
@@ -246,3 +256,71 @@ def test_stop_ends_every_process_it_started_and_removes_its_files(cluster: Local
         "redis: not running",
         "ray-nodes: not running",
     ]
+
+
+SLOW_TASKS = [
+    {"id": f"slow-{n}", "prompt": f"[[sim tokens=30 tps=15]] slow task {n}"} for n in range(24)
+]
+WAVE = 8  # tasks in flight at once
+
+
+def nodes_hosting_agents(cluster: LocalCluster) -> set[str]:
+    """The local nodes ('head', 'worker') whose Ray workers have run an AgentHost actor."""
+    ray_temp = Path((cluster.state / "ray-tmp").read_text().strip())
+    return {
+        path.relative_to(ray_temp).parts[0]
+        for path in ray_temp.glob("*/session_*/logs/worker-*.out")
+        if b":actor_name:AgentHost" in path.read_bytes()
+    }
+
+
+def output_lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_batch_across_both_nodes_finishes_when_the_worker_node_goes_halfway(
+    tmp_path: Path,
+) -> None:
+    with local_cluster(tmp_path) as cluster:
+        tasks = tmp_path / "slow.jsonl"
+        tasks.write_text("".join(json.dumps(task) + "\n" for task in SLOW_TASKS))
+        output = tmp_path / "slow.out.jsonl"
+        command = [
+            sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate",
+            "--model", "claude-sonnet-4-5", "--hosts", "4", "--concurrency", str(WAVE),
+            "--output", str(output),
+        ]  # fmt: skip
+        with (tmp_path / "batch.err").open("w") as errors:
+            batch = subprocess.Popen(
+                command, env=cluster.env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=errors
+            )
+            try:
+                deadline = time.monotonic() + BATCH_TIMEOUT_S
+                while output_lines(output) < WAVE and batch.poll() is None:
+                    assert time.monotonic() < deadline, "the first tasks never finished"
+                    time.sleep(0.05)
+                assert batch.poll() is None, "the batch ended before the worker node went"
+                assert nodes_hosting_agents(cluster) == {"head", "worker"}
+                done_before = output_lines(output)
+                removed = cluster.script("stop-worker")
+                assert removed.returncode == 0, removed.stderr
+                returncode = batch.wait(timeout=BATCH_TIMEOUT_S)
+            finally:
+                if batch.poll() is None:
+                    batch.terminate()
+                    batch.wait(timeout=STOP_TIMEOUT_S)
+        assert returncode == 0, (tmp_path / "batch.err").read_text()
+        assert done_before < len(SLOW_TASKS)
+        records = [json.loads(line) for line in output.read_text().splitlines()]
+        # Every task exactly once, each finished: nothing lost, nothing run twice to completion.
+        assert sorted(record["id"] for record in records) == sorted(t["id"] for t in SLOW_TASKS)
+        assert all(record["status"] == "ok" for record in records), records
+        alive = [node for node in cluster.nodes() if node["alive"]]
+        assert len(alive) == 1
+        store = open_store(cluster.exports["GROVE_STORE"])
+        try:
+            kinds = {event.kind for event in store.events(limit=100_000)}
+        finally:
+            store.close()
+        # Grove noticed: the worker's hosts were replaced, or turns there were interrupted.
+        assert kinds & {"HostRestarted", "TurnInterrupted"}, sorted(kinds)
