@@ -140,6 +140,7 @@ class ReviewReport:
 
     reviewer: str
     backlog: int
+    version: int  # orders reports and `update` answers: the higher one is the newer state
     ok: bool
     dropped: bool = False
     error: str | None = None
@@ -171,22 +172,28 @@ class Reviewer:
         self._context_chars = int(context_window * CONTEXT_SHARE * CHARS_PER_TOKEN)
         self._retry_delay_s = retry_delay_s
         self._generation = 0  # bumped by reset: a drain of an older generation reports nothing
+        self.version = 0  # bumped by every change of the backlog
 
     @property
     def backlog(self) -> int:
         return len(self._pending) + (1 if self._busy else 0)
 
-    def update(self, delta: str) -> None:
-        """Queue a transcript delta; deltas queued while busy go out as one prompt."""
+    def update(self, delta: str) -> tuple[int, int]:
+        """Queue a transcript delta; deltas queued while busy go out as one prompt. Returns
+        (version, backlog)."""
         if not delta.strip():
-            return
+            return self.version, self.backlog
+        self.version += 1
         self._pending.append(delta)
         if self._drainer is None or self._drainer.done():
             self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        return self.version, self.backlog
 
-    def reset(self, primer: str) -> None:
-        """The watched transcript was rewritten: forget everything, replay `primer` next."""
+    def reset(self, primer: str) -> tuple[int, int]:
+        """The watched transcript was rewritten: forget everything, replay `primer` next.
+        Returns (version, backlog)."""
         self._generation += 1
+        self.version += 1
         self._pending = [primer] if primer.strip() else []
         self.agent.reset_history([])
         if self._drainer is not None:
@@ -195,6 +202,7 @@ class Reviewer:
         self._busy = False
         if self._pending:
             self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        return self.version, self.backlog
 
     async def _drain(self) -> None:
         generation = self._generation
@@ -215,10 +223,12 @@ class Reviewer:
                     dropped = True
                 else:
                     self._pending = [*batch, *self._pending]
+            self.version += 1
             await self._report(
                 ReviewReport(
                     reviewer=self.uuid,
                     backlog=self.backlog,
+                    version=self.version,
                     ok=ok,
                     dropped=dropped,
                     error=error,

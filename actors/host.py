@@ -146,13 +146,12 @@ class AgentHostCore:
             spec.uuid, agent, report, context_window=spec.context_window
         )
 
-    def review(self, uuid: str, delta: str) -> int:
-        reviewer = self.reviewers[uuid]
-        reviewer.update(delta)
-        return reviewer.backlog
+    def review(self, uuid: str, delta: str) -> tuple[int, int]:
+        """Queue a delta for a reviewer; its (version, backlog) after that."""
+        return self.reviewers[uuid].update(delta)
 
-    def reset_reviewer(self, uuid: str, primer: str) -> None:
-        self.reviewers[uuid].reset(primer)
+    def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]:
+        return self.reviewers[uuid].reset(primer)
 
     async def drop_reviewer(self, uuid: str) -> None:
         reviewer = self.reviewers.pop(uuid, None)

@@ -176,11 +176,11 @@ class AgentHost:
         tools = {**readonly_tools(Path(spec.workspace)), "advise": advise_tool(send_advice)}
         self.core.add_reviewer(spec, tools, report)
 
-    async def review(self, uuid: str, delta: str) -> int:
+    async def review(self, uuid: str, delta: str) -> tuple[int, int]:
         return self.core.review(uuid, delta)
 
-    async def reset_reviewer(self, uuid: str, primer: str) -> None:
-        self.core.reset_reviewer(uuid, primer)
+    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]:
+        return self.core.reset_reviewer(uuid, primer)
 
     async def drop_reviewer(self, uuid: str) -> None:
         await self.core.drop_reviewer(uuid)

@@ -62,6 +62,7 @@ class _Watch:
     spec: ReviewerSpec
     cursor: int
     backlog: int = 0
+    version: int = -1  # of the reviewer state `backlog` was read from (see `observe`)
     health: dict[str, Any] = field(default_factory=dict)
     notes: list[tuple[str, str]] = field(default_factory=list)  # this update's advice
     warned: bool = False  # one visible warning per outage
@@ -150,7 +151,7 @@ class AdvisorDesk:
         for watch in self.watches.values():
             if watch.host is host:
                 await asyncio.wait_for(host.add_reviewer(watch.spec), 30)
-                watch.backlog = 0
+                watch.backlog, watch.version = 0, -1  # a new reviewer counts from 0 again
         await self._notify()
 
     async def detach(self, watched: str) -> list[str]:
@@ -192,7 +193,8 @@ class AdvisorDesk:
             watch.cursor = delta[-1].id
             text = render_delta(delta)
             if text.strip():
-                watch.backlog = await asyncio.wait_for(watch.host.review(watch.uuid, text), 30)
+                version, backlog = await asyncio.wait_for(watch.host.review(watch.uuid, text), 30)
+                observe(watch, version, backlog)
         await self._notify()
 
     async def reset(self, watched: str) -> None:
@@ -204,8 +206,10 @@ class AdvisorDesk:
         for watch in self.reviewers_of(watched):
             watch.cursor = last
             watch.notes.clear()
-            watch.backlog = 1 if primer.strip() else 0
-            await asyncio.wait_for(watch.host.reset_reviewer(watch.uuid, primer), 30)
+            version, backlog = await asyncio.wait_for(
+                watch.host.reset_reviewer(watch.uuid, primer), 30
+            )
+            observe(watch, version, backlog)
         await self._notify()
 
     # --- advice -----------------------------------------------------------------------
@@ -237,7 +241,7 @@ class AdvisorDesk:
         watch = self.watches.get(report.reviewer)
         if watch is None:
             return
-        watch.backlog = report.backlog
+        observe(watch, report.version, report.backlog)
         watch.health = report.health
         if report.ok:
             watch.warned = False
@@ -330,3 +334,10 @@ class AdvisorDesk:
 
     def advice_given(self, watched: str) -> list[MessageRecord]:
         return [m for m in self.core.store.agent_messages(watched) if m.kind == "advisor"]
+
+
+def observe(watch: _Watch, version: int, backlog: int) -> None:
+    """Take a reviewer's backlog only if it is newer than what is known: a report and the
+    answer to an update can arrive in either order."""
+    if version > watch.version:
+        watch.backlog, watch.version = backlog, version

@@ -111,12 +111,13 @@ class RayHostClient:
     async def add_reviewer(self, spec: ReviewerSpec) -> None:
         await self._call("add_reviewer", spec)
 
-    async def review(self, uuid: str, delta: str) -> int:
-        backlog: int = await self._call("review", uuid, delta)
-        return backlog
+    async def review(self, uuid: str, delta: str) -> tuple[int, int]:
+        state: tuple[int, int] = await self._call("review", uuid, delta)
+        return state
 
-    async def reset_reviewer(self, uuid: str, primer: str) -> None:
-        await self._call("reset_reviewer", uuid, primer)
+    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]:
+        state: tuple[int, int] = await self._call("reset_reviewer", uuid, primer)
+        return state
 
     async def drop_reviewer(self, uuid: str) -> None:
         await self._call("drop_reviewer", uuid)
