@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, TextIO
 
@@ -77,7 +78,26 @@ def open_session(grove: Grove, model: str | None, resume: str | None) -> str:
     return record.uuid
 
 
-class ScriptedRepl:
+class Repl(ABC):
+    """What both REPLs share: a line is a command when it starts with `/`, else a prompt."""
+
+    def handle(self, line: str) -> bool:
+        """Act on one stripped line; True when the REPL should end."""
+        if line.startswith("/"):
+            return self.command(line)
+        self.prompt(line)
+        return False
+
+    @abstractmethod
+    def command(self, line: str) -> bool:
+        """Run one command and show its outcome; True when it ends the REPL."""
+
+    @abstractmethod
+    def prompt(self, text: str) -> None:
+        """Send `text` to the focused agent."""
+
+
+class ScriptedRepl(Repl):
     """stdin is not a terminal: commands run in order while turns stream from threads."""
 
     def __init__(self, grove: Grove, session: str, out: TextIO) -> None:
@@ -90,13 +110,8 @@ class ScriptedRepl:
     def run(self, lines: Iterable[str]) -> None:
         for raw in lines:
             line = raw.strip()
-            if not line:
-                continue
-            if line.startswith("/"):
-                if self.command(line):
-                    break
-            else:
-                self.prompt(line)
+            if line and self.handle(line):
+                break
         self.started.add(self.grove.focus(self.session))
         for stream in self.streams:
             stream.join()
@@ -133,7 +148,7 @@ class ScriptedRepl:
             self.writer.line(f"Turn failed: {exc}")
 
 
-class InteractiveRepl:
+class InteractiveRepl(Repl):
     """A terminal: prompt_toolkit input with Tab completion; Ctrl+C cancels a streaming turn."""
 
     def __init__(self, grove: Grove, session: str) -> None:
@@ -159,13 +174,8 @@ class InteractiveRepl:
                 continue
             except EOFError:
                 break
-            if not line:
-                continue
-            if line.startswith("/"):
-                if self.command(line):
-                    break
-            else:
-                self.prompt(line)
+            if line and self.handle(line):
+                break
 
     def command(self, line: str) -> bool:
         try:

@@ -46,32 +46,24 @@ async def dispatch(
     )
     try:
         command = registry().get(name)
+
+        async def run(focus: str) -> CommandOutcome:
+            context = CommandContext(
+                core=core,
+                session=session,
+                focus=focus,
+                origin=origin,
+                correlation_id=correlation_id,
+                aliases=aliases or {},
+            )
+            return await command.handler(context, args)
+
         if command.mutates:
             async with core.session_lock(session), core.store.lease(session, LEASE_TIMEOUT_S):
-                focus = core.store.get_focus(session) or session
-                outcome = await command.handler(
-                    CommandContext(
-                        core=core,
-                        session=session,
-                        focus=focus,
-                        origin=origin,
-                        correlation_id=correlation_id,
-                        aliases=aliases or {},
-                    ),
-                    args,
-                )
+                # The focus may have moved while this command waited for its turn.
+                outcome = await run(core.store.get_focus(session) or session)
         else:
-            outcome = await command.handler(
-                CommandContext(
-                    core=core,
-                    session=session,
-                    focus=focus,
-                    origin=origin,
-                    correlation_id=correlation_id,
-                    aliases=aliases or {},
-                ),
-                args,
-            )
+            outcome = await run(focus)
     except CommandError as exc:
         outcome = CommandOutcome(text=str(exc), ok=False)
     core.event(
