@@ -1,0 +1,322 @@
+"""Benchmark: a batch under chaos (429s, overloads, errors after 200, broken streams, an agent
+host SIGKILLed every few seconds) against the same batch without faults, in one invocation.
+
+How the batch runs is how a user runs `grove batch`: pass 1 is `grove batch`'s own runner
+(`BatchRunner`: keyed `fork_many` with `retry_interrupted=True`, `wait_any`) on a Grove started
+for it; the simulator runs in a process of its own. A stream broken after content is not
+retried by the provider (by design), so those tasks' records say error. Then, as a user
+reruns the same command, each further pass starts a new Grove on the same store and the same
+output file and runs only the ids whose last record is not ok: tasks an earlier pass finished
+in the store without writing their record get it from the store (`answered`), the rest run
+again. Passes go on until every task is ok or `--max-passes` is reached. Hosts are killed
+during every pass; the restart intensity is raised for the run
+(GROVE_HOSTS__MAX_RESTARTS / __RESTART_WINDOW_S) so that hosts keep being replaced.
+
+Every faulted task carries one directive whose text is its own (a sub-millisecond
+`headers_ms` tag), since `times=1` counts per exact directive text. The baseline is the same
+prompts without directives, one pass, nothing killed. Wall times count each pass's runner,
+not Ray's start-up (as bench/batch.py's runner figure); `rerun_start_s` is what the later
+passes' Grove start-ups add. Read back from the store afterwards: tasks run twice (more than
+one stored answer under the task's key), tasks lost (no ok record and no stored answer),
+`TurnInterrupted` and `HostRestarted` events. Provider retries (`Retrying`) reach only a
+turn's stream, which the batch runner does not read, so `provider_faults_injected` counts
+the status faults planted (each is served once and answered by one provider retry).
+
+Prints one JSON line. Run from the repository root: `python bench/chaos.py --n 1000`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness import MODEL, ExternalSimulator, Pacing, running_grove, simulator_process
+
+from cli.batch import BatchRunner
+from cli.batch_input import Task, id_key, read_tasks
+from cli.batch_output import OutputLog, read_previous
+from cli.batch_progress import Totals
+from providers.errors import GroveError
+from supervisor.store import open_store
+
+CONTEXT = [
+    ("user", "Our shop sells 40 kinds of tea. Answer each question about it in one sentence."),
+    ("assistant", "Understood: one sentence per question about the tea shop."),
+]
+FAULT_KINDS = ("429", "529", "error_after_200", "disconnect")
+STATUS_FAULT_KINDS = frozenset({"429", "529", "error_after_200"})  # retried by the provider
+BATCH_KEY = "chaos"
+
+
+def fault_directive(kind: str, index: int) -> str:
+    """One fault that strikes once; the `headers_ms` tag (far below a millisecond) makes the
+    text this task's own, so `times=1` counts it alone."""
+    tag = f"headers_ms=0.{index + 1:09d}"
+    if kind == "429":
+        return f"[[sim fault=429 retry_after=0.2 times=1 {tag}]]"
+    if kind == "529":
+        return f"[[sim fault=529 times=1 {tag}]]"
+    if kind == "error_after_200":
+        return f"[[sim fault=error_after_200 times=1 {tag}]]"
+    return f"[[sim fault=disconnect after=2 times=1 {tag}]]"
+
+
+def planted_faults(n: int, share: float) -> dict[int, str]:
+    """Which tasks carry a fault: `share` of them, spread evenly, the kinds taking turns."""
+    faulted = [i for i in range(n) if int((i + 1) * share) > int(i * share)]
+    return {i: FAULT_KINDS[turn % len(FAULT_KINDS)] for turn, i in enumerate(faulted)}
+
+
+def write_tasks(path: Path, n: int, faults: dict[int, str]) -> list[Task]:
+    lines = []
+    for i in range(n):
+        prompt = f"Question {i}: which tea suits customer {i}?"
+        if i in faults:
+            prompt = f"{fault_directive(faults[i], i)} {prompt}"
+        lines.append(json.dumps({"id": i, "prompt": prompt}) + "\n")
+    path.write_text("".join(lines))
+    return read_tasks(path.read_bytes()).tasks
+
+
+@contextmanager
+def environment(**values: str) -> Iterator[None]:
+    """Set environment variables for a block (the Grove settings read them)."""
+    previous = {name: os.environ.get(name) for name in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class HostKiller:
+    """A thread that SIGKILLs one of Grove's agent hosts every `every_s` seconds, the hosts
+    taking turns; only pids that `Grove.host_pids()` names are ever signalled."""
+
+    def __init__(self, grove: Any, every_s: float) -> None:
+        self.grove = grove
+        self.every_s = every_s
+        self.kills = 0
+        self.turn = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every_s):
+            try:
+                pids = self.grove.host_pids()
+            except GroveError:
+                continue
+            if not pids:
+                continue
+            host = sorted(pids)[self.turn % len(pids)]
+            self.turn += 1
+            try:
+                os.kill(pids[host], signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            self.kills += 1
+
+    def __enter__(self) -> HostKiller:
+        if self.every_s > 0:
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+
+@dataclass(kw_only=True, slots=True)
+class Pass:
+    tasks: int
+    seconds: float
+    start_s: float
+    kills: int
+    errors: Counter[str]  # why the tasks this pass left not ok failed
+
+
+@dataclass(kw_only=True, slots=True)
+class BatchRun:
+    passes: list[Pass] = field(default_factory=list)
+
+
+def run_batch(
+    simulator: ExternalSimulator,
+    tasks: list[Task],
+    directory: Path,
+    *,
+    concurrency: int,
+    hosts: int | None,
+    kill_every_s: float,
+    max_passes: int,
+) -> BatchRun:
+    """Pass after pass on one store and one output file, as reruns of `grove batch` go."""
+    output = directory / "out.jsonl"
+    store_url = f"sqlite:///{directory / 'grove.sqlite3'}"
+    run = BatchRun()
+    for _ in range(max_passes):
+        done = read_previous(output).done
+        todo = [task for task in tasks if task.key not in done]
+        if not todo:
+            break
+        started = time.perf_counter()
+        with running_grove(simulator, store_url=store_url, hosts=hosts) as grove:
+            root = grove.create_root(MODEL).uuid
+            grove.seed(root, CONTEXT)
+            totals = Totals(total=len(todo))
+            with OutputLog(output) as log, HostKiller(grove, kill_every_s) as killer:
+                runner = BatchRunner(grove, log, totals, concurrency, batch_key=BATCH_KEY)
+                start_s = time.perf_counter() - started
+                begun = time.perf_counter()
+                runner.run(root, todo)
+                seconds = time.perf_counter() - begun
+                runner.close()
+        ran = {task.key for task in todo}
+        errors = Counter(
+            short_error(record)
+            for key, record in last_records(output).items()
+            if key in ran and record["status"] != "ok"
+        )
+        run.passes.append(
+            Pass(
+                tasks=len(todo), seconds=seconds, start_s=start_s, kills=killer.kills, errors=errors
+            )
+        )
+    return run
+
+
+def last_records(output: Path) -> dict[str, dict[str, Any]]:
+    """The last record of each id in an output file (what `grove batch` counts)."""
+    records: dict[str, dict[str, Any]] = {}
+    for line in output.read_text().splitlines():
+        if line.strip():
+            record = json.loads(line)
+            records[id_key(record["id"])] = record
+    return records
+
+
+def short_error(record: dict[str, Any]) -> str:
+    """An error record's reason without what varies from task to task."""
+    return str(record.get("error") or "").split(":")[0][:60]
+
+
+def store_tally(directory: Path) -> dict[str, Any]:
+    """Read back from the store: stored answers per task key, and the supervision events."""
+    store = open_store(f"sqlite:///{directory / 'grove.sqlite3'}")
+    try:
+        answers: Counter[str] = Counter()
+        for record in store.list_agents(include_ended=True):
+            key = record.metadata.get("key")
+            if isinstance(key, str) and key.startswith(f"batch:{BATCH_KEY}:"):
+                own = store.agent_messages(record.uuid)
+                answers[key] += sum(1 for message in own if message.kind == "assistant")
+        events = Counter(event.kind for event in store.events(limit=10_000_000))
+    finally:
+        store.close()
+    return {"answers": answers, "events": events}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=1000, help="tasks")
+    parser.add_argument("--concurrency", type=int, default=100)
+    parser.add_argument("--hosts", type=int, default=None, help="agent hosts (default: cores)")
+    parser.add_argument("--kill-every", type=float, default=3.0, help="seconds; 0: no kills")
+    parser.add_argument("--fault-share", type=float, default=0.2, help="tasks with a fault")
+    parser.add_argument("--max-passes", type=int, default=3, help="the run and its reruns")
+    parser.add_argument("--max-restarts", type=int, default=1000, help="per host per window")
+    parser.add_argument("--ttft-ms", type=int, default=500)
+    parser.add_argument("--tps", type=float, default=50.0)
+    parser.add_argument("--tokens", type=int, default=40)
+    args = parser.parse_args()
+    pacing = Pacing(ttft_ms=args.ttft_ms, tps=args.tps, tokens=args.tokens)
+    faults = planted_faults(args.n, args.fault_share)
+    with (
+        tempfile.TemporaryDirectory(prefix="grove-bench-chaos-") as name,
+        simulator_process(pacing) as simulator,
+    ):
+        chaos_dir, plain_dir = Path(name) / "chaos", Path(name) / "baseline"
+        chaos_dir.mkdir()
+        plain_dir.mkdir()
+        chaos_tasks = write_tasks(chaos_dir / "tasks.jsonl", args.n, faults)
+        with environment(
+            GROVE_HOSTS__MAX_RESTARTS=str(args.max_restarts), GROVE_HOSTS__RESTART_WINDOW_S="60"
+        ):
+            chaos = run_batch(
+                simulator,
+                chaos_tasks,
+                chaos_dir,
+                concurrency=args.concurrency,
+                hosts=args.hosts,
+                kill_every_s=args.kill_every,
+                max_passes=args.max_passes,
+            )
+        chaos_records = last_records(chaos_dir / "out.jsonl")
+        tally = store_tally(chaos_dir)
+        plain_tasks = write_tasks(plain_dir / "tasks.jsonl", args.n, {})
+        baseline = run_batch(
+            simulator,
+            plain_tasks,
+            plain_dir,
+            concurrency=args.concurrency,
+            hosts=args.hosts,
+            kill_every_s=0,
+            max_passes=1,
+        )
+        baseline_records = last_records(plain_dir / "out.jsonl")
+    keys = [f"batch:{BATCH_KEY}:{task.key}" for task in chaos_tasks]
+    answers: Counter[str] = tally["answers"]
+    events: Counter[str] = tally["events"]
+    ok_ids = {key for key, record in chaos_records.items() if record["status"] == "ok"}
+    wall_s = sum(p.seconds for p in chaos.passes)
+    rerun_start_s = sum(p.start_s for p in chaos.passes[1:])
+    baseline_s = baseline.passes[0].seconds
+    report = {
+        "bench": "chaos",
+        "tasks": args.n,
+        "concurrency": args.concurrency,
+        "simulator": pacing.as_dict(),
+        "faults_planted": dict(sorted(Counter(faults.values()).items())),
+        "completed": len(ok_ids),
+        "run_twice": sum(1 for key in keys if answers[key] > 1),
+        "lost": args.n - len(ok_ids),
+        "lost_in_store": sum(1 for key in keys if answers[key] == 0),
+        "passes": [p.tasks for p in chaos.passes],
+        "needed_second_pass": chaos.passes[1].tasks if len(chaos.passes) > 1 else 0,
+        "pass_errors": [dict(p.errors) for p in chaos.passes],
+        "retries": events["TurnInterrupted"] + sum(faults[i] in STATUS_FAULT_KINDS for i in faults),
+        "turns_interrupted": events["TurnInterrupted"],
+        "provider_faults_injected": sum(kind in STATUS_FAULT_KINDS for kind in faults.values()),
+        "host_kills": sum(p.kills for p in chaos.passes),
+        "hosts_restarted": events["HostRestarted"],
+        "hosts_given_up": events["HostGivenUp"],
+        "wall_s": round(wall_s, 2),
+        "pass_wall_s": [round(p.seconds, 2) for p in chaos.passes],
+        "rerun_start_s": round(rerun_start_s, 2),
+        "baseline_wall_s": round(baseline_s, 2),
+        "baseline_completed": sum(1 for r in baseline_records.values() if r["status"] == "ok"),
+        "ratio": round(wall_s / baseline_s, 3),
+        "ratio_with_rerun_start": round((wall_s + rerun_start_s) / baseline_s, 3),
+    }
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()
