@@ -13,21 +13,17 @@ from typing import Any
 import pytest
 
 from supervisor import Grove
-from supervisor.config import load_settings
 from supervisor.store.records import MessageRecord
+from tests.integration.groves import running_grove
 
 CARD_PREFIX = "Advisor (a senior reviewer watching your work — weigh it, don't blindly obey):"
 
 
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    home = tmp_path_factory.mktemp("advisor")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(home / "none.toml"))
-        patch.setenv("GROVE_ADVISOR__MODEL", "claude-haiku-4-5")
-        settings = load_settings(store=f"sqlite:///{home / 'grove.sqlite3'}")
-    with Grove(settings=settings, simulate=True, hosts=2) as running:
-        yield running
+    env = {"GROVE_ADVISOR__MODEL": "claude-haiku-4-5"}
+    with running_grove(tmp_path_factory.mktemp("advisor"), env=env) as grove:
+        yield grove
 
 
 def advise(note: str, severity: str = "nit", **extra: str) -> str:

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from supervisor import Grove
-from supervisor.config import load_settings
+from tests.integration.groves import running_grove
 
 REVIEWERS = [
     {"name": "security", "model": "claude-haiku-4-5", "prompt": "Watch for injection."},
@@ -21,17 +21,15 @@ REVIEWERS = [
 
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    home = tmp_path_factory.mktemp("advisor-settings")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(home / "none.toml"))
-        patch.setenv("GROVE_ADVISOR__ENABLED", "true")
-        patch.setenv("GROVE_ADVISOR__SUBAGENTS", "true")
-        patch.setenv("GROVE_ADVISOR__SYNC_BACKLOG", "1")
-        patch.setenv("GROVE_ADVISOR__REVIEWERS", json.dumps(REVIEWERS))
-        settings = load_settings(store=f"sqlite:///{home / 'grove.sqlite3'}")
-    assert settings.advisor.sync_backlog == 1
-    with Grove(settings=settings, simulate=True, hosts=2) as running:
-        yield running
+    env = {
+        "GROVE_ADVISOR__ENABLED": "true",
+        "GROVE_ADVISOR__SUBAGENTS": "true",
+        "GROVE_ADVISOR__SYNC_BACKLOG": "1",
+        "GROVE_ADVISOR__REVIEWERS": json.dumps(REVIEWERS),
+    }
+    with running_grove(tmp_path_factory.mktemp("advisor-settings"), env=env) as grove:
+        assert grove.settings.advisor.sync_backlog == 1
+        yield grove
 
 
 def advise(model: str, note: str) -> str:

@@ -10,23 +10,18 @@ from collections.abc import Iterator
 import pytest
 
 from supervisor import Grove
-from supervisor.config import load_settings
 from supervisor.store.records import MessageRecord
+from tests.integration.groves import running_grove
 
 TOOLS = ("fork", "send", "wait")
 
 
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    home = tmp_path_factory.mktemp("tools")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(home / "none.toml"))
-        patch.setenv("GROVE_LIMITS__CHILDREN_PER_AGENT", "2")
-        patch.setenv("GROVE_LIMITS__FORK_DEPTH", "2")
-        settings = load_settings(store=f"sqlite:///{home / 'grove.sqlite3'}")
-    assert settings.limits.children_per_agent == 2
-    with Grove(settings=settings, simulate=True, hosts=2) as running:
-        yield running
+    env = {"GROVE_LIMITS__CHILDREN_PER_AGENT": "2", "GROVE_LIMITS__FORK_DEPTH": "2"}
+    with running_grove(tmp_path_factory.mktemp("tools"), env=env) as grove:
+        assert grove.settings.limits.children_per_agent == 2
+        yield grove
 
 
 def tool_results(history: list[MessageRecord]) -> list[dict[str, object]]:

@@ -22,9 +22,9 @@ import pytest
 
 from cli.batch_input import MAX_TEXT_BYTES
 from supervisor import Grove
-from supervisor.config import load_settings
 from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, SqliteStore, Store, open_store
+from tests.integration.groves import running_grove
 from tests.integration.test_batch_cli import Workspace, make_workspace
 
 RUN_TIMEOUT_S = 240
@@ -154,12 +154,8 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    config = tmp_path_factory.mktemp("config") / "none.toml"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(config))
-        settings = load_settings(store=store_url)
-    with Grove(settings=settings, simulate=True, hosts=1) as running:
-        yield running
+    with running_grove(tmp_path_factory.mktemp("grove"), hosts=1, store_url=store_url) as grove:
+        yield grove
 
 
 @pytest.fixture

@@ -6,22 +6,14 @@ Its own module: the Grove here must start its own supervisor with a short idle t
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
-import pytest
-
-from supervisor import Grove
-from supervisor.config import load_settings
+from tests.integration.groves import running_grove
 
 
-def test_idle_agents_release_their_connection_pool(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> None:
-    home = tmp_path_factory.mktemp("idle")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(home / "none.toml"))
-        patch.setenv("GROVE_HOSTS__IDLE_RELEASE_S", "0.3")
-        settings = load_settings(store=f"sqlite:///{home / 'grove.sqlite3'}")
-    with Grove(settings=settings, simulate=True, hosts=1) as grove:
+def test_idle_agents_release_their_connection_pool(tmp_path: Path) -> None:
+    env = {"GROVE_HOSTS__IDLE_RELEASE_S": "0.3"}
+    with running_grove(tmp_path, hosts=1, env=env) as grove:
         root = grove.create_root("gpt-5-nano")
         assert grove.ask(root.uuid, "one").ok
         busy = grove.provider_identity(root.uuid)

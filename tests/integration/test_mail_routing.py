@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from supervisor import Grove
-from supervisor.config import load_settings
 from supervisor.errors import CommandError
 from supervisor.store import Store, open_store
+from tests.integration.groves import running_grove
 
 HOSTS = 2
 
@@ -23,12 +23,8 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    config = tmp_path_factory.mktemp("config") / "none.toml"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(config))
-        settings = load_settings(store=store_url)
-    with Grove(settings=settings, simulate=True, hosts=HOSTS) as running:
-        yield running
+    with running_grove(tmp_path_factory.mktemp("grove"), hosts=HOSTS, store_url=store_url) as grove:
+        yield grove
 
 
 @pytest.fixture

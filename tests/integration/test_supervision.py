@@ -14,9 +14,9 @@ import pytest
 import ray
 
 from supervisor import Grove
-from supervisor.config import load_settings
 from supervisor.errors import SupervisorError
 from supervisor.store import Store, open_store
+from tests.integration.groves import running_grove
 
 MAX_RESTARTS = 2
 
@@ -28,12 +28,9 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(tmp_path_factory.mktemp("cfg") / "none.toml"))
-        patch.setenv("GROVE_HOSTS__MAX_RESTARTS", str(MAX_RESTARTS))
-        settings = load_settings(store=store_url)
-    with Grove(settings=settings, simulate=True, hosts=2) as running:
-        yield running
+    env = {"GROVE_HOSTS__MAX_RESTARTS": str(MAX_RESTARTS)}
+    with running_grove(tmp_path_factory.mktemp("grove"), env=env, store_url=store_url) as grove:
+        yield grove
 
 
 @pytest.fixture

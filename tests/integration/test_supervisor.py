@@ -13,10 +13,10 @@ import pytest
 import ray
 
 from supervisor import Grove
-from supervisor.config import load_settings
 from supervisor.errors import CommandError
 from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
 from supervisor.store import SqliteStore, Store, open_store
+from tests.integration.groves import running_grove
 
 HOSTS = 3
 
@@ -28,12 +28,8 @@ def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.fixture(scope="module")
 def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    config = tmp_path_factory.mktemp("config") / "none.toml"
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(config))
-        settings = load_settings(store=store_url)
-    with Grove(settings=settings, simulate=True, hosts=HOSTS) as running:
-        yield running
+    with running_grove(tmp_path_factory.mktemp("grove"), hosts=HOSTS, store_url=store_url) as grove:
+        yield grove
 
 
 @pytest.fixture
