@@ -24,7 +24,7 @@ from cli.batch_output import (
     task_record,
 )
 from cli.batch_progress import PlainProgress, Progress, RichProgress, Totals, summary_line
-from cli.context import CliContext, fail
+from cli.context import CliContext, fail, undecodable_text
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.rules import NO_MODEL_TEXT
@@ -96,6 +96,14 @@ def batch_command(
     command line, the files or the model cannot be used, 130 after Ctrl+C.
     """
     context: CliContext = ctx.obj
+    for what, path in (
+        ("tasks file path", tasks_path),
+        ("context file path", context_path),
+        ("output path", output_path),
+    ):
+        problem = undecodable_text(what, str(path)) if path is not None else None
+        if problem:
+            fail(problem, code=2)
     settings = CliContext(store=context.store, address=address or context.address).settings()
     aliases = settings.models.aliases
     try:

@@ -26,6 +26,19 @@ def fail(text: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def undecodable_text(what: str, text: str) -> str | None:
+    """What is wrong with command-line text that is not UTF-8, else None. Python hands bytes
+    it could not decode over as lone surrogates (U+DC80..U+DCFF stands for byte 0x80..0xff);
+    caught here, before Ray or the store ever see them."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        shown = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
+        return f"The {what} is not valid UTF-8: {shown} at character {exc.start + 1}"
+    return None
+
+
 @dataclass
 class CliContext:
     store: str | None = None

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.context import CliContext, fail
+from cli.context import CliContext, fail, undecodable_text
 from cli.render import TurnWriter
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
@@ -69,19 +69,6 @@ def run_command(
         fail(result.error, code=1)
     if json_output:
         sys.stdout.write(json.dumps(turn_json(spec, result, agent=root.uuid)) + "\n")
-
-
-def undecodable_text(what: str, text: str) -> str | None:
-    """What is wrong with command-line text that is not UTF-8, else None. Python hands bytes
-    it could not decode over as lone surrogates (U+DC80..U+DCFF stands for byte 0x80..0xff);
-    caught here, before Ray or the store ever see them."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        code = ord(text[exc.start])
-        shown = f"byte 0x{code - 0xDC00:02x}" if 0xDC80 <= code <= 0xDCFF else f"\\u{code:04x}"
-        return f"The {what} is not valid UTF-8: {shown} at character {exc.start + 1}"
-    return None
 
 
 def resolve_model(flag: str | None, settings: GroveSettings) -> ModelSpec:

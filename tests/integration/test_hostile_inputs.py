@@ -9,6 +9,7 @@ message (tests/unit/test_batch_input.py).
 from __future__ import annotations
 
 import json
+import os
 import pickle
 import sqlite3
 import subprocess
@@ -295,3 +296,22 @@ def test_hostile_task_lines_each_get_one_error_and_earlier_output_stays(tmp_path
     errors = [(r["line"], r["error"]) for r in work.records()[1:]]
     assert errors == [(line, message) for line, (_, message) in enumerate(HOSTILE_LINES, 2)]
     assert work.output.stat().st_size < 10_000  # no hostile line is echoed back
+
+
+def test_a_tasks_path_that_is_not_utf8_is_refused_before_ray(tmp_path: Path) -> None:
+    work = make_workspace(tmp_path)
+    tasks = os.fsencode(str(tmp_path)) + b"/t\xff.jsonl"
+    with open(tasks, "w") as handle:
+        handle.write('{"id": 1, "prompt": "hi"}\n')
+    run = subprocess.run(
+        [sys.executable, "-m", "cli.app", "batch", os.fsdecode(tasks), "--simulate"],
+        capture_output=True,
+        text=True,
+        env=work.env,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    assert run.returncode == 2
+    assert run.stderr.strip().endswith(
+        f"The tasks file path is not valid UTF-8: byte 0xff at character {len(str(tmp_path)) + 3}"
+    )
