@@ -20,7 +20,7 @@ from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec, parse_model_spec
-from providers.errors import GroveError, ModelSpecError
+from providers.errors import ModelSpecError
 from supervisor.errors import CommandError, StoreError, SupervisorError
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -495,7 +495,8 @@ class SupervisorCore:
         self, uuids: Sequence[str], timeout_s: float
     ) -> dict[str, TurnResult | None]:
         """As soon as at least one of `uuids` has no turn in flight: each such agent's last
-        result. Empty after `timeout_s` when none finished."""
+        result. Empty after `timeout_s` when none finished. A turn interrupted by a dead host
+        and waiting for its retry is still in flight (its `turn_done` stays clear)."""
         waits = {asyncio.ensure_future(self.live(uuid).turn_done.wait()): uuid for uuid in uuids}
         if not waits:
             return {}
@@ -509,7 +510,7 @@ class SupervisorCore:
         return {
             uuid: self._live[uuid].last_result or self.stored_result(uuid)
             for uuid in uuids
-            if self._live[uuid].ticket_id is None
+            if self._live[uuid].turn_done.is_set()
         }
 
     def stored_result(self, uuid: str) -> TurnResult | None:
@@ -660,13 +661,17 @@ class SupervisorCore:
         state.turn_done.set()
 
     async def _retry(self, uuid: str) -> None:
+        """Run an interrupted turn again. Whatever stops the retry from starting (a Grove
+        error, a host call timing out, a Ray error) ends the turn as interrupted: its waiters
+        get that answer instead of waiting for a turn that never comes."""
         state = self.live(uuid)
         if state.ticket_id == RECOVERING:
             state.ticket_id = None
         try:
             await self.begin_turn(uuid, None)
-        except GroveError as exc:
-            self._interrupted(uuid, self.live(uuid), f"interrupted, and the retry failed: {exc}")
+        except Exception as exc:  # the turn's end, whatever the cause
+            reason = str(exc) or type(exc).__name__
+            self._interrupted(uuid, state, f"interrupted, and the retry failed: {reason}")
 
     async def children_created(self, children: Sequence[AgentRecord]) -> None:
         """Forked children get their own reviewers when `advisor.subagents` says so, before
