@@ -4,6 +4,7 @@
      +-- CommandError           a command the user cannot run as asked: exact user-facing text
      +-- StoreError             the store refused a write, holds a record it cannot read, or is down
      +-- SupervisorError        the control plane could not do its job (timeouts, lost leases...)
+          +-- HostDiedError     an agent host died under a call (the supervisor replaces it)
 
 Provider errors live in providers.errors; no error text ever contains a secret.
 """
@@ -27,3 +28,8 @@ class StoreError(GroveError):
 
 class SupervisorError(GroveError):
     """The supervisor could not do what was asked: a wait timed out, a lease was lost..."""
+
+
+class HostDiedError(SupervisorError):
+    """An agent host died under a call; the supervisor has replaced it (or given up on it),
+    and its agents are rebuilt on their next message."""

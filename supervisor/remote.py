@@ -24,7 +24,7 @@ from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
-from supervisor.errors import SupervisorError
+from supervisor.errors import HostDiedError
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore, TurnTicket
 from supervisor.store import open_store
@@ -65,7 +65,7 @@ class RayHostClient:
 
     async def _call(self, method: str, *args: Any) -> Any:
         """One host call with a timeout; a Grove error raised there is raised here as itself,
-        a dead host is reported and becomes a clear SupervisorError."""
+        a dead host is reported (replaced before this returns) and becomes HostDiedError."""
         incarnation = self.incarnation
         ref = getattr(self.handle, method).remote(*args)
         try:
@@ -77,7 +77,7 @@ class RayHostClient:
         except ray.exceptions.RayActorError as exc:
             if self.on_death is not None:
                 await self.on_death(self, incarnation)
-            raise SupervisorError(
+            raise HostDiedError(
                 f"host {self.host_id} died; its agents are rebuilt on their next message"
             ) from exc
 

@@ -21,7 +21,7 @@ from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import ModelSpecError
-from supervisor.errors import CommandError, StoreError, SupervisorError
+from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
@@ -457,14 +457,33 @@ class SupervisorCore:
         if before_start is not None:
             await before_start(records)
         shared = self._share(prefix)
-        await asyncio.gather(
+        outcomes = await asyncio.gather(
             *(
                 asyncio.wait_for(hosts[host_id].start_many(items, shared), HOST_CALL_TIMEOUT_S)
                 for host_id, items in by_host.items()
-            )
+            ),
+            return_exceptions=True,
         )
+        for (host_id, items), outcome in zip(by_host.items(), outcomes, strict=True):
+            if isinstance(outcome, HostDiedError) and retry_interrupted:
+                self._retry_unseen(host_id, [ticket for ticket, _ in items])
+            elif isinstance(outcome, BaseException):
+                raise outcome
         self.event("AgentsForked", parent=parent.uuid, count=len(records))
         return records
+
+    def _retry_unseen(self, host_id: str, tickets: Sequence[Ticket]) -> None:
+        """A host died as these turns were handed to it, and has been dealt with by now:
+        `host_died` retried the turns it found in flight; those it could not see (the death
+        was handled before they were placed there) are retried here, each once."""
+        for ticket in tickets:
+            state = self._live[ticket.uuid]
+            if state.ticket_id == ticket.ticket_id:
+                self.event(
+                    "TurnInterrupted", agent=ticket.uuid, ticket=ticket.ticket_id, host=host_id
+                )
+                state.ticket_id = None  # waiters keep waiting: the retry is this turn's end
+                self.background(self._retry(ticket.uuid))
 
     def answered(self, keys: Sequence[str]) -> dict[str, tuple[str, TurnResult]]:
         """For each key a child was ever forked under (by any parent) and whose turn has a

@@ -111,6 +111,24 @@ def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(
         assert [m.kind for m in store.agent_messages(child)] == ["user", "assistant"]
 
 
+def test_fork_many_onto_a_host_just_killed_runs_every_child(grove: Grove, store: Store) -> None:
+    """A host killed just before a keyed batch fork reaches it: the call returns the children
+    instead of failing them all (they run on the replacement, each stored once)."""
+    root = grove.create_root("gpt-5-mini").uuid
+    prompts = [f"[[sim tokens=5]] right after the kill {index}" for index in range(40)]
+    kill_host(grove, "host-1")
+    children = grove.fork_many(root, prompts, retry_interrupted=True)
+    pending, results = set(children), {}
+    while pending:
+        done = grove.wait_any(sorted(pending), 120)
+        assert done, "children stopped finishing"
+        results.update(done)
+        pending -= done.keys()
+    assert all(result is not None and result.ok for result in results.values())
+    for child in children:
+        assert [m.kind for m in store.agent_messages(child)] == ["user", "assistant"]
+
+
 def test_a_host_that_keeps_dying_is_given_up(grove: Grove, store: Store) -> None:
     agent = grove.create_root("gpt-5-mini").uuid
     assert grove.ask(agent, "hello").ok
