@@ -102,6 +102,7 @@ class _Live:
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
     released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
     retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
+    retrying: bool = False  # a retry of an interrupted turn is under way
 
 
 STORED = "message_id"  # in an entry's data: the message is in the store already
@@ -358,9 +359,10 @@ class SupervisorCore:
             try:
                 await asyncio.wait_for(state.host.start_turn(ticket, None), HOST_CALL_TIMEOUT_S)
             except BaseException:
-                state.ticket_id = None
-                state.active = False
-                state.turn_done.set()
+                if state.ticket_id == ticket.ticket_id:  # else host_died has taken it over
+                    state.ticket_id = None
+                    state.active = False
+                    state.turn_done.set()
                 raise
         self.event("TurnStarted", agent=record.uuid, ticket=ticket.ticket_id)
         return TurnTicket(ticket=ticket, host_id=state.host.host_id)
@@ -483,7 +485,7 @@ class SupervisorCore:
                     "TurnInterrupted", agent=ticket.uuid, ticket=ticket.ticket_id, host=host_id
                 )
                 state.ticket_id = None  # waiters keep waiting: the retry is this turn's end
-                self.background(self._retry(ticket.uuid))
+                self._schedule_retry(ticket.uuid, state)
 
     def answered(self, keys: Sequence[str]) -> dict[str, tuple[str, TurnResult]]:
         """For each key a child was ever forked under (by any parent) and whose turn has a
@@ -646,7 +648,7 @@ class SupervisorCore:
             self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host.host_id)
             if state.retry_interrupted:
                 state.ticket_id = None  # waiters keep waiting: the retry is this turn's end
-                self.background(self._retry(uuid))
+                self._schedule_retry(uuid, state)
             else:
                 self._interrupted(uuid, state, "interrupted: the agent's host died")
         if self.advisors is not None:
@@ -670,7 +672,7 @@ class SupervisorCore:
                 state.ticket_id = RECOVERING
                 state.turn_done.clear()
                 restarted += 1
-                self.background(self._retry(record.uuid))
+                self._schedule_retry(record.uuid, state)
         return restarted
 
     def _interrupted(self, uuid: str, state: _Live, error: str) -> None:
@@ -679,18 +681,33 @@ class SupervisorCore:
         state.last_result = TurnResult(error=error)
         state.turn_done.set()
 
+    def _schedule_retry(self, uuid: str, state: _Live) -> None:
+        """Run an interrupted turn again, once: a retry already under way goes on by itself."""
+        if not state.retrying:
+            state.retrying = True
+            self.background(self._retry(uuid))
+
     async def _retry(self, uuid: str) -> None:
-        """Run an interrupted turn again. Whatever stops the retry from starting (a Grove
-        error, a host call timing out, a Ray error) ends the turn as interrupted: its waiters
-        get that answer instead of waiting for a turn that never comes."""
+        """Run an interrupted turn again. When the host dies again before the retry has
+        started, the retry goes on on its replacement (a host given up on fails `begin_turn`
+        for good). Whatever else stops it (a Grove error, a host call timing out, a Ray error)
+        ends the turn as interrupted: its waiters get that answer instead of waiting for a
+        turn that never comes."""
         state = self.live(uuid)
         if state.ticket_id == RECOVERING:
             state.ticket_id = None
         try:
-            await self.begin_turn(uuid, None)
+            while True:
+                try:
+                    await self.begin_turn(uuid, None)
+                    return
+                except HostDiedError:
+                    continue  # host_died has dealt with the host before this was raised
         except Exception as exc:  # the turn's end, whatever the cause
             reason = str(exc) or type(exc).__name__
             self._interrupted(uuid, state, f"interrupted, and the retry failed: {reason}")
+        finally:
+            state.retrying = False
 
     async def children_created(self, children: Sequence[AgentRecord]) -> None:
         """Forked children get their own reviewers when `advisor.subagents` says so, before

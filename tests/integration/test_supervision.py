@@ -87,48 +87,6 @@ def test_sigkill_of_a_host_during_100_turns(grove: Grove, store: Store) -> None:
     assert grove.ask(lonely, "after the restart").ok  # rebuilt from the store
 
 
-def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(
-    grove: Grove, store: Store
-) -> None:
-    """While the turns of a killed host wait for their retry, other turns keep finishing and
-    wake `wait_any`: it must report each child once, with its real result, never as ended
-    without one (a batch would record such a task as failed although it still runs)."""
-    root = grove.create_root("claude-haiku-4-5").uuid
-    long = [f"[[sim tps=20 tokens=60]] long {index}" for index in range(100)]
-    short = [f"[[sim ttft_ms={1500 + 10 * i} tokens=2]] short {i}" for i in range(400)]
-    children = grove.fork_many(root, long + short, retry_interrupted=True)
-    time.sleep(1.0)
-    kill_host(grove, grove.provider_identity(children[0])["host"])
-    pending, results = set(children), {}
-    while pending:
-        done = grove.wait_any(sorted(pending), 120)
-        assert done, "children stopped finishing"
-        results.update(done)
-        pending -= done.keys()
-    unfinished = [child for child, result in results.items() if result is None or not result.ok]
-    assert not unfinished, f"{len(unfinished)} children reported without their answer"
-    for child in children:
-        assert [m.kind for m in store.agent_messages(child)] == ["user", "assistant"]
-
-
-def test_fork_many_onto_a_host_just_killed_runs_every_child(grove: Grove, store: Store) -> None:
-    """A host killed just before a keyed batch fork reaches it: the call returns the children
-    instead of failing them all (they run on the replacement, each stored once)."""
-    root = grove.create_root("gpt-5-mini").uuid
-    prompts = [f"[[sim tokens=5]] right after the kill {index}" for index in range(40)]
-    kill_host(grove, "host-1")
-    children = grove.fork_many(root, prompts, retry_interrupted=True)
-    pending, results = set(children), {}
-    while pending:
-        done = grove.wait_any(sorted(pending), 120)
-        assert done, "children stopped finishing"
-        results.update(done)
-        pending -= done.keys()
-    assert all(result is not None and result.ok for result in results.values())
-    for child in children:
-        assert [m.kind for m in store.agent_messages(child)] == ["user", "assistant"]
-
-
 def test_a_host_that_keeps_dying_is_given_up(grove: Grove, store: Store) -> None:
     agent = grove.create_root("gpt-5-mini").uuid
     assert grove.ask(agent, "hello").ok
