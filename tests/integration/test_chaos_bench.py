@@ -1,0 +1,55 @@
+"""bench/chaos.py end to end at a tiny size: the simulator in its own process, planted faults,
+hosts SIGKILLed every second, the rerun pass, the baseline, and the one JSON line it prints.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TASKS = 24
+RUN_TIMEOUT_S = 600
+
+
+def test_chaos_bench_loses_nothing_and_runs_nothing_twice() -> None:
+    command = [
+        sys.executable, "bench/chaos.py", "--n", str(TASKS), "--concurrency", "12",
+        "--kill-every", "1",
+    ]  # fmt: skip
+    finished = subprocess.run(
+        command,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    lines = [line for line in finished.stdout.splitlines() if line.startswith('{"bench": ')]
+    assert len(lines) == 1, finished.stdout[-2000:]
+    report = json.loads(lines[0])
+    assert report["bench"] == "chaos"
+    assert report["tasks"] == TASKS
+    assert report["faults_planted"] == {"429": 1, "529": 1, "disconnect": 1, "error_after_200": 1}
+    assert report["completed"] == TASKS
+    assert report["lost"] == 0
+    assert report["lost_in_store"] == 0
+    assert report["run_twice"] == 0
+    assert report["host_kills"] >= 1
+    assert report["hosts_restarted"] >= 1
+    assert report["hosts_given_up"] == 0
+    # Only the broken stream (not retried by the provider, by design) fails a first attempt;
+    # every host death is absorbed by the retries of the supervisor.
+    first_pass_errors = report["pass_errors"][0]
+    assert set(first_pass_errors) <= {"anthropic stream broke after content arrived"}
+    assert report["passes"][0] == TASKS
+    assert report["needed_second_pass"] == sum(first_pass_errors.values())
+    assert report["retries"] >= report["provider_faults_injected"] == 3
+    assert report["baseline_completed"] == TASKS
+    assert report["wall_s"] > 0 and report["baseline_wall_s"] > 0
+    assert report["ratio"] == pytest.approx(report["wall_s"] / report["baseline_wall_s"], rel=0.01)
