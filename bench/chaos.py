@@ -8,7 +8,9 @@ retried by the provider (by design), so those tasks' records say error. Then, as
 reruns the same command, each further pass starts a new Grove on the same store and the same
 output file and runs only the ids whose last record is not ok: tasks an earlier pass finished
 in the store without writing their record get it from the store (`answered`), the rest run
-again. Passes go on until every task is ok or `--max-passes` is reached. Hosts are killed
+again. (A new Grove, as a rerun is a new process: nothing of the earlier pass still runs, so
+no task runs in two passes at once.) Passes go on until every task is ok or `--max-passes` is
+reached. Hosts are killed
 during every pass; the restart intensity is raised for the run
 (GROVE_HOSTS__MAX_RESTARTS / __RESTART_WINDOW_S) so that hosts keep being replaced.
 
@@ -16,11 +18,12 @@ Every faulted task carries one directive whose text is its own (a sub-millisecon
 `headers_ms` tag), since `times=1` counts per exact directive text. The baseline is the same
 prompts without directives, one pass, nothing killed. Wall times count each pass's runner,
 not Ray's start-up (as bench/batch.py's runner figure); `rerun_start_s` is what the later
-passes' Grove start-ups add. Read back from the store afterwards: tasks run twice (more than
-one stored answer under the task's key), tasks lost (no ok record and no stored answer),
-`TurnInterrupted` and `HostRestarted` events. Provider retries (`Retrying`) reach only a
-turn's stream, which the batch runner does not read, so `provider_faults_injected` counts
-the status faults planted (each is served once and answered by one provider retry).
+passes' Grove start-ups add. `lost` counts tasks without an ok record at the end; read back
+from the store afterwards: `run_twice` (tasks with more than one stored answer under their
+key), `lost_in_store` (tasks with none), `TurnInterrupted` and `HostRestarted` events.
+Provider retries (`Retrying`) reach only a turn's stream, which the batch runner does not
+read, so `provider_faults_injected` counts the status faults planted (each is served once and
+answered by one provider retry).
 
 Prints one JSON line. Run from the repository root: `python bench/chaos.py --n 1000`.
 """
@@ -288,6 +291,7 @@ def main() -> None:
     wall_s = sum(p.seconds for p in chaos.passes)
     rerun_start_s = sum(p.start_s for p in chaos.passes[1:])
     baseline_s = baseline.passes[0].seconds
+    provider_faults = sum(kind in STATUS_FAULT_KINDS for kind in faults.values())
     report = {
         "bench": "chaos",
         "tasks": args.n,
@@ -301,9 +305,9 @@ def main() -> None:
         "passes": [p.tasks for p in chaos.passes],
         "needed_second_pass": chaos.passes[1].tasks if len(chaos.passes) > 1 else 0,
         "pass_errors": [dict(p.errors) for p in chaos.passes],
-        "retries": events["TurnInterrupted"] + sum(faults[i] in STATUS_FAULT_KINDS for i in faults),
+        "retries": events["TurnInterrupted"] + provider_faults,
         "turns_interrupted": events["TurnInterrupted"],
-        "provider_faults_injected": sum(kind in STATUS_FAULT_KINDS for kind in faults.values()),
+        "provider_faults_injected": provider_faults,
         "host_kills": sum(p.kills for p in chaos.passes),
         "hosts_restarted": events["HostRestarted"],
         "hosts_given_up": events["HostGivenUp"],
