@@ -25,12 +25,12 @@ from cli.batch_input import MAX_TEXT_BYTES
 from supervisor import Grove
 from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, SqliteStore, Store, open_store
-from tests.integration.groves import running_grove
 from tests.integration.test_batch_cli import Workspace, make_workspace
 
 RUN_TIMEOUT_S = 240
 STORE_LIMIT = "the store's limit of 4,194,304 bytes; nothing was written"
 CONTROL = "\x1b[31mred\x1b[0m \x07bell \rreturn \ttab \x7fdel \x85nel \x9bcsi \u202ertl \ufeffbom"
+pytestmark = pytest.mark.grove(hosts=1)  # the Grove of the prompts through the Python API
 
 
 def grove_cli(work: Workspace, *args: str | bytes) -> subprocess.CompletedProcess[str]:
@@ -146,24 +146,6 @@ def test_pickled_bytes_in_the_store_are_never_unpickled(tmp_path: Path) -> None:
 
 
 # ----- prompts through the Python API --------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return f"sqlite:///{tmp_path_factory.mktemp('hostile') / 'grove.sqlite3'}"
-
-
-@pytest.fixture(scope="module")
-def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    with running_grove(tmp_path_factory.mktemp("grove"), hosts=1, store_url=store_url) as grove:
-        yield grove
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
 
 
 def assert_still_answers(grove: Grove, store: Store, agent: str) -> None:

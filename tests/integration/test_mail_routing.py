@@ -4,34 +4,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from supervisor import Grove
 from supervisor.errors import CommandError
-from supervisor.store import Store, open_store
-from tests.integration.groves import running_grove
+from supervisor.store import Store
 
-HOSTS = 2
-
-
-@pytest.fixture(scope="module")
-def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return f"sqlite:///{tmp_path_factory.mktemp('grove') / 'grove.sqlite3'}"
-
-
-@pytest.fixture(scope="module")
-def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    with running_grove(tmp_path_factory.mktemp("grove"), hosts=HOSTS, store_url=store_url) as grove:
-        yield grove
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
+pytestmark = pytest.mark.grove(hosts=2)
 
 
 def finished_children(grove: Grove, count: int) -> tuple[str, list[str]]:

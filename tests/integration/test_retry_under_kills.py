@@ -5,68 +5,16 @@ a replacement killed while it takes the turns over hands them on to the next one
 
 from __future__ import annotations
 
-import os
-import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 
-from actors.agent import TurnResult
 from supervisor import Grove
-from supervisor.config import load_settings
-from supervisor.store import Store, open_store
+from supervisor.store import Store
+from tests.integration.host_kills import events, finish_all, kill_host, wait_for_event
 
 MAX_RESTARTS = 50  # every test here kills hosts; none is meant to be given up on
-
-
-@pytest.fixture(scope="module")
-def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return f"sqlite:///{tmp_path_factory.mktemp('retries') / 'grove.sqlite3'}"
-
-
-@pytest.fixture(scope="module")
-def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("GROVE_CONFIG_FILE", str(tmp_path_factory.mktemp("cfg") / "none.toml"))
-        patch.setenv("GROVE_HOSTS__MAX_RESTARTS", str(MAX_RESTARTS))
-        settings = load_settings(store=store_url)
-    with Grove(settings=settings, simulate=True, hosts=2) as running:
-        yield running
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
-
-
-def events(store: Store, kind: str) -> list[dict[str, object]]:
-    return [e.payload for e in store.events(limit=100_000) if e.kind == kind]
-
-
-def kill_host(grove: Grove, host_id: str) -> None:
-    os.kill(grove.host_pids()[host_id], signal.SIGKILL)
-
-
-def wait_for_event(store: Store, kind: str, count: int, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while len(events(store, kind)) < count:
-        assert time.monotonic() < deadline, f"fewer than {count} {kind} events"
-        time.sleep(0.1)
-
-
-def finish_all(grove: Grove, children: list[str]) -> dict[str, TurnResult | None]:
-    """Wait for every child with `wait_any`, as the batch runner does; each one's result."""
-    pending: set[str] = set(children)
-    results: dict[str, TurnResult | None] = {}
-    while pending:
-        done = grove.wait_any(sorted(pending), 120)
-        assert done, "children stopped finishing"
-        results.update(done)
-        pending -= done.keys()
-    return results
+pytestmark = pytest.mark.grove(env={"GROVE_HOSTS__MAX_RESTARTS": str(MAX_RESTARTS)})
 
 
 def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(

@@ -5,54 +5,18 @@ keeps dying is given up on after the restart intensity, with an event and a clea
 
 from __future__ import annotations
 
-import os
-import signal
 import time
-from collections.abc import Iterator
 
 import pytest
 import ray
 
 from supervisor import Grove
 from supervisor.errors import SupervisorError
-from supervisor.store import Store, open_store
-from tests.integration.groves import running_grove
+from supervisor.store import Store
+from tests.integration.host_kills import events, finish_all, kill_host, wait_for_event
 
 MAX_RESTARTS = 2
-
-
-@pytest.fixture(scope="module")
-def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return f"sqlite:///{tmp_path_factory.mktemp('supervision') / 'grove.sqlite3'}"
-
-
-@pytest.fixture(scope="module")
-def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    env = {"GROVE_HOSTS__MAX_RESTARTS": str(MAX_RESTARTS)}
-    with running_grove(tmp_path_factory.mktemp("grove"), env=env, store_url=store_url) as grove:
-        yield grove
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
-
-
-def events(store: Store, kind: str) -> list[dict[str, object]]:
-    return [e.payload for e in store.events(limit=100_000) if e.kind == kind]
-
-
-def kill_host(grove: Grove, host_id: str) -> None:
-    os.kill(grove.host_pids()[host_id], signal.SIGKILL)
-
-
-def wait_for_event(store: Store, kind: str, count: int, timeout_s: float = 60) -> None:
-    deadline = time.monotonic() + timeout_s
-    while len(events(store, kind)) < count:
-        assert time.monotonic() < deadline, f"fewer than {count} {kind} events"
-        time.sleep(0.1)
+pytestmark = pytest.mark.grove(env={"GROVE_HOSTS__MAX_RESTARTS": str(MAX_RESTARTS)})
 
 
 def test_sigkill_of_a_host_during_100_turns(grove: Grove, store: Store) -> None:
@@ -68,12 +32,7 @@ def test_sigkill_of_a_host_during_100_turns(grove: Grove, store: Store) -> None:
     lonely_host = grove.provider_identity(lonely)["host"]
     kill_host(grove, victim)
     wait_for_event(store, "HostRestarted", 1)
-    pending, results = set(children), {}
-    while pending:
-        done = grove.wait_any(sorted(pending), 120)
-        assert done, "children stopped finishing"
-        results.update(done)
-        pending -= done.keys()
+    results = finish_all(grove, children)
     assert all(result is not None and result.ok for result in results.values())
     for child, prompt in zip(children, prompts, strict=True):
         own = [m for m in store.agent_messages(child)]
@@ -119,12 +78,8 @@ def test_supervisor_killed_mid_batch_loses_and_doubles_nothing(grove: Grove, sto
     first = grove.wait_any(children, 60)
     assert first  # some finished before the kill, the rest are in flight
     ray.kill(grove.supervisor, no_restart=False)
-    pending, results = set(children) - first.keys(), dict(first)
-    while pending:
-        done = grove.wait_any(sorted(pending), 120)  # waits out the supervisor's restart
-        assert done, "children stopped finishing after the restart"
-        results.update(done)
-        pending -= done.keys()
+    rest = [child for child in children if child not in first]
+    results = first | finish_all(grove, rest)  # waits out the supervisor's restart
     failures = {r.error if r is not None else None for r in results.values() if not (r and r.ok)}
     assert not failures
     assert sorted(c.uuid for c in store.children(root)) == sorted(children)  # none doubled

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,28 +14,10 @@ import ray
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
-from supervisor.store import SqliteStore, Store, open_store
-from tests.integration.groves import running_grove
+from supervisor.store import SqliteStore, Store
 
 HOSTS = 3
-
-
-@pytest.fixture(scope="module")
-def store_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    return f"sqlite:///{tmp_path_factory.mktemp('grove') / 'grove.sqlite3'}"
-
-
-@pytest.fixture(scope="module")
-def grove(store_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    with running_grove(tmp_path_factory.mktemp("grove"), hosts=HOSTS, store_url=store_url) as grove:
-        yield grove
-
-
-@pytest.fixture
-def store(store_url: str) -> Iterator[Store]:
-    opened = open_store(store_url)
-    yield opened
-    opened.close()
+pytestmark = pytest.mark.grove(hosts=HOSTS)
 
 
 def test_commands_in_one_session_run_in_arrival_order(grove: Grove, store: Store) -> None:

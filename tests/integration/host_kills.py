@@ -1,0 +1,40 @@
+"""Helpers for the tests that kill Grove's hosts: the kill, the store events that follow it, and
+waiting for every child of a batch as the batch runner does.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from actors.agent import TurnResult
+from supervisor import Grove
+from supervisor.store import Store
+
+
+def events(store: Store, kind: str) -> list[dict[str, object]]:
+    return [e.payload for e in store.events(limit=100_000) if e.kind == kind]
+
+
+def kill_host(grove: Grove, host_id: str) -> None:
+    os.kill(grove.host_pids()[host_id], signal.SIGKILL)
+
+
+def wait_for_event(store: Store, kind: str, count: int, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while len(events(store, kind)) < count:
+        assert time.monotonic() < deadline, f"fewer than {count} {kind} events"
+        time.sleep(0.1)
+
+
+def finish_all(grove: Grove, children: list[str]) -> dict[str, TurnResult | None]:
+    """Wait for every child with `wait_any`, as the batch runner does; each one's result."""
+    pending: set[str] = set(children)
+    results: dict[str, TurnResult | None] = {}
+    while pending:
+        done = grove.wait_any(sorted(pending), 120)
+        assert done, "children stopped finishing"
+        results.update(done)
+        pending -= done.keys()
+    return results
