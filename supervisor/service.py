@@ -22,6 +22,7 @@ from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
+from supervisor.eventlog import EventLog
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
@@ -163,6 +164,7 @@ class SupervisorCore:
         if not hosts:
             raise SupervisorError("a supervisor needs at least one host")
         self.store = store
+        self.event_log = EventLog(store)
         self.hosts = list(hosts)
         self._spawn_host = spawn_host
         self._share = share  # puts a value where every host can read it (the object store)
@@ -228,14 +230,10 @@ class SupervisorCore:
                 stack.append(child.uuid)
         return found
 
-    def fork_point(self, parent: AgentRecord) -> int:
-        conversation = self.store.conversation(parent.uuid)
-        return conversation[-1].id if conversation else 0
-
     def fork_records(
         self, parent: AgentRecord, model: ModelSpec | None, count: int
     ) -> list[AgentRecord]:
-        point = self.fork_point(parent)
+        point = self.store.conversation_end(parent.uuid)
         now = time.time()
         return [
             AgentRecord(
@@ -850,7 +848,7 @@ class SupervisorCore:
     # --- events ---------------------------------------------------------------------------
 
     def event(self, kind: str, **payload: Any) -> None:
-        self.store.append_event(kind, payload)
+        self.event_log.record(kind, payload)
 
     def session_lock(self, root_uuid: str) -> asyncio.Lock:
         lock = self._session_locks.get(root_uuid)

@@ -1,6 +1,7 @@
 """The command bus: `dispatch(line)` resolves, serializes and runs a command, with its events.
 
-Every dispatch leaves CommandDispatched before and CommandResulted after, one correlation id.
+Every dispatch leaves CommandDispatched before and CommandResulted after, one correlation id;
+a command's events reach the store in one write (supervisor/eventlog.py).
 """
 
 from __future__ import annotations
@@ -30,11 +31,23 @@ async def dispatch(
     origin: str,
     aliases: dict[str, str] | None = None,
 ) -> CommandOutcome:
-    correlation_id = uuid.uuid4().hex
     try:
         name, args = split_command(line)
     except CommandError as exc:
         return CommandOutcome(text=str(exc), ok=False)
+    with core.event_log.batched():
+        return await _run(core, session, name, args, origin, aliases)
+
+
+async def _run(
+    core: SupervisorCore,
+    session: str,
+    name: str,
+    args: str,
+    origin: str,
+    aliases: dict[str, str] | None,
+) -> CommandOutcome:
+    correlation_id = uuid.uuid4().hex
     focus = core.store.get_focus(session) or session
     core.event(
         "CommandDispatched",

@@ -84,7 +84,16 @@ class Store(Protocol):
         cut after the most recent `clear` of that sequence (the clear itself excluded)."""
         ...
 
+    def conversation_end(self, uuid: str) -> int:
+        """Id of the last message `conversation(uuid)` holds, 0 when it holds none: where a
+        child forked now branches off. Reads no message content."""
+        ...
+
     def append_event(self, kind: str, payload: dict[str, Any]) -> EventRecord: ...
+
+    def append_events(self, events: Sequence[tuple[str, dict[str, Any]]]) -> list[EventRecord]:
+        """`(kind, payload)` events appended in order in one write; none when one is invalid."""
+        ...
 
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]:
         """Events with id > after_id, oldest first, at most `limit`."""

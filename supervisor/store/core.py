@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +18,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from supervisor.errors import CommandError, StoreError
 from supervisor.store.base import CLEAR_KIND
-from supervisor.store.codec import describe, encode_json, utf8_size
+from supervisor.store.codec import decode_json, describe, encode_json, utf8_size
 from supervisor.store.lease import Lease, LeaseQueue, hold_lease
 from supervisor.store.records import (
     IMMUTABLE_AGENT_FIELDS,
@@ -32,6 +32,15 @@ from supervisor.store.records import (
 # How many candidates an ambiguous prefix lists.
 _AMBIGUOUS_SHOWN = 10
 _EVENT_KIND: TypeAdapter[str] = TypeAdapter(EventKind)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedEvent:
+    """A checked event with its payload already encoded and its time taken."""
+
+    kind: str
+    payload_json: str
+    created_at: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -103,13 +112,18 @@ class StoreCore(ABC):
     def last_message_id(self) -> int: ...
 
     @abstractmethod
+    def _last_own_message(self, uuid: str, up_to_id: int | None) -> tuple[int, str] | None:
+        """(id, kind) of the agent's own newest message with id <= up_to_id (None: any)."""
+
+    @abstractmethod
     def list_agents(self, include_ended: bool = False) -> list[AgentRecord]: ...
 
     @abstractmethod
     def children(self, uuid: str) -> list[AgentRecord]: ...
 
     @abstractmethod
-    def append_event(self, kind: str, payload: dict[str, Any]) -> EventRecord: ...
+    def _write_events(self, events: Sequence[PreparedEvent]) -> list[int]:
+        """Append checked events in one write; their new ids, in order."""
 
     @abstractmethod
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]: ...
@@ -240,8 +254,29 @@ class StoreCore(ABC):
         return self._write([], prepared)
 
     def conversation(self, uuid: str) -> list[MessageRecord]:
-        # Walk up from the agent: newest segment first, so a `clear` ends the walk early.
+        # Newest segment first, so a `clear` ends the walk early.
         segments: list[list[MessageRecord]] = []
+        for agent, up_to in self._lineage(uuid):
+            own = self.agent_messages(agent.uuid, up_to_id=up_to)
+            cleared_at = _last_clear(own)
+            if cleared_at is not None:
+                segments.append(own[cleared_at + 1 :])
+                break
+            segments.append(own)
+        return [message for segment in reversed(segments) for message in segment]
+
+    def conversation_end(self, uuid: str) -> int:
+        # The newest message shown decides: a `clear` there leaves nothing to show.
+        for agent, up_to in self._lineage(uuid):
+            last = self._last_own_message(agent.uuid, up_to)
+            if last is not None:
+                message_id, kind = last
+                return 0 if kind == CLEAR_KIND else message_id
+        return 0
+
+    def _lineage(self, uuid: str) -> Iterator[tuple[AgentRecord, int | None]]:
+        """The agent, then each ancestor its conversation reaches into, with the last message
+        id shown of it (None: all); ends at a root or at a fork made before any message."""
         agent = self._require_agent(uuid)
         up_to: int | None = None
         visited: set[str] = set()
@@ -251,17 +286,29 @@ class StoreCore(ABC):
                     f"Corrupted agent tree in the store: {agent.uuid} is its own ancestor"
                 )
             visited.add(agent.uuid)
-            own = self.agent_messages(agent.uuid, up_to_id=up_to)
-            cleared_at = _last_clear(own)
-            if cleared_at is not None:
-                segments.append(own[cleared_at + 1 :])
-                break
-            segments.append(own)
+            yield agent, up_to
             if agent.parent_uuid is None or agent.fork_message_id == 0:
-                break
+                return
             up_to = agent.fork_message_id if up_to is None else min(up_to, agent.fork_message_id)
             agent = self._require_agent(agent.parent_uuid)
-        return [message for segment in reversed(segments) for message in segment]
+
+    # ----- events ---------------------------------------------------------------------------
+
+    def append_event(self, kind: str, payload: dict[str, Any]) -> EventRecord:
+        return self.append_events([(kind, payload)])[0]
+
+    def append_events(self, events: Sequence[tuple[str, dict[str, Any]]]) -> list[EventRecord]:
+        prepared = [self._prepare_event(kind, payload) for kind, payload in events]
+        ids = self._write_events(prepared) if prepared else []
+        return [
+            EventRecord(
+                id=event_id,
+                kind=event.kind,
+                payload=decode_json(event.payload_json, "event"),
+                created_at=event.created_at,
+            )
+            for event_id, event in zip(ids, prepared, strict=True)
+        ]
 
     # ----- leases ---------------------------------------------------------------------------
 
@@ -291,8 +338,8 @@ class StoreCore(ABC):
             prepared.append(PreparedMessage(message=checked, data_json=data_json, created_at=now))
         return prepared
 
-    def _prepare_event(self, kind: str, payload: dict[str, Any]) -> tuple[str, str, float]:
-        """Checked (kind, payload JSON, time) of a new event."""
+    def _prepare_event(self, kind: str, payload: dict[str, Any]) -> PreparedEvent:
+        """A new event, checked and encoded."""
         try:
             _EVENT_KIND.validate_python(kind)
         except ValidationError as exc:
@@ -305,7 +352,7 @@ class StoreCore(ABC):
                 f"Event payload exceeds the store's limit of {self.max_message_bytes:,} bytes; "
                 "nothing was written"
             )
-        return kind, payload_json, time.time()
+        return PreparedEvent(kind=kind, payload_json=payload_json, created_at=time.time())
 
 
 def ticketed(existing: MessageRecord, agent_uuid: str) -> MessageRecord:

@@ -26,8 +26,9 @@ class LeaseQueue(Protocol):
 
     ttl_s: float
 
-    def take(self, session_id: str) -> int:
-        """Enqueue a new live ticket at the back of the session's queue and return it."""
+    def take(self, session_id: str) -> tuple[int, int | None]:
+        """Enqueue a new live ticket at the back of the session's queue; return it and the
+        queue's head right after (what `head` would say)."""
         ...
 
     def renew(self, session_id: str, ticket: int) -> bool:
@@ -58,10 +59,11 @@ async def hold_lease(
     """Wait (at most `timeout_s`) for the session's lease in FIFO order, hold it, release it."""
     if not session_id:
         raise SupervisorError("A lease needs a session id")
-    ticket = queue.take(session_id)
+    ticket, head = queue.take(session_id)
     keep_alive: asyncio.Task[None] | None = None
     try:
-        await _wait_for_turn(queue, session_id, ticket, timeout_s, poll_s)
+        if head != ticket:
+            await _wait_for_turn(queue, session_id, ticket, timeout_s, poll_s)
         keep_alive = asyncio.create_task(_keep_alive(queue, session_id, ticket))
         yield Lease(session_id=session_id, ticket=ticket)
     finally:

@@ -23,7 +23,7 @@ from supervisor.store.base import (
     DEFAULT_MAX_MESSAGE_BYTES,
 )
 from supervisor.store.codec import decode_json, encode_json, validate_record
-from supervisor.store.core import PreparedMessage, StoreCore, ticketed
+from supervisor.store.core import PreparedEvent, PreparedMessage, StoreCore, ticketed
 from supervisor.store.lease import LeaseQueue
 from supervisor.store.records import AgentRecord, EventRecord, MessageRecord
 
@@ -41,28 +41,40 @@ redis.call('ZADD', KEYS[2], id, '{"id":' .. text .. ',' .. string.sub(ARGV[1], 2
 if #KEYS == 3 then redis.call('SET', KEYS[3], ARGV[2] .. ' ' .. text) end
 return id
 """
-# KEYS: the event stream, the event id counter. ARGV: the event JSON without its id.
-_APPEND_EVENT = """
-local id = redis.call('INCR', KEYS[2])
-redis.call('XADD', KEYS[1], string.format('%d-0', id), 'e', ARGV[1])
+# KEYS: the event stream, the event id counter. ARGV: each event's JSON without its id.
+# Returns the last id; the events hold consecutive ids, as the script runs atomically.
+_APPEND_EVENTS = """
+local id = 0
+for _, body in ipairs(ARGV) do
+  id = redis.call('INCR', KEYS[2])
+  redis.call('XADD', KEYS[1], string.format('%d-0', id), 'e', body)
+end
 return id
 """
-# KEYS: the ticket counter, the session queue. ARGV: ticket key prefix, TTL in ms.
-_LEASE_TAKE = """
-local ticket = string.format('%d', redis.call('INCR', KEYS[1]))
-redis.call('SET', ARGV[1] .. ticket, '1', 'PX', ARGV[2])
-redis.call('ZADD', KEYS[2], ticket, ticket)
-return tonumber(ticket)
-"""
-# KEYS: the session queue. ARGV: ticket key prefix. Drops dead tickets from the front.
-_LEASE_HEAD = """
-while true do
-  local first = redis.call('ZRANGE', KEYS[1], 0, 0)
-  if #first == 0 then return false end
-  if redis.call('EXISTS', ARGV[1] .. first[1]) == 1 then return tonumber(first[1]) end
-  redis.call('ZREM', KEYS[1], first[1])
+# head(): the oldest live ticket of the queue KEYS[1], dropping dead tickets from its front.
+_QUEUE_HEAD = """
+local function head()
+  while true do
+    local first = redis.call('ZRANGE', KEYS[1], 0, 0)
+    if #first == 0 then return false end
+    if redis.call('EXISTS', ARGV[1] .. first[1]) == 1 then return tonumber(first[1]) end
+    redis.call('ZREM', KEYS[1], first[1])
+  end
 end
 """
+# KEYS: the session queue, the ticket counter. ARGV: ticket key prefix, TTL in ms.
+# Returns the new ticket and the queue's head after it was added.
+_LEASE_TAKE = (
+    _QUEUE_HEAD
+    + """
+local ticket = redis.call('INCR', KEYS[2])
+redis.call('SET', ARGV[1] .. ticket, '1', 'PX', ARGV[2])
+redis.call('ZADD', KEYS[1], ticket, ticket)
+return {ticket, head()}
+"""
+)
+# KEYS: the session queue. ARGV: ticket key prefix.
+_LEASE_HEAD = _QUEUE_HEAD + "return head()"
 
 
 class _Keys:
@@ -344,16 +356,19 @@ class RedisStore(StoreCore):
         rows = client.zrangebyscore(
             self._keys.messages(uuid), f"({after_id}", upper, withscores=True
         )
-        messages = []
-        for raw, score in rows:
-            record = validate_record(MessageRecord, raw, f"message record {int(score)} of {uuid!r}")
-            if record.id != int(score) or record.agent_uuid != uuid:
-                raise StoreError(
-                    f"Corrupted message record {int(score)} of {uuid!r} in the store: "
-                    f"it claims id {record.id} of agent {record.agent_uuid}"
-                )
-            messages.append(record)
-        return messages
+        return [_stored_message(raw, score, uuid) for raw, score in rows]
+
+    def _last_own_message(self, uuid: str, up_to_id: int | None) -> tuple[int, str] | None:
+        upper = "+inf" if up_to_id is None else up_to_id
+        with self._mapped("read the last message"):
+            rows: Any = self._client.zrevrangebyscore(
+                self._keys.messages(uuid), upper, "-inf", start=0, num=1, withscores=True
+            )
+        if not rows:
+            return None
+        raw, score = rows[0]
+        record = _stored_message(raw, score, uuid)
+        return record.id, record.kind
 
     def last_message_id(self) -> int:
         with self._mapped("read the last message id"):
@@ -362,20 +377,17 @@ class RedisStore(StoreCore):
 
     # ----- events ---------------------------------------------------------------------------
 
-    def append_event(self, kind: str, payload: dict[str, Any]) -> EventRecord:
-        kind, payload_json, created_at = self._prepare_event(kind, payload)
-        body = encode_json({"kind": kind, "created_at": created_at}, "event")
-        body = body[:-1] + ',"payload":' + payload_json + "}"
-        with self._mapped("append an event"):
-            event_id = self._client.eval(
-                _APPEND_EVENT, 2, self._keys.events, self._keys.event_seq, body
+    def _write_events(self, events: Sequence[PreparedEvent]) -> list[int]:
+        bodies = []
+        for event in events:
+            head = encode_json({"kind": event.kind, "created_at": event.created_at}, "event")
+            bodies.append(head[:-1] + ',"payload":' + event.payload_json + "}")
+        with self._mapped("append events"):
+            last_id = self._client.eval(
+                _APPEND_EVENTS, 2, self._keys.events, self._keys.event_seq, *bodies
             )
-        return EventRecord(
-            id=int(cast(int, event_id)),
-            kind=kind,
-            payload=decode_json(payload_json, "event"),
-            created_at=created_at,
-        )
+        first_id = int(cast(int, last_id)) - len(bodies) + 1
+        return list(range(first_id, first_id + len(bodies)))
 
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]:
         with self._mapped("read events"):
@@ -415,10 +427,13 @@ class _RedisLeaseQueue:
         self._keys = store._keys
         self.ttl_s = ttl_s
 
-    def take(self, session_id: str) -> int:
-        keys = [self._keys.lease_seq, self._keys.lease_queue(session_id)]
+    def take(self, session_id: str) -> tuple[int, int | None]:
+        keys = [self._keys.lease_queue(session_id), self._keys.lease_seq]
         prefix = self._keys.lease_ticket_prefix(session_id)
-        return int(self._store._run("take a lease ticket", _LEASE_TAKE, keys, prefix, self._ttl_ms))
+        ticket, head = self._store._run(
+            "take a lease ticket", _LEASE_TAKE, keys, prefix, self._ttl_ms
+        )
+        return int(ticket), int(head)
 
     def renew(self, session_id: str, ticket: int) -> bool:
         key = f"{self._keys.lease_ticket_prefix(session_id)}{ticket}"
@@ -441,6 +456,17 @@ class _RedisLeaseQueue:
     @property
     def _ttl_ms(self) -> int:
         return max(1, int(self.ttl_s * 1000))
+
+
+def _stored_message(raw: bytes, score: float, uuid: str) -> MessageRecord:
+    """A message record read from an agent's sorted set, checked against its place there."""
+    record = validate_record(MessageRecord, raw, f"message record {int(score)} of {uuid!r}")
+    if record.id != int(score) or record.agent_uuid != uuid:
+        raise StoreError(
+            f"Corrupted message record {int(score)} of {uuid!r} in the store: "
+            f"it claims id {record.id} of agent {record.agent_uuid}"
+        )
+    return record
 
 
 def _message_body(item: PreparedMessage) -> str:

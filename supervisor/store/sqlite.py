@@ -23,7 +23,7 @@ from supervisor.store.base import (
     DEFAULT_MAX_MESSAGE_BYTES,
 )
 from supervisor.store.codec import decode_json, encode_json, validate_record
-from supervisor.store.core import PreparedMessage, StoreCore, ticketed
+from supervisor.store.core import PreparedEvent, PreparedMessage, StoreCore, ticketed
 from supervisor.store.lease import LeaseQueue
 from supervisor.store.records import AgentRecord, EventRecord, MessageRecord
 
@@ -100,6 +100,7 @@ _AGENT_UPDATE = (
 )
 _MESSAGE_COLUMNS = ("id", "agent_uuid", "kind", "content", "data", "created_at", "ticket")
 _MESSAGE_SELECT = f"SELECT {', '.join(_MESSAGE_COLUMNS)} FROM messages"
+_LEASE_HEAD = "SELECT MIN(ticket) FROM lease_tickets WHERE session_id = ? AND expires_at > ?"
 # Upper bound for a prefix range scan: above every character an agent id may hold.
 _PREFIX_END = "\U0010ffff"
 
@@ -306,22 +307,31 @@ class SqliteStore(StoreCore):
         )
         return [_message(row) for row in rows]
 
+    def _last_own_message(self, uuid: str, up_to_id: int | None) -> tuple[int, str] | None:
+        upper = "" if up_to_id is None else " AND id <= ?"
+        params: tuple[Any, ...] = (uuid,) if up_to_id is None else (uuid, up_to_id)
+        rows = self._db.query(
+            "read the last message",
+            f"SELECT id, kind FROM messages WHERE agent_uuid = ?{upper} ORDER BY id DESC LIMIT 1",
+            params,
+        )
+        return (int(rows[0][0]), str(rows[0][1])) if rows else None
+
     def last_message_id(self) -> int:
         rows = self._db.query("read the last message id", "SELECT MAX(id) FROM messages")
         return int(rows[0][0] or 0)
 
     # ----- events ---------------------------------------------------------------------------
 
-    def append_event(self, kind: str, payload: dict[str, Any]) -> EventRecord:
-        kind, payload_json, created_at = self._prepare_event(kind, payload)
-        with self._db.transaction("append an event") as conn:
-            row = conn.execute(
-                "INSERT INTO events (kind, payload, created_at) VALUES (?, ?, ?) RETURNING id",
-                (kind, payload_json, created_at),
-            ).fetchone()
-        return EventRecord(
-            id=row[0], kind=kind, payload=decode_json(payload_json, "event"), created_at=created_at
-        )
+    def _write_events(self, events: Sequence[PreparedEvent]) -> list[int]:
+        with self._db.transaction("append events") as conn:
+            return [
+                conn.execute(
+                    "INSERT INTO events (kind, payload, created_at) VALUES (?, ?, ?) RETURNING id",
+                    (event.kind, event.payload_json, event.created_at),
+                ).fetchone()[0]
+                for event in events
+            ]
 
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]:
         rows = self._db.query(
@@ -348,18 +358,19 @@ class _SqliteLeaseQueue:
         self._db = db
         self.ttl_s = ttl_s
 
-    def take(self, session_id: str) -> int:
+    def take(self, session_id: str) -> tuple[int, int | None]:
         now = time.time()
         with self._db.transaction("take a lease ticket") as conn:
             conn.execute(
                 "DELETE FROM lease_tickets WHERE session_id = ? AND expires_at <= ?",
                 (session_id, now),
             )
-            row = conn.execute(
+            (ticket,) = conn.execute(
                 "INSERT INTO lease_tickets (session_id, expires_at) VALUES (?, ?) RETURNING ticket",
                 (session_id, now + self.ttl_s),
             ).fetchone()
-        return int(row[0])
+            (head,) = conn.execute(_LEASE_HEAD, (session_id, now)).fetchone()
+        return int(ticket), int(head)
 
     def renew(self, session_id: str, ticket: int) -> bool:
         now = time.time()
@@ -372,11 +383,7 @@ class _SqliteLeaseQueue:
             return cursor.rowcount == 1
 
     def head(self, session_id: str) -> int | None:
-        rows = self._db.query(
-            "read the lease queue",
-            "SELECT MIN(ticket) FROM lease_tickets WHERE session_id = ? AND expires_at > ?",
-            (session_id, time.time()),
-        )
+        rows = self._db.query("read the lease queue", _LEASE_HEAD, (session_id, time.time()))
         return None if rows[0][0] is None else int(rows[0][0])
 
     def release(self, session_id: str, ticket: int) -> None:

@@ -421,6 +421,22 @@ def test_events_keep_their_order(backend: Backend, store: Store) -> None:
     assert store.events() == written
 
 
+def test_a_batch_of_events_is_written_in_order_or_not_at_all(
+    backend: Backend, store: Store
+) -> None:
+    before = store.append_event("AgentCreated", {"agent": "root"})
+    batch = store.append_events(
+        [("CommandDispatched", {"n": 1}), ("AgentForked", {"n": 2}), ("CommandResulted", {})]
+    )
+    assert [event.id for event in batch] == [before.id + 1, before.id + 2, before.id + 3]
+    assert backend.open().events(after_id=before.id) == batch
+    assert [event.payload for event in batch] == [{"n": 1}, {"n": 2}, {}]
+    with pytest.raises(StoreError, match="not plain JSON"):
+        store.append_events([("AgentKilled", {"n": 3}), ("AgentKilled", {"when": float("nan")})])
+    assert store.append_events([]) == []
+    assert store.events(after_id=batch[-1].id) == []
+
+
 def test_wait_events_blocks_until_an_event_or_the_timeout(backend: Backend, store: Store) -> None:
     first = store.append_event("AgentForked", {"child": "a"})
     assert store.wait_events(0, timeout_s=5.0) == [first]
@@ -725,7 +741,13 @@ def _play(store: Store, plan: list[Step]) -> dict[str, list[tuple[int, str, str]
                 uuid=name, role="child", parent_uuid=target, fork_message_id=fork_id, created_at=0.0
             )
             store.create_agents([records[name]])
-    return {name: [(m.id, m.kind, m.content) for m in store.conversation(name)] for name in records}
+    conversations = {name: store.conversation(name) for name in records}
+    for name, conversation in conversations.items():  # where a fork made now branches off
+        assert store.conversation_end(name) == (conversation[-1].id if conversation else 0)
+    return {
+        name: [(m.id, m.kind, m.content) for m in conversation]
+        for name, conversation in conversations.items()
+    }
 
 
 # A fork point before the parent's own fork point: the grandparent's prefix is capped at it.

@@ -1,0 +1,52 @@
+"""`EventLog`: the supervisor's writer of the store's event log, one write per command.
+
+Inside `batched()` (one command's dispatch) events wait in order and go out in one store write
+when the command ends, or at once if it awaits something slower than the current loop step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any
+
+from supervisor.store.base import Store
+
+# True in the task running a batched command (and in tasks it starts).
+_BATCHING: ContextVar[bool] = ContextVar("grove_event_batching", default=False)
+
+
+class EventLog:
+    """Appends events to one store in the order they were recorded, batching where it may."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self._pending: list[tuple[str, dict[str, Any]]] = []
+
+    def record(self, kind: str, payload: dict[str, Any]) -> None:
+        """Append an event: now, or with the rest of the current batch (see the module)."""
+        self._pending.append((kind, payload))
+        if not _BATCHING.get():
+            self.flush()
+        elif len(self._pending) == 1:
+            # The batch's first event: written at the next loop step at the latest, so a
+            # command that waits (for a turn, a lease) shows in the log while it waits.
+            asyncio.get_running_loop().call_soon(self.flush)
+
+    def flush(self) -> None:
+        """Write every waiting event in one store write."""
+        pending, self._pending = self._pending, []
+        if pending:
+            self._store.append_events(pending)
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """Hold this task's events for one write when the block ends."""
+        token = _BATCHING.set(True)
+        try:
+            yield
+        finally:
+            _BATCHING.reset(token)
+            self.flush()
