@@ -5,7 +5,6 @@ Reads requests into `Inbound`, writes plans as Messages SSE or JSON; vendor fiel
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
 from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
@@ -14,6 +13,8 @@ from providers.simulator.wire import (
     InvalidRequest,
     Problem,
     Reply,
+    bearer_token,
+    key_problem,
     named_event,
     objects,
     random_id,
@@ -52,13 +53,7 @@ class AnthropicMessages:
         self, headers: dict[str, str], query: dict[str, str], key: str
     ) -> Problem | None:
         # Grove sends `x-api-key`; newer anthropic SDKs send the same key as a Bearer token.
-        given = headers.get("x-api-key")
-        authorization = headers.get("authorization", "")
-        if given is None and authorization.startswith("Bearer "):
-            given = authorization.removeprefix("Bearer ").strip()
-        if given is None:
-            return "missing_key"
-        return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
+        return key_problem(headers.get("x-api-key", bearer_token(headers)), key)
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = body.get("model")

@@ -6,7 +6,6 @@ Reads requests into `Inbound`, writes plans in Gemini JSON; vendor field names o
 
 from __future__ import annotations
 
-import hmac
 import json
 import re
 from typing import Any
@@ -20,6 +19,7 @@ from providers.simulator.wire import (
     Reply,
     data_event,
     format_seconds,
+    key_problem,
     objects,
     random_id,
     retry_after_headers,
@@ -69,10 +69,7 @@ class GeminiGenerateContent:
     def authenticate(
         self, headers: dict[str, str], query: dict[str, str], key: str
     ) -> Problem | None:
-        given = headers.get("x-goog-api-key", query.get("key"))
-        if given is None:
-            return "missing_key"
-        return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
+        return key_problem(headers.get("x-goog-api-key", query.get("key")), key)
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         endpoint = _ENDPOINT.fullmatch(path)

@@ -15,8 +15,6 @@ from providers.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,
-    Problem,
-    Reply,
     data_event,
     objects,
     random_id,
@@ -26,16 +24,11 @@ PATH = "/v1/chat/completions"
 DONE = Frame(b"data: [DONE]\n\n", "terminal")
 
 
-class OpenAIChat:
+class OpenAIChat(openai_common.OpenAIAPI):
     name = "openai-chat"
 
     def handles(self, path: str) -> bool:
         return path == PATH
-
-    def authenticate(
-        self, headers: dict[str, str], query: dict[str, str], key: str
-    ) -> Problem | None:
-        return openai_common.bearer_problem(headers, key)
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = body.get("model")
@@ -69,19 +62,6 @@ class OpenAIChat:
             input_tokens=estimate_tokens([messages, tools]),
             body=body,
         )
-
-    def error(
-        self,
-        problem: Problem,
-        message: str | None = None,
-        *,
-        param: str | None = None,
-        retry_after: float | None = None,
-    ) -> Reply:
-        return openai_common.error_reply(problem, message, param=param, retry_after=retry_after)
-
-    def response_headers(self) -> tuple[tuple[str, str], ...]:
-        return openai_common.request_id_headers()
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
         options = inbound.body.get("stream_options") or {}

@@ -1,13 +1,19 @@
-"""What OpenAI's Responses and Chat Completions APIs share in the simulator: Bearer auth,
-error bodies and the `x-request-id` header. Stream shapes live in their own modules.
+"""What OpenAI's Responses and Chat Completions APIs share in the simulator (`OpenAIAPI`): Bearer
+auth, error bodies and the `x-request-id` header. Stream shapes live in their own modules.
 """
 
 from __future__ import annotations
 
-import hmac
 from typing import Any
 
-from providers.simulator.wire import Problem, Reply, random_id, retry_after_headers
+from providers.simulator.wire import (
+    Problem,
+    Reply,
+    bearer_token,
+    key_problem,
+    random_id,
+    retry_after_headers,
+)
 
 _ERRORS: dict[Problem, tuple[int, str, str | None, str]] = {
     "missing_key": (
@@ -55,26 +61,30 @@ _ERRORS: dict[Problem, tuple[int, str, str | None, str]] = {
 }
 
 
-def bearer_problem(headers: dict[str, str], key: str) -> Problem | None:
-    authorization = headers.get("authorization")
-    if authorization is None or not authorization.startswith("Bearer "):
-        return "missing_key"
-    given = authorization.removeprefix("Bearer ").strip()
-    return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
+class OpenAIAPI:
+    """Authentication, error replies and response headers, alike on both OpenAI APIs."""
 
+    def authenticate(
+        self, headers: dict[str, str], query: dict[str, str], key: str
+    ) -> Problem | None:
+        return key_problem(bearer_token(headers), key)
 
-def error_reply(
-    problem: Problem,
-    message: str | None = None,
-    *,
-    param: str | None = None,
-    retry_after: float | None = None,
-) -> Reply:
-    return Reply(
-        status=_ERRORS[problem][0],
-        body={"error": error_object(problem, message, param=param)},
-        headers=retry_after_headers(retry_after),
-    )
+    def error(
+        self,
+        problem: Problem,
+        message: str | None = None,
+        *,
+        param: str | None = None,
+        retry_after: float | None = None,
+    ) -> Reply:
+        return Reply(
+            status=_ERRORS[problem][0],
+            body={"error": error_object(problem, message, param=param)},
+            headers=retry_after_headers(retry_after),
+        )
+
+    def response_headers(self) -> tuple[tuple[str, str], ...]:
+        return (("x-request-id", random_id("req_", 32, "0123456789abcdef")),)
 
 
 def error_object(
@@ -82,10 +92,6 @@ def error_object(
 ) -> dict[str, Any]:
     _, kind, code, default = _ERRORS[problem]
     return {"message": message or default, "type": kind, "param": param, "code": code}
-
-
-def request_id_headers() -> tuple[tuple[str, str], ...]:
-    return (("x-request-id", random_id("req_", 32, "0123456789abcdef")),)
 
 
 def reasoning_effort_on(effort: object) -> bool:

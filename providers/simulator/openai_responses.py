@@ -22,8 +22,6 @@ from providers.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,
-    Problem,
-    Reply,
     named_event,
     objects,
     random_id,
@@ -34,16 +32,11 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _HEX = "0123456789abcdef"
 
 
-class OpenAIResponses:
+class OpenAIResponses(openai_common.OpenAIAPI):
     name = "openai-responses"
 
     def handles(self, path: str) -> bool:
         return path == PATH
-
-    def authenticate(
-        self, headers: dict[str, str], query: dict[str, str], key: str
-    ) -> Problem | None:
-        return openai_common.bearer_problem(headers, key)
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = body.get("model")
@@ -85,19 +78,6 @@ class OpenAIResponses:
             input_tokens=estimate_tokens([body.get("instructions"), items, tools]),
             body=body,
         )
-
-    def error(
-        self,
-        problem: Problem,
-        message: str | None = None,
-        *,
-        param: str | None = None,
-        retry_after: float | None = None,
-    ) -> Reply:
-        return openai_common.error_reply(problem, message, param=param, retry_after=retry_after)
-
-    def response_headers(self) -> tuple[tuple[str, str], ...]:
-        return openai_common.request_id_headers()
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
         stream = _Stream(inbound)

@@ -1,11 +1,12 @@
 """What every simulated API module provides (`SimulatedAPI`), and the pieces they share:
-frames, complete replies, problems, JSON and SSE encoding, vendor-style ids.
+frames, complete replies, problems, key checks, JSON and SSE encoding, vendor-style ids.
 
 No vendor's field names live here; no network I/O either (server.py does that).
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import random
 import string
@@ -139,6 +140,21 @@ def data_event(payload: object, role: FrameRole = "meta", *, crlf: bool = False)
 def random_id(prefix: str, length: int, alphabet: str = ALPHANUMERIC) -> str:
     """A vendor-looking id; not a secret, so the fast non-cryptographic generator serves."""
     return prefix + "".join(random.choices(alphabet, k=length))
+
+
+def bearer_token(headers: dict[str, str]) -> str | None:
+    """The key of an `Authorization: Bearer KEY` header, or None without one."""
+    authorization = headers.get("authorization")
+    if authorization is None or not authorization.startswith("Bearer "):
+        return None
+    return authorization.removeprefix("Bearer ").strip()
+
+
+def key_problem(given: str | None, key: str) -> Problem | None:
+    """None when the request's key `given` is `key` (compared in constant time)."""
+    if given is None:
+        return "missing_key"
+    return None if hmac.compare_digest(given.encode(), key.encode()) else "bad_key"
 
 
 def retry_after_headers(retry_after: float | None) -> tuple[tuple[str, str], ...]:
