@@ -14,6 +14,7 @@ from providers.simulator.wire import (
     Problem,
     Reply,
     bearer_token,
+    content_text,
     key_problem,
     named_event,
     objects,
@@ -201,7 +202,7 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
         if text is not None:
             return text
         return "\n".join(
-            _tool_result_text(b.get("content"))
+            content_text(b.get("content"))
             for b in message["content"]
             if b.get("type") == "tool_result"
         )
@@ -221,18 +222,6 @@ def _user_text(content: str | list[dict[str, Any]]) -> str | None:
         return content
     texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
     return "\n".join(texts) if texts else None
-
-
-def _tool_result_text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(block.get("text", ""))
-            for block in content
-            if isinstance(block, dict) and block.get("type") == "text"
-        )
-    return ""
 
 
 def _thinking_requested(thinking: object, max_tokens: int) -> bool:

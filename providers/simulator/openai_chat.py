@@ -15,6 +15,7 @@ from providers.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,
+    content_text,
     data_event,
     objects,
     random_id,
@@ -169,12 +170,12 @@ def _last_user_prompt(messages: list[dict[str, Any]]) -> str:
     outputs: list[str] = []
     for message in reversed(messages):
         if message["role"] == "tool":
-            outputs.insert(0, _text(message.get("content")))
+            outputs.insert(0, content_text(message.get("content")))
             continue
         if outputs:
             break
         if message["role"] == "user":
-            return _text(message.get("content"))
+            return content_text(message.get("content"))
     return "\n".join(outputs)
 
 
@@ -183,24 +184,12 @@ def _entry(message: dict[str, Any]) -> tuple[Entry, str] | None:
     developer messages are none of these."""
     role = message["role"]
     if role == "user":
-        return "text", _text(message.get("content"))
+        return "text", content_text(message.get("content"))
     if role == "assistant":
         return "reply", ""
     if role == "tool":
         return "results", ""
     return None
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") == "text"
-        )
-    return ""
 
 
 def _finish_reason(plan: Plan) -> str:

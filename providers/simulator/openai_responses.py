@@ -22,6 +22,7 @@ from providers.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,
+    content_text,
     named_event,
     objects,
     random_id,
@@ -30,6 +31,7 @@ from providers.simulator.wire import (
 PATH = "/v1/responses"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _HEX = "0123456789abcdef"
+TEXT_PARTS = ("input_text", "output_text", "text")
 
 
 class OpenAIResponses(openai_common.OpenAIAPI):
@@ -242,12 +244,12 @@ def _last_user_prompt(items: list[dict[str, Any]]) -> str:
     outputs: list[str] = []
     for item in reversed(items):
         if item.get("type") == "function_call_output":
-            outputs.insert(0, _text(item.get("output")))
+            outputs.insert(0, content_text(item.get("output"), TEXT_PARTS))
             continue
         if outputs:
             break
         if item.get("role") == "user" and item.get("type", "message") == "message":
-            return _text(item.get("content"))
+            return content_text(item.get("content"), TEXT_PARTS)
     return "\n".join(outputs)
 
 
@@ -257,24 +259,12 @@ def _entry(item: dict[str, Any]) -> tuple[Entry, str] | None:
     kind = item.get("type", "message")
     role = item.get("role")
     if kind == "message" and role == "user":
-        return "text", _text(item.get("content"))
+        return "text", content_text(item.get("content"), TEXT_PARTS)
     if role == "assistant" or kind == "reasoning" or str(kind).endswith("_call"):
         return "reply", ""
     if str(kind).endswith("_output"):
         return "results", ""
     return None
-
-
-def _text(content: object) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(part.get("text", ""))
-            for part in content
-            if isinstance(part, dict) and part.get("type") in ("input_text", "output_text", "text")
-        )
-    return ""
 
 
 def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:

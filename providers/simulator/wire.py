@@ -1,7 +1,8 @@
-"""What every simulated API module provides (`SimulatedAPI`), and the pieces they share:
-frames, complete replies, problems, key checks, JSON and SSE encoding, vendor-style ids.
+"""What every simulated API module provides (`SimulatedAPI`), and the pieces they share: frames,
+complete replies, problems, key checks, content text, JSON and SSE encoding, vendor-style ids.
 
-No vendor's field names live here; no network I/O either (server.py does that).
+No vendor's own field names live here (content parts' `type` and `text` are common to several);
+no network I/O either (server.py does that).
 """
 
 from __future__ import annotations
@@ -75,6 +76,20 @@ def objects(value: object, where: str) -> list[dict[str, Any]]:
         if not isinstance(item, dict):
             raise InvalidRequest(f"{where}.{index}: Input should be a valid dictionary")
     return value
+
+
+def content_text(content: object, part_types: tuple[str, ...] = ("text",)) -> str:
+    """A string as it is, or the `text` of the parts of a list whose `type` is one of
+    `part_types`, a line each (Anthropic and OpenAI content); anything else has no text."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, dict) and part.get("type") in part_types
+        )
+    return ""
 
 
 class SimulatedAPI(Protocol):
