@@ -1,7 +1,9 @@
 """Benchmark: latency of one fork through the supervisor (`/fork` from the Python API, the
 child record stored before the call returns), on a SQLite file and on a private redis-server.
 
-Prints one JSON line. Run from the repository root: `python bench/fork_latency.py --n 2000`.
+Also forks from a parent holding 200 messages (`sqlite_long_parent`): a fork reads no
+conversation, so its cost must not grow with the parent's history. Prints one JSON line.
+Run from the repository root: `python bench/fork_latency.py --n 2000`.
 """
 
 from __future__ import annotations
@@ -14,11 +16,17 @@ from typing import Any
 from harness import MODEL, Pacing, percentile, redis_server, running_grove, simulator_process
 
 WARMUP = 50
+# The long parent: 200 messages of 2 KB, as after a long working session.
+LONG_PARENT_MESSAGES = 200
+LONG_MESSAGE_CHARS = 2000
 
 
-def fork_latencies(grove: Any, n: int) -> list[float]:
-    """Milliseconds of each of `n` sequential `/fork` commands on one root (after a warm-up)."""
+def fork_latencies(grove: Any, n: int, history: int = 0) -> list[float]:
+    """Milliseconds of each of `n` sequential `/fork` commands on one root holding `history`
+    messages (after a warm-up)."""
     root = grove.create_root(MODEL)
+    kinds = ("user", "assistant")
+    grove.seed(root.uuid, [(kinds[i % 2], "x" * LONG_MESSAGE_CHARS) for i in range(history)])
     samples: list[float] = []
     for index in range(WARMUP + n):
         start = time.perf_counter()
@@ -63,6 +71,9 @@ def main() -> None:
     with simulator_process(Pacing(ttft_ms=0, tps=0, tokens=8)) as simulator:
         with running_grove(simulator) as grove:
             report["sqlite"] = summary(fork_latencies(grove, args.n))
+            report["sqlite_long_parent"] = summary(
+                fork_latencies(grove, args.n, history=LONG_PARENT_MESSAGES)
+            )
             report["ray_call_floor"] = summary(call_floor(grove, args.n))
         with redis_server() as url, running_grove(simulator, store_url=url) as grove:
             report["redis"] = summary(fork_latencies(grove, args.n))
