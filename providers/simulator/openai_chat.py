@@ -27,14 +27,10 @@ DONE = Frame(b"data: [DONE]\n\n", "terminal")
 
 class OpenAIChat(openai_common.OpenAIAPI):
     name = "openai-chat"
-
-    def handles(self, path: str) -> bool:
-        return path == PATH
+    endpoint = PATH
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            raise InvalidRequest("Missing required parameter: 'model'.", param="model")
+        model = openai_common.required_model(body)
         messages = objects(body.get("messages"), "messages")
         if not messages:
             raise InvalidRequest("Missing required parameter: 'messages'.", param="messages")

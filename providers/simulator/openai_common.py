@@ -1,5 +1,5 @@
 """What OpenAI's Responses and Chat Completions APIs share in the simulator (`OpenAIAPI`): Bearer
-auth, error bodies and the `x-request-id` header. Stream shapes live in their own modules.
+auth, the model check, error bodies, the `x-request-id` header. Stream shapes live apart.
 """
 
 from __future__ import annotations
@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from providers.simulator.wire import (
+    InvalidRequest,
     Problem,
     Reply,
     bearer_token,
@@ -62,7 +63,13 @@ _ERRORS: dict[Problem, tuple[int, str, str | None, str]] = {
 
 
 class OpenAIAPI:
-    """Authentication, error replies and response headers, alike on both OpenAI APIs."""
+    """Routing, authentication, error replies and response headers, alike on both OpenAI APIs;
+    each names the one path it serves (`endpoint`)."""
+
+    endpoint: str
+
+    def handles(self, path: str) -> bool:
+        return path == self.endpoint
 
     def authenticate(
         self, headers: dict[str, str], query: dict[str, str], key: str
@@ -85,6 +92,14 @@ class OpenAIAPI:
 
     def response_headers(self) -> tuple[tuple[str, str], ...]:
         return (("x-request-id", random_id("req_", 32, "0123456789abcdef")),)
+
+
+def required_model(body: dict[str, Any]) -> str:
+    """The body's `model`, or the error both OpenAI APIs give without one."""
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise InvalidRequest("Missing required parameter: 'model'.", param="model")
+    return model
 
 
 def error_object(

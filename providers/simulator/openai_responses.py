@@ -36,14 +36,10 @@ TEXT_PARTS = ("input_text", "output_text", "text")
 
 class OpenAIResponses(openai_common.OpenAIAPI):
     name = "openai-responses"
-
-    def handles(self, path: str) -> bool:
-        return path == PATH
+    endpoint = PATH
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
-        model = body.get("model")
-        if not isinstance(model, str) or not model:
-            raise InvalidRequest("Missing required parameter: 'model'.", param="model")
+        model = openai_common.required_model(body)
         given = body.get("input")
         items = (
             [{"role": "user", "content": given}]
