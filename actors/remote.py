@@ -17,6 +17,7 @@ import ray
 
 from actors.advisor import ReviewerSpec, ReviewReport, advise_tool
 from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
 from actors.tools import fanout_tools
@@ -78,6 +79,7 @@ class AgentHost:
     """Hosts many agents; a few of these run per node."""
 
     def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
+        tune_collector()
         self._reporter = reporter
         port = SupervisorToolPort(reporter)
         self._reports = ReportBatcher(self._send_reports)

@@ -17,6 +17,7 @@ import ray
 
 from actors.advisor import ReviewerSpec, ReviewReport
 from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.collector import tune_collector
 from actors.host import Activation, Ticket
 from actors.remote import AgentHost, HostSettings
 from providers.catalog import ModelSpec
@@ -131,6 +132,7 @@ class Supervisor:
     """One per deployment, named `grove-supervisor` in the `grove` namespace."""
 
     def __init__(self, settings: SupervisorSettings) -> None:
+        tune_collector()
         self.settings = settings
         self._run_id = secrets.token_hex(3)
         self.clients: dict[str, RayHostClient] = {}

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import ray
 
+from actors.collector import THRESHOLDS
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
@@ -210,3 +211,15 @@ def test_model_switch_fails_fast_when_the_conversation_does_not_fit(grove: Grove
     )
     assert grove.agent(root.uuid).model == "gemini-3.0-flash"
     assert grove.dispatch(root.uuid, "/model gemini-2.5-pro").ok
+
+
+def test_hosts_and_supervisor_run_with_the_tuned_collector(grove: Grove) -> None:
+    def thresholds(_actor: object) -> tuple[int, ...]:
+        import gc
+
+        return gc.get_threshold()
+
+    hosts = [grove.supervisor.host.remote(f"host-{index}") for index in range(HOSTS)]
+    actors = [grove.supervisor, *ray.get(hosts, timeout=60)]
+    found = ray.get([actor.__ray_call__.remote(thresholds) for actor in actors], timeout=60)
+    assert found == [THRESHOLDS] * (HOSTS + 1)
