@@ -14,13 +14,16 @@ from supervisor.store.records import MessageRecord
 from tests.integration.groves import running_grove
 
 TOOLS = ("fork", "send", "wait")
+FAN_OUT_TASKS = ("check the parser", "check the store", "check the CLI")
+ORCHESTRATOR_MODEL = "claude-sonnet-4-5"
+WORKER_MODEL = "claude-haiku-4-5"
 
 
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    env = {"GROVE_LIMITS__CHILDREN_PER_AGENT": "2", "GROVE_LIMITS__FORK_DEPTH": "2"}
+    env = {"GROVE_LIMITS__CHILDREN_PER_AGENT": "3", "GROVE_LIMITS__FORK_DEPTH": "2"}
     with running_grove(tmp_path_factory.mktemp("tools"), env=env) as grove:
-        assert grove.settings.limits.children_per_agent == 2
+        assert grove.settings.limits.children_per_agent == 3
         yield grove
 
 
@@ -51,12 +54,12 @@ def test_fork_tool_starts_a_child_that_inherits_the_conversation(grove: Grove) -
 
 def test_fork_limits_stop_runaway_forking(grove: Grove) -> None:
     root = grove.create_root("gpt-5-mini", tools=TOOLS)
-    for index in range(3):
+    for index in range(4):
         assert grove.ask(root.uuid, fork_directive(f"task {index}")).ok
     results = tool_results(grove.history(root.uuid))
-    assert [r["is_error"] for r in results] == [False, False, True]
-    assert "fork refused: this agent already has 2 children; the limit is 2" in str(
-        results[2]["content"]
+    assert [r["is_error"] for r in results] == [False, False, False, True]
+    assert "fork refused: this agent already has 3 children; the limit is 3" in str(
+        results[3]["content"]
     )
     child = json.loads(str(results[0]["content"]))["uuid"]
     grove.wait_turn(child, 30)
@@ -68,6 +71,37 @@ def test_fork_limits_stop_runaway_forking(grove: Grove) -> None:
     refused = tool_results(grove.history(grandchild))[-1]
     assert refused["is_error"] is True
     assert "3 levels below its root; the limit is 2" in str(refused["content"])
+
+
+def test_a_model_forks_three_children_and_combines_their_answers_with_wait(
+    grove: Grove,
+) -> None:
+    # An orchestrating model forks three workers on a smaller model in one reply (step 1),
+    # then calls `wait` for its children (step 2), then answers from what `wait` returned.
+    # The directives name the orchestrator's model: the workers inherit this prompt too.
+    calls = [
+        {"name": "fork", "args": {"prompt": task, "model": WORKER_MODEL}} for task in FAN_OUT_TASKS
+    ]
+    fan_out = (
+        f"[[sim model={ORCHESTRATOR_MODEL} calls='{json.dumps(calls)}']] "
+        f"[[sim model={ORCHESTRATOR_MODEL} step=2 tool=wait args='{{\"timeout\":60}}']] "
+        "split this three ways"
+    )
+    root = grove.create_root(ORCHESTRATOR_MODEL, tools=TOOLS)
+    result = grove.ask(root.uuid, fan_out)
+    assert result.ok and result.text
+    *forks, waited = tool_results(grove.history(root.uuid))
+    assert [call["is_error"] for call in [*forks, waited]] == [False] * 4
+    children = [json.loads(str(fork["content"]))["uuid"] for fork in forks]
+    assert [grove.agent(child).parent_uuid for child in children] == [root.uuid] * 3
+    answers = json.loads(str(waited["content"]))
+    assert sorted(answers) == sorted(children)
+    for child, task in zip(children, FAN_OUT_TASKS, strict=True):
+        history = grove.history(child)
+        assert [(m.kind, m.content) for m in history[-3:-1]] == [("user", fan_out), ("user", task)]
+        assert history[-1].kind == "assistant" and history[-1].content
+        assert answers[child] == {"status": "done", "text": history[-1].content}
+    assert result.text not in {answers[child]["text"] for child in children}
 
 
 def test_send_tool_mails_another_agent(grove: Grove) -> None:
