@@ -1,5 +1,6 @@
 """Benchmark: a batch of tasks at a fixed concurrency against the ideal bound (concurrency /
-the simulated latency of one task), through `grove batch`'s own runner and its command line.
+the simulated latency of one task), through `grove batch`'s own runner and its command line:
+once starting Ray of its own, once joining a running two-node local cluster with `--address`.
 
 Prints one JSON line. Run from the repository root: `python bench/batch.py --n 2000`.
 """
@@ -22,6 +23,7 @@ from harness import (
     ExternalSimulator,
     Pacing,
     quiet_config,
+    ray_cluster,
     running_grove,
     simulator_process,
 )
@@ -31,6 +33,7 @@ from cli.batch_input import read_tasks
 from cli.batch_output import OutputLog
 from cli.batch_progress import Totals
 
+COMMAND_TIMEOUT_S = 900.0
 CONTEXT = [
     ("user", "Our shop sells 40 kinds of tea. Answer each question about it in one sentence."),
     ("assistant", "Understood: one sentence per question about the tea shop."),
@@ -73,23 +76,41 @@ def runner_seconds(
     return seconds
 
 
+def provider_env(simulator: ExternalSimulator) -> dict[str, str]:
+    """Where the agents' provider is and its key: for the command, and for a cluster's nodes."""
+    return {"ANTHROPIC_BASE_URL": simulator.base_url, "ANTHROPIC_API_KEY": simulator.api_key}
+
+
 def command_seconds(
-    simulator: ExternalSimulator, tasks: Path, context: Path, output: Path, concurrency: int
+    simulator: ExternalSimulator,
+    tasks: Path,
+    context: Path,
+    output: Path,
+    concurrency: int,
+    cluster: dict[str, str] | None = None,
 ) -> tuple[float, int]:
-    """`grove batch` as a command, start-up included: its wall time and exit code."""
+    """`grove batch` as a command, start-up included (Ray's own too unless it joins the
+    running cluster that `cluster`'s environment names): its wall time and exit code."""
     environment = {
         **os.environ,
-        "ANTHROPIC_BASE_URL": simulator.base_url,
-        "ANTHROPIC_API_KEY": simulator.api_key,
+        **provider_env(simulator),
         "GROVE_STORE": f"sqlite:///{output.parent / 'cli.sqlite3'}",
+        **(cluster or {}),
     }
     command = [
         sys.executable, "-m", "cli.app", "batch", str(tasks), "--context", str(context),
         "--model", MODEL, "--concurrency", str(concurrency), "--output", str(output),
+        *(["--address", cluster["RAY_ADDRESS"]] if cluster else []),
     ]  # fmt: skip
     start = time.perf_counter()
     finished = subprocess.run(
-        command, cwd=REPO_ROOT, env=environment, capture_output=True, text=True, check=False
+        command,
+        cwd=REPO_ROOT,
+        env=environment,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=COMMAND_TIMEOUT_S,
     )
     return time.perf_counter() - start, finished.returncode
 
@@ -123,6 +144,12 @@ def main() -> None:
             simulator, tasks, context, command_out, args.concurrency
         )
         rerun_unchanged = ok_ids(command_out) == command_ok
+        with ray_cluster(provider_env(simulator)) as cluster:
+            cluster_out = directory / "cluster.out.jsonl"
+            cluster_s, cluster_exit = command_seconds(
+                simulator, tasks, context, cluster_out, args.concurrency, cluster
+            )
+            cluster_ok = ok_ids(cluster_out)
     runner_rate = args.n / runner_s
     report = {
         "bench": "batch",
@@ -142,6 +169,10 @@ def main() -> None:
         "rerun_s": round(rerun_s, 2),
         "rerun_exit": rerun_exit,
         "rerun_changed_nothing": rerun_unchanged,
+        "on_cluster_s": round(cluster_s, 2),
+        "on_cluster_of_ideal": round(args.n / cluster_s / ideal_per_s, 3),
+        "on_cluster_exit": cluster_exit,
+        "on_cluster_ok": len(set(cluster_ok)),
     }
     print(json.dumps(report))
 

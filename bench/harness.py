@@ -23,6 +23,7 @@ from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SIMULATOR_START_TIMEOUT_S = 30.0
+CLUSTER_START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 REDIS_START_TIMEOUT_S = 10.0
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
@@ -70,28 +71,28 @@ def simulator_process(pacing: Pacing) -> Iterator[ExternalSimulator]:
         text=True,
     )
     try:
-        url = _listening_url(process)
+        url = _announced(process, "the simulator", "listening on ", SIMULATOR_START_TIMEOUT_S)
         yield ExternalSimulator(base_url=url, api_key=key, pid=process.pid)
     finally:
         _stop(process, interrupt=True)
 
 
-def _listening_url(process: subprocess.Popen[str]) -> str:
-    """The URL from the simulator's `listening on URL` line (read with a deadline)."""
+def _announced(process: subprocess.Popen[str], what: str, prefix: str, timeout_s: float) -> str:
+    """The rest of the first output line that starts with `prefix` (read with a deadline)."""
     found: list[str] = []
 
     def read() -> None:
         assert process.stdout is not None
         for line in process.stdout:
-            if line.startswith("listening on "):
-                found.append(line.removeprefix("listening on ").strip())
+            if line.startswith(prefix):
+                found.append(line.removeprefix(prefix).strip())
                 return
 
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
-    reader.join(SIMULATOR_START_TIMEOUT_S)
+    reader.join(timeout_s)
     if not found:
-        raise SystemExit(f"the simulator did not start within {SIMULATOR_START_TIMEOUT_S} s")
+        raise SystemExit(f"{what} did not start within {timeout_s:g} s")
     return found[0]
 
 
@@ -107,6 +108,36 @@ def _stop(process: subprocess.Popen[Any], *, interrupt: bool = False) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@contextmanager
+def ray_cluster(node_env: dict[str, str]) -> Iterator[dict[str, str]]:
+    """A running two-node Ray cluster on loopback with token authentication (what
+    `deploy/local/cluster.sh` starts), its nodes holding `node_env` (provider keys live on
+    the nodes), stopped through its handle. Yields the environment a process needs to join
+    it: RAY_ADDRESS and the token settings."""
+    with tempfile.TemporaryDirectory(prefix="grove-bench-ray-") as workdir:
+        token_path = Path(workdir) / "ray-auth-token"
+        token_path.write_text(secrets.token_hex(32))
+        token_path.chmod(0o600)
+        joining = {
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN_PATH": str(token_path),
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",  # keep 127.0.0.1 in RAY_ADDRESS
+        }
+        process = subprocess.Popen(
+            [sys.executable, str(REPO_ROOT / "deploy" / "local" / "ray_nodes.py"),
+             "--temp-dir", workdir],
+            cwd=REPO_ROOT,
+            env={**os.environ, **node_env, **joining, "RAY_USAGE_STATS_ENABLED": "0"},
+            stdout=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        try:
+            address = _announced(process, "the Ray cluster", "ready ", CLUSTER_START_TIMEOUT_S)
+            yield {**joining, "RAY_ADDRESS": address}
+        finally:
+            _stop(process)
 
 
 def free_port() -> int:
