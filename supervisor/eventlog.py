@@ -7,12 +7,16 @@ when the command ends, or at once if it awaits something slower than the current
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
+from supervisor.errors import StoreError
 from supervisor.store.base import Store
+
+logger = logging.getLogger(__name__)
 
 # True in the task running a batched command (and in tasks it starts).
 _BATCHING: ContextVar[bool] = ContextVar("grove_event_batching", default=False)
@@ -33,13 +37,20 @@ class EventLog:
         elif len(self._pending) == 1:
             # The batch's first event: written at the next loop step at the latest, so a
             # command that waits (for a turn, a lease) shows in the log while it waits.
-            asyncio.get_running_loop().call_soon(self.flush)
+            asyncio.get_running_loop().call_soon(self._flush_soon)
 
     def flush(self) -> None:
         """Write every waiting event in one store write."""
         pending, self._pending = self._pending, []
         if pending:
             self._store.append_events(pending)
+
+    def _flush_soon(self) -> None:
+        """The loop-step flush: nobody waits for it, so a store failure is logged here."""
+        try:
+            self.flush()
+        except StoreError as exc:
+            logger.warning("Events of a running command were not written: %s", exc)
 
     @contextmanager
     def batched(self) -> Iterator[None]:

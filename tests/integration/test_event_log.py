@@ -7,6 +7,8 @@ import asyncio
 import contextvars
 from pathlib import Path
 
+import pytest
+
 from supervisor.eventlog import EventLog
 from supervisor.store.sqlite import SqliteStore
 
@@ -60,3 +62,15 @@ async def test_an_event_outside_the_batch_keeps_its_place_after_earlier_ones(
         assert kinds(reader) == ["CommandDispatched", "TurnCompleted"]
         log.record("CommandResulted", {"name": "fork"})
     assert kinds(reader) == ["CommandDispatched", "TurnCompleted", "CommandResulted"]
+
+
+async def test_a_failed_loop_step_write_is_logged_not_raised_into_the_loop(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    writer = SqliteStore(tmp_path / "g.db")
+    log = EventLog(writer)
+    with log.batched():
+        log.record("CommandDispatched", {"name": "wait"})
+        writer.close()
+        await asyncio.sleep(0.01)  # the loop step's flush runs and fails
+    assert "Events of a running command were not written: SQLite store" in caplog.text
