@@ -29,10 +29,11 @@ def tree_lines(store: Store, include_ended: bool) -> list[str]:
     for agent in agents:
         parent = agent.parent_uuid if agent.parent_uuid in known else None
         children.setdefault(parent, []).append(agent)
+    counts = store.message_counts(known)
     lines: list[str] = []
 
     def walk(record: AgentRecord, depth: int) -> None:
-        count = len(store.agent_messages(record.uuid))
+        count = counts[record.uuid]
         noun = "message" if count == 1 else "messages"
         lines.append(
             f"{'  ' * depth}{record.uuid}  {record.role}  {record.status}  "

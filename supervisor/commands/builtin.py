@@ -96,22 +96,25 @@ async def fork_command(ctx: CommandContext, args: str) -> CommandOutcome:
 
 
 def tree_lines(ctx: CommandContext, root: AgentRecord, include_ended: bool) -> list[str]:
-    lines: list[str] = []
+    shown: list[tuple[AgentRecord, int]] = []
 
     def walk(record: AgentRecord, depth: int) -> None:
         if record.status != "running" and not include_ended:
             return
-        turn = "streaming" if ctx.core.streaming(record.uuid) else "idle"
-        count = len(ctx.core.store.agent_messages(record.uuid))
-        marker = "*" if record.uuid == ctx.focus else " "
-        lines.append(
-            f"{marker} {'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
-            f"{describe_model(record)}  {turn}  {count} messages"
-        )
+        shown.append((record, depth))
         for child in ctx.core.store.children(record.uuid):
             walk(child, depth + 1)
 
     walk(root, 0)
+    counts = ctx.core.store.message_counts([record.uuid for record, _ in shown])
+    lines = []
+    for record, depth in shown:
+        turn = "streaming" if ctx.core.streaming(record.uuid) else "idle"
+        marker = "*" if record.uuid == ctx.focus else " "
+        lines.append(
+            f"{marker} {'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
+            f"{describe_model(record)}  {turn}  {counts[record.uuid]} messages"
+        )
     return lines
 
 

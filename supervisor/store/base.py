@@ -6,7 +6,7 @@ Every method is a plain, fast sync call except `lease`, an async context manager
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -73,6 +73,10 @@ class Store(Protocol):
         self, uuid: str, after_id: int = 0, up_to_id: int | None = None
     ) -> list[MessageRecord]:
         """The agent's own messages with after_id < id <= up_to_id, by id."""
+        ...
+
+    def message_counts(self, uuids: Collection[str]) -> dict[str, int]:
+        """How many own messages each agent holds (0 for none), without reading them."""
         ...
 
     def last_message_id(self) -> int:

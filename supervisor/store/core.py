@@ -112,6 +112,9 @@ class StoreCore(ABC):
     def last_message_id(self) -> int: ...
 
     @abstractmethod
+    def message_counts(self, uuids: Collection[str]) -> dict[str, int]: ...
+
+    @abstractmethod
     def _last_own_message(self, uuid: str, up_to_id: int | None) -> tuple[int, str] | None:
         """(id, kind) of the agent's own newest message with id <= up_to_id (None: any)."""
 

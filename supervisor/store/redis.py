@@ -231,6 +231,15 @@ class RedisStore(StoreCore):
             )
         return {uuid for uuid in uuids if uuid in self._known_agents}
 
+    def message_counts(self, uuids: Collection[str]) -> dict[str, int]:
+        wanted = list(uuids)
+        with self._mapped("count messages"):
+            pipe = self._client.pipeline(transaction=False)
+            for uuid in wanted:
+                pipe.zcard(self._keys.messages(uuid))
+            counts = pipe.execute()
+        return {uuid: int(count) for uuid, count in zip(wanted, counts, strict=True)}
+
     def _replace_agent(self, record: AgentRecord) -> None:
         value = encode_json(record.model_dump(), f"Record of agent {record.uuid}")
         with self._mapped("update an agent"):

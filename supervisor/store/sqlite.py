@@ -227,16 +227,24 @@ class SqliteStore(StoreCore):
         return [_agent(row) for row in rows]
 
     def _existing_agent_ids(self, uuids: Collection[str]) -> set[str]:
-        wanted = list(uuids)
-        found: set[str] = set()
+        sql = "SELECT uuid FROM agents WHERE uuid IN ({})"
+        rows = self._in_chunks("look up agents", sql, uuids)
+        return {row[0] for row in rows}
+
+    def message_counts(self, uuids: Collection[str]) -> dict[str, int]:
+        sql = "SELECT agent_uuid, COUNT(*) FROM messages WHERE agent_uuid IN ({}) GROUP BY 1"
+        rows = self._in_chunks("count messages", sql, uuids)
+        return {uuid: 0 for uuid in uuids} | {row[0]: int(row[1]) for row in rows}
+
+    def _in_chunks(self, action: str, sql: str, values: Collection[str]) -> list[Any]:
+        """Rows of `sql` whose `IN ({})` is filled with `values`, 500 at a time."""
+        wanted = list(values)
+        rows: list[Any] = []
         for start in range(0, len(wanted), 500):
             chunk = wanted[start : start + 500]
             marks = ", ".join("?" for _ in chunk)
-            rows = self._db.query(
-                "look up agents", f"SELECT uuid FROM agents WHERE uuid IN ({marks})", chunk
-            )
-            found.update(row[0] for row in rows)
-        return found
+            rows.extend(self._db.query(action, sql.format(marks), chunk))
+        return rows
 
     def _replace_agent(self, record: AgentRecord) -> None:
         values = _agent_row(record)

@@ -196,6 +196,21 @@ def test_grandchild_sees_both_prefixes_and_nothing_later(store: Store) -> None:
     assert store.children(child.uuid) == [grandchild]
 
 
+def test_message_counts_are_each_agents_own_messages(store: Store) -> None:
+    root = new_agent()
+    store.create_agents([root])
+    exchange(store, root, 0)
+    child, quiet = fork(store, root), fork(store, root)
+    exchange(store, child, 0)
+    store.append_message(child.uuid, "user", "one more")
+    counts = store.message_counts([root.uuid, child.uuid, quiet.uuid, "never-stored"])
+    assert counts == {root.uuid: 2, child.uuid: 3, quiet.uuid: 0, "never-stored": 0}
+    assert counts[child.uuid] == len(store.agent_messages(child.uuid))
+    assert store.message_counts([]) == {}
+    many = [f"absent-{number}" for number in range(1200)] + [child.uuid]  # past any chunk size
+    assert store.message_counts(many) == {**dict.fromkeys(many[:-1], 0), child.uuid: 3}
+
+
 def test_fork_message_id_zero_inherits_nothing(store: Store) -> None:
     root = new_agent()
     store.create_agents([root])

@@ -148,6 +148,14 @@ def test_forked_conversations_hold_exactly_their_prefix(grove: Grove) -> None:
     assert [m.id for m in grove.history(grandchild)] == [m.id for m in child_history]
     record = grove.agent(grandchild)
     assert record.parent_uuid == child and record.fork_message_id == child_history[-1].id
+    # `/agents` counts each agent's own messages: 8 for the root, 2 for the child, none yet
+    # for the grandchild (what they inherit is not theirs).
+    tree = grove.dispatch(root.uuid, "/agents").text.splitlines()
+    assert [line.split()[-2:] for line in tree] == [
+        ["8", "messages"],
+        ["2", "messages"],
+        ["0", "messages"],
+    ]
 
 
 def test_no_model_configured_sends_and_saves_nothing(grove: Grove) -> None:
