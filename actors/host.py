@@ -58,7 +58,8 @@ class TurnRun:
     """A turn in progress: deltas waiting for a reader, and the result once done."""
 
     ticket: Ticket
-    pending: list[tuple[str, str]] = field(default_factory=list)
+    # (kind, fragments) runs, joined when read: no copy per delta of a reply nobody reads yet.
+    pending: list[tuple[str, list[str]]] = field(default_factory=list)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     result: TurnResult | None = None
     task: asyncio.Task[None] | None = None
@@ -81,12 +82,13 @@ class TurnRun:
 
     def _add(self, kind: str, text: str) -> None:
         if self.pending and self.pending[-1][0] == kind and kind != "notice":
-            self.pending[-1] = (kind, self.pending[-1][1] + text)
+            self.pending[-1][1].append(text)
         else:
-            self.pending.append((kind, text))
+            self.pending.append((kind, [text]))
 
     def take(self) -> list[tuple[str, str]]:
-        chunk, self.pending = self.pending, []
+        chunk = [(kind, "".join(fragments)) for kind, fragments in self.pending]
+        self.pending = []
         self.changed.clear()
         return chunk
 

@@ -231,3 +231,13 @@ def test_hosts_and_supervisor_run_with_the_tuned_collector(grove: Grove) -> None
     actors = [grove.supervisor, *ray.get(hosts, timeout=60)]
     found = ray.get([actor.__ray_call__.remote(thresholds) for actor in actors], timeout=60)
     assert found == [THRESHOLDS] * (HOSTS + 1)
+
+
+def test_a_streamed_turn_arrives_whole_in_coalesced_chunks(grove: Grove) -> None:
+    root = grove.create_root("claude-haiku-4-5")
+    turn = grove.send(root.uuid, "[[sim tokens=400 tps=2000]] a long answer, please")
+    chunks = list(turn)
+    result = turn.result()
+    assert result.ok and len(result.text.split()) == 400
+    assert "".join(text for kind, text in chunks if kind == "text") == result.text
+    assert len(chunks) < 100  # 400 deltas, read in runs of what arrived together
