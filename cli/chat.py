@@ -126,8 +126,9 @@ class ScriptedRepl(Repl):
             self.writer.line(str(exc))
             return False
         self.writer.line(outcome.text)
-        if "ticket" in outcome.data:
-            self.started.add(str(outcome.data["child"]))
+        turn = self.grove.command_turn(outcome)
+        if turn is not None:
+            self._follow(turn)
         return bool(outcome.data.get("exit"))
 
     def prompt(self, text: str) -> None:
@@ -136,6 +137,10 @@ class ScriptedRepl(Repl):
         except GroveError as exc:
             self.writer.line(str(exc))
             return
+        self._follow(turn)
+
+    def _follow(self, turn: Turn) -> None:
+        """Print the turn's reply from a thread of its own while the next lines run."""
         self.started.add(turn.agent)
         stream = threading.Thread(target=self._stream, args=(turn,), daemon=True)
         stream.start()
@@ -195,19 +200,25 @@ class InteractiveRepl(Repl):
             self.writer.line(str(exc), error=True)
             return False
         self.writer.line(outcome.text, error=not outcome.ok)
+        turn = self.grove.command_turn(outcome)
+        if turn is not None:
+            self._follow(turn)
         return bool(outcome.data.get("exit"))
 
     def prompt(self, text: str) -> None:
-        focus = self.grove.focus(self.session)
         try:
-            turn = self.grove.send(focus, text)
+            turn = self.grove.send(self.grove.focus(self.session), text)
         except GroveError as exc:
             self.writer.line(str(exc), error=True)
             return
+        self._follow(turn)
+
+    def _follow(self, turn: Turn) -> None:
+        """Print the turn's reply as it streams; Ctrl+C cancels it."""
         try:
             self.writer.stream(turn)
         except KeyboardInterrupt:
-            self.grove.cancel(focus)
+            self.grove.cancel(turn.agent)
             self.writer.end_turn()
             self.writer.line("Cancelled")
             try:

@@ -243,6 +243,13 @@ class Grove:
         ticket, host = self._call("begin_turn", agent, text)
         return Turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host, self.supervisor)
 
+    def command_turn(self, outcome: CommandOutcome) -> Turn | None:
+        """The turn a command started (`/fork PROMPT` starts the child's), to stream it."""
+        if "ticket" not in outcome.data:
+            return None
+        host = self._call("host", str(outcome.data["host"]))
+        return Turn(str(outcome.data["ticket"]), str(outcome.data["child"]), host, self.supervisor)
+
     def fork_many(
         self,
         parent: str,

@@ -192,6 +192,15 @@ def test_forks_store_the_reference_fields(chat_run: ChatRun, store: Store) -> No
     assert grandchild.status == "running"
 
 
+def test_a_fork_with_a_task_streams_the_childs_reply(chat_run: ChatRun, store: Store) -> None:
+    _, (tasked, _), (grandchild, _) = forks(chat_run)
+    for child, task in ((tasked, "task one"), (grandchild, "sub task")):
+        messages = [(m.kind, m.content) for m in store.agent_messages(child)]
+        assert messages[0] == ("user", task)
+        replies = [content for kind, content in messages if kind == "assistant"]
+        assert replies and replies[0] in chat_run.stdout
+
+
 def test_unclosed_quote_is_an_error_that_creates_nothing(chat_run: ChatRun, store: Store) -> None:
     assert "\nUnclosed quote in prompt\n" in chat_run.stdout
     assert len(store.list_agents(include_ended=True)) == 4
