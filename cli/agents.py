@@ -21,9 +21,10 @@ def describe_model(record: AgentRecord) -> str:
     return f"{record.provider}/{record.model}/{record.thinking_level or 'default'}"
 
 
-def tree_lines(store: Store, include_ended: bool) -> list[str]:
-    """One line per agent, children indented under their parent, in creation order."""
-    agents = store.list_agents(include_ended=include_ended)
+def tree_lines(store: Store, include_ended: bool, unreadable: list[str]) -> list[str]:
+    """One line per agent, children indented under their parent, in creation order; the
+    errors of records that cannot be read go to `unreadable` (a child of one shows as a root)."""
+    agents = store.list_agents(include_ended=include_ended, unreadable=unreadable)
     known = {agent.uuid for agent in agents}
     children: dict[str | None, list[AgentRecord]] = {}
     for agent in agents:
@@ -55,12 +56,19 @@ def agents_command(
 ) -> None:
     """Show the agent tree: uuid, role, status, model, message count."""
     context: CliContext = ctx.obj
+    unreadable: list[str] = []
     try:
         store = open_store(context.settings().store)
         try:
-            lines = tree_lines(store, include_ended)
+            lines = tree_lines(store, include_ended, unreadable)
         finally:
             store.close()
     except StoreError as exc:
         fail(str(exc))
-    sys.stdout.write("".join(f"{line}\n" for line in lines) if lines else "No agents\n")
+    sys.stdout.write(
+        "".join(f"{line}\n" for line in lines) if lines or unreadable else "No agents\n"
+    )
+    if unreadable:
+        for error in unreadable:
+            sys.stderr.write(f"Skipped an unreadable agent record: {error}\n")
+        raise typer.Exit(1)

@@ -40,8 +40,12 @@ class Store(Protocol):
         """The one agent whose uuid is `prefix` or starts with it; CommandError otherwise."""
         ...
 
-    def list_agents(self, include_ended: bool = False) -> list[AgentRecord]:
-        """Agents in creation order; only running ones unless `include_ended`."""
+    def list_agents(
+        self, include_ended: bool = False, *, unreadable: list[str] | None = None
+    ) -> list[AgentRecord]:
+        """Agents in creation order; only running ones unless `include_ended`. A record that
+        cannot be read is a StoreError, or, given an `unreadable` list, skipped with its error
+        text appended there."""
         ...
 
     def children(self, uuid: str) -> list[AgentRecord]:

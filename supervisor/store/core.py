@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -119,7 +119,9 @@ class StoreCore(ABC):
         """(id, kind) of the agent's own newest message with id <= up_to_id (None: any)."""
 
     @abstractmethod
-    def list_agents(self, include_ended: bool = False) -> list[AgentRecord]: ...
+    def list_agents(
+        self, include_ended: bool = False, *, unreadable: list[str] | None = None
+    ) -> list[AgentRecord]: ...
 
     @abstractmethod
     def children(self, uuid: str) -> list[AgentRecord]: ...
@@ -356,6 +358,20 @@ class StoreCore(ABC):
                 "nothing was written"
             )
         return PreparedEvent(kind=kind, payload_json=payload_json, created_at=time.time())
+
+
+def read_or_note(
+    read: Callable[[], AgentRecord], unreadable: list[str] | None
+) -> AgentRecord | None:
+    """`read()`'s record; when it is unreadable, its StoreError, or None with the error's text
+    noted in `unreadable` (a listing that shows what it can)."""
+    try:
+        return read()
+    except StoreError as exc:
+        if unreadable is None:
+            raise
+        unreadable.append(str(exc))
+        return None
 
 
 def ticketed(existing: MessageRecord, agent_uuid: str) -> MessageRecord:

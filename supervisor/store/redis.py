@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
@@ -23,7 +24,13 @@ from supervisor.store.base import (
     DEFAULT_MAX_MESSAGE_BYTES,
 )
 from supervisor.store.codec import decode_json, encode_json, validate_record
-from supervisor.store.core import PreparedEvent, PreparedMessage, StoreCore, ticketed
+from supervisor.store.core import (
+    PreparedEvent,
+    PreparedMessage,
+    StoreCore,
+    read_or_note,
+    ticketed,
+)
 from supervisor.store.lease import LeaseQueue
 from supervisor.store.records import AgentRecord, EventRecord, MessageRecord
 
@@ -178,13 +185,15 @@ class RedisStore(StoreCore):
             raw = self._client.get(self._keys.agent(uuid))
         return None if raw is None else self._agent(uuid, raw)
 
-    def list_agents(self, include_ended: bool = False) -> list[AgentRecord]:
+    def list_agents(
+        self, include_ended: bool = False, *, unreadable: list[str] | None = None
+    ) -> list[AgentRecord]:
         with self._mapped("list agents"):
             uuids = [
                 _text(raw, "agent index")
                 for raw in self._client.zrange(self._keys.agent_index, 0, -1)
             ]
-        agents = self._agents(uuids)
+        agents = self._agents(uuids, unreadable)
         return [agent for agent in agents if include_ended or agent.status == "running"]
 
     def children(self, uuid: str) -> list[AgentRecord]:
@@ -200,18 +209,26 @@ class RedisStore(StoreCore):
         agents = self._agents([_text(raw, "agent index") for raw in found])
         return sorted(agents, key=lambda agent: agent.uuid)
 
-    def _agents(self, uuids: Sequence[str]) -> list[AgentRecord]:
-        """Records of indexed agents in creation order; an indexed agent without one is corrupt."""
+    def _agents(
+        self, uuids: Sequence[str], unreadable: list[str] | None = None
+    ) -> list[AgentRecord]:
+        """Records of indexed agents in creation order; an indexed agent without one is corrupt.
+        With `unreadable`, a corrupt one is noted there and left out (see `list_agents`)."""
         agents = []
         for start in range(0, len(uuids), _MGET_CHUNK):
             chunk = uuids[start : start + _MGET_CHUNK]
             with self._mapped("read agents"):
                 raws = self._client.mget([self._keys.agent(uuid) for uuid in chunk])
             for uuid, raw in zip(chunk, raws, strict=True):
-                if raw is None:
-                    raise StoreError(f"Corrupted agent index in the store: {uuid!r} has no record")
-                agents.append(self._agent(uuid, raw))
+                record = read_or_note(partial(self._indexed_agent, uuid, raw), unreadable)
+                if record is not None:
+                    agents.append(record)
         return sorted(agents, key=lambda agent: (agent.created_at, agent.uuid))
+
+    def _indexed_agent(self, uuid: str, raw: bytes | str | None) -> AgentRecord:
+        if raw is None:
+            raise StoreError(f"Corrupted agent index in the store: {uuid!r} has no record")
+        return self._agent(uuid, raw)
 
     def _agent(self, uuid: str, raw: bytes | str) -> AgentRecord:
         record = validate_record(AgentRecord, raw, f"agent record {uuid!r}")

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,13 @@ from supervisor.store.base import (
     DEFAULT_MAX_MESSAGE_BYTES,
 )
 from supervisor.store.codec import decode_json, encode_json, validate_record
-from supervisor.store.core import PreparedEvent, PreparedMessage, StoreCore, ticketed
+from supervisor.store.core import (
+    PreparedEvent,
+    PreparedMessage,
+    StoreCore,
+    read_or_note,
+    ticketed,
+)
 from supervisor.store.lease import LeaseQueue
 from supervisor.store.records import AgentRecord, EventRecord, MessageRecord
 
@@ -205,10 +212,13 @@ class SqliteStore(StoreCore):
         rows = self._db.query("read an agent", f"{_AGENT_SELECT} WHERE uuid = ?", (uuid,))
         return _agent(rows[0]) if rows else None
 
-    def list_agents(self, include_ended: bool = False) -> list[AgentRecord]:
+    def list_agents(
+        self, include_ended: bool = False, *, unreadable: list[str] | None = None
+    ) -> list[AgentRecord]:
         where = "" if include_ended else " WHERE status = 'running'"
         rows = self._db.query("list agents", f"{_AGENT_SELECT}{where} ORDER BY created_at, uuid")
-        return [_agent(row) for row in rows]
+        read = (read_or_note(partial(_agent, row), unreadable) for row in rows)
+        return [record for record in read if record is not None]
 
     def children(self, uuid: str) -> list[AgentRecord]:
         rows = self._db.query(

@@ -638,6 +638,9 @@ def test_corrupted_records_give_a_clear_store_error(backend: Backend, store: Sto
         store.get_agent(root.uuid)
     with pytest.raises(StoreError, match="Corrupted agent record"):
         store.list_agents()
+    unreadable: list[str] = []  # a listing that shows what it can
+    assert store.list_agents(unreadable=unreadable) == [healthy]
+    assert len(unreadable) == 1 and f"Corrupted agent record '{root.uuid}'" in unreadable[0]
     with pytest.raises(StoreError, match="Corrupted message record"):
         store.agent_messages(root.uuid)
     with pytest.raises(StoreError, match="Corrupted event record"):

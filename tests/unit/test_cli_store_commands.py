@@ -6,6 +6,7 @@ The store is filled through its own API; the commands read it without Ray.
 from __future__ import annotations
 
 import json
+import sqlite3
 import time
 from pathlib import Path
 
@@ -100,6 +101,20 @@ def test_agents_all_includes_dead_ones(filled: str) -> None:
     assert code == 0
     assert f"  {DEAD}  child  dead  no model  0 messages" in out.splitlines()
     assert len(out.splitlines()) == 4
+
+
+def test_agents_shows_the_readable_records_and_names_the_unreadable_one(
+    filled: str, sqlite_path: Path
+) -> None:
+    with sqlite3.connect(sqlite_path) as raw:  # damage one record behind the store's back
+        raw.execute("UPDATE agents SET role = 'emperor' WHERE uuid = ?", (CHILD,))
+    code, out, err = invoke(filled, "agents")
+    assert code == 1
+    assert out.splitlines() == [
+        f"{ROOT}  root  running  anthropic/claude-sonnet-4-5/med  2 messages",
+        f"{GRANDCHILD}  child  running  openai/gpt-5/default  1 message",
+    ]
+    assert err.startswith(f"Skipped an unreadable agent record: Corrupted agent record '{CHILD}'")
 
 
 def test_agents_on_an_empty_store(tmp_path: Path) -> None:
