@@ -1,12 +1,14 @@
 """`EventLog`: the supervisor's writer of the store's event log, one write per command.
 
-Inside `batched()` (one command's dispatch) events wait in order and go out in one store write
-when the command ends, or at once if it awaits something slower than the current loop step.
+Inside `batched()` (a command's dispatch, a host's report of finished turns) events wait in
+order and go out in one store write when the block ends, or at the next loop step if the block
+awaits something.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,7 +39,9 @@ class EventLog:
         elif len(self._pending) == 1:
             # The batch's first event: written at the next loop step at the latest, so a
             # command that waits (for a turn, a lease) shows in the log while it waits.
-            asyncio.get_running_loop().call_soon(self._flush_soon)
+            # Without a running loop nothing can wait: the batch's end writes it.
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().call_soon(self._flush_soon)
 
     def flush(self) -> None:
         """Write every waiting event in one store write."""

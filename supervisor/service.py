@@ -567,7 +567,12 @@ class SupervisorCore:
     def complete_turns(self, finished: Sequence[tuple[Ticket, TurnResult]]) -> list[str]:
         """`complete_turn` for many turns in ONE store transaction. When the store refuses
         it, each turn is stored alone, so a bad turn fails alone. Returns the ticket ids
-        that could not be stored (their host reports them again)."""
+        that could not be stored (their host reports them again). Their events go out in
+        one write too."""
+        with self.event_log.batched():
+            return self._complete_turns(finished)
+
+    def _complete_turns(self, finished: Sequence[tuple[Ticket, TurnResult]]) -> list[str]:
         try:
             new = [message for item in finished for message in turn_messages(*item)]
             if new:

@@ -74,3 +74,13 @@ async def test_a_failed_loop_step_write_is_logged_not_raised_into_the_loop(
         writer.close()
         await asyncio.sleep(0.01)  # the loop step's flush runs and fails
     assert "Events of a running command were not written: SQLite store" in caplog.text
+
+
+def test_a_batch_outside_any_event_loop_is_written_when_it_ends(tmp_path: Path) -> None:
+    writer, reader = SqliteStore(tmp_path / "g.db"), SqliteStore(tmp_path / "g.db")
+    log = EventLog(writer)
+    with log.batched():
+        log.record("TurnCompleted", {"agent": "a"})
+        log.record("TurnCompleted", {"agent": "b"})
+        assert kinds(reader) == []
+    assert kinds(reader) == ["TurnCompleted", "TurnCompleted"]
