@@ -23,6 +23,7 @@ from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
+from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
@@ -167,7 +168,8 @@ class SupervisorCore:
         self.event_log = EventLog(store)
         self.hosts = list(hosts)
         self._spawn_host = spawn_host
-        self._share = share  # puts a value where every host can read it (the object store)
+        # Puts a value where every host can read it (the object store), once per fork point.
+        self.prefixes = SharedPrefixes(share)
         self.limits = limits or Limits()
         self.restart_policy = restart_policy or RestartPolicy()
         self._intensity: dict[str, RestartIntensity] = {}
@@ -382,6 +384,8 @@ class SupervisorCore:
         call idempotent: a child already forked from this parent under a key is returned as
         it is, not forked again (a caller repeating a call cut off by a restart)."""
         parent = self.agent(parent_uuid)
+        if not prompts:
+            return []
         if keys is not None:
             if len(keys) != len(prompts):
                 raise CommandError("fork_many needs one key per prompt")
@@ -429,7 +433,10 @@ class SupervisorCore:
         if keys is not None:
             forked = self._keyed_children()
             forked.update(((parent.uuid, key), r) for key, r in zip(keys, records, strict=True))
-        prefix = self.store.conversation(parent.uuid)
+        # Read now, before any await: later the parent may have moved past the fork point.
+        shared = self.prefixes.get(
+            parent.uuid, records[0].fork_message_id, lambda: self.store.conversation(parent.uuid)
+        )
         by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
         hosts: dict[str, HostClient] = {}
         for record, stored_prompt, choice in zip(records, prompts_stored, choices, strict=True):
@@ -456,7 +463,6 @@ class SupervisorCore:
         await self.children_created(records)
         if before_start is not None:
             await before_start(records)
-        shared = self._share(prefix)
         outcomes = await asyncio.gather(
             *(
                 asyncio.wait_for(hosts[host_id].start_many(items, shared), HOST_CALL_TIMEOUT_S)

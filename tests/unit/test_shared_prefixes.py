@@ -1,0 +1,44 @@
+"""SharedPrefixes: one shared object per parent and fork point, re-read only when the point
+moves, and no more parents kept than its capacity."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from supervisor.prefixes import SharedPrefixes
+from supervisor.store.records import MessageRecord
+
+
+def message(number: int) -> MessageRecord:
+    return MessageRecord(
+        id=number, agent_uuid="root", kind="user", content=f"m{number}", created_at=0.0
+    )
+
+
+def test_a_prefix_is_shared_once_per_parent_and_fork_point() -> None:
+    shared: list[list[MessageRecord]] = []
+    reads: list[str] = []
+
+    def share(value: list[MessageRecord]) -> int:
+        shared.append(value)
+        return len(shared)  # stands for an object reference
+
+    def reader(parent: str, upto: int) -> Callable[[], list[MessageRecord]]:
+        def read() -> list[MessageRecord]:
+            reads.append(parent)
+            return [message(number) for number in range(1, upto + 1)]
+
+        return read
+
+    prefixes = SharedPrefixes(share, capacity=2)
+    assert prefixes.get("root", 2, reader("root", 2)) == 1
+    assert prefixes.get("root", 2, reader("root", 2)) == 1
+    assert reads == ["root"]
+    assert prefixes.get("root", 3, reader("root", 3)) == 2
+    assert [m.id for m in shared[-1]] == [1, 2, 3]
+    prefixes.get("a", 1, reader("a", 1))
+    prefixes.get("root", 3, reader("root", 3))
+    prefixes.get("b", 1, reader("b", 1))  # over capacity: "a", the least recent, goes
+    assert prefixes.get("root", 3, reader("root", 3)) == 2
+    assert prefixes.get("a", 1, reader("a", 1)) == 5
+    assert reads == ["root", "root", "a", "b", "a"]
