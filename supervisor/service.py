@@ -522,16 +522,18 @@ class SupervisorCore:
         """As soon as at least one of `uuids` has no turn in flight: each such agent's last
         result. Empty after `timeout_s` when none finished. A turn interrupted by a dead host
         and waiting for its retry is still in flight (its `turn_done` stays clear)."""
-        waits = {asyncio.ensure_future(self.live(uuid).turn_done.wait()): uuid for uuid in uuids}
-        if not waits:
-            return {}
-        done, pending = await asyncio.wait(
-            waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
-        )
-        for waiting in pending:
-            waiting.cancel()
-        if not done:
-            return {}
+        states = [self.live(uuid) for uuid in uuids]
+        if not any(state.turn_done.is_set() for state in states):  # else no need to wait
+            waits = [asyncio.ensure_future(state.turn_done.wait()) for state in states]
+            if not waits:
+                return {}
+            done, pending = await asyncio.wait(
+                waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
+            for waiting in pending:
+                waiting.cancel()
+            if not done:
+                return {}
         return {
             uuid: self._live[uuid].last_result or self.stored_result(uuid)
             for uuid in uuids
