@@ -11,7 +11,8 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,31 +25,31 @@ REDIS_STOP_TIMEOUT_S = 5.0
 REDIS_START_ATTEMPTS = 3
 
 
-def _free_loopback_port() -> int:
+def free_loopback_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
 
 
-def _answers_ping(process: subprocess.Popen[bytes], port: int) -> bool:
-    """Wait until the server on `port` answers PING; False when it exited or never answered."""
+def _answers_ping(process: subprocess.Popen[bytes], client: redis.Redis) -> bool:
+    """Wait until `client` gets an answer to PING; False when the server exited or never did."""
     deadline = time.monotonic() + REDIS_START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            return False
-        client = redis.Redis(host="127.0.0.1", port=port, socket_timeout=1.0)
-        try:
-            if client.ping():
-                return True
-        except redis.ConnectionError:
-            time.sleep(0.05)
-        finally:
-            client.close()
-    return False
+    try:
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                return False
+            try:
+                if client.ping():
+                    return True
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        return False
+    finally:
+        client.close()
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop_process(process: subprocess.Popen[bytes]) -> None:
     if process.poll() is None:
         process.terminate()
         try:
@@ -58,41 +59,49 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-@pytest.fixture(scope="session")
-def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A private redis-server for this test session: redis://127.0.0.1:PORT/0."""
+@contextmanager
+def redis_server(
+    workdir: Path,
+    options: Callable[[int], list[str]],
+    client: Callable[[int], redis.Redis],
+) -> Iterator[int]:
+    """A private redis-server in `workdir` on a free loopback port, started with
+    `options(port)` and ready once `client(port)` gets an answer; yields the port and stops
+    the server through its handle. Fails (never skips) under CI=true without redis-server."""
     executable = shutil.which("redis-server")
     if executable is None:
         reason = "redis-server is not on PATH"
         if os.environ.get("CI") == "true":
             pytest.fail(reason)
         pytest.skip(reason)
-    workdir = tmp_path_factory.mktemp("redis")
     log_path = workdir / "redis.log"
+    common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)]
     for _ in range(REDIS_START_ATTEMPTS):
-        port = _free_loopback_port()
+        port = free_loopback_port()
         with log_path.open("ab") as log:
             process = subprocess.Popen(
-                [
-                    executable,
-                    "--port", str(port),
-                    "--bind", "127.0.0.1",
-                    "--save", "",
-                    "--appendonly", "no",
-                    "--dir", str(workdir),
-                ],
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        if _answers_ping(process, port):
+                [executable, *options(port), *common], stdout=log, stderr=subprocess.STDOUT
+            )
+        if _answers_ping(process, client(port)):
             break
-        _stop(process)  # most likely lost the port to another process: try another one
+        stop_process(process)  # most likely lost the port to another process: try another one
     else:
         pytest.fail(f"redis-server did not start:\n{log_path.read_text(errors='replace')[-2000:]}")
     try:
-        yield f"redis://127.0.0.1:{port}/0"
+        yield port
     finally:
-        _stop(process)
+        stop_process(process)
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A private redis-server for this test session: redis://127.0.0.1:PORT/0."""
+    with redis_server(
+        tmp_path_factory.mktemp("redis"),
+        lambda port: ["--port", str(port)],
+        lambda port: redis.Redis(host="127.0.0.1", port=port, socket_timeout=1.0),
+    ) as port:
+        yield f"redis://127.0.0.1:{port}/0"
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from providers.aionet import AsyncioTransport
-from tests.conftest import _free_loopback_port
+from tests.conftest import free_loopback_port
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nhello"
 
@@ -94,7 +94,7 @@ async def test_tls_refuses_an_untrusted_or_misnamed_server(
 
 
 async def test_a_refused_connection_is_a_connect_error() -> None:
-    port = _free_loopback_port()
+    port = free_loopback_port()
     async with httpx.AsyncClient(transport=AsyncioTransport(ssl.create_default_context())) as c:
         with pytest.raises(httpx.ConnectError):
             await c.get(f"http://127.0.0.1:{port}/")
