@@ -93,10 +93,19 @@ BAD_AGENT = (
 
 
 def test_a_record_of_the_wrong_types_is_named_by_agents_and_history(damaged: Workspace) -> None:
-    """The store refuses a listing that holds a record it cannot read (one precise line, no
-    traceback); every healthy record still reads, and nothing is changed by trying."""
+    """A record the store cannot read is named in one precise line, no traceback: `agents`
+    still lists every healthy record, `history` of that agent is refused; every healthy
+    record still reads, and nothing is changed by trying."""
     before = _dump(damaged.base / "g.sqlite3")
-    for args in (["agents"], ["agents", "--all"], ["history", "bbbb3333"], ["history", "bbbb"]):
+    healthy = (
+        "aaaa1111  root  running  no model  1 message\n"
+        "  aaaa2222  child  running  no model  1 message\n"
+    )
+    for args in (["agents"], ["agents", "--all"]):
+        done = grove_cli(damaged, *args)
+        skipped = f"Skipped an unreadable agent record: {BAD_AGENT}"
+        assert (done.returncode, done.stdout, done.stderr) == (1, healthy, skipped), args
+    for args in (["history", "bbbb3333"], ["history", "bbbb"]):
         done = grove_cli(damaged, *args)
         assert (done.returncode, done.stdout, done.stderr) == (1, "", BAD_AGENT), args
     child = grove_cli(damaged, "history", "aaaa2222")
@@ -135,7 +144,8 @@ def test_pickled_bytes_in_the_store_are_never_unpickled(tmp_path: Path) -> None:
         connection.execute("UPDATE events SET payload = ?", (payload,))
     connection.close()
     expected = {
-        "agents": "Corrupted agent record 'cccc4444' in the store: not valid JSON\n",
+        "agents": "Skipped an unreadable agent record: Corrupted agent record 'cccc4444' in "
+        "the store: not valid JSON\n",
         "history": "Corrupted agent record 'cccc4444' in the store: not valid JSON\n",
         "events": "Corrupted event record 1 in the store: not valid JSON\n",
     }
