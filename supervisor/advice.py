@@ -24,7 +24,8 @@ from supervisor.errors import CommandError
 from supervisor.store.records import AgentRecord, MessageRecord
 
 if TYPE_CHECKING:
-    from supervisor.service import HostClient, SupervisorCore
+    from supervisor.service import SupervisorCore
+    from supervisor.turns import HostClient
 
 SYNC_WAIT_CAP_S = 30.0
 INTERRUPTING = ("concern", "blocker")

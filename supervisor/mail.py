@@ -9,8 +9,9 @@ from collections.abc import Sequence
 
 from actors.agent import NewEntry
 from supervisor.errors import CommandError
-from supervisor.service import HOST_CALL_TIMEOUT_S, HostClient, SupervisorCore, stored_entry
+from supervisor.service import HOST_CALL_TIMEOUT_S, SupervisorCore
 from supervisor.store.records import AgentRecord, NewMessage
+from supervisor.turns import HostClient, stored_entry
 
 MAX_BATCH = 100_000
 

@@ -23,14 +23,16 @@ from actors.remote import AgentHost, HostSettings
 from providers.catalog import ModelSpec
 from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
+from supervisor.agent_tools import tool_call
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.errors import HostDiedError
 from supervisor.mail import route_mail
-from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore, TurnTicket
+from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
+from supervisor.turns import TurnTicket
 
 NAMESPACE = "grove"
 HOST_PING_INTERVAL_S = 1.0
@@ -266,7 +268,7 @@ class Supervisor:
         """A fan-out tool call from a host: (True, result) or (False, the reason refused)."""
         self._wake()
         try:
-            return True, await self.core.tool_call(agent, tool, arguments)
+            return True, await tool_call(self.core, agent, tool, arguments)
         except GroveError as exc:
             return False, str(exc)
 

@@ -7,20 +7,17 @@ supplies the hosts. Tokens never pass through here.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 import uuid as uuidlib
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from actors.advisor import ReviewerSpec
-from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.agent import NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
-from providers.catalog import ModelSpec, parse_model_spec
-from providers.errors import ModelSpecError
+from providers.catalog import ModelSpec
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.prefixes import SharedPrefixes
@@ -28,6 +25,14 @@ from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
+from supervisor.turns import (
+    HostClient,
+    LiveAgent,
+    TurnTicket,
+    choice_of,
+    stored_entry,
+    turn_messages,
+)
 
 if TYPE_CHECKING:
     from supervisor.advice import AdvisorDesk
@@ -35,7 +40,6 @@ if TYPE_CHECKING:
 HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
 RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor runs again
-DEFAULT_TOOL_WAIT_S = 300.0
 # What a forked child takes over from its parent's record besides the model.
 INHERITED_METADATA = ("system", "tools")
 
@@ -46,110 +50,6 @@ class Limits:
 
     fork_depth: int = 4
     children_per_agent: int = 32
-
-
-class HostClient(Protocol):
-    """The supervisor's view of one AgentHost (supervisor/remote.py wraps a Ray handle)."""
-
-    host_id: str
-
-    async def prepare(
-        self, uuid: str, choice: ModelChoice, activation: Activation | None
-    ) -> None: ...
-
-    async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None: ...
-
-    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: Any) -> None: ...
-
-    async def switch_model(self, uuid: str, choice: ModelChoice) -> None: ...
-
-    async def steer(self, uuid: str, entry: NewEntry) -> bool: ...
-
-    async def steer_many(self, entries: list[tuple[str, NewEntry]]) -> int: ...
-
-    async def cancel(self, uuid: str) -> bool: ...
-
-    async def add_reviewer(self, spec: ReviewerSpec) -> None: ...
-
-    async def review(self, uuid: str, delta: str) -> tuple[int, int]: ...
-
-    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]: ...
-
-    async def drop_reviewer(self, uuid: str) -> None: ...
-
-    async def reviewer_view(self, uuid: str, what: str) -> Any: ...
-
-    async def drop(self, uuid: str) -> None: ...
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TurnTicket:
-    """What `begin_turn` hands a caller: the ticket and which host streams it."""
-
-    ticket: Ticket
-    host_id: str
-
-
-@dataclass(slots=True)
-class _Live:
-    """Live state of one agent (not stored): where it runs and what it is doing."""
-
-    host: HostClient
-    active: bool = False  # the host holds the agent with its current conversation
-    ready_for: ModelChoice | None = None  # the model whose provider the host has prepared
-    begin_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
-    ticket_id: str | None = None
-    turn_done: asyncio.Event = field(default_factory=asyncio.Event)
-    last_result: TurnResult | None = None
-    mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
-    released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
-    retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
-    retrying: bool = False  # a retry of an interrupted turn is under way
-
-
-STORED = "message_id"  # in an entry's data: the message is in the store already
-
-
-def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:
-    """The agent-side entry for a message the supervisor stored before handing it over
-    (a user prompt, mail, an advisor card); a finished turn does not store it again."""
-    return NewEntry(
-        kind=kind or message.kind,
-        content=message.content,
-        data={**message.data, STORED: message.id},
-    )
-
-
-def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
-    """What a finished turn leaves in the store, each message keyed by its ticket: nothing
-    when cancelled; no assistant or tool output when it failed; never what was stored before
-    it reached the agent (its prompt, mail, advice)."""
-    if result.cancelled:
-        return []
-    new = [
-        NewMessage(
-            agent_uuid=ticket.uuid,
-            kind=entry.kind,
-            content=entry.content,
-            data=entry.data,
-            ticket=f"{ticket.ticket_id}:{index}",
-        )
-        for index, entry in enumerate(result.entries)
-        if STORED not in entry.data
-    ]
-    if result.error is not None:
-        new = [m for m in new if m.kind not in ("assistant", "tool_result")]
-    return new
-
-
-def choice_of(record: AgentRecord) -> ModelChoice | None:
-    if record.provider is None or record.model is None:
-        return None
-    return ModelChoice(
-        provider=record.provider,  # type: ignore[arg-type]
-        model=record.model,
-        thinking=record.thinking_level,
-    )
 
 
 class SupervisorCore:
@@ -177,7 +77,7 @@ class SupervisorCore:
         self._forked_keys: dict[tuple[str, str], AgentRecord] | None = None
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
         self._background: set[asyncio.Task[None]] = set()
-        self._live: dict[str, _Live] = {}
+        self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
 
@@ -286,14 +186,14 @@ class SupervisorCore:
 
     # --- placement ------------------------------------------------------------------------
 
-    def live(self, uuid: str, record: AgentRecord | None = None) -> _Live:
+    def live(self, uuid: str, record: AgentRecord | None = None) -> LiveAgent:
         """An agent's live state; placing it on first use (least-loaded shared host, or a
         host of its own for `isolation = "process"`). `record`, when the caller holds it,
         spares a store read."""
         state = self._live.get(uuid)
         if state is None:
             record = record or self.store.get_agent(uuid)
-            state = self._live[uuid] = _Live(
+            state = self._live[uuid] = LiveAgent(
                 host=self._place(uuid, record),
                 retry_interrupted=bool(record and record.metadata.get("retry_interrupted")),
             )
@@ -686,13 +586,13 @@ class SupervisorCore:
                 self._schedule_retry(record.uuid, state)
         return restarted
 
-    def _interrupted(self, uuid: str, state: _Live, error: str) -> None:
+    def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:
         state.ticket_id = None
         state.active = False
         state.last_result = TurnResult(error=error)
         state.turn_done.set()
 
-    def _schedule_retry(self, uuid: str, state: _Live) -> None:
+    def _schedule_retry(self, uuid: str, state: LiveAgent) -> None:
         """Run an interrupted turn again, once: a retry already under way goes on by itself."""
         if not state.retrying:
             state.retrying = True
@@ -793,70 +693,6 @@ class SupervisorCore:
             if message.kind == "assistant":
                 return message.content
         return ""
-
-    # --- tools: agents fanning out by themselves ---------------------------------------
-
-    async def tool_call(self, agent: str, tool: str, arguments: dict[str, Any]) -> str:
-        """Run a fan-out tool for `agent` under the commands' rules; CommandError says why not."""
-        caller = self.agent(agent)
-        if tool == "fork":
-            return await self._tool_fork(caller, arguments)
-        if tool == "send":
-            target, message = arguments.get("uuid"), arguments.get("message")
-            if not isinstance(target, str) or not isinstance(message, str):
-                raise CommandError("send needs `uuid` and `message` strings")
-            mail = await self.deliver_mail(caller.uuid, target, message)
-            return json.dumps({"sent": True, "message_id": mail.id})
-        if tool == "wait":
-            uuids = arguments.get("uuids")
-            if uuids is None:
-                uuids = [child.uuid for child in self.store.children(caller.uuid)]
-            if not isinstance(uuids, list) or not all(isinstance(u, str) for u in uuids):
-                raise CommandError("wait needs `uuids` as a list of strings")
-            timeout = arguments.get("timeout", DEFAULT_TOOL_WAIT_S)
-            if not isinstance(timeout, int | float) or timeout < 0:
-                raise CommandError("wait needs `timeout` as a number of seconds >= 0")
-            resolved = [self.agent(uuid).uuid for uuid in uuids]
-            return json.dumps(await self.wait_for(caller.uuid, resolved, float(timeout)))
-        raise CommandError(f"unknown tool: {tool}")
-
-    async def _tool_fork(self, parent: AgentRecord, arguments: dict[str, Any]) -> str:
-        prompt, model = arguments.get("prompt"), arguments.get("model")
-        if not isinstance(prompt, str) or not prompt.strip():
-            raise CommandError("fork needs a non-empty `prompt` string")
-        if model is not None and not isinstance(model, str):
-            raise CommandError("fork's `model` must be a MODEL[/THINKING] string")
-        depth = self.depth(parent)
-        if depth + 1 > self.limits.fork_depth:
-            raise CommandError(
-                f"fork refused: a child here would be {depth + 1} levels below its root; "
-                f"the limit is {self.limits.fork_depth}"
-            )
-        children = len(self.store.children(parent.uuid))
-        if children >= self.limits.children_per_agent:
-            raise CommandError(
-                f"fork refused: this agent already has {children} children; the limit is "
-                f"{self.limits.children_per_agent}"
-            )
-        try:
-            spec = parse_model_spec(model) if model else None
-        except ModelSpecError as exc:
-            raise CommandError(str(exc)) from exc
-        (child,) = self.fork_records(parent, spec, 1)
-        self.store.create_agents([child])
-        self.event("AgentForked", agent=child.uuid, parent=parent.uuid, origin="tool")
-        await self.children_created([child])
-        await self.begin_turn(child.uuid, prompt)
-        return json.dumps({"uuid": child.uuid})
-
-    def depth(self, record: AgentRecord) -> int:
-        levels = 0
-        while record.parent_uuid is not None:
-            parent = self.store.get_agent(record.parent_uuid)
-            if parent is None:
-                break
-            record, levels = parent, levels + 1
-        return levels
 
     # --- events ---------------------------------------------------------------------------
 

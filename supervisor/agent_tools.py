@@ -1,0 +1,84 @@
+"""The fan-out tools' rules (`fork`, `send`, `wait` called by a model): the same limits and
+checks as the commands, with a CommandError saying why a call is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from providers.catalog import parse_model_spec
+from providers.errors import ModelSpecError
+from supervisor.errors import CommandError
+from supervisor.store.records import AgentRecord
+
+if TYPE_CHECKING:
+    from supervisor.service import SupervisorCore
+
+DEFAULT_TOOL_WAIT_S = 300.0
+
+
+async def tool_call(core: SupervisorCore, agent: str, tool: str, arguments: dict[str, Any]) -> str:
+    """Run a fan-out tool for `agent` under the commands' rules; CommandError says why not."""
+    caller = core.agent(agent)
+    if tool == "fork":
+        return await _fork(core, caller, arguments)
+    if tool == "send":
+        target, message = arguments.get("uuid"), arguments.get("message")
+        if not isinstance(target, str) or not isinstance(message, str):
+            raise CommandError("send needs `uuid` and `message` strings")
+        mail = await core.deliver_mail(caller.uuid, target, message)
+        return json.dumps({"sent": True, "message_id": mail.id})
+    if tool == "wait":
+        uuids = arguments.get("uuids")
+        if uuids is None:
+            uuids = [child.uuid for child in core.store.children(caller.uuid)]
+        if not isinstance(uuids, list) or not all(isinstance(u, str) for u in uuids):
+            raise CommandError("wait needs `uuids` as a list of strings")
+        timeout = arguments.get("timeout", DEFAULT_TOOL_WAIT_S)
+        if not isinstance(timeout, int | float) or timeout < 0:
+            raise CommandError("wait needs `timeout` as a number of seconds >= 0")
+        resolved = [core.agent(uuid).uuid for uuid in uuids]
+        return json.dumps(await core.wait_for(caller.uuid, resolved, float(timeout)))
+    raise CommandError(f"unknown tool: {tool}")
+
+
+async def _fork(core: SupervisorCore, parent: AgentRecord, arguments: dict[str, Any]) -> str:
+    prompt, model = arguments.get("prompt"), arguments.get("model")
+    if not isinstance(prompt, str) or not prompt.strip():
+        raise CommandError("fork needs a non-empty `prompt` string")
+    if model is not None and not isinstance(model, str):
+        raise CommandError("fork's `model` must be a MODEL[/THINKING] string")
+    levels = depth(core, parent)
+    if levels + 1 > core.limits.fork_depth:
+        raise CommandError(
+            f"fork refused: a child here would be {levels + 1} levels below its root; "
+            f"the limit is {core.limits.fork_depth}"
+        )
+    children = len(core.store.children(parent.uuid))
+    if children >= core.limits.children_per_agent:
+        raise CommandError(
+            f"fork refused: this agent already has {children} children; the limit is "
+            f"{core.limits.children_per_agent}"
+        )
+    try:
+        spec = parse_model_spec(model) if model else None
+    except ModelSpecError as exc:
+        raise CommandError(str(exc)) from exc
+    (child,) = core.fork_records(parent, spec, 1)
+    core.store.create_agents([child])
+    core.event("AgentForked", agent=child.uuid, parent=parent.uuid, origin="tool")
+    await core.children_created([child])
+    await core.begin_turn(child.uuid, prompt)
+    return json.dumps({"uuid": child.uuid})
+
+
+def depth(core: SupervisorCore, record: AgentRecord) -> int:
+    """How many levels below its root an agent is."""
+    levels = 0
+    while record.parent_uuid is not None:
+        parent = core.store.get_agent(record.parent_uuid)
+        if parent is None:
+            break
+        record, levels = parent, levels + 1
+    return levels

@@ -1,0 +1,118 @@
+"""The supervisor's side of a turn: the host protocol, an agent's live (unstored) state, and
+what a finished turn leaves in the store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from actors.advisor import ReviewerSpec
+from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.host import Activation, Ticket
+from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+
+
+class HostClient(Protocol):
+    """The supervisor's view of one AgentHost (supervisor/remote.py wraps a Ray handle)."""
+
+    host_id: str
+
+    async def prepare(
+        self, uuid: str, choice: ModelChoice, activation: Activation | None
+    ) -> None: ...
+
+    async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None: ...
+
+    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: Any) -> None: ...
+
+    async def switch_model(self, uuid: str, choice: ModelChoice) -> None: ...
+
+    async def steer(self, uuid: str, entry: NewEntry) -> bool: ...
+
+    async def steer_many(self, entries: list[tuple[str, NewEntry]]) -> int: ...
+
+    async def cancel(self, uuid: str) -> bool: ...
+
+    async def add_reviewer(self, spec: ReviewerSpec) -> None: ...
+
+    async def review(self, uuid: str, delta: str) -> tuple[int, int]: ...
+
+    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]: ...
+
+    async def drop_reviewer(self, uuid: str) -> None: ...
+
+    async def reviewer_view(self, uuid: str, what: str) -> Any: ...
+
+    async def drop(self, uuid: str) -> None: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnTicket:
+    """What `begin_turn` hands a caller: the ticket and which host streams it."""
+
+    ticket: Ticket
+    host_id: str
+
+
+@dataclass(slots=True)
+class LiveAgent:
+    """Live state of one agent (not stored): where it runs and what it is doing."""
+
+    host: HostClient
+    active: bool = False  # the host holds the agent with its current conversation
+    ready_for: ModelChoice | None = None  # the model whose provider the host has prepared
+    begin_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    ticket_id: str | None = None
+    turn_done: asyncio.Event = field(default_factory=asyncio.Event)
+    last_result: TurnResult | None = None
+    mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
+    released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
+    retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
+    retrying: bool = False  # a retry of an interrupted turn is under way
+
+
+STORED = "message_id"  # in an entry's data: the message is in the store already
+
+
+def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:
+    """The agent-side entry for a message the supervisor stored before handing it over
+    (a user prompt, mail, an advisor card); a finished turn does not store it again."""
+    return NewEntry(
+        kind=kind or message.kind,
+        content=message.content,
+        data={**message.data, STORED: message.id},
+    )
+
+
+def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
+    """What a finished turn leaves in the store, each message keyed by its ticket: nothing
+    when cancelled; no assistant or tool output when it failed; never what was stored before
+    it reached the agent (its prompt, mail, advice)."""
+    if result.cancelled:
+        return []
+    new = [
+        NewMessage(
+            agent_uuid=ticket.uuid,
+            kind=entry.kind,
+            content=entry.content,
+            data=entry.data,
+            ticket=f"{ticket.ticket_id}:{index}",
+        )
+        for index, entry in enumerate(result.entries)
+        if STORED not in entry.data
+    ]
+    if result.error is not None:
+        new = [m for m in new if m.kind not in ("assistant", "tool_result")]
+    return new
+
+
+def choice_of(record: AgentRecord) -> ModelChoice | None:
+    if record.provider is None or record.model is None:
+        return None
+    return ModelChoice(
+        provider=record.provider,  # type: ignore[arg-type]
+        model=record.model,
+        thinking=record.thinking_level,
+    )
