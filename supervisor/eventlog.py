@@ -8,10 +8,9 @@ awaits something.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import Any
 
@@ -40,7 +39,7 @@ class EventLog:
             # The batch's first event: written at the next loop step at the latest, so a
             # command that waits (for a turn, a lease) shows in the log while it waits.
             # Without a running loop nothing can wait: the batch's end writes it.
-            with contextlib.suppress(RuntimeError):
+            with suppress(RuntimeError):
                 asyncio.get_running_loop().call_soon(self._flush_soon)
 
     def flush(self) -> None:

@@ -423,10 +423,10 @@ class SupervisorCore:
         result. Empty after `timeout_s` when none finished. A turn interrupted by a dead host
         and waiting for its retry is still in flight (its `turn_done` stays clear)."""
         states = [self.live(uuid) for uuid in uuids]
+        if not states:
+            return {}
         if not any(state.turn_done.is_set() for state in states):  # else no need to wait
             waits = [asyncio.ensure_future(state.turn_done.wait()) for state in states]
-            if not waits:
-                return {}
             done, pending = await asyncio.wait(
                 waits, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
             )

@@ -108,6 +108,8 @@ _AGENT_UPDATE = (
 _MESSAGE_COLUMNS = ("id", "agent_uuid", "kind", "content", "data", "created_at", "ticket")
 _MESSAGE_SELECT = f"SELECT {', '.join(_MESSAGE_COLUMNS)} FROM messages"
 _LEASE_HEAD = "SELECT MIN(ticket) FROM lease_tickets WHERE session_id = ? AND expires_at > ?"
+# Values bound into one `IN (...)` list, well under SQLite's limit on bound parameters.
+_IN_CHUNK = 500
 # Upper bound for a prefix range scan: above every character an agent id may hold.
 _PREFIX_END = "\U0010ffff"
 
@@ -247,11 +249,11 @@ class SqliteStore(StoreCore):
         return {uuid: 0 for uuid in uuids} | {row[0]: int(row[1]) for row in rows}
 
     def _in_chunks(self, action: str, sql: str, values: Collection[str]) -> list[Any]:
-        """Rows of `sql` whose `IN ({})` is filled with `values`, 500 at a time."""
+        """Rows of `sql` whose `IN ({})` is filled with `values`, `_IN_CHUNK` at a time."""
         wanted = list(values)
         rows: list[Any] = []
-        for start in range(0, len(wanted), 500):
-            chunk = wanted[start : start + 500]
+        for start in range(0, len(wanted), _IN_CHUNK):
+            chunk = wanted[start : start + _IN_CHUNK]
             marks = ", ".join("?" for _ in chunk)
             rows.extend(self._db.query(action, sql.format(marks), chunk))
         return rows
