@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid as uuidlib
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from actors.advisor import (
     ADVISOR_SYSTEM,
@@ -24,8 +25,8 @@ from supervisor.errors import CommandError
 from supervisor.store.records import AgentRecord, MessageRecord
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
-    from supervisor.turns import HostClient
+    from supervisor.store.base import Store
+    from supervisor.turns import HostClient, LiveAgent
 
 SYNC_WAIT_CAP_S = 30.0
 INTERRUPTING = ("concern", "blocker")
@@ -69,10 +70,27 @@ class _Watch:
     warned: bool = False  # one visible warning per outage
 
 
+class AdvisorCore(Protocol):
+    """What the desk uses of the supervisor core (supervisor/service.py's `SupervisorCore`),
+    named here so that this module does not import the core that owns it."""
+
+    store: Store
+
+    def agent(self, uuid_or_prefix: str) -> AgentRecord: ...
+
+    def live(self, uuid: str, record: AgentRecord | None = None) -> LiveAgent: ...
+
+    def background(self, work: Coroutine[Any, Any, None]) -> None: ...
+
+    def event(self, kind: str, **payload: Any) -> None: ...
+
+    async def inject(self, uuid: str, message: MessageRecord, *, interrupting: bool) -> None: ...
+
+
 class AdvisorDesk:
     """Owned by the supervisor core; every reviewer's state and every delivery goes here."""
 
-    def __init__(self, core: SupervisorCore, plan: AdvisorPlan) -> None:
+    def __init__(self, core: AdvisorCore, plan: AdvisorPlan) -> None:
         self.core = core
         self.plan = plan
         self.workspace = plan.workspace

@@ -273,9 +273,7 @@ def advisor_status_text(reviewers: list[dict[str, object]], plan: AdvisorPlan) -
 
 
 async def help_command(ctx: CommandContext, args: str) -> CommandOutcome:
-    from supervisor.commands.bus import registry
-
-    lines = [f"  {c.usage:<40} {c.summary}" for c in registry().commands.values()]
+    lines = [f"  {c.usage:<40} {c.summary}" for c in ctx.commands.values()]
     return CommandOutcome(text="Commands:\n" + "\n".join(lines))
 
 

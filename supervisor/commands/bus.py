@@ -68,6 +68,7 @@ async def _run(
                 origin=origin,
                 correlation_id=correlation_id,
                 aliases=aliases or {},
+                commands=registry().commands,
             )
             return await command.handler(context, args)
 

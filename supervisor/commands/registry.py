@@ -5,7 +5,7 @@ The later layer wins a name; two commands with one name in one layer is a load e
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
@@ -35,6 +35,7 @@ class CommandContext:
     origin: str  # repl, cli, batch, api, tool, ...
     correlation_id: str
     aliases: dict[str, str] = field(default_factory=dict)
+    commands: Mapping[str, Command] = field(default_factory=dict)  # all there are, for /help
 
 
 Handler = Callable[[CommandContext, str], Awaitable[CommandOutcome]]
