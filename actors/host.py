@@ -14,6 +14,7 @@ from typing import Any
 
 from actors.advisor import Report, Reviewer, ReviewerSpec
 from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
+from actors.tools.grant import ToolGrant
 from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (
     Message,
@@ -40,7 +41,7 @@ class Activation:
     choice: ModelChoice | None
     history: list[Entry]
     system: str | None = None
-    tool_names: tuple[str, ...] = ()
+    tools: ToolGrant = field(default_factory=ToolGrant)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -93,7 +94,7 @@ class TurnRun:
         return chunk
 
 
-ToolsFactory = Callable[[str, tuple[str, ...]], dict[str, Tool]]
+ToolsFactory = Callable[[str, ToolGrant], dict[str, Tool]]
 ReportResult = Callable[[Ticket, TurnResult], Awaitable[None]]
 
 
@@ -125,8 +126,8 @@ class AgentHostCore:
 
         `prefix` is an inherited conversation already converted once for many agents."""
         tools = (
-            self._make_tools(activation.uuid, activation.tool_names)
-            if self._make_tools and activation.tool_names
+            self._make_tools(activation.uuid, activation.tools)
+            if self._make_tools and activation.tools
             else {}
         )
         self.agents[activation.uuid] = Agent(

@@ -87,7 +87,7 @@ class AgentHost:
             host_id,
             provider_factory(settings),
             self._reports.report,
-            make_tools=lambda uuid, names: fanout_tools(port, uuid, names),
+            make_tools=lambda uuid, grant: fanout_tools(port, uuid, grant.names),
             idle_release_s=settings.idle_release_s,
         )
         self._janitor: asyncio.Task[None] | None = None

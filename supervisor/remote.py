@@ -240,7 +240,12 @@ class Supervisor:
         tools: tuple[str, ...] = (),
     ) -> AgentRecord:
         self._wake()
-        record = self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
+        record = self.core.create_root(
+            spec,
+            system=system,
+            isolation=isolation,
+            tools={"tools": list(tools)} if tools else None,
+        )
         if self.settings.advisor.enabled:
             await self.advisors.attach_all(record.uuid)
         return record

@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid as uuidlib
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
+from supervisor.tool_rules import INHERITED_TOOL_METADATA, grant_of
 from supervisor.turns import (
     HostClient,
     LiveAgent,
@@ -41,7 +42,7 @@ HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
 RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor runs again
 # What a forked child takes over from its parent's record besides the model.
-INHERITED_METADATA = ("system", "tools")
+INHERITED_METADATA = ("system", *INHERITED_TOOL_METADATA)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -89,15 +90,14 @@ class SupervisorCore:
         *,
         system: str | None = None,
         isolation: str | None = None,
-        tools: Sequence[str] = (),
+        tools: Mapping[str, Any] | None = None,
     ) -> AgentRecord:
-        metadata: dict[str, Any] = {}
+        """`tools` holds the tool entries of the record's metadata (supervisor/tool_rules.py)."""
+        metadata: dict[str, Any] = dict(tools or {})
         if system:
             metadata["system"] = system
         if isolation:
             metadata["isolation"] = isolation
-        if tools:
-            metadata["tools"] = list(tools)
         record = AgentRecord(
             uuid=str(uuidlib.uuid4()),
             role="root",
@@ -356,7 +356,7 @@ class SupervisorCore:
                 choice=choice,
                 history=[],
                 system=record.metadata.get("system"),
-                tool_names=tuple(record.metadata.get("tools", ())),
+                tools=grant_of(record.metadata),
             )
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
@@ -462,7 +462,7 @@ class SupervisorCore:
             choice=choice_of(record),
             history=list(history),
             system=record.metadata.get("system"),
-            tool_names=tuple(record.metadata.get("tools", ())),
+            tools=grant_of(record.metadata),
         )
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:

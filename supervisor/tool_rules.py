@@ -1,0 +1,100 @@
+"""The rules about tools that every interface shares: the built-in names, which tools a root
+gets by default, the approval policy per tool, and narrowing on fork (never widening).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Literal, get_args
+
+from actors.tools.grant import ShippedTool, ToolGrant, mcp_server_grant
+from supervisor.errors import CommandError
+
+Policy = Literal["allow", "ask", "deny"]
+POLICIES: tuple[str, ...] = get_args(Policy)
+
+# Ruled on by the supervisor (they touch the tree or the store), run through its tool port.
+SUPERVISED_TOOL_NAMES = ("todo", "fork", "send", "wait")
+WORKSPACE_READ_TOOL_NAMES = ("read", "search", "find")
+WORKSPACE_WRITE_TOOL_NAMES = ("write", "edit", "bash")
+BUILTIN_TOOL_NAMES = SUPERVISED_TOOL_NAMES + WORKSPACE_READ_TOOL_NAMES + WORKSPACE_WRITE_TOOL_NAMES
+# What the root of `grove chat` and `grove run` has besides the configured user and MCP tools.
+DEFAULT_ROOT_TOOLS = SUPERVISED_TOOL_NAMES
+
+
+def default_policy(name: str) -> Policy:
+    """Tools that change the workspace ask first; everything else is allowed."""
+    return "ask" if name in WORKSPACE_WRITE_TOOL_NAMES else "allow"
+
+
+def policy_for(name: str, overrides: Mapping[str, str]) -> Policy:
+    """The configured policy of `name` (an MCP tool may be ruled as its whole server)."""
+    for key in (name, mcp_server_grant(name)):
+        chosen = overrides.get(key) if key else None
+        if chosen in POLICIES:
+            return chosen  # type: ignore[return-value]
+    return default_policy(name)
+
+
+def checked_policies(policies: Mapping[str, object]) -> dict[str, Policy]:
+    """`[tools.policy]` as given by a user, each value checked."""
+    checked: dict[str, Policy] = {}
+    for name, value in policies.items():
+        if value not in POLICIES:
+            raise CommandError(
+                f'tools.policy.{name} must be "allow", "ask" or "deny", not {value!r}'
+            )
+        checked[name] = value  # type: ignore[assignment]
+    return checked
+
+
+def refusal_text(name: str) -> str:
+    """The error result of an "ask" call where nobody can answer (run, batch, API)."""
+    return (
+        f"Tool {name} needs approval and nobody can give it here. To allow it, pass "
+        f'--allow {name} or set [tools.policy] {name} = "allow" in the config.'
+    )
+
+
+def denied_text(name: str) -> str:
+    return f'Tool {name} is denied by the policy ([tools.policy] {name} = "deny").'
+
+
+def has_tool(granted: Iterable[str], name: str) -> bool:
+    grants = set(granted)
+    return name in grants or mcp_server_grant(name) in grants
+
+
+def narrowed(parent_tools: Sequence[str], requested: object) -> list[str]:
+    """The tools a child asks for, each of which its parent has; never more than those."""
+    if not isinstance(requested, list) or not all(isinstance(n, str) for n in requested):
+        raise CommandError("fork's `tools` must be a list of tool names")
+    missing = [name for name in requested if not has_tool(parent_tools, name)]
+    if missing:
+        raise CommandError(
+            f"fork refused: the parent has no tool {', '.join(sorted(set(missing)))}; "
+            "a child gets only tools its parent has"
+        )
+    return list(dict.fromkeys(requested))
+
+
+# Metadata keys of an agent record: `tools` (names), `shipped_tools` (schemas and digests of
+# user tools) and `tool_policy` (name -> policy) are inherited by forks; a root also keeps
+# `tool_sources` (digest -> pickled code), which a host fetches once, on first use.
+INHERITED_TOOL_METADATA = ("tools", "shipped_tools", "tool_policy")
+
+
+def grant_of(metadata: Mapping[str, Any]) -> ToolGrant:
+    """What an agent's record lets it use, as its activation carries it to a host."""
+    names = tuple(metadata.get("tools", ()))
+    shipped = tuple(
+        ShippedTool.from_data(data)
+        for data in metadata.get("shipped_tools", ())
+        if data.get("name") in names
+    )
+    policy = tuple(
+        (name, chosen)
+        for name, chosen in metadata.get("tool_policy", {}).items()
+        if chosen != "allow"
+    )
+    return ToolGrant(names=names, shipped=shipped, policy=policy)
