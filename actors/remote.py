@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
 from actors.tools import fanout_tools
+from actors.tools.fanout import WAIT_CAP_S
 from actors.tools.readonly import readonly_tools
 from providers.base import Provider
 from providers.factory import create_provider
@@ -64,8 +66,9 @@ class SupervisorToolPort:
 
     async def call(self, agent: str, tool: str, arguments: dict[str, Any]) -> str:
         timeout = TOOL_CALL_TIMEOUT_S
-        if tool == "wait" and isinstance(arguments.get("timeout"), int | float):
-            timeout += float(arguments["timeout"])
+        asked = arguments.get("timeout") if tool == "wait" else None
+        if isinstance(asked, int | float) and math.isfinite(asked):
+            timeout += min(max(float(asked), 0.0), WAIT_CAP_S)  # the supervisor refuses more
         ok, text = await asyncio.wait_for(
             self._supervisor.tool_call.remote(agent, tool, arguments), timeout
         )

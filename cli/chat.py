@@ -53,15 +53,20 @@ def chat_command(
     except GroveError as exc:
         grove.close()
         fail(str(exc), code=2)
+    rejected = 0
     try:
         sys.stdout.write(f"Agent {session}\n")
         sys.stdout.flush()
         if sys.stdin.isatty():
             InteractiveRepl(grove, session).run()
         else:
-            ScriptedRepl(grove, session, sys.stdout).run(sys.stdin)
+            scripted = ScriptedRepl(grove, session, sys.stdout)
+            scripted.run(sys.stdin)
+            rejected = scripted.rejected
     finally:
         grove.close()
+    if rejected:
+        fail(f"{rejected} of the lines read were rejected", code=1)
 
 
 def open_session(grove: Grove, model: str | None, resume: str | None) -> str:
@@ -106,6 +111,7 @@ class ScriptedRepl(Repl):
         self.writer = TurnWriter(out, styles=False)
         self.streams: list[threading.Thread] = []
         self.started: set[str] = set()  # agents whose turns this REPL started
+        self.rejected = 0  # lines refused: a script reading the exit status is told
 
     def run(self, lines: Iterable[str]) -> None:
         for raw in lines:
@@ -123,8 +129,10 @@ class ScriptedRepl(Repl):
         try:
             outcome = self.grove.dispatch(self.session, line, "repl")
         except GroveError as exc:
+            self.rejected += 1
             self.writer.line(str(exc))
             return False
+        self.rejected += not outcome.ok
         self.writer.line(outcome.text)
         turn = self.grove.command_turn(outcome)
         if turn is not None:
@@ -135,6 +143,7 @@ class ScriptedRepl(Repl):
         try:
             turn = self.grove.send(self.grove.focus(self.session), text)
         except GroveError as exc:
+            self.rejected += 1
             self.writer.line(str(exc))
             return
         self._follow(turn)

@@ -6,10 +6,10 @@ streamed tool arguments happen here, once.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from providers import wirejson
 from providers.base import (
     AssistantTurn,
     Completed,
@@ -52,7 +52,7 @@ def parse_arguments(raw: str) -> JSONObject:
     if not raw.strip():
         return {}
     try:
-        value: Any = json.loads(raw)
+        value: Any = wirejson.loads(raw)
     except ValueError as exc:
         raise ProviderProtocolError(f"tool call arguments are not valid JSON: {exc}") from exc
     if not isinstance(value, dict):

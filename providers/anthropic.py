@@ -11,6 +11,7 @@ from typing import Any
 
 import httpx
 
+from providers import wirejson
 from providers.anthropic_request import MESSAGES_PATH, request_body, request_headers
 from providers.base import (
     Completed,
@@ -262,7 +263,7 @@ def _clip(text: str) -> str:
 def event_json(event: ServerSentEvent) -> JSONObject:
     """The JSON object an SSE event carries, or ProviderProtocolError."""
     try:
-        value: Any = json.loads(event.data)
+        value: Any = wirejson.loads(event.data)
     except ValueError as exc:
         raise ProviderProtocolError(
             f"anthropic: {event.event} event is not JSON: {redact(event.data[:80])!r}",

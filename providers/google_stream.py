@@ -6,13 +6,13 @@ no request building (providers.google_request); assembly is providers.accumulate
 
 from __future__ import annotations
 
-import json
 import re
 import secrets
 from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
+from providers import wirejson
 from providers.base import (
     Completed,
     JSONObject,
@@ -187,7 +187,7 @@ class GeminiStreamParser:
         if not event.data.strip():
             return []
         try:
-            payload = json.loads(event.data)
+            payload = wirejson.loads(event.data)
         except ValueError as exc:
             raise ProviderProtocolError(
                 f"Gemini sent a data line that is not JSON: {exc}", provider=PROVIDER

@@ -10,6 +10,7 @@ from typing import Any
 
 import httpx
 
+from providers import wirejson
 from providers.base import JSONObject, ProviderName
 from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
 from providers.http import Endpoint
@@ -64,7 +65,7 @@ def auth_headers(endpoint: Endpoint) -> dict[str, str]:
 def event_json(sse: ServerSentEvent) -> JSONObject:
     """The JSON object an SSE event carries, or ProviderProtocolError."""
     try:
-        value: Any = json.loads(sse.data)
+        value: Any = wirejson.loads(sse.data)
     except ValueError as exc:
         raise ProviderProtocolError(
             f"OpenAI stream event is not JSON: {redact(sse.data[:80])!r}", provider=PROVIDER

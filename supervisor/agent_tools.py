@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError
+from supervisor.rules import checked_seconds
 from supervisor.store.records import AgentRecord
 
 if TYPE_CHECKING:
@@ -35,11 +36,9 @@ async def tool_call(core: SupervisorCore, agent: str, tool: str, arguments: dict
             uuids = [child.uuid for child in core.store.children(caller.uuid)]
         if not isinstance(uuids, list) or not all(isinstance(u, str) for u in uuids):
             raise CommandError("wait needs `uuids` as a list of strings")
-        timeout = arguments.get("timeout", DEFAULT_TOOL_WAIT_S)
-        if not isinstance(timeout, int | float) or timeout < 0:
-            raise CommandError("wait needs `timeout` as a number of seconds >= 0")
+        timeout = checked_seconds(arguments.get("timeout", DEFAULT_TOOL_WAIT_S), "wait's `timeout`")
         resolved = [core.agent(uuid).uuid for uuid in uuids]
-        return json.dumps(await core.wait_for(caller.uuid, resolved, float(timeout)))
+        return json.dumps(await core.wait_for(caller.uuid, resolved, timeout))
     raise CommandError(f"unknown tool: {tool}")
 
 

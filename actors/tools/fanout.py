@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from actors.agent import Tool
 from providers.base import ToolSpec
 
+# The longest wait a user or a model may ask for: a day, in seconds.
+WAIT_CAP_S = 86_400.0
 FORK = ToolSpec(
     name="fork",
     description=(
@@ -47,7 +49,12 @@ WAIT = ToolSpec(
         "type": "object",
         "properties": {
             "uuids": {"type": "array", "items": {"type": "string"}},
-            "timeout": {"type": "number", "description": "Seconds, default 300."},
+            "timeout": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": WAIT_CAP_S,
+                "description": "Seconds, default 300, at most a day.",
+            },
         },
     },
 )

@@ -29,11 +29,12 @@ tool, `[[sim@reviewer ...]]` for those with it.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
+
+from providers import wirejson
 
 Audience = Literal["agent", "reviewer"]
 FaultKind = Literal["429", "500", "503", "529", "error_after_200", "disconnect"]
@@ -335,17 +336,14 @@ def _calls(text: str | None) -> tuple[ScriptedCall, ...] | None:
 
 
 def _json(key: str, text: str) -> Any:
-    """`text` decoded as strict JSON (no NaN or Infinity, which no API would accept)."""
+    """`text` decoded as strict JSON (no NaN or Infinity, which no API would accept; a number
+    too large for a float stays its text, as Grove's own parsers keep it)."""
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        return wirejson.loads(text)
     except RecursionError as exc:
         raise DirectiveError(f"{key} is not valid JSON (nested too deeply)") from exc
     except ValueError as exc:
         raise DirectiveError(f"{key} is not valid JSON ({exc.args[0]}): {text!r}") from exc
-
-
-def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
 
 
 def _whole(fields: dict[str, str], key: str, maximum: int, *, minimum: int = 0) -> int | None:

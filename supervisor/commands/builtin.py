@@ -15,7 +15,7 @@ from supervisor.advice import AdvisorPlan
 from supervisor.commands.parsing import parse_fork_args, split_words
 from supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from supervisor.errors import CommandError
-from supervisor.rules import STREAMING_SWITCH_TEXT
+from supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
 from supervisor.store.records import AgentRecord
 
 CHARS_PER_TOKEN = 4
@@ -167,12 +167,7 @@ async def wait_command(ctx: CommandContext, args: str) -> CommandOutcome:
     words = split_words(args)
     if not words:
         raise CommandError("Usage: /wait TIMEOUT [uuid ...]")
-    try:
-        timeout = float(words[0])
-    except ValueError as exc:
-        raise CommandError(f"TIMEOUT must be a number of seconds, not {words[0]}") from exc
-    if timeout < 0:
-        raise CommandError("TIMEOUT must not be negative")
+    timeout = checked_seconds(words[0], "TIMEOUT")
     uuids = [ctx.core.agent(word).uuid for word in words[1:]]
     results = await ctx.core.wait_for(ctx.focus, uuids, timeout)
     lines = [f"{key}: {value['status']}: {value.get('text', '')}" for key, value in results.items()]

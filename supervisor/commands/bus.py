@@ -6,6 +6,7 @@ a command's events reach the store in one write (supervisor/eventlog.py).
 
 from __future__ import annotations
 
+import logging
 import uuid
 from functools import cache
 
@@ -16,6 +17,7 @@ from supervisor.errors import CommandError
 from supervisor.service import SupervisorCore
 
 LEASE_TIMEOUT_S = 120.0
+logger = logging.getLogger(__name__)
 
 
 @cache
@@ -80,6 +82,9 @@ async def _run(
             outcome = await run(focus)
     except CommandError as exc:
         outcome = CommandOutcome(text=str(exc), ok=False)
+    except Exception as exc:  # a fault in a command fails that command, not the session
+        logger.exception("/%s failed", name)
+        outcome = CommandOutcome(text=f"/{name} failed: {type(exc).__name__}: {exc}", ok=False)
     core.event(
         "CommandResulted",
         name=name,

@@ -125,8 +125,12 @@ def forks(chat_run: ChatRun) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in FORKED.finditer(chat_run.stdout)]
 
 
-def test_chat_exits_cleanly(chat_run: ChatRun) -> None:
-    assert chat_run.returncode == 0, chat_run.stdout + chat_run.stderr
+def test_chat_ends_with_status_1_after_rejected_lines(chat_run: ChatRun) -> None:
+    # The script has refused lines (an unclosed quote, a switch while streaming, ...): a
+    # script reading the exit status learns of them; every line was still run.
+    assert chat_run.returncode == 1, chat_run.stdout + chat_run.stderr
+    assert re.search(r"^\d+ of the lines read were rejected$", chat_run.stderr, re.MULTILINE)
+    assert "Traceback" not in chat_run.stderr
     assert "\x1b[" not in chat_run.stdout
 
 
