@@ -6,12 +6,12 @@ Nothing here writes, runs commands or leaves the workspace (see `Workspace.resol
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from actors.agent import Tool
+from actors.tools.patterns import compile_pattern
 from actors.tools.workspace import (
     BINARY_SNIFF_BYTES,
     GlobMatcher,
@@ -190,7 +190,7 @@ def search_files(
 ) -> str:
     """`path:line: text` for each matching line, at most SEARCH_MAX_MATCHES, in walk order (a
     directory's files before its subdirectories, each sorted by name)."""
-    regex = _compile_search(pattern, literal=literal, ignore_case=ignore_case)
+    regex = compile_pattern(pattern, literal=literal, ignore_case=ignore_case)
     matcher = GlobMatcher(include) if include else None
     matches: list[str] = []
     oversized = 0
@@ -293,19 +293,6 @@ def _search_targets(workspace: Workspace, path: str | None) -> Iterator[WalkedFi
     if is_binary(head):
         raise WorkspaceError(f"binary file, not searched: {path}")
     yield WalkedFile(shown=workspace.relative(real), within=real.name, real=real)
-
-
-def _compile_search(pattern: str, *, literal: bool, ignore_case: bool) -> re.Pattern[str]:
-    flags = re.IGNORECASE if ignore_case else 0
-    if literal:
-        return re.compile(re.escape(pattern), flags)
-    try:
-        return re.compile(pattern, flags)
-    except re.error as exc:
-        raise WorkspaceError(
-            f"invalid regular expression {pattern!r}: {exc} (pass literal=true to search for "
-            "the text as it is)"
-        ) from exc
 
 
 def _text_lines(real: Path) -> Iterator[tuple[int, str]]:

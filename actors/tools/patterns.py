@@ -1,0 +1,54 @@
+"""Regular expressions from a model, compiled for RE2, a linear-time engine: no pattern can make
+a search cost more than time in proportion to the text. Every tool taking a pattern uses this.
+
+Python's `re` backtracks, and holds the GIL while it does, so a pattern such as `(A+)+B` on a
+few dozen characters stalls every agent of a host even from a thread; RE2 cannot backtrack.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import re2
+
+from providers.errors import GroveError
+
+MAX_PATTERN_CHARS = 2_000
+# What RE2 may spend on one compiled pattern; past it, compiling fails (e.g. `a{1000}{1000}`).
+MAX_PATTERN_MEMORY = 8 << 20
+
+
+class PatternError(GroveError):
+    """A pattern RE2 refuses or that is too long; the text says why (the model is told)."""
+
+
+class CompiledPattern(Protocol):
+    def search(self, text: str) -> object | None: ...
+
+
+def compile_pattern(
+    pattern: str, *, literal: bool = False, ignore_case: bool = False
+) -> CompiledPattern:
+    """`pattern` ready to search lines with, in time linear in their length."""
+    if len(pattern) > MAX_PATTERN_CHARS:
+        raise PatternError(
+            f"the pattern is {len(pattern):,} characters long; at most {MAX_PATTERN_CHARS:,}"
+        )
+    options = re2.Options()
+    options.log_errors = False
+    options.max_mem = MAX_PATTERN_MEMORY
+    options.never_capture = True
+    options.case_sensitive = not ignore_case
+    try:
+        compiled: CompiledPattern = re2.compile(
+            re2.escape(pattern) if literal else pattern, options
+        )
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", errors="replace")
+        raise PatternError(
+            f"invalid regular expression {pattern!r}: {reason} (the engine is RE2: no "
+            "backreferences or lookaround; pass literal=true to search for the text as it is)"
+        ) from exc
+    return compiled
