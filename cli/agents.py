@@ -59,6 +59,7 @@ def agents_command(
     unreadable: list[str] = []
     try:
         store = open_store(context.settings().store)
+        context.warn_if_store_exposed()
         try:
             lines = tree_lines(store, include_ended, unreadable)
         finally:

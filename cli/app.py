@@ -20,6 +20,9 @@ from cli.run import run_command
 from cli.simulate import simulate_command
 from providers.credentials import warn_if_credentials_exposed
 
+# The commands that load provider keys, and so warn about a credentials file others can read.
+CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch"})
+
 app = typer.Typer(
     name="grove",
     help="Grove: run many LLM agents as actors — forks, advisor reviewers, batch jobs.",
@@ -47,7 +50,8 @@ def options(
 ) -> None:
     """Options shared by every command."""
     ctx.obj = CliContext(store=store, address=address)
-    warn_if_credentials_exposed()
+    if ctx.invoked_subcommand in CREDENTIAL_COMMANDS:
+        warn_if_credentials_exposed()
 
 
 app.command("chat")(chat_command)

@@ -104,7 +104,8 @@ def batch_command(
         problem = undecodable_text(what, str(path)) if path is not None else None
         if problem:
             fail(problem, code=2)
-    settings = CliContext(store=context.store, address=address or context.address).settings()
+    batch_context = CliContext(store=context.store, address=address or context.address)
+    settings = batch_context.settings()
     aliases = settings.models.aliases
     try:
         task_file = read_tasks(tasks_path.read_bytes(), aliases)
@@ -140,6 +141,8 @@ def batch_command(
                 log.append(line_error_record(error))
         if todo:
             from ray.exceptions import RayError
+
+            batch_context.checked_store()
 
             from supervisor.api import Grove
 

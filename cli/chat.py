@@ -46,6 +46,7 @@ def chat_command(
     from supervisor.api import Grove
 
     context: CliContext = ctx.obj
+    context.checked_store()
     grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
     try:
         grove.start()

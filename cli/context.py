@@ -53,6 +53,26 @@ class CliContext:
                 fail(str(exc), code=2)
         return self._settings
 
+    def checked_store(self) -> None:
+        """Before Ray starts (run, chat, batch): an unusable store fails here with one line
+        (exit 2) instead of a supervisor dying under Ray; joining a cluster, the cluster's
+        store may not be reachable from here, so it is left to the supervisor."""
+        from supervisor.store import open_store
+
+        if self.address is None:
+            try:
+                open_store(self.settings().store).close()
+            except GroveError as exc:
+                fail(str(exc), code=2)
+        self.warn_if_store_exposed()
+
+    def warn_if_store_exposed(self) -> None:
+        from supervisor.store import exposed_store_warning
+
+        warning = exposed_store_warning(self.settings().store)
+        if warning:
+            sys.stderr.write(styled(sys.stderr, warning, RED) + "\n")
+
     def simulator_endpoint(self, stack: ExitStack, provider: ProviderName) -> Endpoint:
         """Start the simulator in this process for the life of `stack`; a throwaway key."""
         from providers.simulator import SimulatorConfig, SimulatorThread

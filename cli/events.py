@@ -53,6 +53,7 @@ def events_command(
     context: CliContext = ctx.obj
     try:
         store = open_store(context.settings().store)
+        context.warn_if_store_exposed()
         try:
             with contextlib.suppress(KeyboardInterrupt):
                 print_events(store, after, follow)

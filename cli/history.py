@@ -36,6 +36,7 @@ def history_command(
     context: CliContext = ctx.obj
     try:
         store = open_store(context.settings().store)
+        context.warn_if_store_exposed()
         try:
             record = store.resolve_agent(agent)
             messages = store.conversation(record.uuid)

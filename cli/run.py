@@ -52,6 +52,7 @@ def run_command(
     settings = context.settings()
     spec = resolve_model(model, settings)
     writer = TurnWriter(sys.stdout, styles=True)
+    context.checked_store()
     with Grove(settings=settings, simulate=simulate, hosts=hosts) as grove:
         root = grove.create_root(str(spec), system=system)
         try:

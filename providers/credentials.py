@@ -12,9 +12,11 @@ import os
 import stat
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from providers.base import ProviderName
-from providers.errors import MissingCredentialsError
+from providers.errors import MissingCredentialsError, ProviderConfigError
+from providers.secrets import without_userinfo
 
 log = logging.getLogger("grove.credentials")
 
@@ -117,6 +119,20 @@ def load_api_key(
     return key
 
 
+def base_url_problem(url: str) -> str | None:
+    """Why `url` cannot be a provider's base URL (shown without any password), or None."""
+    shown = without_userinfo(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:
+        return f"base URL {shown!r} is not a URL: {exc}"
+    if parts.scheme.lower() not in ("http", "https"):
+        return f"base URL {shown!r} must start with http:// or https://"
+    if not parts.hostname:
+        return f"base URL {shown!r} names no host"
+    return None
+
+
 def base_url(
     provider: ProviderName,
     *,
@@ -128,7 +144,12 @@ def base_url(
     An OpenAI base ending in `/v1` (the SDK convention) is accepted: the wire adds `/v1/...`.
     """
     env = os.environ if environ is None else environ
-    url = env.get(BASE_URL_ENV[provider]) or configured or DEFAULT_BASE_URLS[provider]
+    from_env = env.get(BASE_URL_ENV[provider])
+    url = from_env or configured or DEFAULT_BASE_URLS[provider]
+    problem = base_url_problem(url)
+    if problem:
+        source = BASE_URL_ENV[provider] if from_env else f"providers.{provider}.base_url"
+        raise ProviderConfigError(f"{source}: {problem}", provider=provider)
     url = url.rstrip("/")
     if provider == "openai" and url.endswith("/v1"):
         url = url[: -len("/v1")]

@@ -55,6 +55,11 @@ class MissingCredentialsError(ProviderError):
     """No API key for a provider; the text is the reference's, nothing was sent."""
 
 
+class ProviderConfigError(ProviderError):
+    """A provider setting that cannot work (a base URL that is not http or https); never
+    retried, found before anything is sent."""
+
+
 class ProviderHTTPError(ProviderError):
     """A non-2xx answer. `kind` is the provider's error type (e.g. `rate_limit_error`)."""
 

@@ -20,7 +20,7 @@ from pydantic_settings import (
 
 from providers.base import ProviderName
 from providers.catalog import parse_model_spec
-from providers.credentials import config_dir
+from providers.credentials import BASE_URL_ENV, base_url_problem, config_dir
 from providers.errors import GroveError, ModelSpecError
 
 CONFIG_FILE = "config.toml"
@@ -46,6 +46,14 @@ class Defaults(_Section):
 class ProviderSettings(_Section):
     base_url: str | None = None
     api: Literal["responses", "chat"] = "responses"
+
+    @field_validator("base_url")
+    @classmethod
+    def _usable_url(cls, value: str | None) -> str | None:
+        problem = None if value is None else base_url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
 
 class Providers(_Section):
@@ -159,10 +167,20 @@ def load_settings(**flags: Any) -> GroveSettings:
     """Settings from every layer; flags given as None are left to the lower layers."""
     given = {key: value for key, value in flags.items() if value is not None}
     path = _config_path()
+    for variable in BASE_URL_ENV.values():
+        problem = base_url_problem(os.environ[variable]) if os.environ.get(variable) else None
+        if problem:
+            raise ConfigError(f"{variable}: {problem}")
     try:
         return GroveSettings(**given)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not UTF-8 text: byte 0x{exc.object[exc.start]:02x} at offset {exc.start}"
+        ) from exc
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except ValidationError as exc:
         problems = "; ".join(
             f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"

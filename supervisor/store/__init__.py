@@ -5,7 +5,7 @@ modules named below.
 """
 
 from supervisor.store.base import Store
-from supervisor.store.factory import default_store_url, open_store
+from supervisor.store.factory import default_store_url, exposed_store_warning, open_store
 from supervisor.store.lease import Lease
 from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
 from supervisor.store.redis import RedisStore
@@ -21,5 +21,6 @@ __all__ = [
     "SqliteStore",
     "Store",
     "default_store_url",
+    "exposed_store_warning",
     "open_store",
 ]

@@ -7,6 +7,7 @@ Accepted forms: sqlite:///relative/path, sqlite:////absolute/path, redis://..., 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -68,6 +69,25 @@ def open_store(
         )
     shown = f"scheme {scheme!r}" if scheme else "a URL without a known scheme"
     raise StoreError(f"Unknown store URL ({shown}); accepted forms: {ACCEPTED_FORMS}")
+
+
+def exposed_store_warning(url: str | None = None) -> str | None:
+    """A warning when the SQLite file at `url` can be read or written by other users (a store
+    Grove creates is 0600; one made another way may not be), else None."""
+    target = default_store_url() if url is None else url.strip()
+    if not target.startswith(SQLITE_PREFIX):
+        return None
+    path = target[len(SQLITE_PREFIX) :]
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return None
+    if not mode & 0o077:
+        return None
+    return (
+        f"Warning: the store {path} can be read by other users (mode {mode:o}); "
+        f"run: chmod 600 {path}"
+    )
 
 
 def _split_namespace(url: str) -> tuple[str, str]:

@@ -1,0 +1,158 @@
+"""Bad files and settings get one precise line, never a traceback: a config that is not UTF-8, an
+unusable store (refused before Ray starts), a base URL that is not http(s), a store or a
+credentials file others can read (a warning, only where it matters), a piped chat's refusals.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+COMMAND_TIMEOUT_S = 240
+PASSWORD = "hunter2pass"
+
+
+@dataclass(frozen=True)
+class Place:
+    base: Path
+    env: dict[str, str]
+    ray_temp: Path  # Ray's temp dir for the commands: empty unless one started Ray
+
+    def ray_started(self) -> bool:
+        return any(self.ray_temp.iterdir())
+
+    def grove(self, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "cli.app", *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env={**self.env, **env},
+            timeout=COMMAND_TIMEOUT_S,
+            check=False,
+        )
+        assert "Traceback" not in done.stdout + done.stderr, done.stderr
+        return done
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Iterator[Place]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith(("_API_KEY", "_BASE_URL"))
+    }
+    env.update(
+        GROVE_STORE=f"sqlite:///{tmp_path / 'g.sqlite3'}",
+        GROVE_CONFIG_FILE=str(tmp_path / "config.toml"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+    # Short: Ray's socket paths under it must fit in AF_UNIX's 107 bytes.
+    ray_temp = Path(tempfile.mkdtemp(prefix="grove-ray-"))
+    yield Place(tmp_path, {**env, "RAY_TMPDIR": str(ray_temp)}, ray_temp)
+    shutil.rmtree(ray_temp, ignore_errors=True)
+
+
+def tasks_file(place: Place) -> Path:
+    tasks = place.base / "tasks.jsonl"
+    tasks.write_text('{"id": "a", "prompt": "hello"}\n')
+    return tasks
+
+
+def test_a_config_that_is_not_utf8_is_one_line_on_every_command(place: Place) -> None:
+    Path(place.env["GROVE_CONFIG_FILE"]).write_bytes(b'[defaults]\nmodel = "\xff\xfe"\n')
+    expected = f"{place.env['GROVE_CONFIG_FILE']} is not UTF-8 text: byte 0xff at offset 20"
+    for args in (
+        ("agents",),
+        ("history", "abc"),
+        ("events",),
+        ("run", "--simulate", "--model", "gpt-5-mini", "hi"),
+        ("chat", "--simulate"),
+        ("batch", str(tasks_file(place)), "--simulate", "--model", "gpt-5-mini"),
+    ):
+        done = place.grove(*args)
+        assert (done.returncode, done.stderr.strip()) == (2, expected), args
+    assert not place.ray_started()
+
+
+def test_an_unusable_store_fails_run_chat_and_batch_before_ray_starts(place: Place) -> None:
+    store = place.base / "not-a-store.sqlite3"
+    store.write_bytes(b"this is no SQLite database, just text" * 100)
+    before = store.read_bytes()
+    expected = f"SQLite store {store}: open failed: file is not a database"
+    for args in (
+        ("run", "--simulate", "--model", "gpt-5-mini", "hi"),
+        ("chat", "--simulate"),
+        ("batch", str(tasks_file(place)), "--simulate", "--model", "gpt-5-mini"),
+    ):
+        done = place.grove(*args, GROVE_STORE=f"sqlite:///{store}")
+        assert done.returncode == 2, (args, done.stderr)
+        assert expected in done.stderr, args
+    assert not place.ray_started()  # refused before Ray was started
+    assert store.read_bytes() == before
+
+
+@pytest.mark.parametrize("url", ["ftp://user:hunter2pass@example.test/", "file:///etc", "http:///"])
+def test_a_base_url_that_cannot_work_is_refused_at_load(place: Place, url: str) -> None:
+    Path(place.env["GROVE_CONFIG_FILE"]).write_text(f'[providers.openai]\nbase_url = "{url}"\n')
+    done = place.grove("run", "--simulate", "--model", "gpt-5-mini", "hi")
+    assert done.returncode == 2
+    assert "providers.openai.base_url: Value error, base URL" in done.stderr
+    assert PASSWORD not in done.stdout + done.stderr
+    assert not place.ray_started()
+
+
+def test_a_base_url_variable_that_cannot_work_is_refused_at_load(place: Place) -> None:
+    done = place.grove(
+        "run", "--model", "gpt-5-mini", "hi", ANTHROPIC_BASE_URL=f"gopher://me:{PASSWORD}@x/"
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "ANTHROPIC_BASE_URL: base URL 'gopher://x/' must start with http:// or https://"
+    )
+    assert not place.ray_started()
+
+
+def test_a_store_others_can_read_is_used_with_a_warning(place: Place) -> None:
+    assert place.grove("agents").returncode == 0  # creates the store, 0600
+    store = Path(place.env["GROVE_STORE"].removeprefix("sqlite:///"))
+    assert store.stat().st_mode & 0o777 == 0o600
+    assert "Warning" not in place.grove("agents").stderr
+    store.chmod(0o644)
+    warning = f"Warning: the store {store} can be read by other users (mode 644); run: chmod 600"
+    done = place.grove("agents")
+    assert (done.returncode, done.stdout) == (0, "No agents\n")
+    assert warning in done.stderr
+    done = place.grove("run", "--simulate", "--model", "gpt-5-mini", "[[sim reply=fine]] hi")
+    assert done.returncode == 0, done.stderr
+    assert warning in done.stderr and "fine" in done.stdout
+
+
+def test_only_commands_that_load_keys_warn_about_the_credentials_file(place: Place) -> None:
+    credentials = Path(place.env["XDG_CONFIG_HOME"]) / "grove" / "credentials.json"
+    credentials.parent.mkdir(parents=True)
+    credentials.write_text('{"openai": {"api_key": "sk-not-used-here"}}')
+    credentials.chmod(0o644)
+    warning = f"Warning: {credentials} can be read by other users (mode 644)"
+    for args in (("agents",), ("events",), ("history", "zzzz")):
+        assert warning not in place.grove(*args).stderr, args
+    done = place.grove("run", "--simulate", "--model", "gpt-5-mini", "[[sim reply=ok]] hi")
+    assert warning in done.stderr
+
+
+def test_a_piped_chat_that_rejected_lines_exits_1_after_running_them_all(place: Place) -> None:
+    script = '/fork "unclosed\n/nonsense\n[[sim reply=still-here]] hello\n'
+    done = place.grove("chat", "--simulate", "--model", "gpt-5-mini", stdin=script)
+    assert done.returncode == 1
+    assert "Unclosed quote in prompt" in done.stdout
+    assert "Unknown command: /nonsense" in done.stdout
+    assert "still-here" in done.stdout
+    assert done.stderr.strip().endswith("2 of the lines read were rejected")
