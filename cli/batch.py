@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.batch_input import ContextError, Task, read_context, read_tasks
+from cli.batch_input import ContextError, InputTooLarge, Task, read_context, read_tasks
 from cli.batch_output import (
     OutputLog,
     error_record,
@@ -108,9 +108,12 @@ def batch_command(
     settings = batch_context.settings()
     aliases = settings.models.aliases
     try:
-        task_file = read_tasks(tasks_path.read_bytes(), aliases)
+        with tasks_path.open("rb") as stream:
+            task_file = read_tasks(stream, aliases, what=str(tasks_path))
     except OSError as exc:
         fail(f"cannot read {tasks_path}: {exc.strerror or exc}", code=2)
+    except InputTooLarge as exc:
+        fail(f"{exc}; split the tasks into several files", code=2)
     try:
         seed = read_context(context_path) if context_path is not None else []
     except ContextError as exc:

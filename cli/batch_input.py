@@ -4,12 +4,14 @@ Pure text handling that raises only `TaskLineError` / `ContextError`; running ta
 
 from __future__ import annotations
 
+import io
+import itertools
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
@@ -17,6 +19,12 @@ from supervisor.store.base import DEFAULT_MAX_MESSAGE_BYTES
 
 TASK_FIELDS = ("id", "prompt", "model", "system")
 MAX_TEXT_BYTES = DEFAULT_MAX_MESSAGE_BYTES // 2  # room for the stored message's data
+# One task line: a prompt and a system text at the limit, with room for JSON escapes.
+MAX_LINE_BYTES = 4 * MAX_TEXT_BYTES
+# A whole tasks file, and all of a .jsonl context (which every task inherits).
+MAX_INPUT_BYTES = 512 * 1024 * 1024
+MAX_CONTEXT_BYTES = 64 * 1024 * 1024
+SKIP_CHUNK_BYTES = 1024 * 1024
 ContextKind = Literal["user", "assistant"]
 
 TaskId = str | int | float
@@ -29,6 +37,10 @@ class TaskLineError(ValueError):
         super().__init__(f"line {line}: {message}")
         self.line = line
         self.message = message
+
+
+class InputTooLarge(ValueError):
+    """A whole input is past its limit: the command stops before it starts anything."""
 
 
 class ContextError(ValueError):
@@ -188,13 +200,37 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
     )
 
 
-def decode_lines(data: bytes) -> Iterable[tuple[int, str | TaskLineError]]:
-    """Each physical line of `data` with its 1-based number, as text or as the error that it
-    is not UTF-8. A leading byte order mark and trailing carriage returns are dropped."""
-    data = data.removeprefix(b"\xef\xbb\xbf")
-    for index, raw in enumerate(data.split(b"\n"), start=1):
+def decode_lines(
+    source: bytes | BinaryIO, *, what: str = "the input", max_bytes: int | None = MAX_INPUT_BYTES
+) -> Iterator[tuple[int, str | TaskLineError]]:
+    """Each physical line of `source` with its 1-based number, as text or as the error that
+    it is not UTF-8 or longer than MAX_LINE_BYTES. A leading byte order mark and trailing
+    carriage returns are dropped. Read a line at a time, each capped, so an endless or huge
+    input (`/dev/zero`) costs bounded memory; past `max_bytes` in all, InputTooLarge."""
+    stream = io.BytesIO(source) if isinstance(source, bytes) else source
+    limit = math.inf if max_bytes is None else max_bytes
+    total = 0
+    for index in itertools.count(1):
+        raw = stream.readline(MAX_LINE_BYTES + 1)
+        if not raw:
+            return
+        total += len(raw)
+        too_long = len(raw) > MAX_LINE_BYTES
+        while too_long and not raw.endswith(b"\n") and total <= limit:
+            raw = stream.readline(SKIP_CHUNK_BYTES)  # the rest of the line, dropped
+            if not raw:
+                break
+            total += len(raw)
+        if total > limit:
+            raise InputTooLarge(f"{what} is larger than {limit:,} bytes")
+        if too_long:
+            yield index, TaskLineError(index, f"longer than {MAX_LINE_BYTES:,} bytes")
+            continue
+        raw = raw.removesuffix(b"\n").removesuffix(b"\r")
+        if index == 1:
+            raw = raw.removeprefix(b"\xef\xbb\xbf")
         try:
-            yield index, raw.removesuffix(b"\r").decode("utf-8")
+            yield index, raw.decode("utf-8")
         except UnicodeDecodeError as exc:
             yield (
                 index,
@@ -204,13 +240,15 @@ def decode_lines(data: bytes) -> Iterable[tuple[int, str | TaskLineError]]:
             )
 
 
-def read_tasks(data: bytes, aliases: Mapping[str, str] | None = None) -> TaskFile:
+def read_tasks(
+    source: bytes | BinaryIO, aliases: Mapping[str, str] | None = None, *, what: str = "the input"
+) -> TaskFile:
     """Every task of a TASKS.jsonl file in order, and one error per line that is not a task
     (a repeated id is an error on each later line that repeats it)."""
     tasks: list[Task] = []
     errors: list[TaskLineError] = []
     first_line: dict[str, int] = {}
-    for line, text in decode_lines(data):
+    for line, text in decode_lines(source, what=what):
         if isinstance(text, TaskLineError):
             errors.append(text)
             continue
@@ -234,22 +272,33 @@ def read_tasks(data: bytes, aliases: Mapping[str, str] | None = None) -> TaskFil
 def read_context(path: Path) -> list[tuple[ContextKind, str]]:
     """The shared context as `(kind, content)` messages: a `.jsonl` file holds one
     `{"role": "user"|"assistant", "content": "..."}` a line; any other file is plain text,
-    one user message."""
+    one user message. Read with its limits enforced as it is read."""
     try:
-        data = path.read_bytes()
+        with path.open("rb") as stream:
+            if path.suffix.lower() == ".jsonl":
+                return _context_messages(path, stream)
+            data = stream.read(MAX_TEXT_BYTES + 1)
     except OSError as exc:
         raise ContextError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    if path.suffix.lower() != ".jsonl":
-        try:
-            text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ContextError(f"{path} is not UTF-8 text (byte {exc.start + 1})") from exc
-        if not text.strip():
-            raise ContextError(f"{path} is empty")
-        return [("user", text)]
+    except InputTooLarge as exc:
+        raise ContextError(str(exc)) from exc
+    if len(data) > MAX_TEXT_BYTES:
+        raise ContextError(
+            f"{path} is larger than {MAX_TEXT_BYTES:,} bytes, the limit of one message"
+        )
+    try:
+        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ContextError(f"{path} is not UTF-8 text (byte {exc.start + 1})") from exc
+    if not text.strip():
+        raise ContextError(f"{path} is empty")
+    return [("user", text)]
+
+
+def _context_messages(path: Path, stream: BinaryIO) -> list[tuple[ContextKind, str]]:
     messages = [
         message
-        for line, text in decode_lines(data)
+        for line, text in decode_lines(stream, what=str(path), max_bytes=MAX_CONTEXT_BYTES)
         if (message := _context_message(path, line, text)) is not None
     ]
     if not messages:

@@ -8,11 +8,11 @@ from __future__ import annotations
 import sys
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, TextIO
+from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 
 import typer
 
+from cli.batch_input import TaskLineError, decode_lines
 from cli.context import CliContext, fail
 from cli.render import TurnWriter
 from providers.errors import GroveError
@@ -62,7 +62,7 @@ def chat_command(
             InteractiveRepl(grove, session).run()
         else:
             scripted = ScriptedRepl(grove, session, sys.stdout)
-            scripted.run(sys.stdin)
+            scripted.run(sys.stdin.buffer)
             rejected = scripted.rejected
     finally:
         grove.close()
@@ -114,8 +114,14 @@ class ScriptedRepl(Repl):
         self.started: set[str] = set()  # agents whose turns this REPL started
         self.rejected = 0  # lines refused: a script reading the exit status is told
 
-    def run(self, lines: Iterable[str]) -> None:
-        for raw in lines:
+    def run(self, source: BinaryIO) -> None:
+        """Every line of `source`, each capped in length as it is read (a longer one is
+        rejected, not held in memory)."""
+        for number, raw in decode_lines(source, what="stdin", max_bytes=None):
+            if isinstance(raw, TaskLineError):
+                self.rejected += 1
+                self.writer.line(f"stdin line {number}: {raw.message}; not sent")
+                continue
             line = raw.strip()
             if line and self.handle(line):
                 break

@@ -5,60 +5,13 @@ credentials file others can read (a warning, only where it matters), a piped cha
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-COMMAND_TIMEOUT_S = 240
+from tests.security.commands import Place
+
 PASSWORD = "hunter2pass"
-
-
-@dataclass(frozen=True)
-class Place:
-    base: Path
-    env: dict[str, str]
-    ray_temp: Path  # Ray's temp dir for the commands: empty unless one started Ray
-
-    def ray_started(self) -> bool:
-        return any(self.ray_temp.iterdir())
-
-    def grove(self, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, "-m", "cli.app", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env={**self.env, **env},
-            timeout=COMMAND_TIMEOUT_S,
-            check=False,
-        )
-        assert "Traceback" not in done.stdout + done.stderr, done.stderr
-        return done
-
-
-@pytest.fixture
-def place(tmp_path: Path) -> Iterator[Place]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith(("_API_KEY", "_BASE_URL"))
-    }
-    env.update(
-        GROVE_STORE=f"sqlite:///{tmp_path / 'g.sqlite3'}",
-        GROVE_CONFIG_FILE=str(tmp_path / "config.toml"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
-    # Short: Ray's socket paths under it must fit in AF_UNIX's 107 bytes.
-    ray_temp = Path(tempfile.mkdtemp(prefix="grove-ray-"))
-    yield Place(tmp_path, {**env, "RAY_TMPDIR": str(ray_temp)}, ray_temp)
-    shutil.rmtree(ray_temp, ignore_errors=True)
 
 
 def tasks_file(place: Place) -> Path:
