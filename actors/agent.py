@@ -27,6 +27,7 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
+from providers.secrets import mask
 
 MAX_STEPS_PER_TURN = 50
 
@@ -160,7 +161,7 @@ class Agent:
             result.cancelled = True
             result.error = "cancelled"
         except Exception as exc:  # a failed turn is a result, not a crash of the host
-            result.error = str(exc) or type(exc).__name__
+            result.error = mask(str(exc)) or type(exc).__name__
         finally:
             self.state = AgentState.IDLE
         return result
@@ -215,7 +216,7 @@ class Agent:
             output = await tool.run(call.arguments)
         except Exception as exc:  # the model is told, the turn goes on
             return ToolResultPart(
-                call_id=call.call_id, name=call.name, content=f"error: {exc}", is_error=True
+                call_id=call.call_id, name=call.name, content=mask(f"error: {exc}"), is_error=True
             )
         return ToolResultPart(call_id=call.call_id, name=call.name, content=output)
 

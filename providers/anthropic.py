@@ -33,8 +33,9 @@ from providers.base import (
 from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
 from providers.http import Endpoint, PreparedRequest
 from providers.retry import retry_after_from_headers
+from providers.secrets import mask
 from providers.sse import ServerSentEvent
-from providers.wirejson import json_int, json_object, json_str, redact
+from providers.wirejson import json_int, json_object, json_str
 
 PROVIDER: ProviderName = "anthropic"
 # Stream error types that describe a passing condition on Anthropic's side.
@@ -220,7 +221,7 @@ def stream_error(error: JSONObject) -> ProviderStreamError:
 
 def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
     """A non-2xx answer. Identity, billing, spend limits and bad requests are never retried."""
-    text = redact(body.decode("utf-8", "replace"))
+    text = mask(body.decode("utf-8", "replace"))
     error = _error_object(text)
     kind = json_str(error, "type")
     code = json_str(json_object(error, "details"), "error_code")
@@ -266,12 +267,12 @@ def event_json(event: ServerSentEvent) -> JSONObject:
         value: Any = wirejson.loads(event.data)
     except ValueError as exc:
         raise ProviderProtocolError(
-            f"anthropic: {event.event} event is not JSON: {redact(event.data[:80])!r}",
+            f"anthropic: {event.event} event is not JSON: {mask(event.data[:80])!r}",
             provider=PROVIDER,
         ) from exc
     if not isinstance(value, dict):
         raise ProviderProtocolError(
-            f"anthropic: {event.event} event is not a JSON object: {redact(event.data[:80])!r}",
+            f"anthropic: {event.event} event is not a JSON object: {mask(event.data[:80])!r}",
             provider=PROVIDER,
         )
     return value

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from providers.base import ProviderName
 from providers.errors import MissingCredentialsError, ProviderConfigError
-from providers.secrets import without_userinfo
+from providers.secrets import remember_secret, remember_url_secrets, without_userinfo
 
 log = logging.getLogger("grove.credentials")
 
@@ -112,10 +112,12 @@ def load_api_key(
     for name in API_KEY_ENV[provider]:
         value = env.get(name)
         if value:
+            remember_secret(value)
             return value
     key = _key_from_file(provider, (directory or config_dir(env)) / CREDENTIALS_FILE)
     if key is None:
         raise MissingCredentialsError(missing_credentials_text(provider), provider=provider)
+    remember_secret(key)
     return key
 
 
@@ -146,6 +148,7 @@ def base_url(
     env = os.environ if environ is None else environ
     from_env = env.get(BASE_URL_ENV[provider])
     url = from_env or configured or DEFAULT_BASE_URLS[provider]
+    remember_url_secrets(url)
     problem = base_url_problem(url)
     if problem:
         source = BASE_URL_ENV[provider] if from_env else f"providers.{provider}.base_url"

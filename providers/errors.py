@@ -19,9 +19,15 @@ spend-limit errors. No error text ever contains an API key.
 
 from __future__ import annotations
 
+from providers.secrets import mask
+
 
 class GroveError(Exception):
-    """Root of every error Grove raises on purpose."""
+    """Root of every error Grove raises on purpose. Its text is masked when it is made, so no
+    loaded credential, key-shaped string or URL password survives in it."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(mask(arg) if isinstance(arg, str) else arg for arg in args))
 
 
 class ModelSpecError(GroveError):
@@ -78,7 +84,7 @@ class ProviderHTTPError(ProviderError):
     ) -> None:
         super().__init__(message, provider=provider)
         self.status = status
-        self.body = body
+        self.body = mask(body)
         self.kind = kind
         self.retry_after = retry_after
         self.retryable = (status in self.RETRYABLE_STATUSES) if retryable is None else retryable

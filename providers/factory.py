@@ -12,6 +12,7 @@ from providers.credentials import base_url as resolve_base_url
 from providers.credentials import load_api_key
 from providers.http import Endpoint, HTTPProvider, Wire
 from providers.retry import RetryPolicy
+from providers.secrets import remember_secret, remember_url_secrets
 
 OpenAIAPI = Literal["responses", "chat"]
 
@@ -50,6 +51,8 @@ def create_provider(
 
     def resolve() -> Endpoint:
         if endpoint is not None:
+            remember_secret(endpoint.api_key)
+            remember_url_secrets(endpoint.base_url)
             return endpoint
         return Endpoint(
             base_url=resolve_base_url(provider, configured=configured_base_url),

@@ -19,7 +19,7 @@ from providers.google_request import build_body
 from providers.google_stream import GeminiStreamParser
 from providers.http import Endpoint, PreparedRequest
 from providers.retry import retry_after_from_headers
-from providers.wirejson import redact
+from providers.secrets import mask
 
 
 def stream_path(model: str) -> str:
@@ -45,7 +45,7 @@ class GoogleWire:
 
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
         """Google's error object: RetryInfo before retry-after headers; hard quotas never retry."""
-        text = redact(body.decode("utf-8", "replace"))
+        text = mask(body.decode("utf-8", "replace"))
         error = GoogleError.read(_error_object(text))
         retry_after = error.retry_delay
         if retry_after is None:

@@ -13,7 +13,7 @@ from typing import Any
 from providers.base import JSONObject
 from providers.errors import ProviderHTTPError
 from providers.retry import MAX_HONOURED_RETRY_AFTER_S, parse_duration
-from providers.wirejson import redact
+from providers.secrets import mask
 
 # gRPC statuses worth another attempt: overload, server faults, rate limits, timeouts.
 RETRYABLE_STATUSES = frozenset(
@@ -48,7 +48,7 @@ class GoogleError:
         return cls(
             code=code if isinstance(code, int) and not isinstance(code, bool) else None,
             status=status if isinstance(status, str) else None,
-            message=redact(message) if isinstance(message, str) else "",
+            message=mask(message) if isinstance(message, str) else "",
             details=tuple(d for d in details if isinstance(d, dict))
             if isinstance(details, list)
             else (),

@@ -15,8 +15,9 @@ from providers.base import JSONObject, ProviderName
 from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
 from providers.http import Endpoint
 from providers.retry import retry_after_from_headers
+from providers.secrets import mask
 from providers.sse import ServerSentEvent
-from providers.wirejson import json_str, redact
+from providers.wirejson import json_str
 
 PROVIDER: ProviderName = "openai"
 
@@ -68,11 +69,11 @@ def event_json(sse: ServerSentEvent) -> JSONObject:
         value: Any = wirejson.loads(sse.data)
     except ValueError as exc:
         raise ProviderProtocolError(
-            f"OpenAI stream event is not JSON: {redact(sse.data[:80])!r}", provider=PROVIDER
+            f"OpenAI stream event is not JSON: {mask(sse.data[:80])!r}", provider=PROVIDER
         ) from exc
     if not isinstance(value, dict):
         raise ProviderProtocolError(
-            f"OpenAI stream event is not a JSON object: {redact(sse.data[:80])!r}",
+            f"OpenAI stream event is not a JSON object: {mask(sse.data[:80])!r}",
             provider=PROVIDER,
         )
     return value
@@ -82,7 +83,7 @@ def _error_fields(error: JSONObject) -> tuple[str | None, str]:
     """(kind, message) of an OpenAI error object: `code` if set, else `type`."""
     kind = json_str(error, "code") or json_str(error, "type")
     message = json_str(error, "message") or "no message"
-    return kind, redact(message[:MAX_MESSAGE_CHARS])
+    return kind, mask(message[:MAX_MESSAGE_CHARS])
 
 
 def stream_error(error: JSONObject) -> ProviderStreamError:
@@ -105,7 +106,7 @@ def stream_error(error: JSONObject) -> ProviderStreamError:
 
 def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
     """A non-2xx answer. 429 `insufficient_quota`, auth and billing errors are never retried."""
-    text = redact(body.decode("utf-8", "replace"))
+    text = mask(body.decode("utf-8", "replace"))
     error: JSONObject = {}
     try:
         data: Any = json.loads(text)

@@ -1,4 +1,4 @@
-"""Lenient readers for vendor JSON fields, and the masking of anything shaped like an API key.
+"""Lenient readers for vendor JSON fields, and the JSON parsing every wire module uses.
 
 Shared by every wire module; nothing here knows which vendor a field belongs to.
 """
@@ -7,15 +7,9 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from typing import Any
 
 from providers.base import JSONObject
-
-# Anthropic `sk-ant-...`, OpenAI `sk-...` / `rk-...`: a server may echo one back in an error.
-_SK_KEY_SHAPE = re.compile(r"\b(?:sk|rk)-[A-Za-z0-9_*\-]{4,}")
-# Google API keys.
-_GOOGLE_KEY_SHAPE = re.compile(r"AIza[0-9A-Za-z_\-]{30,}")
 
 
 def loads(text: str) -> Any:
@@ -32,11 +26,6 @@ def _finite_or_text(text: str) -> float | str:
 
 def _not_json(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-def redact(text: str) -> str:
-    """Mask every key-shaped substring, so no error text Grove builds carries one."""
-    return _GOOGLE_KEY_SHAPE.sub("[redacted]", _SK_KEY_SHAPE.sub("sk-***", text))
 
 
 def json_object(container: JSONObject, key: str) -> JSONObject:

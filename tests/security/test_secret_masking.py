@@ -1,0 +1,110 @@
+"""Loaded credentials are masked by their exact value, whatever they look like: against a server
+that echoes the key (and a base URL's password) in its 401 body, on all three wires, neither
+reaches the output, the store (with its WAL), the event log or a batch's output.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from providers.secrets import MASK, MIN_SECRET_CHARS, mask, remember_secret
+from tests.security.commands import Place
+from tests.security.echo_server import EchoServer
+
+PLAIN_KEY = "CANARYPLAINKEY0123456789"
+HEX_KEY = secrets.token_hex(16)
+OPENAI_KEY = "CANARYOPENAI" + secrets.token_hex(8)
+URL_PASSWORD = "CANARYURLSECRET" + secrets.token_hex(4)
+CANARIES = (PLAIN_KEY, HEX_KEY, OPENAI_KEY, URL_PASSWORD)
+MODELS = ("claude-haiku-4-5", "gpt-5-mini", "gemini-3.0-flash")
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[EchoServer]:
+    with EchoServer() as server:
+        yield server
+
+
+def keyed(place: Place, echo: EchoServer) -> dict[str, str]:
+    base = f"http://grove:{URL_PASSWORD}@127.0.0.1:{echo.port}"
+    return {
+        "ANTHROPIC_API_KEY": PLAIN_KEY,
+        "OPENAI_API_KEY": OPENAI_KEY,
+        "GEMINI_API_KEY": HEX_KEY,
+        "ANTHROPIC_BASE_URL": base,
+        "OPENAI_BASE_URL": base + "/v1",
+        "GOOGLE_GEMINI_BASE_URL": base,
+    }
+
+
+def leaked(data: bytes | str) -> list[str]:
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    return [canary for canary in CANARIES if canary in text]
+
+
+def test_echoed_keys_and_url_passwords_reach_no_output_store_log_or_batch(
+    place: Place, echo: EchoServer
+) -> None:
+    env = keyed(place, echo)
+    outputs: list[str] = []
+    for model in MODELS:
+        done = place.grove("run", "--model", model, "hello", **env)
+        assert done.returncode != 0, done.stdout
+        assert "401" in done.stderr or "authentication" in done.stderr.lower(), done.stderr
+        assert MASK in done.stdout + done.stderr, done.stderr  # the echo came back, masked
+        outputs += [done.stdout, done.stderr]
+    tasks = place.base / "tasks.jsonl"
+    tasks.write_text("".join(f'{{"id": "{m}", "prompt": "hi", "model": "{m}"}}\n' for m in MODELS))
+    batch_output = place.base / "results.jsonl"
+    done = place.grove("batch", str(tasks), "--output", str(batch_output), **env)
+    outputs += [done.stdout, done.stderr]
+    events = place.grove("events")
+    assert events.returncode == 0 and "TurnCompleted" in events.stdout
+    outputs.append(events.stdout)
+    assert batch_output.read_text().count("401") >= 3
+    store = Path(place.env["GROVE_STORE"].removeprefix("sqlite:///"))
+    files = [store, *store.parent.glob(store.name + "-*"), batch_output]
+    assert leaked("".join(outputs)) == []
+    assert {str(path): leaked(path.read_bytes()) for path in files} == {
+        str(path): [] for path in files
+    }
+
+
+def test_a_url_password_is_shown_nowhere_a_connection_fails(place: Place) -> None:
+    unreachable = f"http://grove:{URL_PASSWORD}@127.0.0.1:9/"
+    done = place.grove(
+        "run", "--model", "gpt-5-mini", "hi", OPENAI_API_KEY=OPENAI_KEY, OPENAI_BASE_URL=unreachable
+    )
+    assert done.returncode != 0
+    assert leaked(done.stdout + done.stderr) == []
+    assert "127.0.0.1:9" in done.stderr
+
+
+@given(
+    st.lists(st.text(min_size=MIN_SECRET_CHARS, max_size=24), min_size=1, max_size=4),
+    st.text(max_size=40),
+)
+def test_masked_text_never_holds_a_remembered_secret(values: list[str], filler: str) -> None:
+    for value in values:
+        remember_secret(value)
+    # Secrets side by side, nested in each other's text, around arbitrary text.
+    text = filler.join(values) + "".join(values) + filler
+    masked = mask(text)
+    for value in values:
+        assert value not in masked or value in mask(value)  # only where masking made it
+
+
+def test_exact_values_shapes_and_url_user_info_are_masked() -> None:
+    remember_secret("plainvalue-123456")
+    remember_secret("short")  # too short to hide everywhere
+    text = (
+        "bad key plainvalue-123456 and sk-ant-api03-abcdef and "
+        "AIzaSyA1234567890123456789012345678901 at https://me:pw@host.test/v1 short"
+    )
+    assert mask(text) == ("bad key *** and sk-*** and *** at https://host.test/v1 short")
