@@ -43,10 +43,10 @@ def chat_command(
     ] = None,
 ) -> None:
     """Talk to a root agent; lines starting with / are commands (/help lists them)."""
-    from supervisor.api import Grove
-
     context: CliContext = ctx.obj
     context.checked_store()
+    from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+
     grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
     try:
         grove.start()

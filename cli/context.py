@@ -18,6 +18,7 @@ from providers.base import ProviderName
 from providers.errors import GroveError
 from providers.http import Endpoint
 from supervisor.config import GroveSettings, load_settings
+from supervisor.local_ray import keep_local_ray_on_loopback
 
 
 def fail(text: str, code: int = 1) -> NoReturn:
@@ -51,6 +52,7 @@ class CliContext:
                 self._settings = load_settings(store=self.store, address=self.address)
             except GroveError as exc:
                 fail(str(exc), code=2)
+            keep_local_ray_on_loopback(self._settings.address)
         return self._settings
 
     def checked_store(self) -> None:

@@ -42,14 +42,14 @@ def run_command(
     ] = 1,
 ) -> None:
     """Send one prompt to a model through a new root agent and stream the reply."""
-    from supervisor.api import Grove
-
     context: CliContext = ctx.obj
     for what, text in (("prompt", prompt), ("--system text", system)):
         problem = None if text is None else undecodable_text(what, text)
         if problem:
             fail(problem, code=2)
     settings = context.settings()
+    from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+
     spec = resolve_model(model, settings)
     writer = TurnWriter(sys.stdout, styles=True)
     context.checked_store()

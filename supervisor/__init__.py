@@ -16,6 +16,9 @@ __all__ = ["Grove", "Turn"]
 
 def __getattr__(name: str) -> Any:
     if name in __all__:
+        from supervisor.local_ray import keep_local_ray_on_loopback
+
+        keep_local_ray_on_loopback(None)
         from supervisor import api
 
         return getattr(api, name)

@@ -25,6 +25,7 @@ from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.errors import CommandError, SupervisorError
+from supervisor.local_ray import prepare_local_ray
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
 from supervisor.service import Limits
 from supervisor.store.records import AgentRecord, MessageRecord
@@ -115,6 +116,8 @@ class Grove:
 
     def start(self) -> None:
         if not ray.is_initialized():
+            if not (self.settings.address or os.environ.get("RAY_ADDRESS")):
+                prepare_local_ray()
             ray.init(
                 address=self.settings.address,
                 namespace=NAMESPACE,

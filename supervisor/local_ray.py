@@ -1,0 +1,87 @@
+"""Ray on this machine for Grove: when Grove starts Ray itself, every Ray service listens on
+127.0.0.1 only, token auth is on, and the token file is readable by its owner only.
+
+Joining a cluster (`--address`, RAY_ADDRESS) changes none of this: see deploy/README.md.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import stat
+import sys
+from collections.abc import MutableMapping
+from pathlib import Path
+
+# Ray reads this once, when it is imported: "0" keeps a node it starts on 127.0.0.1 (its gRPC
+# servers, object manager and agents bind to the node's address) instead of rewriting
+# 127.0.0.1 to the machine's address, where they would listen on every interface.
+LOOPBACK_NODE_VARIABLE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+AUTH_MODE_VARIABLE = "RAY_AUTH_MODE"
+TOKEN_VARIABLE = "RAY_AUTH_TOKEN"
+TOKEN_PATH_VARIABLE = "RAY_AUTH_TOKEN_PATH"
+
+log = logging.getLogger("grove.ray")
+
+
+def keep_local_ray_on_loopback(
+    address: str | None, environ: MutableMapping[str, str] = os.environ
+) -> None:
+    """Call before Ray is imported: when there is no cluster to join, the Ray that Grove will
+    start keeps to loopback. A choice the user made in the environment stands."""
+    if address or environ.get("RAY_ADDRESS") or "ray" in sys.modules:
+        return
+    environ.setdefault(LOOPBACK_NODE_VARIABLE, "0")
+
+
+def prepare_local_ray(environ: MutableMapping[str, str] = os.environ) -> None:
+    """Just before Grove starts Ray: token auth on (unless the user chose a mode) with a
+    private token file; a warning when Ray was imported too early to keep to loopback."""
+    from ray._private import ray_constants
+
+    if ray_constants.ENABLE_RAY_CLUSTER:
+        log.warning(
+            "Ray was imported before Grove could keep it on 127.0.0.1, so the Ray Grove starts "
+            "listens on every interface; set %s=0 before importing Ray",
+            LOOPBACK_NODE_VARIABLE,
+        )
+    if AUTH_MODE_VARIABLE not in environ:
+        environ[AUTH_MODE_VARIABLE] = "token"
+        # Ray read its settings when it was imported; this is how it refreshes them itself
+        # when it turns token auth on (and then it prints no notice about doing so).
+        from ray._raylet import Config  # type: ignore[attr-defined]
+
+        Config.initialize("")
+    secure_token(environ)
+
+
+def default_token_path() -> Path:
+    """Where Ray keeps its token unless told otherwise."""
+    return Path.home() / ".ray" / "auth_token"
+
+
+def secure_token(environ: MutableMapping[str, str] = os.environ) -> None:
+    """With token auth on, the token file, made here when missing, is 0600 and Ray's own
+    directory for it 0700. A token given in the environment is left as it is."""
+    if environ.get(AUTH_MODE_VARIABLE, "").lower() != "token" or environ.get(TOKEN_VARIABLE):
+        return
+    chosen = environ.get(TOKEN_PATH_VARIABLE)
+    path = Path(chosen) if chosen else default_token_path()
+    if not chosen:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _owner_only(path.parent, 0o700)
+    try:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        _owner_only(path, 0o600)
+        return
+    with os.fdopen(descriptor, "w") as token_file:
+        token_file.write(secrets.token_hex(32))
+
+
+def _owner_only(path: Path, mode: int) -> None:
+    """Take group and other permissions off `path` when this user owns it."""
+    status = path.stat()
+    if status.st_uid == os.getuid() and stat.S_IMODE(status.st_mode) & 0o077:
+        path.chmod(mode)
