@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -47,10 +48,21 @@ class ModelChoice:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Tool:
-    """A tool an agent may call: its schema and the coroutine that runs it."""
+    """A tool an agent may call: its schema and the coroutine that runs it. The calls of one
+    step run concurrently, but a `sequential` tool's calls run one at a time, in order."""
 
     spec: ToolSpec
     run: Callable[[dict[str, Any]], Awaitable[str]]
+    sequential: bool = False
+
+
+class ToolError(Exception):
+    """Raised by a tool: its text is the error result the model sees, as it is; `detail`
+    (a traceback) goes to the event log instead."""
+
+    def __init__(self, text: str, *, detail: str = "") -> None:
+        super().__init__(text)
+        self.detail = detail
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -94,8 +106,10 @@ class Agent:
         system: str | None = None,
         tools: dict[str, Tool] | None = None,
         max_tokens: int | None = None,
+        max_steps: int = MAX_STEPS_PER_TURN,
     ) -> None:
         self.uuid = uuid
+        self.max_steps = max_steps
         self.choice = choice
         self.history = history
         self.system = system
@@ -148,7 +162,7 @@ class Agent:
             if user is not None:
                 self._append(result, user, entry_to_message(user))
             self._inject_steering(result)
-            for _ in range(MAX_STEPS_PER_TURN):
+            for _ in range(self.max_steps):
                 turn = await self._step(emit)
                 self._record_assistant(result, turn)
                 calls = turn.tool_calls
@@ -157,6 +171,8 @@ class Agent:
                 steered = self._inject_steering(result)
                 if not calls and not steered:
                     break
+            else:
+                result.error = tool_steps_text(self.max_steps)
         except asyncio.CancelledError:
             result.cancelled = True
             result.error = "cancelled"
@@ -198,27 +214,46 @@ class Agent:
         result.stop_reason = turn.stop_reason
 
     async def _run_tools(self, result: TurnResult, calls: tuple[ToolCallPart, ...]) -> None:
-        parts = await asyncio.gather(*(self._run_tool(call) for call in calls))
-        message = Message(role="user", parts=tuple(parts))
-        entry = NewEntry(kind="tool_result", content="", data={"parts": parts_to_data(parts)})
-        self._append(result, entry, message)
+        """Every call of one step at once, a sequential tool's calls one after another;
+        results in call order, each with how long it took (and a failure's detail)."""
+        locks = {name: asyncio.Lock() for name, t in self.tools.items() if t.sequential}
+        outcomes = await asyncio.gather(*(self._run_tool(call, locks) for call in calls))
+        parts = tuple(part for part, _ in outcomes)
+        calls_data = {call.call_id: facts for call, (_, facts) in zip(calls, outcomes, strict=True)}
+        data = {"parts": parts_to_data(parts), "calls": calls_data}
+        self._append(
+            result,
+            NewEntry(kind="tool_result", content="", data=data),
+            Message(role="user", parts=parts),
+        )
 
-    async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
+    async def _run_tool(
+        self, call: ToolCallPart, locks: dict[str, asyncio.Lock]
+    ) -> tuple[ToolResultPart, dict[str, Any]]:
+        started = time.monotonic()
+        facts: dict[str, Any] = {}
         tool = self.tools.get(call.name)
-        if tool is None:
-            return ToolResultPart(
-                call_id=call.call_id,
-                name=call.name,
-                content=f"unknown tool: {call.name}",
-                is_error=True,
-            )
         try:
-            output = await tool.run(call.arguments)
-        except Exception as exc:  # the model is told, the turn goes on
-            return ToolResultPart(
-                call_id=call.call_id, name=call.name, content=mask(f"error: {exc}"), is_error=True
-            )
-        return ToolResultPart(call_id=call.call_id, name=call.name, content=output)
+            if tool is None:
+                raise ToolError(f"unknown tool: {call.name}")
+            lock = locks.get(call.name)
+            if lock is None:
+                content = await tool.run(call.arguments)
+            else:
+                async with lock:
+                    content = await tool.run(call.arguments)
+            is_error = False
+        except ToolError as exc:  # the model is told, the turn goes on
+            content, is_error = mask(str(exc)), True
+            if exc.detail:
+                facts["detail"] = mask(exc.detail)
+        except Exception as exc:
+            content, is_error = mask(f"error: {exc}"), True
+        facts["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+        part = ToolResultPart(
+            call_id=call.call_id, name=call.name, content=content, is_error=is_error
+        )
+        return part, facts
 
     def _inject_steering(self, result: TurnResult) -> bool:
         """Add queued messages to the history; True when one of them asks for another step
@@ -236,6 +271,13 @@ class Agent:
             previous = self.history.pop()
             message = Message(role=message.role, parts=previous.parts + message.parts)
         self.history.append(message)
+
+
+def tool_steps_text(steps: int) -> str:
+    return (
+        f"Stopped after {steps} model steps in one turn: the model kept calling tools "
+        "([limits] tool_steps raises the limit)"
+    )
 
 
 def user_entry(text: str) -> NewEntry:

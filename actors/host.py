@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.advisor import Report, Reviewer, ReviewerSpec
-from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
+from actors.agent import MAX_STEPS_PER_TURN, Agent, ModelChoice, NewEntry, Tool, TurnResult
 from actors.tools.grant import ToolGrant
 from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (
@@ -109,8 +109,10 @@ class AgentHostCore:
         *,
         make_tools: ToolsFactory | None = None,
         idle_release_s: float = DEFAULT_IDLE_RELEASE_S,
+        tool_steps: int = MAX_STEPS_PER_TURN,
     ) -> None:
         self.host_id = host_id
+        self.tool_steps = tool_steps
         self.agents: dict[str, Agent] = {}
         self.runs: dict[str, TurnRun] = {}
         self._locks: dict[str, asyncio.Lock] = {}
@@ -137,6 +139,7 @@ class AgentHostCore:
             self._make_provider,
             system=activation.system,
             tools=tools,
+            max_steps=self.tool_steps,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 

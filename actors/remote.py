@@ -17,7 +17,7 @@ from typing import Any
 import ray
 
 from actors.advisor import ReviewerSpec, ReviewReport, advise_tool
-from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.agent import MAX_STEPS_PER_TURN, ModelChoice, NewEntry, TurnResult
 from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
@@ -40,6 +40,7 @@ class HostSettings:
     openai_api: str = "responses"
     simulator: Endpoint | None = None
     idle_release_s: float = 120.0
+    tool_steps: int = MAX_STEPS_PER_TURN
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -92,6 +93,7 @@ class AgentHost:
             self._reports.report,
             make_tools=lambda uuid, grant: fanout_tools(port, uuid, grant.names),
             idle_release_s=settings.idle_release_s,
+            tool_steps=settings.tool_steps,
         )
         self._janitor: asyncio.Task[None] | None = None
 

@@ -136,6 +136,7 @@ class Grove:
             openai_api=providers.openai.api,
             simulator=simulator,
             idle_release_s=self.settings.hosts.idle_release_s,
+            tool_steps=self.settings.limits.tool_steps,
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,

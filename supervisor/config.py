@@ -73,6 +73,9 @@ class Models(_Section):
 class LimitSettings(_Section):
     fork_depth: int = Field(default=4, ge=1, description="Levels of children below a root")
     children_per_agent: int = Field(default=32, ge=1, description="Children one agent may fork")
+    tool_steps: int = Field(
+        default=50, ge=1, le=1000, description="Model steps one turn may take calling tools"
+    )
 
 
 class HostSection(_Section):
