@@ -17,12 +17,12 @@ from typing import Any
 import ray
 
 from actors.advisor import ReviewerSpec, ReviewReport, advise_tool
-from actors.agent import MAX_STEPS_PER_TURN, ModelChoice, NewEntry, TurnResult
+from actors.agent import MAX_STEPS_PER_TURN, ModelChoice, NewEntry, ToolError, TurnResult
 from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
-from actors.tools import fanout_tools
 from actors.tools.fanout import WAIT_CAP_S
+from actors.tools.kit import ToolKit
 from actors.tools.readonly import readonly_tools
 from providers.base import Provider
 from providers.factory import create_provider
@@ -30,6 +30,8 @@ from providers.http import Endpoint
 
 REPORT_TIMEOUT_S = 30.0
 TOOL_CALL_TIMEOUT_S = 60.0
+# How long a call waits for a person to answer "may this tool run?" before it is refused.
+APPROVAL_TIMEOUT_S = 600.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,6 +43,7 @@ class HostSettings:
     simulator: Endpoint | None = None
     idle_release_s: float = 120.0
     tool_steps: int = MAX_STEPS_PER_TURN
+    workspace: str = "."  # the root of the workspace tools: the caller's working directory
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -77,6 +80,19 @@ class SupervisorToolPort:
             raise ToolRefused(text)
         return str(text)
 
+    async def source(self, agent: str, digest: str) -> bytes:
+        payload: bytes = await asyncio.wait_for(
+            self._supervisor.tool_source.remote(agent, digest), TOOL_CALL_TIMEOUT_S
+        )
+        return payload
+
+    async def approve(self, agent: str, tool: str, arguments: dict[str, Any]) -> None:
+        ok, text = await asyncio.wait_for(
+            self._supervisor.approve.remote(agent, tool, arguments), APPROVAL_TIMEOUT_S
+        )
+        if not ok:
+            raise ToolError(text)
+
 
 @ray.remote
 class AgentHost:
@@ -85,13 +101,13 @@ class AgentHost:
     def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
         tune_collector()
         self._reporter = reporter
-        port = SupervisorToolPort(reporter)
+        kit = ToolKit(SupervisorToolPort(reporter), Path(settings.workspace))
         self._reports = ReportBatcher(self._send_reports)
         self.core = AgentHostCore(
             host_id,
             provider_factory(settings),
             self._reports.report,
-            make_tools=lambda uuid, grant: fanout_tools(port, uuid, grant.names),
+            make_tools=kit.build,
             idle_release_s=settings.idle_release_s,
             tool_steps=settings.tool_steps,
         )

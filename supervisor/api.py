@@ -9,7 +9,7 @@ import os
 import secrets
 import time
 import uuid as uuidlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, Supervisor
 from supervisor.service import Limits
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
+from supervisor.tool_rules import policy_for
+from supervisor.toolbox import resolve_tools
 
 CALL_TIMEOUT_S = 60.0
 SUPERVISOR_RESTART_WAIT_S = 120.0
@@ -137,6 +139,7 @@ class Grove:
             simulator=simulator,
             idle_release_s=self.settings.hosts.idle_release_s,
             tool_steps=self.settings.limits.tool_steps,
+            workspace=str(Path.cwd()),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -230,17 +233,30 @@ class Grove:
         *,
         system: str | None = None,
         isolation: str | None = None,
-        tools: tuple[str, ...] = (),
+        tools: Sequence[str | Callable[..., Any]] = (),
+        allow: Sequence[str] = (),
     ) -> AgentRecord:
-        """A new root agent; `isolation="process"` gives it a host process of its own;
-        `tools` names the fan-out tools (fork, send, wait) its model may call."""
+        """A new root agent; `isolation="process"` gives it a host process of its own.
+        `tools`: built-in tool names (fork, send, wait, todo, read, search, find, write, edit,
+        bash), Python functions and `package.module:attr` strings; their code goes with the
+        agent to whichever node runs it. `allow` names tools to run without asking, over the
+        `[tools.policy]` of the config."""
         text = model or self.settings.defaults.model
         try:
             spec = parse_model_spec(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
-        record: AgentRecord = self._call("create_root", spec, system, isolation, tools)
+        resolved = resolve_tools(tools)
+        entries = resolved.metadata() if resolved.names else {}
+        if resolved.names:
+            entries["tool_policy"] = self._tool_policy(resolved.names, allow)
+        record: AgentRecord = self._call("create_root", spec, system, isolation, entries)
         return record
+
+    def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
+        """Each tool's policy: `allow` first, then `[tools.policy]`, then the default."""
+        configured = {**self.settings.tools.policy, **dict.fromkeys(allow, "allow")}
+        return {name: policy_for(name, configured) for name in names}
 
     def send(self, agent: str, text: str) -> Turn:
         """Start a turn (CommandError for the rules: no model, dead agent, ...)."""

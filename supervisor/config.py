@@ -78,6 +78,16 @@ class LimitSettings(_Section):
     )
 
 
+class ToolsSection(_Section):
+    modules: list[str] = Field(
+        default_factory=list, description="package.module:attr specs of user tools"
+    )
+    default: list[str] | None = Field(
+        default=None, description="The tools of chat and run roots (default: todo, fork, ...)"
+    )
+    policy: dict[str, Literal["allow", "ask", "deny"]] = Field(default_factory=dict)
+
+
 class HostSection(_Section):
     count: int | None = Field(default=None, ge=1, description="Agent hosts; default one per CPU")
     idle_release_s: float = Field(
@@ -139,6 +149,7 @@ class GroveSettings(BaseSettings):
     providers: Providers = Providers()
     models: Models = Models()
     limits: LimitSettings = LimitSettings()
+    tools: ToolsSection = ToolsSection()
     hosts: HostSection = HostSection()
     advisor: AdvisorSection = AdvisorSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")

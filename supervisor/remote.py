@@ -32,6 +32,8 @@ from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
+from supervisor.tool_rules import refusal_text
+from supervisor.toolbox import decode_source
 from supervisor.turns import TurnTicket
 
 NAMESPACE = "grove"
@@ -237,15 +239,11 @@ class Supervisor:
         spec: ModelSpec | None,
         system: str | None,
         isolation: str | None,
-        tools: tuple[str, ...] = (),
+        tools: dict[str, Any] | None = None,
     ) -> AgentRecord:
+        """`tools` holds the record's tool entries (supervisor/toolbox.py ResolvedTools)."""
         self._wake()
-        record = self.core.create_root(
-            spec,
-            system=system,
-            isolation=isolation,
-            tools={"tools": list(tools)} if tools else None,
-        )
+        record = self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
         if self.settings.advisor.enabled:
             await self.advisors.attach_all(record.uuid)
         return record
@@ -276,6 +274,20 @@ class Supervisor:
             return True, await tool_call(self.core, agent, tool, arguments)
         except GroveError as exc:
             return False, str(exc)
+
+    async def tool_source(self, agent: str, digest: str) -> bytes:
+        """The pickled code of a user tool, kept with the agent's root (a host asks once)."""
+        self._wake()
+        root = self.core.root_of(self.core.agent(agent))
+        return decode_source(root.metadata.get("tool_sources", {})[digest])
+
+    async def approve(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
+        """May `agent` run `tool` now, which its policy says to ask about? With nobody here
+        to answer, no: the reason says how to allow it."""
+        self._wake()
+        record = self.core.agent(agent)
+        self.core.event("ToolRefused", agent=record.uuid, tool=tool, reason="no one to ask")
+        return False, refusal_text(tool)
 
     async def begin_turn(self, uuid: str, text: str | None) -> tuple[TurnTicket, Any]:
         self._wake()

@@ -26,6 +26,7 @@ class ShippedTool:
 
     spec: ToolSpec
     digest: str
+    sequential: bool = False
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -33,6 +34,7 @@ class ShippedTool:
             "description": self.spec.description,
             "parameters": self.spec.parameters,
             "digest": self.digest,
+            "sequential": self.sequential,
         }
 
     @classmethod
@@ -42,7 +44,7 @@ class ShippedTool:
             description=str(data["description"]),
             parameters=dict(data["parameters"]),
         )
-        return cls(spec=spec, digest=str(data["digest"]))
+        return cls(spec=spec, digest=str(data["digest"]), sequential=bool(data.get("sequential")))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

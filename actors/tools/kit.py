@@ -1,0 +1,77 @@
+"""How a host builds an agent's tools from its grant: the supervisor's tools through the port,
+workspace tools on the host's root, shipped Python tools and MCP tools, each behind its policy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from pathlib import Path
+from typing import Any, Protocol
+
+from actors.agent import Tool
+from actors.tools.fanout import ToolPort, fanout_tools
+from actors.tools.grant import ShippedTool, ToolGrant
+from actors.tools.python import PythonTool, python_tool
+from actors.tools.readonly import readonly_tools
+
+
+class HostPort(ToolPort, Protocol):
+    """The supervisor as a host's tools reach it."""
+
+    async def source(self, agent: str, digest: str) -> bytes:
+        """The pickled function of a shipped tool."""
+        ...
+
+    async def approve(self, agent: str, tool: str, arguments: dict[str, Any]) -> None:
+        """Return when the call may run; raise with the reason when it may not."""
+        ...
+
+
+class ToolKit:
+    """One per host. Stateless tools are built once and shared by the host's agents; a
+    shipped tool's code is fetched and loaded once per host, on its first call."""
+
+    def __init__(self, port: HostPort, workspace: Path) -> None:
+        self._port = port
+        self._workspace_tools = readonly_tools(workspace)
+        self._loaded: dict[str, asyncio.Future[PythonTool]] = {}
+
+    def build(self, agent: str, grant: ToolGrant) -> dict[str, Tool]:
+        tools = fanout_tools(self._port, agent, grant.names)
+        tools.update({n: t for n, t in self._workspace_tools.items() if n in grant.names})
+        tools.update({s.spec.name: self._shipped(agent, s) for s in grant.shipped})
+        # A denied tool is not offered at all; one to ask about runs once someone says yes.
+        return {
+            name: self._gated(agent, tool, policy)
+            for name, tool in tools.items()
+            if (policy := grant.policy_of(name)) != "deny"
+        }
+
+    def _shipped(self, agent: str, shipped: ShippedTool) -> Tool:
+        async def run(arguments: dict[str, Any]) -> str:
+            loaded = self._loaded.get(shipped.digest)
+            if loaded is None or (loaded.done() and loaded.exception() is not None):
+                loaded = self._loaded[shipped.digest] = asyncio.ensure_future(
+                    self._load(agent, shipped.digest)
+                )
+            made = await asyncio.shield(loaded)
+            return await made.run(arguments)
+
+        return Tool(spec=shipped.spec, run=run, sequential=shipped.sequential)
+
+    async def _load(self, agent: str, digest: str) -> PythonTool:
+        payload = await self._port.source(agent, digest)
+        # Grove's own supervisor packed this from the caller's function (supervisor/toolbox.py).
+        return python_tool(pickle.loads(payload))
+
+    def _gated(self, agent: str, tool: Tool, policy: str) -> Tool:
+        if policy == "allow":
+            return tool
+        port, name = self._port, tool.spec.name
+
+        async def run(arguments: dict[str, Any]) -> str:
+            await port.approve(agent, name, arguments)
+            return await tool.run(arguments)
+
+        return Tool(spec=tool.spec, run=run)

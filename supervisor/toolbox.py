@@ -1,0 +1,161 @@
+"""User tools as Grove ships them: a function from the caller's process is pickled by value
+when its module is not installed (so a node without that file runs it), addressed by digest.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import importlib
+import sys
+import sysconfig
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from ray import cloudpickle
+
+from actors.tools.grant import MCP_PREFIX, ShippedTool
+from actors.tools.python import ToolDefinitionError, python_tool
+from supervisor.errors import CommandError
+from supervisor.tool_rules import BUILTIN_TOOL_NAMES
+
+# A shipped tool is code and the globals it needs, not data: past this, something big was
+# captured by accident (a dataset in a module global, say).
+MAX_SOURCE_BYTES = 8_000_000
+GROVE_PACKAGES = frozenset({"supervisor", "actors", "providers", "cli"})
+_INSTALLED_ROOTS = tuple(
+    Path(path).resolve()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib")
+    if (path := sysconfig.get_paths().get(key))
+)
+
+
+def installed(module: ModuleType) -> bool:
+    """Whether every node has `module` as the caller does: Grove's own, the standard
+    library and installed packages. A module from a local file is not."""
+    top = module.__name__.partition(".")[0]
+    if top in GROVE_PACKAGES or top in sys.builtin_module_names:
+        return True
+    location = getattr(module, "__file__", None)
+    if location is None:
+        return True
+    path = Path(location).resolve()
+    return any(path.is_relative_to(root) for root in _INSTALLED_ROOTS)
+
+
+def pack(function: Callable[..., Any], name: str) -> tuple[str, bytes]:
+    """`(digest, payload)` for `function`; its local module travels by value."""
+    module = sys.modules.get(getattr(function, "__module__", "") or "")
+    by_value: ModuleType | None = None
+    if module is not None and module.__name__ != "__main__" and not installed(module):
+        by_value = sys.modules.get(module.__name__.partition(".")[0], module)
+        cloudpickle.register_pickle_by_value(by_value)  # type: ignore[no-untyped-call]
+    try:
+        payload: bytes = cloudpickle.dumps(function)  # type: ignore[no-untyped-call]
+    except Exception as exc:
+        raise CommandError(f"tool {name} cannot be shipped to Grove's hosts: {exc}") from exc
+    finally:
+        if by_value is not None:
+            cloudpickle.unregister_pickle_by_value(by_value)  # type: ignore[no-untyped-call]
+    if len(payload) > MAX_SOURCE_BYTES:
+        raise CommandError(
+            f"tool {name} pickles to {len(payload):,} bytes, over the {MAX_SOURCE_BYTES:,} "
+            "limit: does it capture a large global?"
+        )
+    return hashlib.sha256(payload).hexdigest(), payload
+
+
+def encode_source(payload: bytes) -> str:
+    return base64.b64encode(payload).decode("ascii")
+
+
+def decode_source(text: str) -> bytes:
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResolvedTools:
+    """What `create_root(tools=[...])` asked for: names (built-in and user), the user tools'
+    schemas and their code by digest."""
+
+    names: tuple[str, ...] = ()
+    shipped: tuple[ShippedTool, ...] = ()
+    sources: dict[str, bytes] = field(default_factory=dict)
+
+    def metadata(self) -> dict[str, Any]:
+        """The record's metadata entries for these tools (see supervisor/tool_rules.py)."""
+        entries: dict[str, Any] = {"tools": list(self.names)}
+        if self.shipped:
+            entries["shipped_tools"] = [tool.to_data() for tool in self.shipped]
+            entries["tool_sources"] = {
+                digest: encode_source(payload) for digest, payload in self.sources.items()
+            }
+        return entries
+
+
+def resolve_tools(items: Iterable[str | Callable[..., Any]]) -> ResolvedTools:
+    """Built-in names, MCP names, functions and `package.module:attr` specs, checked here, in
+    the caller's process: an unknown name or a function that cannot be a tool fails now."""
+    names: list[str] = []
+    shipped: list[ShippedTool] = []
+    sources: dict[str, bytes] = {}
+    for item in items:
+        functions: list[Callable[..., Any]]
+        if callable(item):
+            functions = [item]
+        elif isinstance(item, str) and ":" in item:
+            functions = import_spec(item)
+        elif isinstance(item, str) and (item in BUILTIN_TOOL_NAMES or item.startswith(MCP_PREFIX)):
+            names.append(item)
+            continue
+        else:
+            raise CommandError(
+                f"unknown tool {item!r}: the built-in tools are {', '.join(BUILTIN_TOOL_NAMES)}; "
+                "a Python tool is a function or a 'package.module:attr' string"
+            )
+        for function in functions:
+            try:
+                made = python_tool(function)
+            except ToolDefinitionError as exc:
+                raise CommandError(str(exc)) from exc
+            digest, payload = pack(function, made.name)
+            sources[digest] = payload
+            shipped.append(
+                ShippedTool(spec=made.spec, digest=digest, sequential=made.options.sequential)
+            )
+            names.append(made.name)
+    duplicates = sorted({name for name in names if names.count(name) > 1})
+    if duplicates:
+        raise CommandError(f"two tools are named {', '.join(duplicates)}; rename one")
+    return ResolvedTools(names=tuple(names), shipped=tuple(shipped), sources=sources)
+
+
+def import_spec(spec: str) -> list[Callable[..., Any]]:
+    """The function, or list of functions, that `package.module:attr` names; the current
+    directory is searched first, as `uvicorn main:app` does."""
+    module_name, _, attribute = spec.partition(":")
+    if (
+        not module_name
+        or not attribute
+        or not all(part.isidentifier() for part in (*module_name.split("."), *attribute.split(".")))
+    ):
+        raise CommandError(f"tool spec {spec!r} is not 'package.module:attr'")
+    here = str(Path.cwd())
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"tool spec {spec!r}: cannot import {module_name}: {exc}") from exc
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise CommandError(f"tool spec {spec!r}: {module_name} has no {attribute}")
+        value = getattr(value, part)
+    functions = list(value) if isinstance(value, list | tuple) else [value]
+    for function in functions:
+        if not callable(function):
+            raise CommandError(f"tool spec {spec!r}: {function!r} is not a function")
+    return functions

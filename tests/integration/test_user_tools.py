@@ -1,0 +1,126 @@
+"""User Python tools end to end over Ray and the simulator: a function, a module from a local
+file and a `package.module:attr` spec go with the agent to its host; validation errors and
+exceptions come back as error results; one step's calls run at once; bad tools fail early.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from supervisor import Grove
+from supervisor.errors import CommandError
+from tests.integration.groves import running_grove
+
+MODEL = "claude-haiku-4-5"
+LOCAL_MODULE = '''
+"""A user's tools, in a file no installed package has."""
+import time
+
+SUFFIX = "(from a local file)"
+
+
+def forecast(city: str, days: int = 1) -> str:
+    """The weather in a city.
+
+    Args:
+        city: Where.
+        days: How far ahead.
+    """
+    return f"{city}: sunny for {days} day(s) {SUFFIX}"
+
+
+def nap(label: str) -> str:
+    """Sleep a moment and say which call it was."""
+    time.sleep(1.5)
+    return label
+'''
+
+
+def shout(text: str) -> str:
+    """Say it louder."""
+    if text == "boom":
+        raise ValueError("cannot shout that")
+    return text.upper() + "!"
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    workspace = tmp_path_factory.mktemp("tools")
+    (workspace / "weather_tools.py").write_text(LOCAL_MODULE)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(workspace)
+        with running_grove(tmp_path_factory.mktemp("store")) as grove:
+            yield grove
+
+
+def call(tool: str, **arguments: Any) -> str:
+    return f"[[sim tool={tool} args='{json.dumps(arguments)}' step=1]] go"
+
+
+def results(grove: Grove, agent: str) -> list[dict[str, Any]]:
+    return [
+        part
+        for message in grove.history(agent)
+        if message.kind == "tool_result"
+        for part in message.data["parts"]
+    ]
+
+
+def test_a_function_and_a_local_module_run_on_the_host(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=[shout, "weather_tools:forecast"]).uuid
+    assert grove.ask(root, call("shout", text="hello")).ok
+    assert grove.ask(root, call("forecast", city="Oslo", days=2)).ok
+    shouted, forecast = results(grove, root)
+    assert (shouted["content"], shouted["is_error"]) == ("HELLO!", False)
+    assert forecast["content"] == "Oslo: sunny for 2 day(s) (from a local file)"
+    assert grove.agent(root).metadata["tools"] == ["shout", "forecast"]
+
+
+def test_bad_arguments_and_exceptions_are_error_results_and_the_agent_goes_on(
+    grove: Grove,
+) -> None:
+    root = grove.create_root(MODEL, tools=[shout]).uuid
+    assert grove.ask(root, call("shout", words="x")).ok
+    assert grove.ask(root, call("shout", text="boom")).ok
+    assert grove.ask(root, call("shout", text="fine")).ok
+    invalid, failed, fine = results(grove, root)
+    assert invalid["is_error"] and invalid["content"].startswith("Invalid arguments for shout: ")
+    assert "text: Field required" in invalid["content"]
+    assert "words: Extra inputs are not permitted" in invalid["content"]
+    assert (failed["content"], failed["is_error"]) == ("ValueError: cannot shout that", True)
+    assert fine["content"] == "FINE!"
+
+
+def test_the_calls_of_one_step_run_at_once(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=["weather_tools:nap"]).uuid
+    calls = json.dumps([{"name": "nap", "args": {"label": label}} for label in "ab"])
+    started = time.monotonic()
+    assert grove.ask(root, f"[[sim calls='{calls}' step=1]] both").ok
+    elapsed = time.monotonic() - started
+    assert [r["content"] for r in results(grove, root)] == ["a", "b"]
+    assert elapsed < 2.7  # one after the other would be 3 s of naps alone
+
+
+def test_tools_that_cannot_be_given_fail_at_create_root(grove: Grove) -> None:
+    def untyped(*args: int) -> str:
+        return ""
+
+    cases = {
+        "no_such_tool": "unknown tool 'no_such_tool': the built-in tools are",
+        "weather_tools:missing": "tool spec 'weather_tools:missing': weather_tools has no missing",
+        "not a spec:x": "tool spec 'not a spec:x' is not 'package.module:attr'",
+        "nowhere_module:f": "cannot import nowhere_module",
+    }
+    for spec, text in cases.items():
+        with pytest.raises(CommandError) as caught:
+            grove.create_root(MODEL, tools=[spec])
+        assert text in str(caught.value), spec
+    with pytest.raises(CommandError, match=r"tool untyped: \*args and \*\*kwargs"):
+        grove.create_root(MODEL, tools=[untyped])
+    with pytest.raises(CommandError, match="two tools are named shout"):
+        grove.create_root(MODEL, tools=[shout, shout])
