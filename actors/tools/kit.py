@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from actors.agent import Tool
+from actors.tools.editing import editing_tools
 from actors.tools.fanout import ToolPort, fanout_tools
 from actors.tools.grant import ShippedTool, ToolGrant
 from actors.tools.python import PythonTool, python_tool
@@ -34,7 +35,7 @@ class ToolKit:
 
     def __init__(self, port: HostPort, workspace: Path) -> None:
         self._port = port
-        self._workspace_tools = readonly_tools(workspace)
+        self._workspace_tools = {**readonly_tools(workspace), **editing_tools(workspace)}
         self._loaded: dict[str, asyncio.Future[PythonTool]] = {}
 
     def build(self, agent: str, grant: ToolGrant) -> dict[str, Tool]:

@@ -99,6 +99,8 @@ class PythonTool:
                     result = await self.function(**values)
                 else:  # a thread: the host's event loop keeps serving its other agents
                     result = await asyncio.to_thread(self.function, **values)
+        except ToolError:
+            raise  # already the text the model is to see
         except TimeoutError:
             raise ToolError(
                 f"Tool {self.name} timed out after {self.options.timeout_s:g} s"

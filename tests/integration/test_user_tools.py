@@ -124,3 +124,20 @@ def test_tools_that_cannot_be_given_fail_at_create_root(grove: Grove) -> None:
         grove.create_root(MODEL, tools=[untyped])
     with pytest.raises(CommandError, match="two tools are named shout"):
         grove.create_root(MODEL, tools=[shout, shout])
+
+
+def test_workspace_tools_follow_the_policy_where_nobody_can_answer(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=["write", "bash", "read"], allow=["bash"]).uuid
+    policy = grove.agent(root).metadata["tool_policy"]
+    assert policy == {"write": "ask", "bash": "allow", "read": "allow"}
+    assert grove.ask(root, call("write", path="out.txt", content="hello")).ok
+    assert grove.ask(root, call("bash", command="echo made > out.txt; cat out.txt")).ok
+    assert grove.ask(root, call("read", path="out.txt")).ok
+    refused, ran, read = results(grove, root)
+    assert refused["is_error"] is True
+    assert refused["content"] == (
+        "Tool write needs approval and nobody can give it here. To allow it, pass "
+        '--allow write or set [tools.policy] write = "allow" in the config.'
+    )
+    assert (ran["content"], ran["is_error"]) == ("exit code 0\nmade\n", False)
+    assert read["content"] == "1\tmade"

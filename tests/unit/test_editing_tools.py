@@ -1,0 +1,205 @@
+"""The workspace tools that change things (actors/tools/editing.py): `write` and `edit` stay in
+the workspace root and say precisely what went wrong; `bash` runs in the root without the
+providers' keys, is cut at its timeout or when cancelled with everything it started, and its
+output is capped head and tail, all without blocking the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from actors.agent import Tool, ToolError
+from actors.tools.editing import BASH_OUTPUT_CHARS, MAX_WRITE_BYTES, editing_tools
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "app.py").write_text("x = 1\ny = 1\nprint(x)\n")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("do not touch")
+    (root / "link-out").symlink_to(outside)
+    (root / "file-out").symlink_to(outside / "secret.txt")
+    return root
+
+
+@pytest.fixture
+def tools(root: Path) -> dict[str, Tool]:
+    return editing_tools(root)
+
+
+async def run(tools: dict[str, Tool], name: str, **arguments: Any) -> str:
+    return await tools[name].run(arguments)
+
+
+async def refused(tools: dict[str, Tool], name: str, **arguments: Any) -> str:
+    with pytest.raises(ToolError) as caught:
+        await tools[name].run(arguments)
+    return str(caught.value)
+
+
+async def test_write_creates_and_replaces_inside_the_root(
+    root: Path, tools: dict[str, Tool]
+) -> None:
+    assert await run(tools, "write", path="new/deep/notes.md", content="hi") == (
+        "created new/deep/notes.md (2 bytes)"
+    )
+    assert (root / "new/deep/notes.md").read_text() == "hi"
+    assert (
+        await run(tools, "write", path="src/app.py", content="") == "replaced src/app.py (0 bytes)"
+    )
+    assert (root / "src/app.py").read_text() == ""
+    assert sorted(path.name for path in (root / "src").iterdir()) == ["app.py"]  # no temp left
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("../outside/secret.txt", "path escapes the workspace"),
+        ("/etc/passwd", "absolute path outside the workspace"),
+        ("link-out/secret.txt", "leads outside the workspace through a symlink"),
+        ("link-out/new.txt", "leads outside the workspace through a symlink"),
+        ("file-out", "leads outside the workspace through a symlink"),
+        ("a\0b", "NUL byte"),
+    ],
+)
+async def test_writes_and_edits_never_leave_the_root(
+    root: Path, tools: dict[str, Tool], path: str, reason: str
+) -> None:
+    assert reason in await refused(tools, "write", path=path, content="pwned")
+    assert reason in await refused(tools, "edit", path=path, old="do", new="pwned")
+    assert (root.parent / "outside" / "secret.txt").read_text() == "do not touch"
+    assert not (root.parent / "outside" / "new.txt").exists()
+
+
+async def test_write_refuses_too_much_content(tools: dict[str, Tool]) -> None:
+    text = await refused(tools, "write", path="big.txt", content="x" * (MAX_WRITE_BYTES + 1))
+    assert (
+        text == f"content is {MAX_WRITE_BYTES + 1:,} bytes; write takes at most {MAX_WRITE_BYTES:,}"
+    )
+
+
+async def test_edit_replaces_exact_text_with_clear_errors(
+    root: Path, tools: dict[str, Tool]
+) -> None:
+    assert await run(tools, "edit", path="src/app.py", old="print(x)", new="print(y)") == (
+        "edited src/app.py: 1 replacement"
+    )
+    assert await refused(tools, "edit", path="src/app.py", old="z = 3", new="") == (
+        "`old` was not found in src/app.py; read the file again and copy the text exactly"
+    )
+    assert await refused(tools, "edit", path="src/app.py", old=" = 1", new=" = 2") == (
+        "`old` occurs 2 times in src/app.py; add surrounding text to make it unique, "
+        "or pass count=2 to replace them all"
+    )
+    assert await refused(tools, "edit", path="src/app.py", old=" = 1", new="", count=3) == (
+        "`old` occurs 2 times in src/app.py, not 3"
+    )
+    assert await run(tools, "edit", path="src/app.py", old=" = 1", new=" = 2", count=2) == (
+        "edited src/app.py: 2 replacements"
+    )
+    assert (root / "src/app.py").read_text() == "x = 2\ny = 2\nprint(y)\n"
+    assert await refused(tools, "edit", path="src/app.py", old="", new="a") == (
+        "`old` is empty: name the exact text to replace"
+    )
+    assert await refused(tools, "edit", path="nope.py", old="a", new="b") == "no such file: nope.py"
+
+
+async def test_bash_runs_in_the_root_without_provider_keys(
+    root: Path, tools: dict[str, Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-canary")
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "canary-token")
+    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    output = await run(tools, "bash", command="pwd; env; echo done >&2; exit 3")
+    assert output.startswith("exit code 3\n")
+    assert str(root) in output and "PLAIN_SETTING=visible" in output and "done" in output
+    assert "canary" not in output
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"
+
+
+async def test_a_timeout_kills_the_command_and_what_it_started(
+    root: Path, tools: dict[str, Tool]
+) -> None:
+    started = time.monotonic()
+    text = await refused(
+        tools, "bash", command="sleep 100 & echo $! > child.pid; sleep 100", timeout_s=0.5
+    )
+    assert text == "Command timed out after 0.5 s; it and its children were killed"
+    assert time.monotonic() - started < 10
+    child = int((root / "child.pid").read_text())
+    for _ in range(50):
+        if not alive(child):
+            break
+        await asyncio.sleep(0.1)
+    assert not alive(child)
+
+
+async def test_cancelling_the_turn_kills_the_command_group(
+    root: Path, tools: dict[str, Tool]
+) -> None:
+    running = asyncio.create_task(
+        run(tools, "bash", command="sleep 100 & echo $! > child.pid; sleep 100")
+    )
+    for _ in range(50):
+        if (root / "child.pid").exists() and (root / "child.pid").read_text().strip():
+            break
+        await asyncio.sleep(0.1)
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    child = int((root / "child.pid").read_text())
+    for _ in range(50):
+        if not alive(child):
+            break
+        await asyncio.sleep(0.1)
+    assert not alive(child)
+
+
+async def test_bash_output_is_capped_and_the_loop_keeps_running(tools: dict[str, Tool]) -> None:
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.05)
+            ticks += 1
+
+    ticking = asyncio.create_task(ticker())
+    command = "sleep 0.5; head -c 100000 /dev/zero | tr '\\0' a; echo; echo THE-END"
+    output = await run(tools, "bash", command=command)
+    ticking.cancel()
+    assert ticks >= 5
+    assert len(output) < BASH_OUTPUT_CHARS + 200
+    assert "characters cut" in output and output.rstrip().endswith("THE-END")
+
+
+@pytest.mark.parametrize("limit", [0, -1, 601, float("nan"), float("inf")])
+async def test_bash_timeouts_must_be_bounded(tools: dict[str, Tool], limit: float) -> None:
+    text = await refused(tools, "bash", command="true", timeout_s=limit)
+    assert "timeout_s" in text
+
+
+def test_no_key_reaches_the_command_environment() -> None:
+    from actors.tools.editing import command_environment
+
+    os.environ["GEMINI_API_KEY"] = "x"
+    try:
+        assert "GEMINI_API_KEY" not in command_environment()
+    finally:
+        del os.environ["GEMINI_API_KEY"]
