@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError
+from supervisor.forking import fork_child
 from supervisor.rules import checked_seconds
 from supervisor.store.records import AgentRecord
 
@@ -64,12 +65,10 @@ async def _fork(core: SupervisorCore, parent: AgentRecord, arguments: dict[str, 
         spec = parse_model_spec(model) if model else None
     except ModelSpecError as exc:
         raise CommandError(str(exc)) from exc
-    (child,) = core.fork_records(parent, spec, 1)
-    core.store.create_agents([child])
-    core.event("AgentForked", agent=child.uuid, parent=parent.uuid, origin="tool")
-    await core.children_created([child])
-    await core.begin_turn(child.uuid, prompt)
-    return json.dumps({"uuid": child.uuid})
+    forked = await fork_child(
+        core, parent, spec, prompt=prompt, origin="tool", tools=arguments.get("tools")
+    )
+    return json.dumps({"uuid": forked.child.uuid})
 
 
 def depth(core: SupervisorCore, record: AgentRecord) -> int:

@@ -26,6 +26,11 @@ FORK = ToolSpec(
                 "type": "string",
                 "description": "MODEL[/THINKING] for the child; default: this agent's model.",
             },
+            "tools": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Only these of this agent's tools for the child; default: all.",
+            },
         },
         "required": ["prompt"],
     },

@@ -15,6 +15,7 @@ from supervisor.advice import AdvisorPlan
 from supervisor.commands.parsing import parse_fork_args, split_words
 from supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from supervisor.errors import CommandError
+from supervisor.forking import fork_child
 from supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
 from supervisor.store.records import AgentRecord
 
@@ -72,26 +73,22 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
 async def fork_command(ctx: CommandContext, args: str) -> CommandOutcome:
     parsed = parse_fork_args(args, ctx.aliases)
     parent = ctx.core.agent(ctx.focus)
-    (child,) = ctx.core.fork_records(parent, parsed.model, 1)
-    ctx.core.store.create_agents([child])
-    await ctx.core.children_created([child])
-    ctx.core.event(
-        "AgentForked",
-        agent=child.uuid,
-        parent=parent.uuid,
-        fork_message_id=child.fork_message_id,
+    forked = await fork_child(
+        ctx.core,
+        parent,
+        parsed.model,
+        prompt=parsed.prompt,
+        origin=ctx.origin,
         correlation_id=ctx.correlation_id,
     )
+    child = forked.child
     data: dict[str, object] = {"child": child.uuid}
     if parsed.prompt is not None:
         ctx.core.store.set_focus(ctx.session, child.uuid)
         data["focus"] = child.uuid
-        if child.model is None:
-            ctx.core.store.append_message(child.uuid, "user", parsed.prompt)
-        else:
-            ticket = await ctx.core.begin_turn(child.uuid, parsed.prompt)
-            data["ticket"] = ticket.ticket.ticket_id
-            data["host"] = ticket.host_id
+    if forked.turn is not None:
+        data["ticket"] = forked.turn.ticket.ticket_id
+        data["host"] = forked.turn.host_id
     return CommandOutcome(text=f"Forked child {child.uuid} ({describe_model(child)})", data=data)
 
 

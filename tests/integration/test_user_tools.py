@@ -141,3 +141,23 @@ def test_workspace_tools_follow_the_policy_where_nobody_can_answer(grove: Grove)
     )
     assert (ran["content"], ran["is_error"]) == ("exit code 0\nmade\n", False)
     assert read["content"] == "1\tmade"
+
+
+def test_a_fork_narrows_the_tools_it_inherits_and_never_widens_them(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=[shout, "fork", "wait"]).uuid
+    task = json.dumps({"prompt": call("shout", text="child"), "tools": ["shout"]})
+    escaped = task.replace("'", "\\'")  # a quote inside a quoted directive value
+    assert grove.ask(root, f"[[sim tool=fork args='{escaped}' step=1]] go").ok
+    assert grove.ask(root, call("fork", prompt="more", tools=["shout", "bash"])).ok
+    forked, widened = results(grove, root)
+    assert widened["is_error"] is True
+    assert "fork refused: the parent has no tool bash; a child gets only tools its parent has" in (
+        widened["content"]
+    )
+    child = json.loads(forked["content"])["uuid"]
+    assert grove.agent(child).metadata["tools"] == ["shout"]
+    grove.wait_turn(child, 60)
+    (shouted,) = results(grove, child)[-1:]
+    assert (shouted["content"], shouted["is_error"]) == ("CHILD!", False)
+    assert len(grove.agent(root).metadata.get("tool_sources", {})) == 1
+    assert "tool_sources" not in grove.agent(child).metadata  # the code stays with the root

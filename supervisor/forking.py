@@ -1,0 +1,56 @@
+"""The one path by which a child is forked, whether `/fork` or a model's `fork` tool asked:
+its record (model, inherited or narrowed tools), the store, its reviewers, its first turn.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from providers.catalog import ModelSpec
+from supervisor.tool_rules import narrowed
+
+if TYPE_CHECKING:
+    from supervisor.service import SupervisorCore
+    from supervisor.store.records import AgentRecord
+    from supervisor.turns import TurnTicket
+
+
+@dataclass(frozen=True, slots=True)
+class Forked:
+    child: AgentRecord
+    turn: TurnTicket | None  # the child's first turn, when it was given a prompt and a model
+
+
+async def fork_child(
+    core: SupervisorCore,
+    parent: AgentRecord,
+    model: ModelSpec | None,
+    *,
+    prompt: str | None,
+    origin: str,
+    tools: object = None,
+    correlation_id: str | None = None,
+) -> Forked:
+    """Fork one child of `parent`. `tools` (a list of names) narrows what it inherits; a name
+    the parent lacks refuses the fork before anything is stored."""
+    (child,) = core.fork_records(parent, model, 1)
+    if tools is not None:
+        kept = narrowed(parent.metadata.get("tools", []), tools)
+        child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})
+    core.store.create_agents([child])
+    await core.children_created([child])
+    core.event(
+        "AgentForked",
+        agent=child.uuid,
+        parent=parent.uuid,
+        fork_message_id=child.fork_message_id,
+        origin=origin,
+        correlation_id=correlation_id,
+    )
+    if prompt is None:
+        return Forked(child, None)
+    if child.model is None:
+        core.store.append_message(child.uuid, "user", prompt)
+        return Forked(child, None)
+    return Forked(child, await core.begin_turn(child.uuid, prompt))
