@@ -151,8 +151,9 @@ def test_a_fork_narrows_the_tools_it_inherits_and_never_widens_them(grove: Grove
     assert grove.ask(root, call("fork", prompt="more", tools=["shout", "bash"])).ok
     forked, widened = results(grove, root)
     assert widened["is_error"] is True
-    assert "fork refused: the parent has no tool bash; a child gets only tools its parent has" in (
-        widened["content"]
+    assert (
+        "fork refused: the parent has no tool bash; a child gets only tools its parent has"
+        in (widened["content"])
     )
     child = json.loads(forked["content"])["uuid"]
     assert grove.agent(child).metadata["tools"] == ["shout"]
