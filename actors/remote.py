@@ -58,8 +58,8 @@ def provider_factory(settings: HostSettings) -> Any:
     return make
 
 
-class ToolRefused(Exception):
-    """The supervisor refused a tool call; the text says why (the model is told)."""
+class ToolRefused(ToolError):
+    """The supervisor refused a tool call; the text says why (the model is told, as is)."""
 
 
 class SupervisorToolPort:

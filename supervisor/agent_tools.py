@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
+from actors.tools.todo import TodoError, apply_todo, from_data, to_data
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError
@@ -40,7 +41,23 @@ async def tool_call(core: SupervisorCore, agent: str, tool: str, arguments: dict
         timeout = checked_seconds(arguments.get("timeout", DEFAULT_TOOL_WAIT_S), "wait's `timeout`")
         resolved = [core.agent(uuid).uuid for uuid in uuids]
         return json.dumps(await core.wait_for(caller.uuid, resolved, timeout))
+    if tool == "todo":
+        return _todo(core, caller, arguments)
     raise CommandError(f"unknown tool: {tool}")
+
+
+def _todo(core: SupervisorCore, caller: AgentRecord, arguments: dict[str, Any]) -> str:
+    """One todo call on the caller's own list, kept in its record (children start empty)."""
+    try:
+        outcome = apply_todo(from_data(caller.metadata.get("todo")), arguments)
+    except TodoError as exc:
+        raise CommandError(str(exc)) from exc
+    core.store.update_agent(
+        caller.uuid, metadata={**caller.metadata, "todo": to_data(outcome.phases)}
+    )
+    if outcome.is_error:
+        raise CommandError(outcome.text)
+    return outcome.text
 
 
 async def _fork(core: SupervisorCore, parent: AgentRecord, arguments: dict[str, Any]) -> str:

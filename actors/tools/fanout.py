@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from actors.agent import Tool
+from actors.tools.todo import TODO_SPEC
 from providers.base import ToolSpec
 
 # The longest wait a user or a model may ask for: a day, in seconds.
@@ -64,7 +65,8 @@ WAIT = ToolSpec(
     },
 )
 FANOUT_TOOL_NAMES = ("fork", "send", "wait")
-_SPECS = {spec.name: spec for spec in (FORK, SEND, WAIT)}
+# The supervisor rules on these (todo too: each agent's list is kept in the store).
+_SPECS = {spec.name: spec for spec in (FORK, SEND, WAIT, TODO_SPEC)}
 
 
 class ToolPort(Protocol):

@@ -8,6 +8,7 @@ import asyncio
 import time
 
 from actors.agent import ModelChoice
+from actors.tools.todo import from_data, to_data, to_markdown
 from providers.catalog import PROVIDER_TITLES, model_info, parse_model_spec
 from providers.errors import ModelSpecError
 from providers.thinking import describe_thinking
@@ -195,6 +196,16 @@ async def switch_command(ctx: CommandContext, args: str) -> CommandOutcome:
     return CommandOutcome(text=f"Focus: {record.uuid}", data={"focus": record.uuid})
 
 
+async def todo_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    """The focused agent's todo list as markdown (what its `todo` tool keeps)."""
+    if args.strip():
+        raise CommandError("Usage: /todo")
+    record = ctx.core.agent(ctx.focus)
+    phases = from_data(record.metadata.get("todo"))
+    text = to_markdown(phases) if any(p.tasks for p in phases) else "The todo list is empty"
+    return CommandOutcome(text=text, data={"phases": to_data(phases)})
+
+
 async def clear_command(ctx: CommandContext, args: str) -> CommandOutcome:
     record = ctx.core.agent(ctx.focus)
     if ctx.core.streaming(record.uuid):
@@ -285,6 +296,13 @@ BUNDLED: tuple[Command, ...] = (
         handler=fork_command,
         usage='/fork [--model M/T] ["prompt"]',
         summary="Fork a child of the focused agent",
+    ),
+    Command(
+        name="todo",
+        handler=todo_command,
+        usage="/todo",
+        summary="Show the focused agent's todo list",
+        mutates=False,
     ),
     Command(
         name="agents",

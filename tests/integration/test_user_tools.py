@@ -162,3 +162,21 @@ def test_a_fork_narrows_the_tools_it_inherits_and_never_widens_them(grove: Grove
     assert (shouted["content"], shouted["is_error"]) == ("CHILD!", False)
     assert len(grove.agent(root).metadata.get("tool_sources", {})) == 1
     assert "tool_sources" not in grove.agent(child).metadata  # the code stays with the root
+
+
+def test_the_todo_tool_keeps_each_agents_list_in_the_store(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=["todo", "fork"]).uuid
+    plan = [{"phase": "Build", "items": ["parse", "store"]}, {"phase": "Ship", "items": ["tag"]}]
+    assert grove.ask(root, call("todo", ops=[{"op": "init", "list": plan}])).ok
+    assert grove.ask(root, call("todo", ops=[{"op": "done", "task": "parse"}])).ok
+    assert grove.ask(root, call("todo", ops=[{"op": "rm", "task": "ghost"}])).ok
+    created, done, failed = results(grove, root)
+    assert created["content"].startswith("Remaining: 3 of 3 tasks\n- [/] parse")
+    assert "Current phase: Build (1/2 done)" in done["content"]
+    assert failed["is_error"] and failed["content"].startswith('Errors: Task "ghost" not found')
+    shown = grove.dispatch(root, "/todo")
+    assert shown.text == "# Build\n- [x] parse\n- [/] store\n\n# Ship\n- [ ] tag"
+    assert grove.ask(root, call("fork", prompt="help out")).ok
+    child = json.loads(results(grove, root)[-1]["content"])["uuid"]
+    grove.dispatch(root, f"/switch {child}")
+    assert grove.dispatch(root, "/todo").text == "The todo list is empty"
