@@ -24,7 +24,7 @@ from cli.batch_output import (
     task_record,
 )
 from cli.batch_progress import PlainProgress, Progress, RichProgress, Totals, summary_line
-from cli.context import CliContext, fail, undecodable_text
+from cli.context import AllowOption, CliContext, ToolsOption, fail, root_tools, undecodable_text
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.rules import NO_MODEL_TEXT
@@ -75,6 +75,8 @@ def batch_command(
             help="Attach a reviewer on this model to every task; its advice goes in `advice`.",
         ),
     ] = None,
+    tools: ToolsOption = None,
+    allow: AllowOption = None,
 ) -> None:
     """Run every task of TASKS.jsonl as a forked child of one root agent.
 
@@ -161,7 +163,11 @@ def batch_command(
             on_term = signal.signal(signal.SIGTERM, _interrupt)
             try:
                 grove.start()
-                root = grove.create_root(str(root_model) if root_model else None)
+                root = grove.create_root(
+                    str(root_model) if root_model else None,
+                    tools=root_tools(settings, tools, defaults=False),
+                    allow=allow or (),
+                )
                 if seed:
                     grove.seed(root.uuid, list(seed))
                 runner.run(root.uuid, todo)

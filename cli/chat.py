@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 import typer
 
 from cli.batch_input import TaskLineError, decode_lines
-from cli.context import CliContext, fail
+from cli.context import AllowOption, CliContext, ToolsOption, fail, root_tools
 from cli.render import TurnWriter
 from providers.errors import GroveError
 from supervisor.errors import CommandError
@@ -41,6 +41,8 @@ def chat_command(
     hosts: Annotated[
         int | None, typer.Option("--hosts", min=1, help="Agent host actors to start.")
     ] = None,
+    tools: ToolsOption = None,
+    allow: AllowOption = None,
 ) -> None:
     """Talk to a root agent; lines starting with / are commands (/help lists them)."""
     context: CliContext = ctx.obj
@@ -50,7 +52,8 @@ def chat_command(
     grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
     try:
         grove.start()
-        session = open_session(grove, model, resume)
+        given = root_tools(context.settings(), tools, defaults=True)
+        session = open_session(grove, model, resume, given, allow or [])
     except GroveError as exc:
         grove.close()
         fail(str(exc), code=2)
@@ -70,10 +73,13 @@ def chat_command(
         fail(f"{rejected} of the lines read were rejected", code=1)
 
 
-def open_session(grove: Grove, model: str | None, resume: str | None) -> str:
-    """The root uuid of a new session, or of the session holding the resumed agent."""
+def open_session(
+    grove: Grove, model: str | None, resume: str | None, tools: list[str], allow: list[str]
+) -> str:
+    """The root uuid of a new session (with `tools`), or of the session holding the resumed
+    agent (with the tools it has)."""
     if resume is None:
-        return grove.create_root(model).uuid
+        return grove.create_root(model, tools=tools, allow=allow).uuid
     record: AgentRecord = grove.agent(resume)
     while record.parent_uuid is not None:
         record = grove.agent(record.parent_uuid)

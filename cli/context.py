@@ -9,7 +9,7 @@ import secrets
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import NoReturn
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -19,6 +19,34 @@ from providers.errors import GroveError
 from providers.http import Endpoint
 from supervisor.config import GroveSettings, load_settings
 from supervisor.local_ray import keep_local_ray_on_loopback
+from supervisor.tool_rules import DEFAULT_ROOT_TOOLS
+
+ToolsOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tools",
+        metavar="PACKAGE.MODULE:ATTR",
+        help="Give the agents these Python tools (a function or a list of them); repeatable. "
+        "Modules are looked for in the current directory first.",
+    ),
+]
+AllowOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allow",
+        metavar="TOOL",
+        help="Let this tool run without asking (e.g. bash); repeatable.",
+    ),
+]
+
+
+def root_tools(settings: GroveSettings, flags: list[str] | None, *, defaults: bool) -> list[str]:
+    """The tools of a root the command line makes: the default set of chat and run roots
+    (`[tools] default`; todo, fork, send and wait unless set), then `[tools] modules`, then
+    `--tools`. Batch tasks get the user tools only."""
+    chosen = settings.tools.default if settings.tools.default is not None else DEFAULT_ROOT_TOOLS
+    base = list(chosen) if defaults else []
+    return list(dict.fromkeys([*base, *settings.tools.modules, *(flags or [])]))
 
 
 def fail(text: str, code: int = 1) -> NoReturn:

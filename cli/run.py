@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.context import CliContext, fail, undecodable_text
+from cli.context import AllowOption, CliContext, ToolsOption, fail, root_tools, undecodable_text
 from cli.render import TurnWriter
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
@@ -40,6 +40,8 @@ def run_command(
     hosts: Annotated[
         int, typer.Option("--hosts", min=1, help="Agent host processes to start.")
     ] = 1,
+    tools: ToolsOption = None,
+    allow: AllowOption = None,
 ) -> None:
     """Send one prompt to a model through a new root agent and stream the reply."""
     context: CliContext = ctx.obj
@@ -54,7 +56,11 @@ def run_command(
     writer = TurnWriter(sys.stdout, styles=True)
     context.checked_store()
     with Grove(settings=settings, simulate=simulate, hosts=hosts) as grove:
-        root = grove.create_root(str(spec), system=system)
+        try:
+            given = root_tools(settings, tools, defaults=True)
+            root = grove.create_root(str(spec), system=system, tools=given, allow=allow or ())
+        except GroveError as exc:
+            fail(str(exc), code=2)
         try:
             turn = grove.send(root.uuid, prompt)
         except GroveError as exc:
@@ -99,9 +105,20 @@ def turn_json(spec: ModelSpec, result: TurnResult, agent: str | None) -> dict[st
         "text": result.text,
         "thinking_text": "".join(p["text"] for p in parts if p["kind"] == "thinking"),
         "tool_calls": [
-            {"name": p["name"], "arguments": p["arguments"]}
+            {"call_id": p["call_id"], "name": p["name"], "arguments": p["arguments"]}
             for p in parts
             if p["kind"] == "tool_call"
+        ],
+        "tool_results": [
+            {
+                "call_id": p["call_id"],
+                "name": p["name"],
+                "content": p["content"],
+                "is_error": p["is_error"],
+            }
+            for entry in result.entries
+            if entry.kind == "tool_result"
+            for p in entry.data.get("parts", [])
         ],
         "usage": result.usage.as_dict(),
         "cost_usd": result.cost_usd,
