@@ -79,6 +79,7 @@ def test_json_output_has_every_field(env: dict[str, str], model: str, wire_provi
         "text",
         "thinking_text",
         "tool_calls",
+        "tool_results",
         "usage",
         "cost_usd",
         "stop_reason",
