@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.secrets import MASK, MIN_SECRET_CHARS, mask, remember_secret
+from providers.secrets import MASK, MIN_SECRET_CHARS, Secrets
 from tests.security.commands import Place
 from tests.security.echo_server import EchoServer
 
@@ -91,20 +91,22 @@ def test_a_url_password_is_shown_nowhere_a_connection_fails(place: Place) -> Non
     st.text(max_size=40),
 )
 def test_masked_text_never_holds_a_remembered_secret(values: list[str], filler: str) -> None:
+    registry = Secrets()  # not the process's own: these values are no one's keys
     for value in values:
-        remember_secret(value)
+        registry.remember(value)
     # Secrets side by side, nested in each other's text, around arbitrary text.
     text = filler.join(values) + "".join(values) + filler
-    masked = mask(text)
+    masked = registry.mask(text)
     for value in values:
-        assert value not in masked or value in mask(value)  # only where masking made it
+        assert value not in masked or value in registry.mask(value)  # only where masking made it
 
 
 def test_exact_values_shapes_and_url_user_info_are_masked() -> None:
-    remember_secret("plainvalue-123456")
-    remember_secret("short")  # too short to hide everywhere
+    registry = Secrets()
+    registry.remember("plainvalue-123456")
+    registry.remember("shortie")  # too short to hide everywhere
     text = (
         "bad key plainvalue-123456 and sk-ant-api03-abcdef and "
-        "AIzaSyA1234567890123456789012345678901 at https://me:pw@host.test/v1 short"
+        "AIzaSyA1234567890123456789012345678901 at https://me:pw@host.test/v1 shortie"
     )
-    assert mask(text) == ("bad key *** and sk-*** and *** at https://host.test/v1 short")
+    assert registry.mask(text) == ("bad key *** and sk-*** and *** at https://host.test/v1 shortie")
