@@ -32,6 +32,7 @@ from supervisor.turns import (
     TurnTicket,
     choice_of,
     stored_entry,
+    turn_events,
     turn_messages,
 )
 
@@ -509,15 +510,8 @@ class SupervisorCore:
             state.active = False
         if self.advisors is not None and self.advisors.reviewers_of(ticket.uuid):
             self.advisors.feed(ticket.uuid)
-        self.event(
-            "TurnCompleted",
-            agent=ticket.uuid,
-            ticket=ticket.ticket_id,
-            ok=result.ok,
-            error=result.error,
-            usage=result.usage.as_dict(),
-            cost_usd=result.cost_usd,
-        )
+        for kind, payload in turn_events(ticket, result):
+            self.event(kind, **payload)
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
         state = self.live(uuid)

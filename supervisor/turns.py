@@ -108,6 +108,42 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
     return new
 
 
+def turn_events(ticket: Ticket, result: TurnResult) -> list[tuple[str, dict[str, Any]]]:
+    """The events of a finished turn: ToolCalled and ToolResulted for each call it made, in
+    order (a failed call's detail, such as a traceback, goes here, not to the model), then
+    TurnCompleted."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    for entry in result.entries:
+        facts = entry.data.get("calls", {})
+        for part in (
+            entry.data.get("parts", []) if entry.kind in ("assistant", "tool_result") else []
+        ):
+            if part.get("kind") == "tool_call":
+                call = {"agent": ticket.uuid, "tool": part["name"], "call_id": part["call_id"]}
+                events.append(("ToolCalled", call))
+            elif part.get("kind") == "tool_result":
+                fact = facts.get(part["call_id"], {})
+                resulted = {
+                    "agent": ticket.uuid,
+                    "tool": part["name"],
+                    "call_id": part["call_id"],
+                    "is_error": part["is_error"],
+                    "duration_ms": fact.get("duration_ms"),
+                }
+                if "detail" in fact:
+                    resulted["detail"] = fact["detail"]
+                events.append(("ToolResulted", resulted))
+    completed = {
+        "agent": ticket.uuid,
+        "ticket": ticket.ticket_id,
+        "ok": result.ok,
+        "error": result.error,
+        "usage": result.usage.as_dict(),
+        "cost_usd": result.cost_usd,
+    }
+    return [*events, ("TurnCompleted", completed)]
+
+
 def choice_of(record: AgentRecord) -> ModelChoice | None:
     if record.provider is None or record.model is None:
         return None

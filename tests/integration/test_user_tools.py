@@ -14,6 +14,7 @@ import pytest
 
 from supervisor import Grove
 from supervisor.errors import CommandError
+from supervisor.store import open_store
 from tests.integration.groves import running_grove
 
 MODEL = "claude-haiku-4-5"
@@ -180,3 +181,24 @@ def test_the_todo_tool_keeps_each_agents_list_in_the_store(grove: Grove) -> None
     child = json.loads(results(grove, root)[-1]["content"])["uuid"]
     grove.dispatch(root, f"/switch {child}")
     assert grove.dispatch(root, "/todo").text == "The todo list is empty"
+
+
+def test_tool_calls_and_results_are_events_with_durations_and_details(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=[shout]).uuid
+    assert grove.ask(root, call("shout", text="boom")).ok
+    (failed,) = results(grove, root)
+    store = open_store(grove.settings.store)
+    try:
+        kinds = [
+            (event.kind, event.payload)
+            for event in store.events(after_id=0, limit=100_000)
+            if event.payload.get("agent") == root and event.kind.startswith("Tool")
+        ]
+    finally:
+        store.close()
+    (called, resulted) = kinds
+    assert called == ("ToolCalled", {"agent": root, "tool": "shout", "call_id": failed["call_id"]})
+    assert resulted[0] == "ToolResulted"
+    assert resulted[1]["is_error"] is True and resulted[1]["duration_ms"] >= 0
+    assert "ValueError: cannot shout that" in resulted[1]["detail"]  # the traceback
+    assert "Traceback" not in failed["content"]
