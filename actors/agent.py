@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from actors.transcript import entry_to_message, parts_to_data
 from providers.base import (
@@ -89,8 +90,17 @@ class TurnResult:
         return self.error is None and not self.cancelled
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolActivity:
+    """A tool call starting or its result, as one short line for whoever watches the turn."""
+
+    kind: Literal["tool_call", "tool_result"]
+    text: str
+
+
 ProviderFactory = Callable[[ModelChoice], Provider]
-Emit = Callable[[StreamEvent], None]
+Emit = Callable[[StreamEvent | ToolActivity], None]
+PREVIEW_CHARS = 160
 
 
 class Agent:
@@ -167,7 +177,7 @@ class Agent:
                 self._record_assistant(result, turn)
                 calls = turn.tool_calls
                 if calls:
-                    await self._run_tools(result, calls)
+                    await self._run_tools(result, calls, emit)
                 steered = self._inject_steering(result)
                 if not calls and not steered:
                     break
@@ -213,11 +223,20 @@ class Agent:
         result.cost_usd += turn.cost_usd
         result.stop_reason = turn.stop_reason
 
-    async def _run_tools(self, result: TurnResult, calls: tuple[ToolCallPart, ...]) -> None:
+    async def _run_tools(
+        self, result: TurnResult, calls: tuple[ToolCallPart, ...], emit: Emit | None = None
+    ) -> None:
         """Every call of one step at once, a sequential tool's calls one after another;
         results in call order, each with how long it took (and a failure's detail)."""
         locks = {name: asyncio.Lock() for name, t in self.tools.items() if t.sequential}
+        show = emit or (lambda event: None)
+        for call in calls:
+            arguments = json.dumps(call.arguments, ensure_ascii=False)
+            show(ToolActivity(kind="tool_call", text=preview(f"{call.name} {arguments}")))
         outcomes = await asyncio.gather(*(self._run_tool(call, locks) for call in calls))
+        for part, _ in outcomes:
+            shown = f"{part.name}{' failed' if part.is_error else ''}: {part.content}"
+            show(ToolActivity(kind="tool_result", text=preview(shown)))
         parts = tuple(part for part, _ in outcomes)
         calls_data = {call.call_id: facts for call, (_, facts) in zip(calls, outcomes, strict=True)}
         data = {"parts": parts_to_data(parts), "calls": calls_data}
@@ -271,6 +290,12 @@ class Agent:
             previous = self.history.pop()
             message = Message(role=message.role, parts=previous.parts + message.parts)
         self.history.append(message)
+
+
+def preview(text: str) -> str:
+    """One line of at most PREVIEW_CHARS characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
 
 
 def tool_steps_text(steps: int) -> str:

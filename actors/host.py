@@ -13,7 +13,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.advisor import Report, Reviewer, ReviewerSpec
-from actors.agent import MAX_STEPS_PER_TURN, Agent, ModelChoice, NewEntry, Tool, TurnResult
+from actors.agent import (
+    MAX_STEPS_PER_TURN,
+    Agent,
+    ModelChoice,
+    NewEntry,
+    Tool,
+    ToolActivity,
+    TurnResult,
+)
 from actors.tools.grant import ToolGrant
 from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (
@@ -65,7 +73,7 @@ class TurnRun:
     result: TurnResult | None = None
     task: asyncio.Task[None] | None = None
 
-    def push(self, event: StreamEvent) -> None:
+    def push(self, event: StreamEvent | ToolActivity) -> None:
         match event:
             case TextDelta(text=text):
                 self._add("text", text)
@@ -77,12 +85,14 @@ class TurnRun:
                 )
             case ProviderWarning(text=text):
                 self._add("notice", text)
+            case ToolActivity(kind=kind, text=text):
+                self._add(kind, text)
             case _:
                 return
         self.changed.set()
 
     def _add(self, kind: str, text: str) -> None:
-        if self.pending and self.pending[-1][0] == kind and kind != "notice":
+        if self.pending and self.pending[-1][0] == kind and kind in ("text", "thinking"):
             self.pending[-1][1].append(text)
         else:
             self.pending.append((kind, [text]))

@@ -14,6 +14,9 @@ if TYPE_CHECKING:
     from supervisor.api import Turn
 
 
+TOOL_MARKS = {"tool_call": "→", "tool_result": "←"}
+
+
 class TurnWriter:
     """Writes turn chunks and whole lines to `out`, thread-safe, lines never glued to a delta."""
 
@@ -45,6 +48,12 @@ class TurnWriter:
             if kind == "notice":
                 sys.stderr.write(styled(sys.stderr, text, YELLOW) + "\n")
                 sys.stderr.flush()
+                return
+            if kind in TOOL_MARKS:  # one line per call and per result
+                if not self._at_line_start:
+                    self._write("\n")
+                self._write(self._style(f"{TOOL_MARKS[kind]} {text}", DIM) + "\n")
+                self._last_kind = kind
                 return
             if self._last_kind == "thinking" and kind == "text":
                 self._write("\n\n")

@@ -82,3 +82,13 @@ def test_a_bad_tool_spec_is_exit_2_with_the_reason(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "tool spec 'nope:x': cannot import nope" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_each_call_and_result_is_one_line_in_the_stream(tmp_path: Path) -> None:
+    (tmp_path / "voice.py").write_text(TOOLS_FILE)
+    run = ("run", "--simulate", "--model", "gpt-5-mini", "--tools", "voice:shout")
+    done = grove(tmp_path, *run, directive("shout", text="hi"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert '→ shout {"text": "hi"}' in lines
+    assert "← shout: HI!" in lines
