@@ -91,6 +91,10 @@ class TurnRun:
                 return
         self.changed.set()
 
+    def announce(self, kind: str, text: str) -> None:
+        self._add(kind, text)
+        self.changed.set()
+
     def _add(self, kind: str, text: str) -> None:
         if self.pending and self.pending[-1][0] == kind and kind in ("text", "thinking"):
             self.pending[-1][1].append(text)
@@ -249,6 +253,15 @@ class AgentHostCore:
 
     def forget(self, ticket_id: str) -> None:
         self.runs.pop(ticket_id, None)
+
+    def announce(self, uuid: str, kind: str, text: str) -> bool:
+        """Put a line of `kind` (an approval request, say) into the agent's running turn's
+        stream; False when it runs none."""
+        for run in self.runs.values():
+            if run.ticket.uuid == uuid and run.result is None:
+                run.announce(kind, text)
+                return True
+        return False
 
     async def cancel(self, uuid: str) -> bool:
         """Cancel the agent's running turn, if any; its partial answer is not kept."""

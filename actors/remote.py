@@ -165,6 +165,9 @@ class AgentHost:
     async def cancel(self, uuid: str) -> bool:
         return await self.core.cancel(uuid)
 
+    async def announce(self, uuid: str, kind: str, text: str) -> bool:
+        return self.core.announce(uuid, kind, text)
+
     async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
         await self.core.switch_model(uuid, choice)
 

@@ -20,6 +20,7 @@ from supervisor.errors import CommandError
 
 if TYPE_CHECKING:
     from supervisor.api import Grove, Turn
+    from supervisor.approvals import ApprovalRequest
     from supervisor.store.records import AgentRecord
 
 CANCEL_WAIT_S = 30.0
@@ -192,6 +193,16 @@ class InteractiveRepl(Repl):
             completer=chat_completer(registry().names(), completions()),  # type: ignore[arg-type]
             complete_while_typing=False,
         )
+        grove.set_approver(session, self.ask_person)
+
+    def ask_person(self, request: ApprovalRequest) -> str:
+        """y, n or a(lways, for this session), asked while the turn streams."""
+        self.writer.line(f"{request.tool} wants to run with {request.arguments}")
+        try:
+            answer = self.input.prompt(f"Allow {request.tool}? [y/n/a] ").strip().lower()
+        except (KeyboardInterrupt, EOFError):
+            answer = "n"
+        return answer[:1] if answer[:1] in ("y", "a") else "n"
 
     def run(self) -> None:
         while True:

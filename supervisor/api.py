@@ -5,6 +5,7 @@ Starts or joins Ray, finds or starts the supervisor, and streams turns straight 
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import time
@@ -22,6 +23,7 @@ from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
 from supervisor.advice import AdvisorPlan, ReviewerConfig
+from supervisor.approvals import ApprovalRequest
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.errors import CommandError, SupervisorError
@@ -34,6 +36,7 @@ from supervisor.tool_rules import policy_for
 from supervisor.toolbox import resolve_tools
 
 CALL_TIMEOUT_S = 60.0
+Approver = Callable[[ApprovalRequest], str]
 SUPERVISOR_RESTART_WAIT_S = 120.0
 # Calls that change nothing, or that are idempotent (fork_many with keys): repeated after a
 # supervisor restart instead of failing.
@@ -61,21 +64,39 @@ class Turn:
     When the host dies under it, iteration stops with a notice and `result()` answers from
     the supervisor: the turn interrupted, or its retry's result."""
 
-    def __init__(self, ticket_id: str, agent: str, host: Any, supervisor: Any) -> None:
+    def __init__(
+        self,
+        ticket_id: str,
+        agent: str,
+        host: Any,
+        supervisor: Any,
+        on_approval: Callable[[str], None] | None = None,
+    ) -> None:
         self.ticket_id = ticket_id
         self.agent = agent
         self._host = host
         self._supervisor = supervisor
+        self._on_approval = on_approval
+        self._read = False
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
+        """The turn's deltas; an approval request goes to the session's approver instead."""
+        self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
         try:
             for ref in stream:
-                yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
+                for kind, text in ray.get(ref, timeout=CALL_TIMEOUT_S * 10):
+                    if kind == "approval" and self._on_approval is not None:
+                        self._on_approval(text)
+                    else:
+                        yield kind, text
         except ray.exceptions.RayActorError:
             yield ("notice", "the agent's host died; the turn is reported as interrupted")
 
     def result(self, timeout_s: float = 3600.0) -> TurnResult:
+        if self._on_approval is not None and not self._read:
+            for _ in self:  # approval requests arrive in the stream: someone must read it
+                pass
         try:
             result: TurnResult = ray.get(
                 self._host.result.remote(self.ticket_id), timeout=timeout_s
@@ -107,6 +128,7 @@ class Grove:
         self.hosts = hosts or self.settings.hosts.count or max(os.cpu_count() or 1, 1)
         self._stack = ExitStack()
         self._started_ray = False
+        self._approvers: dict[str, Approver] = {}
         self.supervisor: Any = None
 
     def __enter__(self) -> Grove:
@@ -235,12 +257,14 @@ class Grove:
         isolation: str | None = None,
         tools: Sequence[str | Callable[..., Any]] = (),
         allow: Sequence[str] = (),
+        approver: Approver | None = None,
     ) -> AgentRecord:
         """A new root agent; `isolation="process"` gives it a host process of its own.
         `tools`: built-in tool names (fork, send, wait, todo, read, search, find, write, edit,
         bash), Python functions and `package.module:attr` strings; their code goes with the
         agent to whichever node runs it. `allow` names tools to run without asking, over the
-        `[tools.policy]` of the config."""
+        `[tools.policy]` of the config; `approver` answers for the tools to ask about
+        (see `set_approver`)."""
         text = model or self.settings.defaults.model
         try:
             spec = parse_model_spec(text, self.settings.models.aliases) if text else None
@@ -251,6 +275,8 @@ class Grove:
         if resolved.names:
             entries["tool_policy"] = self._tool_policy(resolved.names, allow)
         record: AgentRecord = self._call("create_root", spec, system, isolation, entries)
+        if approver is not None:
+            self.set_approver(record.uuid, approver)
         return record
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
@@ -261,14 +287,34 @@ class Grove:
     def send(self, agent: str, text: str) -> Turn:
         """Start a turn (CommandError for the rules: no model, dead agent, ...)."""
         ticket, host = self._call("begin_turn", agent, text)
-        return Turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host, self.supervisor)
+        return self._turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host)
+
+    def _turn(self, ticket_id: str, agent: str, host: Any) -> Turn:
+        approve = self._answer_approval if self._approvers else None
+        return Turn(ticket_id, agent, host, self.supervisor, on_approval=approve)
+
+    def set_approver(self, session: str, approver: Approver | None) -> None:
+        """Who answers "may this tool run?" for a session's "ask" tools: a function given
+        the request that returns "y", "n" or "a" (always, for this session). Without one,
+        such calls are refused with how to allow them."""
+        if approver is None:
+            self._approvers.pop(session, None)
+        else:
+            self._approvers[session] = approver
+        self._call("attend_approvals", session, approver is not None)
+
+    def _answer_approval(self, notice: str) -> None:
+        request = ApprovalRequest(**json.loads(notice))
+        approver = self._approvers.get(request.session)
+        decision = approver(request) if approver is not None else "n"
+        self._call("answer_approval", request.request, decision)
 
     def command_turn(self, outcome: CommandOutcome) -> Turn | None:
         """The turn a command started (`/fork PROMPT` starts the child's), to stream it."""
         if "ticket" not in outcome.data:
             return None
         host = self._call("host", str(outcome.data["host"]))
-        return Turn(str(outcome.data["ticket"]), str(outcome.data["child"]), host, self.supervisor)
+        return self._turn(str(outcome.data["ticket"]), str(outcome.data["child"]), host)
 
     def fork_many(
         self,

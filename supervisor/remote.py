@@ -24,6 +24,7 @@ from providers.catalog import ModelSpec
 from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.agent_tools import tool_call
+from supervisor.approvals import ApprovalDesk
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.errors import HostDiedError
@@ -32,7 +33,6 @@ from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
-from supervisor.tool_rules import refusal_text
 from supervisor.toolbox import decode_source
 from supervisor.turns import TurnTicket
 
@@ -110,6 +110,10 @@ class RayHostClient:
         result: bool = await self._call("cancel", uuid)
         return result
 
+    async def announce(self, uuid: str, kind: str, text: str) -> bool:
+        result: bool = await self._call("announce", uuid, kind, text)
+        return result
+
     async def drop(self, uuid: str) -> None:
         await self._call("drop", uuid)
 
@@ -155,6 +159,7 @@ class Supervisor:
             restart_policy=settings.restart_policy,
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
+        self.approvals = ApprovalDesk(self.core)
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
         # A name of this supervisor's own: after a restart, the old hosts' names may linger.
@@ -282,12 +287,18 @@ class Supervisor:
         return decode_source(root.metadata.get("tool_sources", {})[digest])
 
     async def approve(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-        """May `agent` run `tool` now, which its policy says to ask about? With nobody here
-        to answer, no: the reason says how to allow it."""
+        """May `agent` run `tool` now, which its policy says to ask about? (True, "") or
+        (False, why not): see supervisor/approvals.py."""
         self._wake()
-        record = self.core.agent(agent)
-        self.core.event("ToolRefused", agent=record.uuid, tool=tool, reason="no one to ask")
-        return False, refusal_text(tool)
+        return await self.approvals.request(agent, tool, arguments)
+
+    async def attend_approvals(self, session: str, on: bool) -> None:
+        self._wake()
+        self.approvals.attend(session, on)
+
+    async def answer_approval(self, request_id: str, decision: str) -> str:
+        self._wake()
+        return self.approvals.answer(request_id, decision)
 
     async def begin_turn(self, uuid: str, text: str | None) -> tuple[TurnTicket, Any]:
         self._wake()

@@ -47,6 +47,8 @@ class HostClient(Protocol):
 
     async def drop(self, uuid: str) -> None: ...
 
+    async def announce(self, uuid: str, kind: str, text: str) -> bool: ...
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnTicket:

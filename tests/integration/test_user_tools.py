@@ -8,11 +8,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from supervisor import Grove
+from supervisor.approvals import ApprovalRequest
 from supervisor.errors import CommandError
 from supervisor.store import open_store
 from tests.integration.groves import running_grove
@@ -202,3 +204,26 @@ def test_tool_calls_and_results_are_events_with_durations_and_details(grove: Gro
     assert resulted[1]["is_error"] is True and resulted[1]["duration_ms"] >= 0
     assert "ValueError: cannot shout that" in resulted[1]["detail"]  # the traceback
     assert "Traceback" not in failed["content"]
+
+
+def test_an_approver_answers_for_the_tools_to_ask_about(grove: Grove) -> None:
+    asked: list[tuple[str, str]] = []
+    answers = iter(["n", "a"])
+
+    def approver(request: ApprovalRequest) -> str:
+        asked.append((request.tool, request.arguments))
+        return next(answers)
+
+    root = grove.create_root(MODEL, tools=["write"], approver=approver).uuid
+    for content in ("one", "two", "three"):
+        assert grove.ask(root, call("write", path=f"{content}.txt", content=content)).ok
+    refused, approved, remembered = results(grove, root)
+    assert (refused["content"], refused["is_error"]) == (
+        "The user did not allow write this time.",
+        True,
+    )
+    assert approved["content"] == "created two.txt (3 bytes)"
+    assert remembered["content"] == "created three.txt (5 bytes)"  # "a": not asked again
+    assert [tool for tool, _ in asked] == ["write", "write"]
+    assert json.loads(asked[0][1]) == {"path": "one.txt", "content": "one"}
+    assert Path("two.txt").read_text() == "two" and not Path("one.txt").exists()
