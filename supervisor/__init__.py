@@ -8,14 +8,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from actors.tools.python import tool
+
 if TYPE_CHECKING:
     from supervisor.api import Grove, Turn
 
-__all__ = ["Grove", "Turn"]
+__all__ = ["Grove", "Turn", "tool"]
+_FROM_API = ("Grove", "Turn")
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
+    if name in _FROM_API:
         from supervisor.local_ray import keep_local_ray_on_loopback
 
         keep_local_ray_on_loopback(None)

@@ -1,0 +1,70 @@
+"""The README's "Tools" section, run as a reader would: its Python example and its two
+commands, against the simulator, each printing what the section says it does.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conformance.corpus import REPO_ROOT
+
+TIMEOUT_S = 240
+
+
+def tools_section() -> str:
+    text = (REPO_ROOT / "README.md").read_text()
+    return text.split("## Tools\n", 1)[1].split("\n## ", 1)[0]
+
+
+def environment(base: Path) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
+    }
+    env.update(
+        GROVE_STORE=f"sqlite:///{base / 'g.sqlite3'}",
+        GROVE_CONFIG_FILE=str(base / "none.toml"),
+        XDG_CONFIG_HOME=str(base / "cfg"),
+        PYTHONPATH=str(REPO_ROOT),
+    )
+    return env
+
+
+def run(base: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        cwd=base,
+        env=environment(base),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_the_python_example_calls_the_tool(tmp_path: Path) -> None:
+    (example,) = re.findall(r"```python\n(.+?)\n```", tools_section(), re.DOTALL)
+    (tmp_path / "example.py").write_text(example)
+    done = run(tmp_path, [sys.executable, "example.py"])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['Oslo: sunny for 1 day(s)']"
+
+
+def test_the_commands_call_the_tools_they_name(tmp_path: Path) -> None:
+    (example,) = re.findall(r"```python\n(.+?)\n```", tools_section(), re.DOTALL)
+    (tmp_path / "weather.py").write_text(example.split("\nwith Grove")[0])
+    forecast, listing = re.findall(r"```bash\n(.+?)\n```", tools_section())
+    grove = [sys.executable, "-m", "cli.app"]
+    done = run(tmp_path, grove + shlex.split(forecast)[1:])
+    assert done.returncode == 0, done.stderr
+    assert '→ forecast {"city": "Oslo"}' in done.stdout.splitlines()
+    assert "← forecast: Oslo: sunny for 1 day(s)" in done.stdout.splitlines()
+    done = run(tmp_path, grove + shlex.split(listing)[1:])
+    assert done.returncode == 0, done.stderr
+    assert "weather.py" in done.stdout and "← bash: exit code 0" in done.stdout
