@@ -229,6 +229,46 @@ def test_grove_batch_joins_the_cluster_and_stores_in_redis(
     assert any(b"AgentHost" in log for log in logs)
 
 
+WHERE_TOOL = """
+import ray
+
+
+def where() -> str:
+    \"\"\"The Ray node this call runs on.\"\"\"
+    return ray.get_runtime_context().get_node_id()
+"""
+
+
+def test_a_tool_from_a_local_file_runs_on_both_nodes(cluster: LocalCluster, tmp_path: Path) -> None:
+    # The module exists only in the driver's directory; Grove ships the function's code.
+    (tmp_path / "where_tool.py").write_text(WHERE_TOOL)
+    tasks = tmp_path / "tasks.jsonl"
+    call = "[[sim tool=where args='{}' step=1]] where are you?"
+    tasks.write_text("".join(json.dumps({"id": n, "prompt": call}) + "\n" for n in range(12)))
+    result = subprocess.run(
+        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
+         "claude-sonnet-4-5", "--hosts", "2", "--tools", "where_tool:where",
+         "--output", str(tmp_path / "out.jsonl")],
+        capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
+        cwd=tmp_path, timeout=BATCH_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    store = open_store(cluster.exports["GROVE_STORE"])
+    try:
+        nodes = {
+            part["content"]
+            for record in records
+            for message in store.agent_messages(record["agent"])
+            if message.kind == "tool_result"
+            for part in message.data["parts"]
+            if not part["is_error"]
+        }
+    finally:
+        store.close()
+    assert len(nodes) == 2, nodes  # the tool ran on the head node and on the worker node
+
+
 def test_stop_worker_removes_only_the_worker_node(cluster: LocalCluster) -> None:
     removed = cluster.script("stop-worker")
     assert removed.returncode == 0, removed.stderr
