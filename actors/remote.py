@@ -23,6 +23,7 @@ from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
 from actors.tools.fanout import WAIT_CAP_S
 from actors.tools.kit import ToolKit
+from actors.tools.mcp import McpServerConfig
 from actors.tools.readonly import readonly_tools
 from providers.base import Provider
 from providers.factory import create_provider
@@ -44,6 +45,7 @@ class HostSettings:
     idle_release_s: float = 120.0
     tool_steps: int = MAX_STEPS_PER_TURN
     workspace: str = "."  # the root of the workspace tools: the caller's working directory
+    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -101,7 +103,7 @@ class AgentHost:
     def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
         tune_collector()
         self._reporter = reporter
-        kit = ToolKit(SupervisorToolPort(reporter), Path(settings.workspace))
+        kit = ToolKit(SupervisorToolPort(reporter), Path(settings.workspace), settings.mcp_servers)
         self._reports = ReportBatcher(self._send_reports)
         self.core = AgentHostCore(
             host_id,

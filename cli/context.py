@@ -42,11 +42,12 @@ AllowOption = Annotated[
 
 def root_tools(settings: GroveSettings, flags: list[str] | None, *, defaults: bool) -> list[str]:
     """The tools of a root the command line makes: the default set of chat and run roots
-    (`[tools] default`; todo, fork, send and wait unless set), then `[tools] modules`, then
-    `--tools`. Batch tasks get the user tools only."""
+    (`[tools] default`; todo, fork, send and wait unless set), then `[tools] modules`, the
+    MCP servers' tools, then `--tools`. Batch tasks get the user and MCP tools only."""
     chosen = settings.tools.default if settings.tools.default is not None else DEFAULT_ROOT_TOOLS
     base = list(chosen) if defaults else []
-    return list(dict.fromkeys([*base, *settings.tools.modules, *(flags or [])]))
+    servers = [f"mcp__{name}" for name, server in settings.mcp.servers.items() if server.enabled]
+    return list(dict.fromkeys([*base, *settings.tools.modules, *servers, *(flags or [])]))
 
 
 def fail(text: str, code: int = 1) -> NoReturn:

@@ -5,6 +5,7 @@ Starts or joins Ray, finds or starts the supervisor, and streams turns straight 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -19,6 +20,8 @@ import ray
 
 from actors.agent import TurnResult
 from actors.remote import HostSettings
+from actors.tools.grant import MCP_PREFIX
+from actors.tools.mcp import list_server_tools
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
@@ -32,7 +35,7 @@ from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, Supervisor
 from supervisor.service import Limits
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
-from supervisor.tool_rules import policy_for
+from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
 
 CALL_TIMEOUT_S = 60.0
@@ -162,6 +165,7 @@ class Grove:
             idle_release_s=self.settings.hosts.idle_release_s,
             tool_steps=self.settings.limits.tool_steps,
             workspace=str(Path.cwd()),
+            mcp_servers=mcp_servers(self.settings),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -272,12 +276,31 @@ class Grove:
             raise CommandError(str(exc)) from exc
         resolved = resolve_tools(tools)
         entries = resolved.metadata() if resolved.names else {}
+        mcp = self._mcp_tools(resolved.names)
+        if mcp:
+            entries["mcp_tools"] = mcp
         if resolved.names:
             entries["tool_policy"] = self._tool_policy(resolved.names, allow)
         record: AgentRecord = self._call("create_root", spec, system, isolation, entries)
         if approver is not None:
             self.set_approver(record.uuid, approver)
         return record
+
+    def _mcp_tools(self, names: Sequence[str]) -> list[dict[str, Any]]:
+        """The schemas of the MCP tools `names` grants, listed from the servers now (a server
+        that cannot be started is a warning, and its tools are left out)."""
+        wanted = {name[len(MCP_PREFIX) :].split("__")[0] for name in names if is_mcp(name)}
+        servers = mcp_servers(self.settings)
+        unknown = sorted(wanted - set(servers))
+        if unknown:
+            raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
+        if not wanted:
+            return []
+        specs = asyncio.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
+        return [
+            {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
+            for spec in specs
+        ]
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
         """Each tool's policy: `allow` first, then `[tools.policy]`, then the default."""

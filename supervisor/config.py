@@ -6,11 +6,19 @@ The file lives in the Grove config directory beside credentials.json; keys never
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -88,6 +96,40 @@ class ToolsSection(_Section):
     policy: dict[str, Literal["allow", "ask", "deny"]] = Field(default_factory=dict)
 
 
+class McpServerSection(_Section):
+    """One MCP server: `command` (with `args`, `env`, `cwd`) for stdio, or `url` (with
+    `headers`) for streamable HTTP."""
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerSection:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give either command (stdio) or url (streamable HTTP)")
+        problem = base_url_problem(self.url) if self.url is not None else None
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+class McpSection(_Section):
+    servers: dict[str, McpServerSection] = Field(default_factory=dict)
+
+    @field_validator("servers")
+    @classmethod
+    def _plain_names(cls, servers: dict[str, McpServerSection]) -> dict[str, McpServerSection]:
+        for name in servers:
+            if not re.fullmatch(r"[A-Za-z0-9_-]{1,32}", name) or "__" in name:
+                raise ValueError(f"server name {name!r}: letters, digits, - and _ (no __)")
+        return servers
+
+
 class HostSection(_Section):
     count: int | None = Field(default=None, ge=1, description="Agent hosts; default one per CPU")
     idle_release_s: float = Field(
@@ -150,6 +192,7 @@ class GroveSettings(BaseSettings):
     models: Models = Models()
     limits: LimitSettings = LimitSettings()
     tools: ToolsSection = ToolsSection()
+    mcp: McpSection = McpSection()
     hosts: HostSection = HostSection()
     advisor: AdvisorSection = AdvisorSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")

@@ -7,7 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Literal, get_args
 
-from actors.tools.grant import ShippedTool, ToolGrant, mcp_server_grant
+from actors.tools.grant import MCP_PREFIX, ShippedTool, ToolGrant, mcp_server_grant
+from actors.tools.mcp import McpServerConfig
+from providers.base import ToolSpec
+from supervisor.config import GroveSettings
 from supervisor.errors import CommandError
 
 Policy = Literal["allow", "ask", "deny"]
@@ -60,6 +63,27 @@ def denied_text(name: str) -> str:
     return f'Tool {name} is denied by the policy ([tools.policy] {name} = "deny").'
 
 
+def is_mcp(name: str) -> bool:
+    return name.startswith(MCP_PREFIX)
+
+
+def mcp_servers(settings: GroveSettings) -> dict[str, McpServerConfig]:
+    """The enabled `[mcp.servers.NAME]` of the config, as hosts take them."""
+    return {
+        name: McpServerConfig(
+            name=name,
+            command=server.command,
+            args=tuple(server.args),
+            env=tuple(server.env.items()),
+            cwd=server.cwd,
+            url=server.url,
+            headers=tuple(server.headers.items()),
+        )
+        for name, server in settings.mcp.servers.items()
+        if server.enabled
+    }
+
+
 def has_tool(granted: Iterable[str], name: str) -> bool:
     grants = set(granted)
     return name in grants or mcp_server_grant(name) in grants
@@ -79,9 +103,10 @@ def narrowed(parent_tools: Sequence[str], requested: object) -> list[str]:
 
 
 # Metadata keys of an agent record: `tools` (names), `shipped_tools` (schemas and digests of
-# user tools) and `tool_policy` (name -> policy) are inherited by forks; a root also keeps
+# user tools), `mcp_tools` (MCP servers' tool schemas) and `tool_policy` (name -> policy) are
+# inherited by forks; a root also keeps
 # `tool_sources` (digest -> pickled code), which a host fetches once, on first use.
-INHERITED_TOOL_METADATA = ("tools", "shipped_tools", "tool_policy")
+INHERITED_TOOL_METADATA = ("tools", "shipped_tools", "mcp_tools", "tool_policy")
 
 
 def grant_of(metadata: Mapping[str, Any]) -> ToolGrant:
@@ -92,9 +117,14 @@ def grant_of(metadata: Mapping[str, Any]) -> ToolGrant:
         for data in metadata.get("shipped_tools", ())
         if data.get("name") in names
     )
+    mcp = tuple(
+        ToolSpec(name=data["name"], description=data["description"], parameters=data["parameters"])
+        for data in metadata.get("mcp_tools", ())
+        if has_tool(names, data["name"])
+    )
     policy = tuple(
         (name, chosen)
         for name, chosen in metadata.get("tool_policy", {}).items()
         if chosen != "allow"
     )
-    return ToolGrant(names=names, shipped=shipped, policy=policy)
+    return ToolGrant(names=names, shipped=shipped, mcp=mcp, policy=policy)

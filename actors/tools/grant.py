@@ -49,11 +49,12 @@ class ShippedTool:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolGrant:
-    """`names` lists every tool (built-in, shipped, MCP); `policy` holds what is not allowed
-    outright ("ask" or "deny" per name)."""
+    """`names` lists every tool granted (built-in, shipped, and MCP tools or whole servers as
+    `mcp__SERVER`); `policy` holds what is not allowed outright ("ask" or "deny" per name)."""
 
     names: tuple[str, ...] = ()
     shipped: tuple[ShippedTool, ...] = ()
+    mcp: tuple[ToolSpec, ...] = ()  # the MCP tools granted, with their servers' schemas
     policy: tuple[tuple[str, str], ...] = ()
 
     def __bool__(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -13,6 +14,7 @@ from actors.agent import Tool
 from actors.tools.editing import editing_tools
 from actors.tools.fanout import ToolPort, fanout_tools
 from actors.tools.grant import ShippedTool, ToolGrant
+from actors.tools.mcp import McpPool, McpServerConfig
 from actors.tools.python import PythonTool, python_tool
 from actors.tools.readonly import readonly_tools
 
@@ -33,8 +35,11 @@ class ToolKit:
     """One per host. Stateless tools are built once and shared by the host's agents; a
     shipped tool's code is fetched and loaded once per host, on its first call."""
 
-    def __init__(self, port: HostPort, workspace: Path) -> None:
+    def __init__(
+        self, port: HostPort, workspace: Path, mcp_servers: Mapping[str, McpServerConfig]
+    ) -> None:
         self._port = port
+        self.mcp = McpPool(mcp_servers)
         self._workspace_tools = {**readonly_tools(workspace), **editing_tools(workspace)}
         self._loaded: dict[str, asyncio.Future[PythonTool]] = {}
 
@@ -42,6 +47,7 @@ class ToolKit:
         tools = fanout_tools(self._port, agent, grant.names)
         tools.update({n: t for n, t in self._workspace_tools.items() if n in grant.names})
         tools.update({s.spec.name: self._shipped(agent, s) for s in grant.shipped})
+        tools.update({spec.name: self.mcp.tool(spec) for spec in grant.mcp})
         # A denied tool is not offered at all; one to ask about runs once someone says yes.
         return {
             name: self._gated(agent, tool, policy)

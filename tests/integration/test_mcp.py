@@ -1,0 +1,151 @@
+"""MCP servers end to end: real MCPServer processes over stdio and streamable HTTP, their tools
+as `mcp__SERVER__TOOL`, one server process per host whatever the number of agents, a crashed
+server started again, and a server that cannot start: one warning, and the agent goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from supervisor import Grove
+from tests.integration.groves import running_grove
+
+MODEL = "claude-haiku-4-5"
+CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[str]:
+    port = free_port()
+    with subprocess.Popen(
+        [sys.executable, str(CALC), "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    ) as server:
+        url = f"http://127.0.0.1:{port}/mcp"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(url, timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        try:
+            yield url
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory, http_server: str) -> Iterator[Grove]:
+    base = tmp_path_factory.mktemp("mcp")
+    broken = "import sys; sys.stderr.write('missing license file\\n'); sys.exit(1)"
+    (base / "none.toml").write_text(
+        f"""
+[mcp.servers.calc]
+command = {json.dumps(sys.executable)}
+args = [{json.dumps(str(CALC))}]
+
+[mcp.servers.web]
+url = "{http_server}"
+
+[mcp.servers.broken]
+command = {json.dumps(sys.executable)}
+args = ["-c", {json.dumps(broken)}]
+"""
+    )
+    with running_grove(base, hosts=2) as grove:
+        yield grove
+
+
+def call(tool: str, **arguments: Any) -> str:
+    return f"[[sim tool={tool} args='{json.dumps(arguments)}' step=1]] go"
+
+
+def results(grove: Grove, agent: str) -> list[dict[str, Any]]:
+    return [
+        part
+        for message in grove.history(agent)
+        if message.kind == "tool_result"
+        for part in message.data["parts"]
+    ]
+
+
+def server_processes() -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(CALC).encode() in command and b"--http" not in command:
+                found.append(int(entry.name))
+    return found
+
+
+def test_stdio_and_http_servers_tools_are_called(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=["mcp__calc", "mcp__web__add"]).uuid
+    names = [tool["name"] for tool in grove.agent(root).metadata["mcp_tools"]]
+    assert "mcp__calc__add" in names and "mcp__web__add" in names
+    assert "mcp__web__pid" not in grove.agent(root).metadata["tools"]
+    assert grove.ask(root, call("mcp__calc__add", a=2, b=3)).ok
+    assert grove.ask(root, call("mcp__web__add", a=20, b=22)).ok
+    assert grove.ask(root, call("mcp__calc__refuse", reason="no")).ok
+    stdio, http, refused = results(grove, root)
+    assert (stdio["content"], http["content"]) == ("5", "42")
+    assert refused["is_error"] is True
+
+
+def test_a_server_process_per_host_whatever_the_number_of_agents(grove: Grove) -> None:
+    roots = [grove.create_root(MODEL, tools=["mcp__calc"]).uuid for _ in range(8)]
+    turns = [grove.send(root, call("mcp__calc__pid")) for root in roots]
+    assert all(turn.result().ok for turn in turns)
+    pids = {results(grove, root)[-1]["content"] for root in roots}
+    assert 1 <= len(pids) <= 2  # two hosts: at most two servers, shared by all eight agents
+    assert len(server_processes()) <= 2
+
+
+def test_a_crashed_server_is_started_again(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=["mcp__calc"]).uuid
+    assert grove.ask(root, call("mcp__calc__die")).ok
+    assert grove.ask(root, call("mcp__calc__add", a=1, b=1)).ok
+    died, added = results(grove, root)
+    assert died["is_error"] and "MCP server calc failed the call to die" in died["content"]
+    assert added["content"] == "2"
+
+
+def test_the_servers_environment_has_no_provider_keys(grove: Grove) -> None:
+    root = grove.create_root(MODEL, tools=["mcp__calc"]).uuid
+    assert grove.ask(root, call("mcp__calc__has_variable", name="ANTHROPIC_API_KEY")).ok
+    assert results(grove, root)[-1]["content"] == "no"
+
+
+def test_a_server_that_cannot_start_is_one_warning_and_the_agent_goes_on(
+    grove: Grove, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="grove.mcp"):
+        root = grove.create_root(MODEL, tools=["mcp__broken", "mcp__calc__add"]).uuid
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "grove.mcp"]
+    assert warning.startswith("MCP server broken ")
+    assert "missing license file" in warning
+    assert grove.ask(root, call("mcp__calc__add", a=1, b=2)).ok
+    assert results(grove, root)[-1]["content"] == "3"
