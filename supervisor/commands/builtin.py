@@ -8,6 +8,7 @@ import asyncio
 import time
 
 from actors.agent import ModelChoice
+from actors.tools.grant import MCP_PREFIX
 from actors.tools.todo import from_data, to_data, to_markdown
 from providers.catalog import PROVIDER_TITLES, model_info, parse_model_spec
 from providers.errors import ModelSpecError
@@ -19,6 +20,7 @@ from supervisor.errors import CommandError
 from supervisor.forking import fork_child
 from supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
 from supervisor.store.records import AgentRecord
+from supervisor.tool_rules import grant_of
 
 CHARS_PER_TOKEN = 4
 
@@ -206,6 +208,20 @@ async def todo_command(ctx: CommandContext, args: str) -> CommandOutcome:
     return CommandOutcome(text=text, data={"phases": to_data(phases)})
 
 
+async def mcp_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    """The MCP servers whose tools the focused agent has, and those tools."""
+    record = ctx.core.agent(ctx.focus)
+    granted = grant_of(record.metadata).mcp
+    servers: dict[str, list[str]] = {}
+    for spec in granted:
+        server, _, tool = spec.name[len(MCP_PREFIX) :].partition("__")
+        servers.setdefault(server, []).append(tool)
+    if not servers:
+        return CommandOutcome(text="This agent has no MCP tools", data={"servers": {}})
+    lines = [f"{name}: {', '.join(tools)}" for name, tools in sorted(servers.items())]
+    return CommandOutcome(text="\n".join(lines), data={"servers": servers})
+
+
 async def clear_command(ctx: CommandContext, args: str) -> CommandOutcome:
     record = ctx.core.agent(ctx.focus)
     if ctx.core.streaming(record.uuid):
@@ -296,6 +312,13 @@ BUNDLED: tuple[Command, ...] = (
         handler=fork_command,
         usage='/fork [--model M/T] ["prompt"]',
         summary="Fork a child of the focused agent",
+    ),
+    Command(
+        name="mcp",
+        handler=mcp_command,
+        usage="/mcp",
+        summary="List the focused agent's MCP servers and their tools",
+        mutates=False,
     ),
     Command(
         name="todo",
