@@ -4,6 +4,7 @@ commands, against the simulator, each printing what the section says it does.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -59,7 +60,7 @@ def test_the_python_example_calls_the_tool(tmp_path: Path) -> None:
 def test_the_commands_call_the_tools_they_name(tmp_path: Path) -> None:
     (example,) = re.findall(r"```python\n(.+?)\n```", tools_section(), re.DOTALL)
     (tmp_path / "weather.py").write_text(example.split("\nwith Grove")[0])
-    forecast, listing = re.findall(r"```bash\n(.+?)\n```", tools_section())
+    forecast, _, listing = re.findall(r"```bash\n(.+?)\n```", tools_section())
     grove = [sys.executable, "-m", "cli.app"]
     done = run(tmp_path, grove + shlex.split(forecast)[1:])
     assert done.returncode == 0, done.stderr
@@ -68,3 +69,21 @@ def test_the_commands_call_the_tools_they_name(tmp_path: Path) -> None:
     done = run(tmp_path, grove + shlex.split(listing)[1:])
     assert done.returncode == 0, done.stderr
     assert "weather.py" in done.stdout and "← bash: exit code 0" in done.stdout
+
+
+def test_the_mcp_example_calls_the_servers_tool(tmp_path: Path) -> None:
+    (config,) = re.findall(r"```toml\n(.+?)\n```", tools_section(), re.DOTALL)
+    command = re.findall(r"```bash\n(.+?)\n```", tools_section())[1]
+    config = config.replace('"python"', json.dumps(sys.executable))
+    (tmp_path / "none.toml").write_text(config)
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.app", *shlex.split(command)[1:]],
+        cwd=REPO_ROOT,
+        env=environment(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "← mcp__calc__add: 5" in done.stdout.splitlines()
