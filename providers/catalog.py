@@ -182,12 +182,13 @@ def _shared_prefix(a: str, b: str) -> int:
     return length
 
 
-def model_info(model: str) -> ModelInfo:
-    """Figures for any model id with a known prefix; UnknownModelError otherwise."""
+def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
+    """Figures for any model id with a known prefix, or, for a compatible server's own model
+    id, the figures of `provider`'s usual family; UnknownModelError otherwise."""
     info = MODELS.get(model)
     if info is not None:
         return info
-    provider = infer_provider(model)
+    provider = infer_provider(model) or provider
     if provider is None:
         raise UnknownModelError(unknown_model_text(model), model)
     family = _family(model, provider)
@@ -242,11 +243,20 @@ class ModelSpec:
     thinking: ThinkingLevel | None = None
 
     def __str__(self) -> str:
-        return self.model if self.thinking is None else f"{self.model}/{self.thinking}"
+        """What parses back to this spec: a model the catalog does not place on this
+        provider keeps its `PROVIDER:` prefix."""
+        named = self.model if infer_provider(self.model) == self.provider else self.qualified
+        return named if self.thinking is None else f"{named}/{self.thinking}"
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.provider}:{self.model}"
 
 
 def parse_model_spec(text: str, aliases: Mapping[str, str] | None = None) -> ModelSpec:
     """Parse `MODEL[/THINKING]` as the reference says; aliases map a name to such a string.
+    `PROVIDER:MODEL_ID` (given or as an alias's target) names a model the catalog does not
+    know: a compatible server's own model on that provider's wire.
 
     Raises only UnknownModelError or InvalidThinkingLevelError, with the reference's texts.
     """
@@ -256,9 +266,13 @@ def parse_model_spec(text: str, aliases: Mapping[str, str] | None = None) -> Mod
         thinking = _thinking_level(level)
     if aliases and model in aliases:
         target, _, alias_level = aliases[model].strip().partition("/")
-        model = target
         if thinking is None and alias_level:
             thinking = _thinking_level(alias_level)
+        model = target
+    named, colon, model_id = model.partition(":")
+    if colon and named in PROVIDER_TITLES and model_id:
+        # "openai:my-local-model": a compatible server's model id on a provider's wire.
+        return ModelSpec(provider=named, model=model_id, thinking=thinking)
     provider = infer_provider(model)
     if provider is None:
         raise UnknownModelError(unknown_model_text(model), model)

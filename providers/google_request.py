@@ -49,7 +49,7 @@ def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
 
 def _validates_signatures(model: str) -> bool:
     try:
-        return model_info(model).thinking_style == "gemini_level"
+        return model_info(model, "google").thinking_style == "gemini_level"
     except UnknownModelError:
         return False
 

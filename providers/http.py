@@ -175,7 +175,7 @@ class HTTPProvider:
             accumulator.add(warning)
             if attempt == 1:
                 yield warning
-        url = endpoint.base_url.rstrip("/") + prepared.path
+        url = join_url(endpoint.base_url, prepared.path)
         parser = self.wire.new_parser()
         decoder = SSEDecoder()
         try:
@@ -208,3 +208,13 @@ class HTTPProvider:
             raise StreamBroken(
                 f"{self.name} stream ended before its terminal event", provider=self.name
             )
+
+
+def join_url(base_url: str, path: str) -> str:
+    """`base_url` + `path`, without doubling a version segment the base already ends in
+    (`http://host/v1` + `/v1/messages` is `http://host/v1/messages`)."""
+    base = base_url.rstrip("/")
+    version = "/" + path.lstrip("/").split("/", 1)[0]
+    if version != "/" and base.endswith(version):
+        base = base[: -len(version)]
+    return base + path

@@ -58,7 +58,7 @@ def anthropic_thinking(
     model: str, level: ThinkingLevel | None, max_tokens: int | None
 ) -> tuple[JSONObject | None, int]:
     """The `thinking` field (None: send none) and the `max_tokens` to send with it."""
-    info = model_info(model)
+    info = model_info(model, "anthropic")
     ceiling = info.max_output_tokens
     tokens = min(max_tokens or DEFAULT_MAX_TOKENS, ceiling)
     if level is None or level == "none":
@@ -71,7 +71,7 @@ def anthropic_thinking(
 
 
 def openai_effort(model: str, level: ThinkingLevel) -> str:
-    info = model_info(model)
+    info = model_info(model, "openai")
     if level == "none" and info.thinking_style == "openai_effort_none":
         return "none"
     return OPENAI_EFFORTS[level]
@@ -93,7 +93,7 @@ def google_thinking_config(
     """`generationConfig.thinkingConfig` and a warning line to show, if any."""
     if level is None:
         return None, None
-    info = model_info(model)
+    info = model_info(model, "google")
     warning = CANNOT_DISABLE_WARNING if level == "none" and not info.can_disable_thinking else None
     thinking_on = level != "none" or not info.can_disable_thinking
     config: JSONObject

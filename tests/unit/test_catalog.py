@@ -22,6 +22,7 @@ from providers.catalog import (
     parse_model_spec,
 )
 from providers.errors import InvalidThinkingLevelError, UnknownModelError
+from providers.http import join_url
 
 REFERENCE_UNKNOWN_MODEL = """\
 Unknown model: unknown-model
@@ -323,3 +324,35 @@ def test_cost_of_an_unknown_model_is_zero_and_of_a_new_id_its_family_price() -> 
     usage = Usage(input_tokens=10_000, output_tokens=1_000)
     assert cost_usd("unknown-model", usage) == 0.0
     assert cost_usd("claude-future-9", usage) == cost_usd("claude-sonnet-4-5", usage)
+
+
+def test_an_alias_can_name_a_provider_and_a_model_id_the_catalog_lacks() -> None:
+    aliases = {"local": "openai:my-local-model/low", "claude-ish": "anthropic:house-model"}
+    spec = parse_model_spec("local", aliases)
+    assert (spec.provider, spec.model, spec.thinking) == ("openai", "my-local-model", "low")
+    assert str(spec) == "openai:my-local-model/low"
+    assert parse_model_spec(str(spec)) == spec  # what it prints parses back, alias or not
+    assert parse_model_spec("claude-ish/high", aliases).provider == "anthropic"
+    assert str(parse_model_spec("gpt-5-mini/low")) == "gpt-5-mini/low"  # catalog ids stay bare
+    with pytest.raises(UnknownModelError):
+        parse_model_spec("nosuchprovider:model")
+
+
+@pytest.mark.parametrize(
+    ("base", "path", "url"),
+    [
+        ("http://h:1", "/v1/messages", "http://h:1/v1/messages"),
+        ("http://h:1/v1", "/v1/messages", "http://h:1/v1/messages"),
+        ("http://h:1/v1/", "/v1/chat/completions", "http://h:1/v1/chat/completions"),
+        (
+            "http://h:1/api/v1beta",
+            "/v1beta/models/x:streamGenerateContent",
+            "http://h:1/api/v1beta/models/x:streamGenerateContent",
+        ),
+        ("http://h:1/v1", "/v1beta/models/x", "http://h:1/v1/v1beta/models/x"),
+    ],
+)
+def test_a_base_url_ending_in_the_version_segment_is_not_doubled(
+    base: str, path: str, url: str
+) -> None:
+    assert join_url(base, path) == url
