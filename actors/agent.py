@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from actors.transcript import entry_to_message, parts_to_data
+from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
     AssistantTurn,
     Finished,
@@ -255,6 +256,9 @@ class Agent:
         try:
             if tool is None:
                 raise ToolError(f"unknown tool: {call.name}")
+            if INVALID_ARGUMENTS in call.arguments:
+                reason = call.arguments[INVALID_ARGUMENTS]
+                raise ToolError(f"The arguments of {call.name} were {reason}; send a JSON object")
             lock = locks.get(call.name)
             if lock is None:
                 content = await tool.run(call.arguments)

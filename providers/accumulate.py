@@ -35,6 +35,9 @@ from providers.base import (
 )
 from providers.errors import ProviderProtocolError
 
+# The key under which a tool call whose arguments were not a JSON object says why.
+INVALID_ARGUMENTS = "__invalid_arguments__"
+
 
 @dataclass(slots=True)
 class _PartBuilder:
@@ -48,15 +51,17 @@ class _PartBuilder:
 
 
 def parse_arguments(raw: str) -> JSONObject:
-    """Parse streamed tool arguments; an empty string is an empty object."""
+    """Parse streamed tool arguments; an empty string is an empty object. Text that is not a
+    JSON object is not the stream's fault but the model's: the call keeps its reason under
+    INVALID_ARGUMENTS, so the agent answers it with an error the model can act on."""
     if not raw.strip():
         return {}
     try:
         value: Any = wirejson.loads(raw)
-    except ValueError as exc:
-        raise ProviderProtocolError(f"tool call arguments are not valid JSON: {exc}") from exc
+    except (ValueError, RecursionError) as exc:
+        return {INVALID_ARGUMENTS: f"not valid JSON ({exc})"}
     if not isinstance(value, dict):
-        raise ProviderProtocolError("tool call arguments are not a JSON object")
+        return {INVALID_ARGUMENTS: f"a JSON {type(value).__name__}, not an object"}
     return value
 
 

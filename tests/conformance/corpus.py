@@ -14,7 +14,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from providers.accumulate import TurnAccumulator, parse_arguments
+from providers.accumulate import INVALID_ARGUMENTS, TurnAccumulator, parse_arguments
 from providers.errors import ProviderError
 from providers.http import WireParser
 from providers.sse import ServerSentEvent, SSEDecoder
@@ -100,10 +100,8 @@ def parse(new_parser: Callable[[], WireParser], chunks: list[bytes]) -> ParseOut
 def _lenient_arguments(raw: str, parsed: dict[str, Any] | None) -> dict[str, Any] | None:
     if parsed is not None:
         return parsed
-    try:
-        return parse_arguments(raw)
-    except ProviderError:
-        return None
+    arguments = parse_arguments(raw)
+    return None if INVALID_ARGUMENTS in arguments else arguments
 
 
 def chunkings(data: bytes) -> Iterator[tuple[str, list[bytes]]]:

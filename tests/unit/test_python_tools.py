@@ -23,6 +23,7 @@ from actors.tools.python import (
     python_tool,
     tool,
 )
+from providers.accumulate import parse_arguments
 from providers.base import Provider, ToolCallPart
 
 
@@ -217,3 +218,20 @@ async def test_the_calls_of_one_step_run_at_once_unless_sequential() -> None:
     assert together == ["a", "b"] and elapsed < 1.8
     in_turn, elapsed = await run_step(tools, [("queue", "a"), ("queue", "b")])
     assert in_turn == ["a", "b"] and elapsed >= 1.9
+
+
+async def test_arguments_that_are_not_a_json_object_are_an_error_result() -> None:
+    agent = Agent("a", None, [], no_provider, tools={"nap": sleeper("nap", False)})
+    result = TurnResult()
+    calls = tuple(
+        ToolCallPart(call_id=f"c{i}", name="nap", arguments=parse_arguments(raw), signature=None)
+        for i, raw in enumerate(['{"label": "unfinished', "[1, 2]"])
+    )
+    await agent._run_tools(result, calls)
+    (entry,) = result.entries
+    contents = [(part["content"], part["is_error"]) for part in entry.data["parts"]]
+    assert contents[0][1] and contents[0][0].startswith("The arguments of nap were not valid JSON")
+    assert contents[1] == (
+        "The arguments of nap were a JSON list, not an object; send a JSON object",
+        True,
+    )
