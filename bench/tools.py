@@ -1,0 +1,154 @@
+"""Benchmark: N agents each make 3 round trips to a small async tool and then answer, through
+Grove and through pydantic-ai agents, against one simulator in a process of its own.
+
+Prints one JSON line: both wall times and their ratio (goal: Grove <= 0.5x pydantic-ai), the
+tool calls made, and the p50 of Grove's time inside a call against calling the function.
+Run from the repository root: `python bench/tools.py --n 1000` (needs the bench extras).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+from harness import MODEL, ExternalSimulator, Pacing, grove_pids, running_grove, simulator_process
+
+ROUND_TRIPS = 3
+TURN_TIMEOUT_S = 900.0
+WAIT_SLICE_S = 5.0
+
+
+async def lookup(key: str) -> str:
+    """Look a key up in the inventory."""
+    await asyncio.sleep(0)
+    return f"{key}: 3 in stock"
+
+
+def prompt(index: int) -> str:
+    """A task whose reply calls `lookup` at steps 1..ROUND_TRIPS, then answers."""
+    calls = " ".join(
+        f"[[sim tool=lookup args='{json.dumps({'key': f'item-{index}-{step}'})}' step={step}]]"
+        for step in range(1, ROUND_TRIPS + 1)
+    )
+    return f"{calls} Task {index}: check the stock of three items."
+
+
+def grove_round(grove: Any, root: str, n: int) -> dict[str, Any]:
+    start = time.perf_counter()
+    children = grove.fork_many(root, [prompt(i) for i in range(n)])
+    pending, ok = set(children), 0
+    deadline = time.monotonic() + TURN_TIMEOUT_S
+    while pending:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"tools bench: {len(pending)} Grove turns still running")
+        for uuid, result in grove.wait_any(list(pending), WAIT_SLICE_S).items():
+            pending.discard(uuid)
+            ok += bool(result is not None and result.ok)
+    wall = time.perf_counter() - start
+    calls = sum(
+        1
+        for uuid in children[:50]
+        for message in grove.history(uuid)
+        if message.kind == "tool_result"
+        for part in message.data["parts"]
+        if not part["is_error"]
+    )
+    return {"wall_s": wall, "ok": ok, "tool_results_in_first_50": calls}
+
+
+def call_durations_ms(grove: Any) -> list[float]:
+    """Grove's time inside each call (validation, the call, the result), from the events."""
+    from supervisor.store import open_store
+
+    store = open_store(grove.settings.store)
+    try:
+        durations, after = [], 0
+        while batch := store.events(after_id=after, limit=10_000):
+            after = batch[-1].id
+            durations += [
+                float(e.payload["duration_ms"]) for e in batch if e.kind == "ToolResulted"
+            ]
+        return durations
+    finally:
+        store.close()
+
+
+async def pydantic_ai_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
+    from anthropic import AsyncAnthropic
+    from pydantic_ai import Agent
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    client = AsyncAnthropic(base_url=simulator.base_url, api_key=simulator.api_key)
+    model = AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
+    agent = Agent(model, tools=[lookup])
+    start = time.perf_counter()
+    results = await asyncio.gather(
+        *(agent.run(prompt(i)) for i in range(n)), return_exceptions=True
+    )
+    wall = time.perf_counter() - start
+    ok = [r for r in results if not isinstance(r, BaseException)]
+    calls = sum(
+        1
+        for result in ok[:50]
+        for message in result.all_messages()
+        for part in message.parts
+        if part.part_kind == "tool-return"
+    )
+    errors = sorted({type(r).__name__ for r in results if isinstance(r, BaseException)})
+    return {"wall_s": wall, "ok": len(ok), "tool_results_in_first_50": calls, "errors": errors}
+
+
+def direct_call_ms(samples: int = 2000) -> float:
+    """The p50 of awaiting the tool function itself."""
+
+    async def measure() -> list[float]:
+        times = []
+        for i in range(samples):
+            start = time.perf_counter()
+            await lookup(f"k{i}")
+            times.append((time.perf_counter() - start) * 1000)
+        return times
+
+    return statistics.median(asyncio.run(measure()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=1000, help="agents")
+    parser.add_argument("--hosts", type=int, default=None, help="Grove's agent hosts")
+    args = parser.parse_args()
+    pacing = Pacing(ttft_ms=500, tps=50.0, tokens=40)
+    with simulator_process(pacing) as simulator:
+        peer = asyncio.run(pydantic_ai_round(simulator, args.n))
+        with running_grove(simulator, hosts=args.hosts) as grove:
+            root = grove.create_root(MODEL, tools=[lookup]).uuid
+            ours = grove_round(grove, root, args.n)
+            durations = call_durations_ms(grove)
+            processes = len(grove_pids(grove))
+    figures = {
+        "bench": "tools",
+        "n": args.n,
+        "round_trips": ROUND_TRIPS,
+        "simulator": pacing.as_dict(),
+        "grove_wall_s": round(ours["wall_s"], 3),
+        "pydantic_ai_wall_s": round(peer["wall_s"], 3),
+        "ratio": round(ours["wall_s"] / peer["wall_s"], 3),
+        "grove_ok": ours["ok"],
+        "pydantic_ai_ok": peer["ok"],
+        "pydantic_ai_errors": peer["errors"],
+        "grove_tool_results_in_first_50": ours["tool_results_in_first_50"],
+        "pydantic_ai_tool_results_in_first_50": peer["tool_results_in_first_50"],
+        "grove_call_p50_ms": round(statistics.median(durations), 3) if durations else None,
+        "direct_call_p50_ms": round(direct_call_ms(), 4),
+        "grove_processes": processes,
+    }
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
