@@ -15,6 +15,7 @@ import statistics
 import time
 from typing import Any
 
+import httpx
 from harness import MODEL, ExternalSimulator, Pacing, grove_pids, running_grove, simulator_process
 
 ROUND_TRIPS = 3
@@ -83,7 +84,14 @@ async def pydantic_ai_round(simulator: ExternalSimulator, n: int) -> dict[str, A
     from pydantic_ai.models.anthropic import AnthropicModel
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
-    client = AsyncAnthropic(base_url=simulator.base_url, api_key=simulator.api_key)
+    # A pool as large as the fan-out: the SDK's default limit would queue the requests and
+    # measure that, not pydantic-ai.
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    client = AsyncAnthropic(
+        base_url=simulator.base_url,
+        api_key=simulator.api_key,
+        http_client=httpx.AsyncClient(limits=limits, timeout=TURN_TIMEOUT_S),
+    )
     model = AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
     agent = Agent(model, tools=[lookup])
     start = time.perf_counter()

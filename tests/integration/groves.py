@@ -5,14 +5,19 @@ Each test module gets its own Grove (and so its own supervisor) with the setting
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from supervisor import Grove
 from supervisor.config import load_settings
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
@@ -32,3 +37,35 @@ def running_grove(
         settings = load_settings(store=store_url or f"sqlite:///{base / 'grove.sqlite3'}")
     with Grove(settings=settings, simulate=True, hosts=hosts) as grove:
         yield grove
+
+
+def cli_environment(base: Path, config: Path | None = None) -> dict[str, str]:
+    """The environment for running the `grove` command line in `base`: this one without Grove
+    or Ray settings and provider keys, a store and config directory of its own."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
+    }
+    env.update(
+        GROVE_STORE=f"sqlite:///{base / 'g.sqlite3'}",
+        GROVE_CONFIG_FILE=str(config or base / "config.toml"),
+        XDG_CONFIG_HOME=str(base / "config"),
+        PYTHONPATH=str(REPO_ROOT),
+    )
+    return env
+
+
+def sim_call(tool: str, **arguments: Any) -> str:
+    """A prompt whose first reply calls `tool` with `arguments` (a simulator directive)."""
+    return f"[[sim tool={tool} args='{json.dumps(arguments)}' step=1]] go"
+
+
+def tool_results(grove: Grove, agent: str) -> list[dict[str, Any]]:
+    """Every tool result part of an agent's history, in order."""
+    return [
+        part
+        for message in grove.history(agent)
+        if message.kind == "tool_result"
+        for part in message.data["parts"]
+    ]

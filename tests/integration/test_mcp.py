@@ -13,13 +13,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from supervisor import Grove
 from tests.integration.groves import running_grove
+from tests.integration.groves import sim_call as call
+from tests.integration.groves import tool_results as results
 
 MODEL = "claude-haiku-4-5"
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
@@ -74,19 +75,6 @@ args = ["-c", {json.dumps(broken)}]
     )
     with running_grove(base, hosts=2) as grove:
         yield grove
-
-
-def call(tool: str, **arguments: Any) -> str:
-    return f"[[sim tool={tool} args='{json.dumps(arguments)}' step=1]] go"
-
-
-def results(grove: Grove, agent: str) -> list[dict[str, Any]]:
-    return [
-        part
-        for message in grove.history(agent)
-        if message.kind == "tool_result"
-        for part in message.data["parts"]
-    ]
 
 
 def server_processes() -> list[int]:

@@ -5,7 +5,6 @@ commands, against the simulator, each printing what the section says it does.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
@@ -13,6 +12,7 @@ import sys
 from pathlib import Path
 
 from tests.conformance.corpus import REPO_ROOT
+from tests.integration.groves import cli_environment
 
 TIMEOUT_S = 240
 
@@ -22,26 +22,13 @@ def tools_section() -> str:
     return text.split("## Tools\n", 1)[1].split("\n## ", 1)[0]
 
 
-def environment(base: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
-    }
-    env.update(
-        GROVE_STORE=f"sqlite:///{base / 'g.sqlite3'}",
-        GROVE_CONFIG_FILE=str(base / "none.toml"),
-        XDG_CONFIG_HOME=str(base / "cfg"),
-        PYTHONPATH=str(REPO_ROOT),
-    )
-    return env
-
-
-def run(base: Path, command: list[str]) -> subprocess.CompletedProcess[str]:
+def run(
+    base: Path, command: list[str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         command,
-        cwd=base,
-        env=environment(base),
+        cwd=cwd or base,
+        env=cli_environment(base, base / "none.toml"),
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
@@ -76,14 +63,6 @@ def test_the_mcp_example_calls_the_servers_tool(tmp_path: Path) -> None:
     command = re.findall(r"```bash\n(.+?)\n```", tools_section())[1]
     config = config.replace('"python"', json.dumps(sys.executable))
     (tmp_path / "none.toml").write_text(config)
-    done = subprocess.run(
-        [sys.executable, "-m", "cli.app", *shlex.split(command)[1:]],
-        cwd=REPO_ROOT,
-        env=environment(tmp_path),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    done = run(tmp_path, [sys.executable, "-m", "cli.app", *shlex.split(command)[1:]], REPO_ROOT)
     assert done.returncode == 0, done.stderr
     assert "← mcp__calc__add: 5" in done.stdout.splitlines()

@@ -5,10 +5,11 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.integration.groves import cli_environment
 
 TIMEOUT_S = 240
 TOOLS_FILE = '''
@@ -25,17 +26,7 @@ def whisper(text: str) -> str:
 
 def grove(base: Path, *args: str, config: str = "") -> subprocess.CompletedProcess[str]:
     (base / "config.toml").write_text(config)
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
-    }
-    env.update(
-        GROVE_STORE=f"sqlite:///{base / 'g.sqlite3'}",
-        GROVE_CONFIG_FILE=str(base / "config.toml"),
-        XDG_CONFIG_HOME=str(base / "cfg"),
-        PYTHONPATH=str(Path(__file__).resolve().parents[2]),
-    )
+    env = cli_environment(base)
     return subprocess.run(
         [sys.executable, "-m", "cli.app", *args],
         cwd=base,

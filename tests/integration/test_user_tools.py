@@ -9,7 +9,6 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,8 @@ from supervisor.approvals import ApprovalRequest
 from supervisor.errors import CommandError
 from supervisor.store import open_store
 from tests.integration.groves import running_grove
+from tests.integration.groves import sim_call as call
+from tests.integration.groves import tool_results as results
 
 MODEL = "claude-haiku-4-5"
 LOCAL_MODULE = '''
@@ -59,19 +60,6 @@ def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
         patch.chdir(workspace)
         with running_grove(tmp_path_factory.mktemp("store")) as grove:
             yield grove
-
-
-def call(tool: str, **arguments: Any) -> str:
-    return f"[[sim tool={tool} args='{json.dumps(arguments)}' step=1]] go"
-
-
-def results(grove: Grove, agent: str) -> list[dict[str, Any]]:
-    return [
-        part
-        for message in grove.history(agent)
-        if message.kind == "tool_result"
-        for part in message.data["parts"]
-    ]
 
 
 def test_a_function_and_a_local_module_run_on_the_host(grove: Grove) -> None:

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.integration.groves import cli_environment
+
 COMMAND_TIMEOUT_S = 240
 # Runs the command given as its arguments and prints the largest resident set size any of its
 # own children reached (it has only that one), in KiB, as its last stderr line.
@@ -72,14 +74,9 @@ class Place:
 def make_place(tmp_path: Path) -> Iterator[Place]:
     env = {
         key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith(("_API_KEY", "_BASE_URL"))
+        for key, value in cli_environment(tmp_path).items()
+        if not key.endswith("_BASE_URL")
     }
-    env.update(
-        GROVE_STORE=f"sqlite:///{tmp_path / 'g.sqlite3'}",
-        GROVE_CONFIG_FILE=str(tmp_path / "config.toml"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
     # Short: Ray's socket paths under it must fit in AF_UNIX's 107 bytes.
     ray_temp = Path(tempfile.mkdtemp(prefix="grove-ray-"))
     yield Place(tmp_path, {**env, "RAY_TMPDIR": str(ray_temp)}, ray_temp)

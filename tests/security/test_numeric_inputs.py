@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +20,7 @@ from supervisor import Grove
 from supervisor.commands.parsing import split_command
 from supervisor.errors import CommandError
 from supervisor.rules import checked_seconds
+from tests.integration.groves import cli_environment
 
 NON_FINITE_WAITS = ("nan", "inf", "-inf", "1e308", "1e999", "NaN", "-nan")
 CHAT_TIMEOUT_S = 240
@@ -67,16 +67,7 @@ def test_split_command_never_fails_but_with_a_command_error(line: str) -> None:
 
 def test_piped_chat_reports_every_bad_wait_and_runs_the_next_lines(tmp_path: Path) -> None:
     lines = [f"/wait {value}" for value in NON_FINITE_WAITS] + ["/wait 0", "/agents"]
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
-    }
-    env.update(
-        GROVE_STORE=f"sqlite:///{tmp_path / 'g.sqlite3'}",
-        GROVE_CONFIG_FILE=str(tmp_path / "config.toml"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
+    env = cli_environment(tmp_path)
     done = subprocess.run(
         [sys.executable, "-m", "cli.app", "chat", "--simulate", "--model", "gpt-5-mini"],
         input="\n".join(lines) + "\n",

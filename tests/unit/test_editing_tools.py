@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from actors.agent import Tool, ToolError
-from actors.tools.editing import BASH_OUTPUT_CHARS, MAX_WRITE_BYTES, editing_tools
+from actors.tools.editing import (
+    BASH_OUTPUT_CHARS,
+    MAX_WRITE_BYTES,
+    command_environment,
+    editing_tools,
+)
+from tests.unit.loop_checks import gone, with_ticks
 
 
 @pytest.fixture
@@ -125,14 +131,6 @@ async def test_bash_runs_in_the_root_without_provider_keys(
     assert "canary" not in output
 
 
-def alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
-
-
 async def test_a_timeout_kills_the_command_and_what_it_started(
     root: Path, tools: dict[str, Tool]
 ) -> None:
@@ -142,12 +140,7 @@ async def test_a_timeout_kills_the_command_and_what_it_started(
     )
     assert text == "Command timed out after 0.5 s; it and its children were killed"
     assert time.monotonic() - started < 10
-    child = int((root / "child.pid").read_text())
-    for _ in range(50):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.1)
-    assert not alive(child)
+    assert await gone(int((root / "child.pid").read_text()))
 
 
 async def test_cancelling_the_turn_kills_the_command_group(
@@ -163,27 +156,12 @@ async def test_cancelling_the_turn_kills_the_command_group(
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    child = int((root / "child.pid").read_text())
-    for _ in range(50):
-        if not alive(child):
-            break
-        await asyncio.sleep(0.1)
-    assert not alive(child)
+    assert await gone(int((root / "child.pid").read_text()))
 
 
 async def test_bash_output_is_capped_and_the_loop_keeps_running(tools: dict[str, Tool]) -> None:
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.05)
-            ticks += 1
-
-    ticking = asyncio.create_task(ticker())
     command = "sleep 0.5; head -c 100000 /dev/zero | tr '\\0' a; echo; echo THE-END"
-    output = await run(tools, "bash", command=command)
-    ticking.cancel()
+    output, ticks = await with_ticks(run(tools, "bash", command=command))
     assert ticks >= 5
     assert len(output) < BASH_OUTPUT_CHARS + 200
     assert "characters cut" in output and output.rstrip().endswith("THE-END")
@@ -196,8 +174,6 @@ async def test_bash_timeouts_must_be_bounded(tools: dict[str, Tool], limit: floa
 
 
 def test_no_key_reaches_the_command_environment() -> None:
-    from actors.tools.editing import command_environment
-
     os.environ["GEMINI_API_KEY"] = "x"
     try:
         assert "GEMINI_API_KEY" not in command_environment()

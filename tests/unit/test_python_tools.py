@@ -25,6 +25,7 @@ from actors.tools.python import (
 )
 from providers.accumulate import parse_arguments
 from providers.base import Provider, ToolCallPart
+from tests.unit.loop_checks import with_ticks
 
 
 class Point(BaseModel):
@@ -169,17 +170,8 @@ async def test_a_sync_tool_runs_off_the_event_loop() -> None:
         time.sleep(seconds)
         return "slept"
 
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.05)
-            ticks += 1
-
-    ticking = asyncio.create_task(ticker())
-    assert await python_tool(blocking).run({"seconds": 0.6}) == "slept"
-    ticking.cancel()
+    result, ticks = await with_ticks(python_tool(blocking).run({"seconds": 0.6}))
+    assert result == "slept"
     assert ticks >= 6  # the loop kept running while the tool slept
 
 
