@@ -117,6 +117,20 @@ def _user_messages(message: Message) -> list[JSONObject]:
     return messages
 
 
+def _tool_call(part: ToolCallPart) -> JSONObject:
+    call: JSONObject = {
+        "id": part.call_id,
+        "type": "function",
+        "function": {
+            "name": part.name,
+            "arguments": json.dumps(part.arguments, ensure_ascii=False),
+        },
+    }
+    if part.signature:  # Gemini's compatible endpoint wants its thought signature back
+        call["extra_content"] = {"google": {"thought_signature": part.signature}}
+    return call
+
+
 def _user_text(texts: list[str]) -> JSONObject:
     if len(texts) == 1:
         return {"role": "user", "content": texts[0]}
@@ -126,18 +140,7 @@ def _user_text(texts: list[str]) -> JSONObject:
 def _assistant_message(message: Message) -> JSONObject | None:
     """None for a reply that holds only thinking: there is nothing this API can take."""
     text = "".join(part.text for part in message.parts if isinstance(part, TextPart))
-    calls = [
-        {
-            "id": part.call_id,
-            "type": "function",
-            "function": {
-                "name": part.name,
-                "arguments": json.dumps(part.arguments, ensure_ascii=False),
-            },
-        }
-        for part in message.parts
-        if isinstance(part, ToolCallPart)
-    ]
+    calls = [_tool_call(part) for part in message.parts if isinstance(part, ToolCallPart)]
     if not text and not calls:
         return None
     assistant: JSONObject = {"role": "assistant", "content": text or None}

@@ -97,7 +97,10 @@ class ChatParser:
                 )
             call_id = json_str(call, "id") or f"call_{position}"
             self._call_ids[position] = call_id
-            events.append(ToolCallStart(index=index, call_id=call_id, name=name))
+            signature = thought_signature(call)
+            events.append(
+                ToolCallStart(index=index, call_id=call_id, name=name, signature=signature)
+            )
         arguments = json_str(function, "arguments")
         if arguments:
             events.append(ToolCallArgumentsDelta(index=index, delta=arguments))
@@ -139,3 +142,12 @@ def read_usage(native: JSONObject) -> Usage:
         thinking_tokens=json_int(completion_details, "reasoning_tokens"),
         cache_read_tokens=json_int(prompt_details, "cached_tokens"),
     )
+
+
+def thought_signature(call: JSONObject) -> str | None:
+    """The thought signature Gemini's compatible endpoint attaches to a function call
+    (`extra_content.google.thought_signature`); it must go back with the call."""
+    extra = call.get("extra_content")
+    google = extra.get("google") if isinstance(extra, dict) else None
+    signature = google.get("thought_signature") if isinstance(google, dict) else None
+    return signature if isinstance(signature, str) and signature else None

@@ -464,3 +464,18 @@ def test_responses_parser_takes_any_input(stream: list[dict[str, Any] | str]) ->
 @given(stream=st.lists(chat_chunks | raw_data, max_size=8))
 def test_chat_parser_takes_any_input(stream: list[dict[str, Any] | str]) -> None:
     _consume(ChatParser(), stream)
+
+
+def test_chat_tool_calls_keep_geminis_thought_signatures() -> None:
+    signed = {
+        "id": "fc-1",
+        "type": "function",
+        "function": {"name": "look", "arguments": "{}"},
+        "extra_content": {"google": {"thought_signature": "c2lnbmF0dXJl"}},
+    }
+    plain = {"id": "fc-2", "type": "function", "function": {"name": "look", "arguments": "{}"}}
+    accumulator = run(
+        ChatParser(),
+        [chunk({"tool_calls": [signed]}), chunk({"tool_calls": [plain]}), chunk({}, "stop")],
+    )
+    assert [c.signature for c in accumulator.turn().tool_calls] == ["c2lnbmF0dXJl", None]

@@ -399,3 +399,20 @@ def test_stream_error_retryability(error: dict[str, str], retryable: bool) -> No
     raised = stream_error(error)
     assert raised.retryable is retryable
     assert raised.provider == "openai"
+
+
+def test_chat_sends_a_tool_calls_thought_signature_back() -> None:
+    call = ToolCallPart(call_id="fc-1", name="look", arguments={"q": 1}, signature="c2ln")
+    plain = ToolCallPart(call_id="fc-2", name="look", arguments={}, signature=None)
+    request = Request(
+        model="gpt-5-mini",
+        messages=(
+            Message(role="user", parts=(TextPart(text="go"),)),
+            Message(role="assistant", parts=(call, plain)),
+        ),
+    )
+    messages = chat_body(request)["messages"]
+    assert isinstance(messages, list)
+    signed, unsigned = messages[-1]["tool_calls"]
+    assert signed["extra_content"] == {"google": {"thought_signature": "c2ln"}}
+    assert "extra_content" not in unsigned
