@@ -19,6 +19,7 @@ from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
     AssistantTurn,
     Finished,
+    ImageData,
     Message,
     Provider,
     ProviderName,
@@ -49,12 +50,21 @@ class ModelChoice:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ToolOutput:
+    """A tool result with images besides its text (an MCP server's image content, say)."""
+
+    text: str
+    images: tuple[ImageData, ...] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Tool:
-    """A tool an agent may call: its schema and the coroutine that runs it. The calls of one
-    step run concurrently, but a `sequential` tool's calls run one at a time, in order."""
+    """A tool an agent may call: its schema and the coroutine that runs it (text, or text
+    with images). The calls of one step run concurrently, but a `sequential` tool's calls
+    run one at a time, in order."""
 
     spec: ToolSpec
-    run: Callable[[dict[str, Any]], Awaitable[str]]
+    run: Callable[[dict[str, Any]], Awaitable[str | ToolOutput]]
     sequential: bool = False
 
 
@@ -252,6 +262,7 @@ class Agent:
     ) -> tuple[ToolResultPart, dict[str, Any]]:
         started = time.monotonic()
         facts: dict[str, Any] = {}
+        images: tuple[ImageData, ...] = ()
         tool = self.tools.get(call.name)
         try:
             if tool is None:
@@ -261,10 +272,14 @@ class Agent:
                 raise ToolError(f"The arguments of {call.name} were {reason}; send a JSON object")
             lock = locks.get(call.name)
             if lock is None:
-                content = await tool.run(call.arguments)
+                output = await tool.run(call.arguments)
             else:
                 async with lock:
-                    content = await tool.run(call.arguments)
+                    output = await tool.run(call.arguments)
+            if isinstance(output, ToolOutput):
+                content, images = output.text, output.images
+            else:
+                content = output
             is_error = False
         except ToolError as exc:  # the model is told, the turn goes on
             content, is_error = mask(str(exc)), True
@@ -274,7 +289,7 @@ class Agent:
             content, is_error = mask(f"error: {exc}"), True
         facts["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
         part = ToolResultPart(
-            call_id=call.call_id, name=call.name, content=content, is_error=is_error
+            call_id=call.call_id, name=call.name, content=content, is_error=is_error, images=images
         )
         return part, facts
 

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from providers.base import (
+    ImageData,
     JSONObject,
     Message,
     Part,
@@ -54,13 +55,18 @@ def part_to_data(part: Part) -> JSONObject:
                 "signature": part.signature,
             }
         case ToolResultPart():
-            return {
+            data: JSONObject = {
                 "kind": "tool_result",
                 "call_id": part.call_id,
                 "name": part.name,
                 "content": part.content,
                 "is_error": part.is_error,
             }
+            if part.images:
+                data["images"] = [
+                    {"media_type": image.media_type, "data": image.data} for image in part.images
+                ]
+            return data
 
 
 def part_from_data(data: JSONObject) -> Part:
@@ -92,6 +98,10 @@ def part_from_data(data: JSONObject) -> Part:
                 name=str(data["name"]),
                 content=str(data["content"]),
                 is_error=bool(data.get("is_error", False)),
+                images=tuple(
+                    ImageData(media_type=str(i["media_type"]), data=str(i["data"]))
+                    for i in data.get("images", ())
+                ),
             )
     except KeyError as exc:
         raise ValueError(f"message part of kind {kind!r} lacks {exc.args[0]!r}") from exc

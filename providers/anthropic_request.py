@@ -103,10 +103,19 @@ def wire_block(message: Message, part: Part) -> JSONObject | None:
                 "name": name,
                 "input": arguments,
             }
-        case ToolResultPart(call_id=call_id, content=content, is_error=is_error):
+        case ToolResultPart(call_id=call_id, content=content, is_error=is_error, images=images):
             _require_role(message, "user", "a tool result")
             block: JSONObject = {"type": "tool_result", "tool_use_id": wire_tool_id(call_id)}
-            if content:
+            if images:
+                leading: list[JSONObject] = [{"type": "text", "text": content}] if content else []
+                block["content"] = leading + [
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": i.media_type, "data": i.data},
+                    }
+                    for i in images
+                ]
+            elif content:
                 block["content"] = content
             if is_error:
                 block["is_error"] = True

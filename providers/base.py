@@ -47,11 +47,26 @@ class ToolCallPart:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class ImageData:
+    """An image a tool returned: its media type (`image/png`) and base64 data."""
+
+    media_type: str
+    data: str
+
+    @property
+    def data_url(self) -> str:
+        return f"data:{self.media_type};base64,{self.data}"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolResultPart:
+    """A tool's answer: its text, and the images it returned, if any."""
+
     call_id: str
     name: str
     content: str
     is_error: bool = False
+    images: tuple[ImageData, ...] = ()
     kind: Literal["tool_result"] = "tool_result"
 
 

@@ -94,6 +94,10 @@ def _parts(parts: tuple[Part, ...]) -> list[JSONObject]:
             result.append(
                 {"functionResponse": {"name": part.name, "response": {key: part.content}}}
             )
+            result.extend(
+                {"inline_data": {"mime_type": image.media_type, "data": image.data}}
+                for image in part.images
+            )
     return result
 
 

@@ -112,6 +112,19 @@ def _user_messages(message: Message) -> list[JSONObject]:
                 messages.append(_user_text(texts))
                 texts = []
             messages.append({"role": "tool", "tool_call_id": part.call_id, "content": part.content})
+            if part.images:  # a tool message holds text only: its images follow as the user's
+                messages.append(
+                    {
+                        "role": "user",
+                        "content": [
+                            {"type": "text", "text": f"Images from {part.name} ({part.call_id}):"},
+                            *(
+                                {"type": "image_url", "image_url": {"url": image.data_url}}
+                                for image in part.images
+                            ),
+                        ],
+                    }
+                )
     if texts:
         messages.append(_user_text(texts))
     return messages

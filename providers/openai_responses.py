@@ -117,7 +117,12 @@ def _part_item(part: ThinkingPart | ToolCallPart | ToolResultPart) -> JSONObject
             "arguments": json.dumps(part.arguments, ensure_ascii=False),
         }
     if isinstance(part, ToolResultPart):
-        return {"type": "function_call_output", "call_id": part.call_id, "output": part.content}
+        output: str | list[JSONObject] = part.content
+        if part.images:
+            output = [{"type": "input_text", "text": part.content}] + [
+                {"type": "input_image", "image_url": image.data_url} for image in part.images
+            ]
+        return {"type": "function_call_output", "call_id": part.call_id, "output": output}
     return reasoning_item(part)
 
 

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from actors.agent import Tool
+from actors.agent import Tool, ToolOutput
 from actors.tools.editing import editing_tools
 from actors.tools.fanout import ToolPort, fanout_tools
 from actors.tools.grant import ShippedTool, ToolGrant
@@ -77,8 +77,8 @@ class ToolKit:
             return tool
         port, name = self._port, tool.spec.name
 
-        async def run(arguments: dict[str, Any]) -> str:
+        async def run(arguments: dict[str, Any]) -> str | ToolOutput:
             await port.approve(agent, name, arguments)
             return await tool.run(arguments)
 
-        return Tool(spec=tool.spec, run=run)
+        return Tool(spec=tool.spec, run=run, sequential=tool.sequential)

@@ -1,8 +1,8 @@
 """MCP servers through the official `mcp` SDK: one session per server per process (a host, or
 the caller listing tools), opened on first use, shared, restarted once when a call fails on it.
 
-Tools appear as `mcp__SERVER__TOOL` with the server's own schemas; text, structured and image
-results come back as text (images as a note of their type and size).
+Tools appear as `mcp__SERVER__TOOL` with the server's own schemas; text and structured results
+come back as text, images as images beside it (each wire carries them to the model).
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from actors.agent import Tool, ToolError
+from actors.agent import Tool, ToolError, ToolOutput
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.python import capped
-from providers.base import ToolSpec
+from providers.base import ImageData, ToolSpec
 
 OPEN_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 120.0
@@ -158,7 +158,7 @@ class McpPool:
             for tool in listed.tools
         ]
 
-    async def call(self, name: str, tool: str, arguments: dict[str, Any]) -> str:
+    async def call(self, name: str, tool: str, arguments: dict[str, Any]) -> str | ToolOutput:
         """The tool's result as text; a server that fails the call is started again once."""
         for attempt in (1, 2):
             session = await self.session(name, fresh=attempt == 2)
@@ -175,7 +175,12 @@ class McpPool:
         text = result_text(result)
         if getattr(result, "is_error", False):
             raise ToolError(text or f"{tool} failed")
-        return capped(text)
+        images = tuple(
+            ImageData(media_type=block.mime_type, data=block.data)
+            for block in getattr(result, "content", None) or []
+            if getattr(block, "type", "") == "image"
+        )
+        return ToolOutput(text=capped(text), images=images) if images else capped(text)
 
     async def close(self) -> None:
         for session in list(self._sessions.values()):
@@ -185,22 +190,22 @@ class McpPool:
     def tool(self, spec: ToolSpec) -> Tool:
         server, _, name = spec.name[len(MCP_PREFIX) :].partition("__")
 
-        async def run(arguments: dict[str, Any]) -> str:
+        async def run(arguments: dict[str, Any]) -> str | ToolOutput:
             return await self.call(server, name, arguments)
 
         return Tool(spec=spec, run=run)
 
 
 def result_text(result: Any) -> str:
-    """Text blocks as they are, structured content as JSON, images and other blocks noted."""
+    """Text blocks as they are, structured content as JSON; images (which travel beside the
+    text) and other blocks noted."""
     pieces: list[str] = []
     for block in getattr(result, "content", None) or []:
         kind = getattr(block, "type", "")
         if kind == "text":
             pieces.append(block.text)
         elif kind == "image":
-            size = len(getattr(block, "data", "") or "") * 3 // 4
-            pieces.append(f"[image {getattr(block, 'mime_type', '?')}, {size:,} bytes]")
+            pieces.append(f"[image {getattr(block, 'mime_type', '?')}, attached]")
         else:
             pieces.append(f"[{kind or 'unknown'} content]")
     structured = getattr(result, "structured_content", None)

@@ -139,3 +139,14 @@ def test_a_server_that_cannot_start_is_one_warning_and_the_agent_goes_on(
     assert "missing license file" in warning
     assert grove.ask(root, call("mcp__calc__add", a=1, b=2)).ok
     assert results(grove, root)[-1]["content"] == "3"
+
+
+def test_an_image_result_reaches_the_model_on_every_wire(grove: Grove) -> None:
+    for model in ("claude-haiku-4-5", "gpt-5-mini", "gemini-3.0-flash"):
+        root = grove.create_root(model, tools=["mcp__calc"]).uuid
+        result = grove.ask(root, call("mcp__calc__badge"))
+        assert result.ok, (model, result.error)
+        (badge,) = results(grove, root)
+        assert badge["content"] == "[image image/png, attached]"
+        (image,) = badge["images"]
+        assert image["media_type"] == "image/png" and image["data"].startswith("iVBOR")

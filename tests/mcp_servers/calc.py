@@ -1,15 +1,19 @@
 """A small MCP server over stdio (or streamable HTTP with `--http PORT`): arithmetic, an echo
-of its environment, a tool that fails, and one that kills the server.
+of its environment, an image, a tool that fails, and one that kills the server.
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Image, MCPServer
 
 server = MCPServer("calc")
+ONE_PIXEL_PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 
 
 @server.tool()
@@ -34,6 +38,12 @@ def has_variable(name: str) -> str:
 def refuse(reason: str) -> str:
     """Fail with `reason`."""
     raise ValueError(reason)
+
+
+@server.tool()
+def badge() -> Image:
+    """A one-pixel PNG."""
+    return Image(data=ONE_PIXEL_PNG, format="png")
 
 
 @server.tool()

@@ -43,7 +43,9 @@ def tools(root: Path) -> dict[str, Tool]:
 
 
 async def run(tools: dict[str, Tool], name: str, **arguments: Any) -> str:
-    return await tools[name].run(arguments)
+    output = await tools[name].run(arguments)
+    assert isinstance(output, str)
+    return output
 
 
 async def refused(tools: dict[str, Tool], name: str, **arguments: Any) -> str:

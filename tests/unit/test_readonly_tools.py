@@ -74,7 +74,7 @@ def tools(root: Path) -> dict[str, Tool]:
 
 async def call(tools: dict[str, Tool], name: str, **arguments: Any) -> str:
     output = await tools[name].run(arguments)
-    assert SECRET not in output
+    assert isinstance(output, str) and SECRET not in output
     return output
 
 
