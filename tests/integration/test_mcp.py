@@ -102,7 +102,7 @@ def test_stdio_and_http_servers_tools_are_called(grove: Grove) -> None:
     assert (stdio["content"], http["content"]) == ("5", "42")
     assert refused["is_error"] is True
     listing = grove.dispatch(root, "/mcp").text.splitlines()
-    assert listing == ["calc: add, pid, has_variable, refuse, die", "web: add"]
+    assert listing == ["calc: add, pid, has_variable, refuse, badge, die", "web: add"]
 
 
 def test_a_server_process_per_host_whatever_the_number_of_agents(grove: Grove) -> None:
