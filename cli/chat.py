@@ -5,9 +5,14 @@ Talks to Grove only through `supervisor.Grove`; the rules and texts live in supe
 
 from __future__ import annotations
 
+import os
+import shlex
+import subprocess
 import sys
+import tempfile
 import threading
 from abc import ABC, abstractmethod
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 
 import typer
@@ -74,6 +79,29 @@ def chat_command(
         fail(f"{rejected} of the lines read were rejected", code=1)
 
 
+def edit_todo(grove: Grove, session: str) -> tuple[str, bool]:
+    """`/todo edit`: the focused agent's list as markdown in $EDITOR, read back when the
+    editor exits; (what happened, whether it worked)."""
+    shown = grove.dispatch(session, "/todo", "repl")
+    markdown = "" if not shown.data.get("phases") else shown.text
+    with tempfile.TemporaryDirectory(prefix="grove-todo-") as directory:
+        draft = Path(directory) / "todo.md"
+        draft.write_text(markdown + "\n" if markdown else "# Todos\n", encoding="utf-8")
+        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
+        try:
+            status = subprocess.call([*editor, str(draft)])
+        except OSError as exc:
+            return f"Cannot start the editor {editor[0]}: {exc.strerror or exc}", False
+        if status != 0:
+            return f"The editor exited with status {status}; the todo list was not changed", False
+        # Read the path again: many editors replace the file rather than write into it.
+        edited = draft.read_text(encoding="utf-8", errors="replace")
+    try:
+        return grove.set_todo(session, edited), True
+    except GroveError as exc:
+        return str(exc), False
+
+
 def open_session(
     grove: Grove, model: str | None, resume: str | None, tools: list[str], allow: list[str]
 ) -> str:
@@ -94,12 +122,22 @@ def open_session(
 class Repl(ABC):
     """What both REPLs share: a line is a command when it starts with `/`, else a prompt."""
 
+    grove: Grove
+    session: str
+
     def handle(self, line: str) -> bool:
         """Act on one stripped line; True when the REPL should end."""
+        if line.split() == ["/todo", "edit"]:
+            self.report(*edit_todo(self.grove, self.session))
+            return False
         if line.startswith("/"):
             return self.command(line)
         self.prompt(line)
         return False
+
+    @abstractmethod
+    def report(self, text: str, ok: bool) -> None:
+        """Show the outcome of something the REPL did itself."""
 
     @abstractmethod
     def command(self, line: str) -> bool:
@@ -137,6 +175,10 @@ class ScriptedRepl(Repl):
             stream.join()
         for agent in sorted(self.started):
             self.grove.wait_turn(agent)
+
+    def report(self, text: str, ok: bool) -> None:
+        self.rejected += not ok
+        self.writer.line(text)
 
     def command(self, line: str) -> bool:
         """Run one command and print its outcome; True when it asks the REPL to end."""
@@ -214,6 +256,9 @@ class InteractiveRepl(Repl):
                 break
             if line and self.handle(line):
                 break
+
+    def report(self, text: str, ok: bool) -> None:
+        self.writer.line(text, error=not ok)
 
     def command(self, line: str) -> bool:
         try:

@@ -389,6 +389,12 @@ class Grove:
         found: dict[str, tuple[str, TurnResult]] = self._call("answered", keys, timeout_s=600)
         return found
 
+    def set_todo(self, session: str, markdown: str) -> str:
+        """Replace the session's focused agent's todo list with `markdown` (the `/todo` form:
+        `# Phase`, `- [ ]`, `- [/]` or `- [>]`, `- [x]`, `- [-]` or `- [~]`); the new list."""
+        text: str = self._call("set_todo", session, markdown)
+        return text
+
     def advice(self, agent: str) -> list[MessageRecord]:
         """The advisor cards delivered to `agent`, oldest first."""
         cards: list[MessageRecord] = self._call("advice", agent)

@@ -20,6 +20,7 @@ from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.collector import tune_collector
 from actors.host import Activation, Ticket
 from actors.remote import AgentHost, HostSettings
+from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from providers.catalog import ModelSpec
 from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
@@ -27,7 +28,7 @@ from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
-from supervisor.errors import HostDiedError
+from supervisor.errors import CommandError, HostDiedError
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
@@ -268,6 +269,19 @@ class Supervisor:
     async def wait_reviews(self, agent: str, timeout_s: float) -> int:
         """Wait until no reviewer of `agent` has work queued; returns the backlog left."""
         return await self.advisors.wait_idle(self.core.agent(agent).uuid, timeout_s)
+
+    async def set_todo(self, session: str, markdown: str) -> str:
+        """Replace the focused agent's todo list with one written as markdown (`/todo edit`)."""
+        self._wake()
+        record = self.core.agent(self.core.store.get_focus(session) or session)
+        try:
+            phases = from_markdown(markdown)
+        except TodoError as exc:
+            raise CommandError(f"The todo list was not changed: {exc}") from exc
+        todo = to_data(phases)
+        self.core.store.update_agent(record.uuid, metadata={**record.metadata, "todo": todo})
+        self.core.event("TodoEdited", agent=record.uuid)
+        return to_markdown(phases) or "The todo list is empty"
 
     async def advice(self, agent: str) -> list[MessageRecord]:
         return self.advisors.advice_given(self.core.agent(agent).uuid)

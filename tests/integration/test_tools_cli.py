@@ -83,3 +83,35 @@ def test_each_call_and_result_is_one_line_in_the_stream(tmp_path: Path) -> None:
     lines = done.stdout.splitlines()
     assert '→ shout {"text": "hi"}' in lines
     assert "← shout: HI!" in lines
+
+
+def test_todo_edit_round_trips_the_list_through_the_editor(tmp_path: Path) -> None:
+    editor = tmp_path / "editor.sh"
+    # An "editor" that marks the first task done and adds one, as a person would.
+    editor.write_text(
+        '#!/bin/sh\nsed -i "s/- \\[\\/\\] parse/- [x] parse/" "$1"\necho "- [ ] ship it" >> "$1"\n'
+    )
+    editor.chmod(0o755)
+    plan = [{"op": "init", "list": [{"phase": "Build", "items": ["parse", "store"]}]}]
+    base = tmp_path / "home"
+    base.mkdir()
+    (base / "config.toml").write_text("")
+
+    def chat(*args: str, script: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cli.app", "chat", "--simulate", *args],
+            input=script,
+            cwd=base,
+            env={**cli_environment(base), "EDITOR": str(editor)},
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+
+    first = chat("--model", "gpt-5-mini", script=directive("todo", ops=plan) + "\n")
+    root = first.stdout.split()[1]  # "Agent UUID"
+    done = chat("--resume", root, script="/todo edit\n/todo\n")
+    assert done.returncode == 0, done.stdout + done.stderr
+    expected = "# Build\n- [x] parse\n- [/] store\n- [ ] ship it"
+    assert done.stdout.count(expected) == 2  # what /todo edit read back, and /todo after it
