@@ -12,6 +12,7 @@ from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
 from cli.batch_input import Task, TaskLineError, id_key
+from cli.render import tool_exchanges
 
 if TYPE_CHECKING:
     from actors.agent import TurnResult
@@ -48,6 +49,7 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
         "cost_usd": result.cost_usd,
         "error": None,
         "advice": [],
+        **tool_exchanges(result),
     }
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli.context import AllowOption, CliContext, ToolsOption, fail, root_tools, undecodable_text
-from cli.render import TurnWriter
+from cli.render import TurnWriter, tool_exchanges
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.config import GroveSettings
@@ -104,22 +104,7 @@ def turn_json(spec: ModelSpec, result: TurnResult, agent: str | None) -> dict[st
         "thinking": spec.thinking,
         "text": result.text,
         "thinking_text": "".join(p["text"] for p in parts if p["kind"] == "thinking"),
-        "tool_calls": [
-            {"call_id": p["call_id"], "name": p["name"], "arguments": p["arguments"]}
-            for p in parts
-            if p["kind"] == "tool_call"
-        ],
-        "tool_results": [
-            {
-                "call_id": p["call_id"],
-                "name": p["name"],
-                "content": p["content"],
-                "is_error": p["is_error"],
-            }
-            for entry in result.entries
-            if entry.kind == "tool_result"
-            for p in entry.data.get("parts", [])
-        ],
+        **tool_exchanges(result),
         "usage": result.usage.as_dict(),
         "cost_usd": result.cost_usd,
         "stop_reason": result.stop_reason,

@@ -115,3 +115,16 @@ def test_todo_edit_round_trips_the_list_through_the_editor(tmp_path: Path) -> No
     assert done.returncode == 0, done.stdout + done.stderr
     expected = "# Build\n- [x] parse\n- [/] store\n- [ ] ship it"
     assert done.stdout.count(expected) == 2  # what /todo edit read back, and /todo after it
+
+
+def test_batch_records_hold_the_tool_calls_and_results(tmp_path: Path) -> None:
+    (tmp_path / "voice.py").write_text(TOOLS_FILE)
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps({"id": 1, "prompt": directive("shout", text="hi")}) + "\n")
+    out = tmp_path / "out.jsonl"
+    batch = ("batch", str(tasks), "--simulate", "--model", "gpt-5-mini", "--output", str(out))
+    done = grove(tmp_path, *batch, "--tools", "voice:shout")
+    assert done.returncode == 0, done.stderr
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [c["name"] for c in record["tool_calls"]] == ["shout"]
+    assert [r["content"] for r in record["tool_results"]] == ["HI!"]

@@ -34,6 +34,8 @@ def test_records_have_the_documented_fields() -> None:
         "cost_usd": 0.25,
         "error": None,
         "advice": [],
+        "tool_calls": [],
+        "tool_results": [],
     }
     failed = task_record(TASK, "agent-2", TurnResult(text="partial", error="HTTP 529"))
     assert failed["status"] == "error" and failed["error"] == "HTTP 529"
