@@ -15,7 +15,7 @@ import statistics
 import time
 from typing import Any
 
-import httpx
+import httpx2  # the anthropic SDK's own HTTP client
 from harness import MODEL, ExternalSimulator, Pacing, grove_pids, running_grove, simulator_process
 
 ROUND_TRIPS = 3
@@ -86,11 +86,11 @@ async def pydantic_ai_round(simulator: ExternalSimulator, n: int) -> dict[str, A
 
     # A pool as large as the fan-out: the SDK's default limit would queue the requests and
     # measure that, not pydantic-ai.
-    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    limits = httpx2.Limits(max_connections=n, max_keepalive_connections=n)
     client = AsyncAnthropic(
         base_url=simulator.base_url,
         api_key=simulator.api_key,
-        http_client=httpx.AsyncClient(limits=limits, timeout=TURN_TIMEOUT_S),
+        http_client=httpx2.AsyncClient(limits=limits, timeout=TURN_TIMEOUT_S),
     )
     model = AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
     agent = Agent(model, tools=[lookup])
