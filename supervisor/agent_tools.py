@@ -55,6 +55,7 @@ def _todo(core: SupervisorCore, caller: AgentRecord, arguments: dict[str, Any]) 
     core.store.update_agent(
         caller.uuid, metadata={**caller.metadata, "todo": to_data(outcome.phases)}
     )
+    core.event("TodoUpdated", agent=caller.uuid, completed_tasks=list(outcome.completed))
     if outcome.is_error:
         raise CommandError(outcome.text)
     return outcome.text

@@ -165,6 +165,17 @@ def test_the_todo_tool_keeps_each_agents_list_in_the_store(grove: Grove) -> None
     assert created["content"].startswith("Remaining: 3 of 3 tasks\n- [/] parse")
     assert "Current phase: Build (1/2 done)" in done["content"]
     assert failed["is_error"] and failed["content"].startswith('Errors: Task "ghost" not found')
+    store = open_store(grove.settings.store)
+    try:
+        events = store.events(after_id=0, limit=100_000)
+    finally:
+        store.close()
+    completed = [
+        e.payload["completed_tasks"]
+        for e in events
+        if e.kind == "TodoUpdated" and e.payload["agent"] == root
+    ]
+    assert completed[:2] == [[], [{"content": "parse", "phase": "Build"}]]  # completedTasks
     shown = grove.dispatch(root, "/todo")
     assert shown.text == "# Build\n- [x] parse\n- [/] store\n\n# Ship\n- [ ] tag"
     assert grove.ask(root, call("fork", prompt="help out")).ok
