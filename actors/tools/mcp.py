@@ -23,6 +23,7 @@ from providers.base import ImageData, ToolSpec
 
 OPEN_TIMEOUT_S = 30.0
 CALL_TIMEOUT_S = 120.0
+CLOSE_GRACE_S = 2.0
 STDERR_TAIL_CHARS = 2_000
 log = logging.getLogger("grove.mcp")
 
@@ -68,13 +69,16 @@ class _Session:
             await self.close()
             raise McpServerError(self._problem("did not start")) from None
         if self.failure is not None:
-            raise McpServerError(self._problem(f"failed to start: {self.failure}"))
+            failure = str(self.failure).splitlines()[0] if str(self.failure) else self.failure
+            problem = self._problem(f"failed to start: {failure}")  # before stderr is closed
+            await self.close()
+            raise McpServerError(problem)
 
     async def _hold(self) -> None:
         from mcp import Client
 
         try:
-            async with Client(self._transport()) as client:
+            async with Client(self._transport(), message_handler=self._on_message) as client:
                 self.client = client
                 self.ready.set()
                 await self.closing.wait()
@@ -82,6 +86,13 @@ class _Session:
             self.failure = exc
         finally:
             self.client = None
+            self.ready.set()
+
+    async def _on_message(self, message: Any) -> None:
+        """A server that answers with something that is not JSON-RPC fails its start at once
+        instead of leaving the handshake waiting."""
+        if isinstance(message, Exception) and not self.ready.is_set():
+            self.failure = McpServerError("it sent something that is not JSON-RPC")
             self.ready.set()
 
     def _transport(self) -> Any:
@@ -114,6 +125,10 @@ class _Session:
     async def close(self) -> None:
         self.closing.set()
         if self.task is not None:
+            # A session still in its handshake does not see `closing`: it is cancelled.
+            done, _ = await asyncio.wait({self.task}, timeout=CLOSE_GRACE_S)
+            if not done:
+                self.task.cancel()
             with contextlib.suppress(BaseException):
                 await asyncio.wait_for(self.task, OPEN_TIMEOUT_S)
         if self.stderr is not None:

@@ -59,6 +59,7 @@ def http_server() -> Iterator[str]:
 def grove(tmp_path_factory: pytest.TempPathFactory, http_server: str) -> Iterator[Grove]:
     base = tmp_path_factory.mktemp("mcp")
     broken = "import sys; sys.stderr.write('missing license file\\n'); sys.exit(1)"
+    garbage = "import sys; print('hello, not json-rpc', flush=True); sys.stdin.read()"
     (base / "none.toml").write_text(
         f"""
 [mcp.servers.calc]
@@ -67,6 +68,10 @@ args = [{json.dumps(str(CALC))}]
 
 [mcp.servers.web]
 url = "{http_server}"
+
+[mcp.servers.garbage]
+command = {json.dumps(sys.executable)}
+args = ["-c", {json.dumps(garbage)}]
 
 [mcp.servers.broken]
 command = {json.dumps(sys.executable)}
@@ -150,3 +155,15 @@ def test_an_image_result_reaches_the_model_on_every_wire(grove: Grove) -> None:
         assert badge["content"] == "[image image/png, attached]"
         (image,) = badge["images"]
         assert image["media_type"] == "image/png" and image["data"].startswith("iVBOR")
+
+
+def test_a_server_that_answers_garbage_fails_its_start_at_once(
+    grove: Grove, caplog: pytest.LogCaptureFixture
+) -> None:
+    started = time.monotonic()
+    with caplog.at_level(logging.WARNING, logger="grove.mcp"):
+        root = grove.create_root(MODEL, tools=["mcp__garbage"]).uuid
+    assert time.monotonic() - started < 20
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "grove.mcp"]
+    assert warning == "MCP server garbage failed to start: it sent something that is not JSON-RPC"
+    assert grove.ask(root, "still here?").ok
