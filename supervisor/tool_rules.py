@@ -39,28 +39,12 @@ def policy_for(name: str, overrides: Mapping[str, str]) -> Policy:
     return default_policy(name)
 
 
-def checked_policies(policies: Mapping[str, object]) -> dict[str, Policy]:
-    """`[tools.policy]` as given by a user, each value checked."""
-    checked: dict[str, Policy] = {}
-    for name, value in policies.items():
-        if value not in POLICIES:
-            raise CommandError(
-                f'tools.policy.{name} must be "allow", "ask" or "deny", not {value!r}'
-            )
-        checked[name] = value  # type: ignore[assignment]
-    return checked
-
-
 def refusal_text(name: str) -> str:
     """The error result of an "ask" call where nobody can answer (run, batch, API)."""
     return (
         f"Tool {name} needs approval and nobody can give it here. To allow it, pass "
         f'--allow {name} or set [tools.policy] {name} = "allow" in the config.'
     )
-
-
-def denied_text(name: str) -> str:
-    return f'Tool {name} is denied by the policy ([tools.policy] {name} = "deny").'
 
 
 def is_mcp(name: str) -> bool:

@@ -24,7 +24,6 @@ DEFAULT_BASH_TIMEOUT_S = 120.0
 MAX_BASH_TIMEOUT_S = 600.0
 BASH_OUTPUT_CHARS = 30_000
 KILL_GRACE_S = 2.0
-EDITING_TOOL_NAMES = ("write", "edit", "bash")
 # Names of variables a command never sees: the providers' keys, and anything named like one.
 _SECRET_NAME_PARTS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
 
