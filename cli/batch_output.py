@@ -70,6 +70,8 @@ def error_record(
         "cost_usd": cost_usd,
         "error": error,
         "advice": [],
+        "tool_calls": [],
+        "tool_results": [],
     }
 
 

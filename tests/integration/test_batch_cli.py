@@ -171,6 +171,8 @@ def test_first_run_writes_one_record_per_task_and_exits_1(runs: Runs) -> None:
             "cost_usd",
             "error",
             "advice",
+            "tool_calls",
+            "tool_results",
         ]
         assert record["advice"] == []
     ok = [r for r in records.values() if r["id"] != "flaky"]
