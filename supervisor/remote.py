@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from actors.advisor import ReviewerSpec, ReviewReport
 from actors.agent import ModelChoice, NewEntry, TurnResult
@@ -145,6 +146,7 @@ class Supervisor:
         self.settings = settings
         self._run_id = secrets.token_hex(3)
         self.clients: dict[str, RayHostClient] = {}
+        self._host_nodes: dict[str, str] = {}  # host id -> the Ray node it was placed on
         for index in range(settings.hosts):
             host_id = f"host-{index}"
             self.clients[host_id] = RayHostClient(host_id, self._new_host(host_id), self._host_died)
@@ -168,8 +170,19 @@ class Supervisor:
         return AgentHost.options(  # type: ignore[attr-defined]
             name=name,
             namespace=NAMESPACE,
-            scheduling_strategy="SPREAD",  # over every node
+            scheduling_strategy=self._spread(host_id),
         ).remote(host_id, self.settings.host_settings, ray.get_runtime_context().current_actor)
+
+    def _spread(self, host_id: str) -> NodeAffinitySchedulingStrategy:
+        """The live node with the fewest of this supervisor's hosts (Ray's own "SPREAD" is
+        best effort and often puts two hosts on one node). Soft: if that node goes before the
+        host starts, Ray places it elsewhere."""
+        self._host_nodes.pop(host_id, None)
+        alive = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
+        placed = list(self._host_nodes.values())
+        node_id = min(alive, key=placed.count)
+        self._host_nodes[host_id] = node_id
+        return NodeAffinitySchedulingStrategy(node_id, soft=True)
 
     def _spawn_host(self, uuid: str) -> RayHostClient:
         """A host process of the agent's own (`isolation = "process"`)."""
