@@ -178,7 +178,8 @@ class Supervisor:
         best effort and often puts two hosts on one node). Soft: if that node goes before the
         host starts, Ray places it elsewhere."""
         self._host_nodes.pop(host_id, None)
-        alive = sorted(node["NodeID"] for node in ray.nodes() if node["Alive"])
+        nodes: list[dict[str, Any]] = ray.nodes()  # type: ignore[no-untyped-call]
+        alive = sorted(node["NodeID"] for node in nodes if node["Alive"])
         placed = list(self._host_nodes.values())
         node_id = min(alive, key=placed.count)
         self._host_nodes[host_id] = node_id
