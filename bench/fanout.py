@@ -2,7 +2,9 @@
 fetched by one bare asyncio + httpx loop, both from one simulator in a process of its own.
 
 Prints one JSON line. Run from the repository root: `python bench/fanout.py --n 1000`;
-`--isolation process` gives every agent a host process of its own (use a small N).
+`--isolation process` gives every agent a host process of its own (use a small N);
+`--with-tools` also forks, in each round, from a root holding the default tool set and two
+Python tools (offered in every request, never called), against the same without (goal: 1.05x).
 """
 
 from __future__ import annotations
@@ -37,6 +39,19 @@ CONTEXT_REPLY = "Understood: a queue consumer that prices orders and stores invo
 WAIT_SLICE_S = 5.0
 TURN_TIMEOUT_S = 600.0
 SOLO_STARTS_IN_FLIGHT = 8
+
+
+async def lookup(key: str) -> str:
+    """Look a key up in the inventory."""
+    return f"{key}: 3 in stock"
+
+
+def price(sku: str, quantity: int = 1) -> float:
+    """The price of `quantity` units of `sku` in euros."""
+    return 9.5 * quantity
+
+
+TOOLS: list[Any] = ["todo", "fork", "send", "wait", lookup, price]
 
 
 def prompts(n: int) -> list[str]:
@@ -136,6 +151,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=1000, help="agents (and baseline streams)")
     parser.add_argument("--rounds", type=int, default=3, help="alternating runs; medians count")
     parser.add_argument("--isolation", choices=("shared", "process"), default="shared")
+    parser.add_argument(
+        "--with-tools", action="store_true", help="also fork from a root holding tools"
+    )
     parser.add_argument("--ttft-ms", type=int, default=500)
     parser.add_argument("--tps", type=float, default=50.0)
     parser.add_argument("--tokens", type=int, default=40)
@@ -148,8 +166,10 @@ def main() -> None:
     completed = stored = events = 0
     with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
         root = grove.create_root(MODEL)
-        if not solo and not grove.ask(root.uuid, CONTEXT).ok:
-            raise SystemExit("fanout bench: the context turn failed")
+        tooled = grove.create_root(MODEL, tools=TOOLS) if args.with_tools else None
+        for context_root in (root, tooled):
+            if context_root and not solo and not grove.ask(context_root.uuid, CONTEXT).ok:
+                raise SystemExit("fanout bench: the context turn failed")
         pids = grove_pids(grove)
         peak_mb, processes = 0.0, 0
         for round_number in range(args.rounds):
@@ -165,6 +185,11 @@ def main() -> None:
             walls["grove"].append(figures["wall_s"])
             completed += figures["ok"]
             stored += figures["stored"]
+            if tooled is not None:
+                with_tools = forked_round(grove, tooled.uuid, texts)
+                walls.setdefault("grove_with_tools", []).append(with_tools["wall_s"])
+                completed += with_tools["ok"]
+                stored += with_tools["stored"]
             for loop in ("baseline", "baseline_uvloop"):
                 runner = uvloop.run if loop == "baseline_uvloop" else asyncio.run
                 wall, events = runner(bare_httpx(simulator, texts))
@@ -187,13 +212,16 @@ def main() -> None:
         "events_per_round": events,
         "grove_peak_rss_mb": peak_mb,
         "grove_processes": processes,
-        "turns": args.n * args.rounds,
+        "turns": args.n * args.rounds * (2 if tooled else 1),
         "completed": completed,
         "stored": stored,
         "walls": {name: [round(w, 3) for w in values] for name, values in walls.items()},
     }
     if forks:
         report["fork_many_s"] = median(forks)
+    if tooled is not None:
+        report["grove_with_tools_wall_s"] = median(walls["grove_with_tools"])
+        report["tools_ratio"] = round(median(walls["grove_with_tools"]) / grove_s, 3)
     print(json.dumps(report))
 
 

@@ -204,9 +204,10 @@ def running_grove(
     store_url: str | None = None,
     hosts: int | None = None,
     idle_release_s: float | None = None,
+    mcp_servers: dict[str, dict[str, Any]] | None = None,
 ) -> Iterator[Any]:
     """A Grove on a fresh store (a temp SQLite file unless `store_url`) whose providers all
-    reach the external simulator."""
+    reach the external simulator; `mcp_servers` as `[mcp.servers]` in a config would give."""
     from providers.http import Endpoint
     from supervisor import Grove
     from supervisor.config import load_settings
@@ -216,6 +217,8 @@ def running_grove(
         flags: dict[str, Any] = {"store": url}
         if idle_release_s is not None:
             flags["hosts"] = {"idle_release_s": idle_release_s}
+        if mcp_servers is not None:
+            flags["mcp"] = {"servers": mcp_servers}
         settings = load_settings(**flags)
         endpoint = Endpoint(base_url=simulator.base_url, api_key=simulator.api_key)
         with Grove(settings=settings, endpoint=endpoint, hosts=hosts) as grove:

@@ -1,8 +1,11 @@
 """Benchmark: N agents each make 3 round trips to a small async tool and then answer, through
-Grove and through pydantic-ai agents, against one simulator in a process of its own.
+Grove and through pydantic-ai agents, against one simulator in a process of its own; then N
+agents on 2 hosts each call 3 configured stdio MCP servers once.
 
 Prints one JSON line: both wall times and their ratio (goal: Grove <= 0.5x pydantic-ai), the
-tool calls made, and the p50 of Grove's time inside a call against calling the function.
+tool calls made, the p50 of Grove's time inside a call against calling the function, and for
+MCP the server processes that ran (goal: at most 2 hosts x 3 servers = 6, where a server per
+agent would be 3 N), their memory, and MCP calls per second.
 Run from the repository root: `python bench/tools.py --n 1000` (needs the bench extras).
 """
 
@@ -12,13 +15,27 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
+import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import httpx2  # the anthropic SDK's own HTTP client
-from harness import MODEL, ExternalSimulator, Pacing, grove_pids, running_grove, simulator_process
+from harness import (
+    MODEL,
+    ExternalSimulator,
+    Pacing,
+    grove_pids,
+    rss_kb,
+    running_grove,
+    simulator_process,
+)
 
 ROUND_TRIPS = 3
+MCP_SERVER = Path(__file__).resolve().with_name("mcp_inventory.py")
+MCP_SERVERS = ("stock", "prices", "depots")
+MCP_HOSTS = 2
 TURN_TIMEOUT_S = 900.0
 WAIT_SLICE_S = 5.0
 
@@ -38,9 +55,19 @@ def prompt(index: int) -> str:
     return f"{calls} Task {index}: check the stock of three items."
 
 
-def grove_round(grove: Any, root: str, n: int) -> dict[str, Any]:
+def mcp_prompt(index: int) -> str:
+    """A task whose reply calls each MCP server's `lookup` once, one server a step."""
+    calls = " ".join(
+        f"[[sim tool=mcp__{server}__lookup args='{json.dumps({'key': f'item-{index}'})}' "
+        f"step={step}]]"
+        for step, server in enumerate(MCP_SERVERS, start=1)
+    )
+    return f"{calls} Task {index}: check the stock, price and depot of one item."
+
+
+def grove_round(grove: Any, root: str, prompts: list[str]) -> dict[str, Any]:
     start = time.perf_counter()
-    children = grove.fork_many(root, [prompt(i) for i in range(n)])
+    children = grove.fork_many(root, prompts)
     pending, ok = set(children), 0
     deadline = time.monotonic() + TURN_TIMEOUT_S
     while pending:
@@ -59,6 +86,63 @@ def grove_round(grove: Any, root: str, n: int) -> dict[str, Any]:
         if not part["is_error"]
     )
     return {"wall_s": wall, "ok": ok, "tool_results_in_first_50": calls}
+
+
+def mcp_server_pids() -> list[int]:
+    """The live processes running bench/mcp_inventory.py."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                command = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(MCP_SERVER).encode() in command:
+                found.append(int(entry.name))
+    return found
+
+
+class ServerCensus:
+    """Samples the MCP server processes in a thread: every pid seen, and the peak of their
+    summed RSS."""
+
+    def __init__(self, interval_s: float = 0.2) -> None:
+        self.seen: set[int] = set()
+        self.peak_kb = 0
+        self._interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self) -> None:
+        while not self._stop.is_set():
+            pids = mcp_server_pids()
+            self.seen.update(pids)
+            self.peak_kb = max(self.peak_kb, sum(rss_kb(pid) for pid in pids))
+            self._stop.wait(self._interval_s)
+
+    def __enter__(self) -> ServerCensus:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def mcp_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
+    """N agents on MCP_HOSTS hosts, each calling every configured server once."""
+    servers = {name: {"command": sys.executable, "args": [str(MCP_SERVER)]} for name in MCP_SERVERS}
+    with running_grove(simulator, hosts=MCP_HOSTS, mcp_servers=servers) as grove:
+        root = grove.create_root(MODEL, tools=[f"mcp__{name}" for name in MCP_SERVERS]).uuid
+        with ServerCensus() as census:
+            round_figures = grove_round(grove, root, [mcp_prompt(i) for i in range(n)])
+    calls = round_figures["ok"] * len(MCP_SERVERS)
+    return {
+        **round_figures,
+        "server_processes": len(census.seen),
+        "server_rss_mb": round(census.peak_kb / 1024, 1),
+        "calls_per_s": round(calls / round_figures["wall_s"], 1),
+    }
 
 
 def call_durations_ms(grove: Any) -> list[float]:
@@ -135,9 +219,10 @@ def main() -> None:
         peer = asyncio.run(pydantic_ai_round(simulator, args.n))
         with running_grove(simulator, hosts=args.hosts) as grove:
             root = grove.create_root(MODEL, tools=[lookup]).uuid
-            ours = grove_round(grove, root, args.n)
+            ours = grove_round(grove, root, [prompt(i) for i in range(args.n)])
             durations = call_durations_ms(grove)
             processes = len(grove_pids(grove))
+        mcp = mcp_round(simulator, args.n)
     figures = {
         "bench": "tools",
         "n": args.n,
@@ -154,6 +239,18 @@ def main() -> None:
         "grove_call_p50_ms": round(statistics.median(durations), 3) if durations else None,
         "direct_call_p50_ms": round(direct_call_ms(), 4),
         "grove_processes": processes,
+        "mcp_hosts": MCP_HOSTS,
+        "mcp_servers_configured": len(MCP_SERVERS),
+        "mcp_ok": mcp["ok"],
+        "mcp_tool_results_in_first_50": mcp["tool_results_in_first_50"],
+        "mcp_server_processes": mcp["server_processes"],
+        "mcp_server_processes_if_one_per_agent": args.n * len(MCP_SERVERS),
+        "mcp_server_rss_mb": mcp["server_rss_mb"],
+        "mcp_server_rss_mb_if_one_per_agent": round(
+            mcp["server_rss_mb"] / max(1, mcp["server_processes"]) * args.n * len(MCP_SERVERS)
+        ),
+        "mcp_calls_per_s": mcp["calls_per_s"],
+        "mcp_wall_s": round(mcp["wall_s"], 3),
     }
     print(json.dumps(figures))
 

@@ -1,5 +1,6 @@
 """`grove chat` in a real pseudo-terminal: Tab completion, Ctrl+C cancelling a streaming turn
-while the session goes on, and /exit. The keys are typed as a person would type them.
+while the session goes on, the y / n / a approval prompt, and /exit. The keys are typed as a
+person would type them.
 """
 
 from __future__ import annotations
@@ -9,20 +10,22 @@ import pty
 import select
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from supervisor.store import open_store
+from tests.conformance.corpus import REPO_ROOT
 
 
 class Terminal:
     """A child process on a pty; `expect` reads until a text shows up."""
 
-    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         self.pid, self.fd = pty.fork()
         if self.pid == 0:  # the child: exec the program with the pty as its terminal
+            os.chdir(cwd)
             os.execve(argv[0], argv, env)
         self.screen = b""
 
@@ -71,10 +74,15 @@ class Terminal:
 
 
 @pytest.fixture
-def terminal(tmp_path: Path) -> Iterator[tuple[Terminal, str]]:
+def chat(tmp_path: Path) -> Iterator[Callable[..., tuple[Terminal, str]]]:
+    """Starts `grove chat` on a pty with extra options, in a workspace of its own; returns the
+    terminal and the store's URL."""
     store = f"sqlite:///{tmp_path / 'grove.sqlite3'}"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
     env = dict(
         os.environ,
+        PYTHONPATH=str(REPO_ROOT),
         TERM="xterm",
         GROVE_STORE=store,
         GROVE_CONFIG_FILE=str(tmp_path / "none.toml"),
@@ -92,9 +100,20 @@ def terminal(tmp_path: Path) -> Iterator[tuple[Terminal, str]]:
         "--model",
         "claude-haiku-4-5",
     ]
-    running = Terminal(argv, env)
-    yield running, store
-    running.close()
+    started: list[Terminal] = []
+
+    def start(*options: str) -> tuple[Terminal, str]:
+        started.append(Terminal([*argv, *options], env, workspace))
+        return started[-1], store
+
+    yield start
+    for running in started:
+        running.close()
+
+
+@pytest.fixture
+def terminal(chat: Callable[..., tuple[Terminal, str]]) -> tuple[Terminal, str]:
+    return chat()
 
 
 def test_tab_completion_ctrl_c_and_exit(terminal: tuple[Terminal, str]) -> None:
@@ -122,3 +141,42 @@ def test_tab_completion_ctrl_c_and_exit(terminal: tuple[Terminal, str]) -> None:
     kinds = [(m.kind, m.content) for m in stored.agent_messages(root.uuid)]
     assert ("assistant", "still here") in kinds
     assert len([kind for kind, _ in kinds if kind == "assistant"]) == 1  # the cancelled one is not
+
+
+BASH_CALL = '[[sim tool=bash args=\'{"command": "echo %s > %s.txt"}\' step=1]]'
+
+
+def test_a_tool_that_asks_first_is_answered_y_n_or_a(
+    chat: Callable[..., tuple[Terminal, str]], tmp_path: Path
+) -> None:
+    term, store = chat("--tools", "bash")
+    workspace = tmp_path / "workspace"
+    term.expect(">")
+    for word, name, answer, outcome in (
+        ("one", "yes", "y", "\u2190 bash: exit code 0"),
+        ("two", "no", "n", "\u2190 bash failed: The user did not allow bash this time."),
+        ("three", "always", "a", "\u2190 bash: exit code 0"),
+    ):
+        term.type(BASH_CALL % (word, name) + f" write {name}.txt\r")
+        term.expect("Allow bash? [y/n/a]")
+        term.type(f"{answer}\r")
+        term.expect(outcome)
+        term.expect(">")
+    # "a" allowed bash for the rest of the session: the next call is not asked about.
+    term.type(BASH_CALL % ("four", "again") + " write again.txt\r")
+    term.expect("\u2190 bash: exit code 0")
+    term.expect(">")
+    term.type("/exit\r")
+    assert term.wait() == 0
+    assert b"Allow bash?" not in term.screen.rsplit("\u2192 bash".encode(), 1)[-1]
+    assert [(workspace / f"{name}.txt").exists() for name in ("yes", "no", "always", "again")] == [
+        True, False, True, True
+    ]  # fmt: skip
+    assert (workspace / "again.txt").read_text() == "four\n"
+    stored = open_store(store)
+    try:
+        kinds = [event.kind for event in stored.events(limit=1000)]
+    finally:
+        stored.close()
+    assert kinds.count("ApprovalRequested") == 3  # y, n, a; not the call after "a"
+    assert (kinds.count("ToolApproved"), kinds.count("ToolRefused")) == (3, 1)
