@@ -42,6 +42,12 @@ def nap(label: str) -> str:
     """Sleep a moment and say which call it was."""
     time.sleep(1.5)
     return label
+
+
+def hold(seconds: float) -> str:
+    """Block the calling thread for a while."""
+    time.sleep(seconds)
+    return "held"
 '''
 
 
@@ -95,6 +101,32 @@ def test_the_calls_of_one_step_run_at_once(grove: Grove) -> None:
     elapsed = time.monotonic() - started
     assert [r["content"] for r in results(grove, root)] == ["a", "b"]
     assert elapsed < 2.7  # one after the other would be 3 s of naps alone
+
+
+def test_a_blocking_sync_tool_does_not_stop_another_agent_streaming_on_its_host(
+    grove: Grove,
+) -> None:
+    def started(tools: list[str]) -> str:
+        uuid = grove.create_root(MODEL, tools=tools).uuid
+        assert grove.ask(uuid, "hello").ok  # placed on a host and active there
+        return uuid
+
+    holder = started(["weather_tools:hold"])
+    host_pid = grove.provider_identity(holder)["pid"]
+    for _ in range(4):  # placement is least-loaded: within a few, one lands on the same host
+        streamer = started([])
+        if grove.provider_identity(streamer)["pid"] == host_pid:
+            break
+    assert grove.provider_identity(streamer)["pid"] == host_pid
+    held = grove.send(holder, call("hold", seconds=4))
+    time.sleep(0.5)  # the tool is blocking its thread now
+    arrivals = []
+    for _ in grove.send(streamer, "[[sim tps=20 tokens=50]] stream while the other waits"):
+        arrivals.append(time.monotonic())
+    assert held.result().ok and results(grove, holder)[-1]["content"] == "held"
+    assert arrivals[-1] < time.monotonic() - 0.3  # the stream ended before the hold did
+    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    assert len(arrivals) > 10 and max(gaps) < 1.0, gaps
 
 
 def test_tools_that_cannot_be_given_fail_at_create_root(grove: Grove) -> None:
