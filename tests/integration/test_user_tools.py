@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ MODEL = "claude-haiku-4-5"
 LOCAL_MODULE = '''
 """A user's tools, in a file no installed package has."""
 import time
+from itertools import pairwise
 
 SUFFIX = "(from a local file)"
 
@@ -125,7 +127,7 @@ def test_a_blocking_sync_tool_does_not_stop_another_agent_streaming_on_its_host(
         arrivals.append(time.monotonic())
     assert held.result().ok and results(grove, holder)[-1]["content"] == "held"
     assert arrivals[-1] < time.monotonic() - 0.3  # the stream ended before the hold did
-    gaps = [later - earlier for earlier, later in zip(arrivals, arrivals[1:], strict=False)]
+    gaps = [later - earlier for earlier, later in pairwise(arrivals)]
     assert len(arrivals) > 10 and max(gaps) < 1.0, gaps
 
 
