@@ -259,7 +259,7 @@ class Grove:
         *,
         system: str | None = None,
         isolation: str | None = None,
-        tools: Sequence[str | Callable[..., Any]] = (),
+        tools: Sequence[str | Callable[..., Any]] | str | Callable[..., Any] | None = None,
         allow: Sequence[str] = (),
         approver: Approver | None = None,
     ) -> AgentRecord:
@@ -274,6 +274,10 @@ class Grove:
             spec = parse_model_spec(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
+        if tools is None:
+            tools = ()
+        elif isinstance(tools, str) or callable(tools):
+            tools = [tools]  # one tool given on its own
         resolved = resolve_tools(tools)
         entries = resolved.metadata() if resolved.names else {}
         mcp = self._mcp_tools(resolved.names)

@@ -340,6 +340,8 @@ class SupervisorCore:
         )
         by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
         hosts: dict[str, HostClient] = {}
+        # Siblings inherit the same tools: one grant object, which each host call pickles once.
+        grant = grant_of(records[0].metadata)
         for record, stored_prompt, choice in zip(records, prompts_stored, choices, strict=True):
             assert choice is not None
             state = self.live(record.uuid, record)
@@ -357,7 +359,7 @@ class SupervisorCore:
                 choice=choice,
                 history=[],
                 system=record.metadata.get("system"),
-                tools=grant_of(record.metadata),
+                tools=grant,
             )
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host

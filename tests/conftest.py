@@ -17,8 +17,14 @@ from pathlib import Path
 
 import pytest
 import redis
+from hypothesis import settings
 
 from supervisor.store import SqliteStore
+
+# No per-example deadline: timing belongs in bench/, and a shared machine makes the first
+# examples (cold imports, busy cores) slow without anything being wrong.
+settings.register_profile("grove", deadline=None)
+settings.load_profile("grove")
 
 REDIS_START_TIMEOUT_S = 10.0
 REDIS_STOP_TIMEOUT_S = 5.0

@@ -267,10 +267,15 @@ def estimate_tokens(value: object) -> int:
 
 
 def _string_chars(value: object) -> int:
-    if isinstance(value, str):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(_string_chars(item) for item in value.values())
-    if isinstance(value, list):
-        return sum(_string_chars(item) for item in value)
-    return 0
+    """The characters of every string in `value`, walked with a stack: a request body with
+    tool schemas is read for every request, so no generator per level."""
+    total, pending = 0, [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return total
