@@ -69,7 +69,7 @@ def render_delta(entries: Sequence[Entry]) -> str:
     """A transcript delta as markdown: thinking included, advisor cards left out."""
     blocks: list[str] = []
     for entry in entries:
-        if entry.kind in ("advisor", "warning", "clear"):
+        if entry.kind in ("advisor", "warning", "clear", "compaction"):
             continue
         if entry.kind == "assistant":
             for part in entry.data.get("parts", []):

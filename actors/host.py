@@ -25,9 +25,11 @@ from actors.agent import (
 from actors.tools.grant import ToolGrant
 from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (
+    AssistantTurn,
     Message,
     Provider,
     ProviderWarning,
+    Request,
     Retrying,
     StreamEvent,
     TextDelta,
@@ -307,6 +309,24 @@ class AgentHostCore:
                 del self._last_used[uuid]
                 released += 1
         return released
+
+    async def complete(
+        self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
+    ) -> AssistantTurn:
+        """One request outside any agent's conversation (a compaction summary), on a provider
+        of its own, closed afterwards."""
+        provider = self._make_provider(choice)
+        try:
+            request = Request(
+                model=choice.model,
+                messages=(Message.user(prompt),),
+                system=system,
+                thinking=choice.thinking,
+                max_tokens=max_tokens,
+            )
+            return await provider.complete(request)
+        finally:
+            await provider.aclose()
 
     def provider_identity(self, uuid: str) -> dict[str, Any]:
         """For tests and diagnostics: which provider instance and client an agent holds."""

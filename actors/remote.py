@@ -25,7 +25,7 @@ from actors.tools.fanout import WAIT_CAP_S
 from actors.tools.kit import ToolKit
 from actors.tools.mcp import McpServerConfig
 from actors.tools.readonly import readonly_tools
-from providers.base import Provider
+from providers.base import AssistantTurn, Provider
 from providers.factory import create_provider
 from providers.http import Endpoint
 
@@ -219,6 +219,11 @@ class AgentHost:
         if what == "status":
             return reviewer.status()
         return reviewer.dump(raw=what == "dump raw")
+
+    async def complete(
+        self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
+    ) -> AssistantTurn:
+        return await self.core.complete(choice, system, prompt, max_tokens)
 
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         return {"pid": os.getpid(), **self.core.provider_identity(uuid)}

@@ -21,6 +21,11 @@ from providers.base import (
 
 # Entry kinds a model sees as user text, with the line that introduces them.
 USER_TEXT_KINDS = {"user": "", "advisor": "", "steering": "", "mail": "[mail from {sender}] "}
+COMPACTION_TEXT = """The earlier conversation was compacted; this summary replaces it:
+
+<summary>
+{summary}
+</summary>"""
 
 
 class Entry(Protocol):
@@ -122,6 +127,8 @@ def entry_to_message(entry: Entry) -> Message | None:
         return Message(role="assistant", parts=parts_from_data(entry.data.get("parts", [])))
     if entry.kind == "tool_result":
         return Message(role="user", parts=parts_from_data(entry.data.get("parts", [])))
+    if entry.kind == "compaction":
+        return Message.user(COMPACTION_TEXT.format(summary=entry.content))
     prefix = USER_TEXT_KINDS.get(entry.kind)
     if prefix is None:
         return None

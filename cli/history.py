@@ -1,4 +1,5 @@
-"""`grove history UUID`: an agent's assembled conversation (inherited messages included).
+"""`grove history UUID`: an agent's whole conversation (inherited messages included, and what
+compactions summarised, each compaction marked where it happened).
 
 Reads the store directly; what a conversation is belongs to supervisor/store.
 """
@@ -20,6 +21,14 @@ def message_block(message: MessageRecord, owner: str) -> str:
     """`[id] kind` (plus `from <uuid>` when inherited), then its thinking and content."""
     origin = "" if message.agent_uuid == owner else f"  from {message.agent_uuid}"
     lines = [f"[{message.id}] {message.kind}{origin}"]
+    if message.kind == "compaction":
+        data = message.data
+        kept = data.get("first_kept_message_id") or "none"
+        lines[0] += (
+            f"  ({data.get('reason', '?')}: {data.get('tokens_before', 0):,} -> "
+            f"{data.get('tokens_after', 0):,} tokens; the model sees this summary, then the "
+            f"messages from [{kept}] on)"
+        )
     for part in message.data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
             lines.append(styled(sys.stdout, f"(thinking) {part['text']}", DIM))
@@ -32,14 +41,14 @@ def history_command(
     ctx: typer.Context,
     agent: Annotated[str, typer.Argument(help="The agent's uuid or a unique prefix of it.")],
 ) -> None:
-    """Show an agent's conversation as its model sees it."""
+    """Show an agent's whole conversation, compactions marked where they happened."""
     context: CliContext = ctx.obj
     try:
         store = open_store(context.settings().store)
         context.warn_if_store_exposed()
         try:
             record = store.resolve_agent(agent)
-            messages = store.conversation(record.uuid)
+            messages = store.conversation(record.uuid, compacted=False)
         finally:
             store.close()
     except GroveError as exc:

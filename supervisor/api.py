@@ -29,6 +29,7 @@ from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
+from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, SupervisorError
 from supervisor.local_ray import prepare_local_ray
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
@@ -181,6 +182,7 @@ class Grove:
                 max_restarts=self.settings.hosts.max_restarts,
                 window_s=self.settings.hosts.restart_window_s,
             ),
+            compaction=self._compaction_plan(),
         )
         self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
             name=SUPERVISOR_NAME,
@@ -190,6 +192,23 @@ class Grove:
             max_task_retries=0,  # a call cut off by a restart is not replayed blindly
         ).remote(settings)
         ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+
+    def _compaction_plan(self) -> CompactionPlan:
+        section = self.settings.compaction
+        try:
+            model = (
+                parse_model_spec(section.model, self.settings.models.aliases)
+                if section.model
+                else None
+            )
+        except ModelSpecError as exc:
+            raise CommandError(f"[compaction] model: {exc}") from exc
+        return CompactionPlan(
+            enabled=section.enabled,
+            threshold=section.threshold,
+            keep_recent_tokens=section.keep_recent_tokens,
+            model=model,
+        )
 
     def _advisor_plan(self) -> AdvisorPlan:
         """The advisor settings resolved here, where the workspace and WATCHDOG.md live."""

@@ -180,6 +180,20 @@ def _checked_spec(value: str) -> str:
     return value
 
 
+class CompactionSection(_Section):
+    """`[compaction]`: when and how an agent's older history is summarised."""
+
+    enabled: bool = Field(default=True, description="Compact automatically (overflow, threshold)")
+    threshold: float = Field(
+        default=0.8, gt=0, le=1, description="Compact after a turn past this share of the window"
+    )
+    keep_recent_tokens: int = Field(
+        default=20_000, ge=0, le=10_000_000, description="Recent history kept word for word"
+    )
+    model: str | None = Field(default=None, description="Model of summaries (default: the agent's)")
+    strategy: Literal["summary"] = "summary"
+
+
 class GroveSettings(BaseSettings):
     """Everything configurable. `load_settings()` builds it with the file and the environment."""
 
@@ -195,6 +209,7 @@ class GroveSettings(BaseSettings):
     mcp: McpSection = McpSection()
     hosts: HostSection = HostSection()
     advisor: AdvisorSection = AdvisorSection()
+    compaction: CompactionSection = CompactionSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

@@ -22,6 +22,7 @@ from actors.collector import tune_collector
 from actors.host import Activation, Ticket
 from actors.remote import AgentHost, HostSettings
 from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
+from providers.base import AssistantTurn
 from providers.catalog import ModelSpec
 from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
@@ -29,6 +30,8 @@ from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
+from supervisor.compaction import maintain
+from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
@@ -53,6 +56,7 @@ class SupervisorSettings:
     limits: Limits = field(default_factory=Limits)
     advisor: AdvisorPlan = field(default_factory=AdvisorPlan)
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
+    compaction: CompactionPlan = field(default_factory=CompactionPlan)
 
 
 class RayHostClient:
@@ -133,6 +137,12 @@ class RayHostClient:
     async def drop_reviewer(self, uuid: str) -> None:
         await self._call("drop_reviewer", uuid)
 
+    async def complete(
+        self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
+    ) -> AssistantTurn:
+        turn: AssistantTurn = await self._call("complete", choice, system, prompt, max_tokens)
+        return turn
+
     async def reviewer_view(self, uuid: str, what: str) -> Any:
         return await self._call("reviewer_view", uuid, what)
 
@@ -162,6 +172,8 @@ class Supervisor:
             restart_policy=settings.restart_policy,
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
+        self.core.compaction = settings.compaction
+        self.core.after_turn = lambda ticket, result: maintain(self.core, ticket, result)
         self.approvals = ApprovalDesk(self.core)
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:

@@ -18,6 +18,7 @@ from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec
+from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.prefixes import SharedPrefixes
@@ -78,6 +79,9 @@ class SupervisorCore:
         self.given_up: set[str] = set()  # hosts that died too often to restart again
         self._forked_keys: dict[tuple[str, str], AgentRecord] | None = None
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
+        self.compaction = CompactionPlan()  # `[compaction]`, set by the deployment
+        # Run after each successful turn (threshold compaction), set by the deployment.
+        self.after_turn: Callable[[Ticket, TurnResult], Coroutine[Any, Any, None]] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
@@ -512,6 +516,8 @@ class SupervisorCore:
             state.active = False
         if self.advisors is not None and self.advisors.reviewers_of(ticket.uuid):
             self.advisors.feed(ticket.uuid)
+        if self.after_turn is not None and result.error is None:
+            self.background(self.after_turn(ticket, result))
         for kind, payload in turn_events(ticket, result):
             self.event(kind, **payload)
 

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 from actors.advisor import ReviewerSpec
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
+from providers.base import AssistantTurn
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
 
@@ -38,6 +39,10 @@ class HostClient(Protocol):
     async def add_reviewer(self, spec: ReviewerSpec) -> None: ...
 
     async def review(self, uuid: str, delta: str) -> tuple[int, int]: ...
+
+    async def complete(
+        self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
+    ) -> AssistantTurn: ...
 
     async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]: ...
 

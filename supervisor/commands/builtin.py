@@ -16,13 +16,12 @@ from providers.thinking import describe_thinking
 from supervisor.advice import AdvisorPlan
 from supervisor.commands.parsing import parse_fork_args, split_words
 from supervisor.commands.registry import Command, CommandContext, CommandOutcome
+from supervisor.compaction import usage_of
 from supervisor.errors import CommandError
 from supervisor.forking import fork_child
 from supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
 from supervisor.store.records import AgentRecord
 from supervisor.tool_rules import grant_of
-
-CHARS_PER_TOKEN = 4
 
 
 def describe_model(record: AgentRecord) -> str:
@@ -44,12 +43,11 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
     info = model_info(spec.model)
     if record.metadata.get("tools") and not info.supports_tools:
         raise CommandError(f"{spec.model} cannot call tools, and this agent uses tools")
-    conversation = ctx.core.store.conversation(record.uuid)
-    estimate = sum(len(m.content) for m in conversation) // CHARS_PER_TOKEN
-    if estimate > info.context_window:
+    needed = usage_of(ctx.core, record.uuid).used
+    if needed > info.context_window:
         raise CommandError(
             f"{spec.model} holds {info.context_window:,} tokens of context; "
-            f"this conversation needs about {estimate:,}"
+            f"this conversation needs about {needed:,}. Run /compact first"
         )
     updated = ctx.core.store.update_agent(
         record.uuid, provider=spec.provider, model=spec.model, thinking_level=spec.thinking
@@ -111,9 +109,10 @@ def tree_lines(ctx: CommandContext, root: AgentRecord, include_ended: bool) -> l
     for record, depth in shown:
         turn = "streaming" if ctx.core.streaming(record.uuid) else "idle"
         marker = "*" if record.uuid == ctx.focus else " "
+        context = f"  {usage_of(ctx.core, record.uuid).share:.0%} context" if record.model else ""
         lines.append(
             f"{marker} {'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
-            f"{describe_model(record)}  {turn}  {counts[record.uuid]} messages"
+            f"{describe_model(record)}  {turn}  {counts[record.uuid]} messages{context}"
         )
     return lines
 

@@ -11,6 +11,7 @@ import uuid
 from functools import cache
 
 from supervisor.commands.builtin import BUNDLED
+from supervisor.commands.contextual import CONTEXT_COMMANDS
 from supervisor.commands.parsing import split_command
 from supervisor.commands.registry import CommandContext, CommandOutcome, Registry, plugin_commands
 from supervisor.errors import CommandError
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 @cache
 def registry() -> Registry:
-    return Registry([BUNDLED, plugin_commands()])
+    return Registry([BUNDLED + CONTEXT_COMMANDS, plugin_commands()])
 
 
 async def dispatch(

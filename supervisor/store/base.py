@@ -17,6 +17,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LEASE_POLL_S = 0.01
 CLEAR_KIND = "clear"
+COMPACTION_KIND = "compaction"  # data: first_kept_message_id, tokens_before, tokens_after, reason
 
 
 class Store(Protocol):
@@ -87,9 +88,12 @@ class Store(Protocol):
         """The highest message id of the whole store, 0 when it holds none."""
         ...
 
-    def conversation(self, uuid: str) -> list[MessageRecord]:
+    def conversation(self, uuid: str, *, compacted: bool = True) -> list[MessageRecord]:
         """Ancestors' messages up to each fork point (recursively), then the agent's own,
-        cut after the most recent `clear` of that sequence (the clear itself excluded)."""
+        cut after the most recent `clear` of that sequence (the clear itself excluded); when
+        a `compaction` is newer than any `clear`: that message, then the messages from its
+        `first_kept_message_id` on (other compactions left out). `compacted=False` ignores
+        compactions: the whole history since the last `clear`."""
         ...
 
     def conversation_end(self, uuid: str) -> int:

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from supervisor.errors import CommandError, StoreError
-from supervisor.store.base import CLEAR_KIND
+from supervisor.store.base import CLEAR_KIND, COMPACTION_KIND
 from supervisor.store.codec import decode_json, describe, encode_json, utf8_size
 from supervisor.store.lease import Lease, LeaseQueue, hold_lease
 from supervisor.store.records import (
@@ -258,17 +258,35 @@ class StoreCore(ABC):
             raise StoreError(f"Unknown agent {missing[0]}: no message was written")
         return self._write([], prepared)
 
-    def conversation(self, uuid: str) -> list[MessageRecord]:
-        # Newest segment first, so a `clear` ends the walk early.
+    def conversation(self, uuid: str, *, compacted: bool = True) -> list[MessageRecord]:
+        """What the agent's model is sent, oldest first. A `clear` ends the view; after the
+        newest `compaction` the view is that summary, the messages it kept (from
+        `first_kept_message_id` on, wherever in the lineage) and what came after it.
+        `compacted=False`: every message since the last `clear`, compactions in their place."""
+        # Newest segment first, so a `clear` or a compaction's first kept message ends the walk.
         segments: list[list[MessageRecord]] = []
+        compaction: MessageRecord | None = None
+        first_kept = 0
         for agent, up_to in self._lineage(uuid):
             own = self.agent_messages(agent.uuid, up_to_id=up_to)
-            cleared_at = _last_clear(own)
-            if cleared_at is not None:
-                segments.append(own[cleared_at + 1 :])
-                break
-            segments.append(own)
-        return [message for segment in reversed(segments) for message in segment]
+            if compaction is None:
+                boundary = _last_boundary(own, compacted)
+                if boundary is not None and own[boundary].kind == CLEAR_KIND:
+                    segments.append(own[boundary + 1 :])
+                    break
+                if boundary is not None:
+                    compaction = own[boundary]
+                    # 0: it kept nothing; the view starts after the compaction
+                    first_kept = int(compaction.data.get("first_kept_message_id") or 0)
+                    first_kept = first_kept or compaction.id
+            if compaction is None:
+                segments.append(own)
+                continue
+            segments.append([m for m in own if m.id >= first_kept and m.kind != COMPACTION_KIND])
+            if own and own[0].id <= first_kept:
+                break  # the kept messages start in this segment
+        ordered = [message for segment in reversed(segments) for message in segment]
+        return [compaction, *ordered] if compaction is not None else ordered
 
     def conversation_end(self, uuid: str) -> int:
         # The newest message shown decides: a `clear` there leaves nothing to show.
@@ -415,8 +433,10 @@ def _revalidate_message(message: NewMessage) -> NewMessage:
         raise StoreError(f"Invalid message: {reason}; nothing was written") from exc
 
 
-def _last_clear(messages: list[MessageRecord]) -> int | None:
+def _last_boundary(messages: list[MessageRecord], compacted: bool) -> int | None:
+    """The index of the newest `clear` (or, when `compacted`, `compaction`) message."""
+    kinds = (CLEAR_KIND, COMPACTION_KIND) if compacted else (CLEAR_KIND,)
     for index in range(len(messages) - 1, -1, -1):
-        if messages[index].kind == CLEAR_KIND:
+        if messages[index].kind in kinds:
             return index
     return None

@@ -240,6 +240,53 @@ def test_clear_stops_assembly_wherever_it_is(store: Store) -> None:
     assert store.conversation(grandchild.uuid) == after
 
 
+def compacted(store: Store, agent: AgentRecord, first_kept: int) -> MessageRecord:
+    return store.append_message(
+        agent.uuid,
+        "compaction",
+        f"summary up to {first_kept}",
+        data={"first_kept_message_id": first_kept, "tokens_before": 900, "tokens_after": 90},
+    )
+
+
+def test_a_compaction_shows_its_summary_the_kept_messages_and_what_follows(store: Store) -> None:
+    root = new_agent()
+    store.create_agents([root])
+    exchange(store, root, 0)
+    kept = exchange(store, root, 1)
+    summary = compacted(store, root, kept[0].id)
+    after = exchange(store, root, 2)
+    assert store.conversation(root.uuid) == [summary, *kept, *after]
+    assert len(store.agent_messages(root.uuid)) == 7  # the full history stays in the store
+    # A second compaction replaces the first; the first is never shown again.
+    second = compacted(store, root, after[0].id)
+    assert store.conversation(root.uuid) == [second, *after]
+    # Keeping nothing: the view starts after the compaction.
+    third = compacted(store, root, 0)
+    assert store.conversation(root.uuid) == [third]
+    store.append_message(root.uuid, "clear", "")
+    assert store.conversation(root.uuid) == []
+
+
+def test_forks_after_a_compaction_see_the_compacted_view(store: Store) -> None:
+    root = new_agent()
+    store.create_agents([root])
+    exchange(store, root, 0)
+    kept = exchange(store, root, 1)
+    summary = compacted(store, root, kept[0].id)
+    child = fork(store, root)
+    own = exchange(store, child, 0)
+    assert store.conversation(child.uuid) == [summary, *kept, *own]
+    grandchild = fork(store, child)
+    more = exchange(store, grandchild, 0)
+    assert store.conversation(grandchild.uuid) == [summary, *kept, *own, *more]
+    # The child compacts, keeping messages that lie in its parent's part of the history.
+    child_summary = compacted(store, child, kept[1].id)
+    assert store.conversation(child.uuid) == [child_summary, kept[1], *own]
+    # A compaction after the fork point is not the grandchild's.
+    assert store.conversation(grandchild.uuid) == [summary, *kept, *own, *more]
+
+
 def test_conversation_of_an_unknown_agent_is_a_store_error(store: Store) -> None:
     with pytest.raises(StoreError, match="Unknown agent nobody"):
         store.conversation("nobody")

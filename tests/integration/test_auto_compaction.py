@@ -1,0 +1,50 @@
+"""Automatic compaction: after a turn that leaves the context past `[compaction] threshold` of
+the window, the agent's older history is summarised without being asked; `enabled = false`
+(tests/integration/test_compaction.py runs so) leaves it alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from supervisor import Grove
+from supervisor.store import open_store
+from tests.integration.groves import running_grove
+
+MODEL = "claude-haiku-4-5"  # a 200,000-token window: 0.002 of it is 400 tokens
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    env = {"GROVE_COMPACTION__THRESHOLD": "0.002", "GROVE_COMPACTION__KEEP_RECENT_TOKENS": "100"}
+    with running_grove(tmp_path_factory.mktemp("auto"), hosts=1, env=env) as grove:
+        yield grove
+
+
+def compactions(grove: Grove, agent: str) -> list[dict[str, object]]:
+    store = open_store(grove.settings.store)
+    try:
+        events = store.events(limit=10_000)
+    finally:
+        store.close()
+    return [e.payload for e in events if e.kind == "Compacted" and e.payload["agent"] == agent]
+
+
+def test_a_turn_past_the_threshold_compacts_the_history(grove: Grove) -> None:
+    root = grove.create_root(MODEL).uuid
+    assert grove.ask(root, "[[sim tokens=20]] a short start").ok
+    assert compactions(grove, root) == []  # well under 400 tokens
+    for n in range(3):
+        assert grove.ask(root, f"[[sim tokens=60]] question {n}: " + "words " * 80).ok
+    deadline = time.monotonic() + 30
+    while not compactions(grove, root) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    (first, *_) = compactions(grove, root)
+    assert first["reason"] == "threshold"
+    assert int(first["tokens_after"]) < int(first["tokens_before"])  # type: ignore[call-overload]
+    view = grove.history(root)
+    assert view[0].kind == "compaction" and view[0].data["reason"] == "threshold"
+    assert grove.ask(root, "[[sim tokens=5]] still going").ok
