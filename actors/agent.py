@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from actors.transcript import entry_to_message, parts_to_data
+from actors.transcript import entry_to_message, join_messages, parts_to_data, to_messages
 from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
     AssistantTurn,
@@ -31,6 +31,7 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
+from providers.errors import ProviderError, is_context_overflow
 from providers.secrets import mask
 
 MAX_STEPS_PER_TURN = 50
@@ -75,6 +76,17 @@ class ToolError(Exception):
     def __init__(self, text: str, *, detail: str = "") -> None:
         super().__init__(text)
         self.detail = detail
+
+
+STORED = "message_id"  # in an entry's data: the message is in the store already
+CUT_OFF_REASONS = frozenset({"max_tokens", "length", "MAX_TOKENS", "incomplete"})
+# Asks the supervisor to compact an agent's context (`overflow` or `incomplete`, with the input
+# tokens of the request that met the limit); the compacted conversation, or None if declined.
+Recover = Callable[[str, str, int], Awaitable["list[Any] | None"]]
+
+
+class ContextRecoveryError(Exception):
+    """The context was compacted and the request still did not fit, or it could not be."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -128,8 +140,10 @@ class Agent:
         tools: dict[str, Tool] | None = None,
         max_tokens: int | None = None,
         max_steps: int = MAX_STEPS_PER_TURN,
+        recover: Recover | None = None,
     ) -> None:
         self.uuid = uuid
+        self.recover = recover
         self.max_steps = max_steps
         self.choice = choice
         self.history = history
@@ -183,8 +197,20 @@ class Agent:
             if user is not None:
                 self._append(result, user, entry_to_message(user))
             self._inject_steering(result)
+            recovered = False
             for _ in range(self.max_steps):
-                turn = await self._step(emit)
+                try:
+                    turn = await self._step(emit)
+                except ProviderError as exc:
+                    if recovered or not is_context_overflow(str(exc)):
+                        raise
+                    recovered = await self._recover(result, "overflow", 0, exc)
+                    turn = await self._retried_step(emit)
+                if turn.stop_reason in CUT_OFF_REASONS and not recovered:
+                    tokens = turn.usage.input_tokens + turn.usage.cache_read_tokens
+                    if await self._recover(result, "incomplete", tokens, None):
+                        recovered = True
+                        turn = await self._step(emit)
                 self._record_assistant(result, turn)
                 calls = turn.tool_calls
                 if calls:
@@ -218,6 +244,38 @@ class Agent:
                 return event.turn
             emit(event)
         raise RuntimeError("the provider stream ended without a reply")
+
+    async def _retried_step(self, emit: Emit) -> AssistantTurn:
+        """The step again after a compaction; still over the window is the end (no loop)."""
+        try:
+            return await self._step(emit)
+        except ProviderError as exc:
+            if not is_context_overflow(str(exc)):
+                raise
+            raise ContextRecoveryError(
+                f"Context overflow recovery failed: still over the window after compacting ({exc})"
+            ) from exc
+
+    async def _recover(
+        self, result: TurnResult, reason: str, tokens: int, error: ProviderError | None
+    ) -> bool:
+        """Have the supervisor compact this agent's context, then rebuild the history from
+        it plus what this turn added and the store does not hold yet. False when declined
+        (an overflow then fails the turn with a clear message)."""
+        compacted = None if self.recover is None else await self.recover(self.uuid, reason, tokens)
+        if compacted is None:
+            if error is not None:
+                raise ContextRecoveryError(
+                    f"Context overflow recovery failed: {error}; /compact or a model with a "
+                    "larger window may help"
+                ) from error
+            return False
+        unsaved = [entry_to_message(e) for e in result.entries if STORED not in e.data]
+        self.history = to_messages(compacted)
+        for message in unsaved:
+            if message is not None and message.parts:
+                self.history = join_messages(self.history, [message])
+        return True
 
     def _record_assistant(self, result: TurnResult, turn: AssistantTurn) -> None:
         data = {

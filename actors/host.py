@@ -18,6 +18,7 @@ from actors.agent import (
     Agent,
     ModelChoice,
     NewEntry,
+    Recover,
     Tool,
     ToolActivity,
     TurnResult,
@@ -126,6 +127,7 @@ class AgentHostCore:
         make_tools: ToolsFactory | None = None,
         idle_release_s: float = DEFAULT_IDLE_RELEASE_S,
         tool_steps: int = MAX_STEPS_PER_TURN,
+        recover: Recover | None = None,
     ) -> None:
         self.host_id = host_id
         self.tool_steps = tool_steps
@@ -135,6 +137,7 @@ class AgentHostCore:
         self._last_used: dict[str, float] = {}
         self._make_provider = make_provider
         self._make_tools = make_tools
+        self._recover = recover
         self._report = report
         self.idle_release_s = idle_release_s
         self.reviewers: dict[str, Reviewer] = {}
@@ -156,6 +159,7 @@ class AgentHostCore:
             system=activation.system,
             tools=tools,
             max_steps=self.tool_steps,
+            recover=self._recover,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 

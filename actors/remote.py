@@ -112,8 +112,16 @@ class AgentHost:
             make_tools=kit.build,
             idle_release_s=settings.idle_release_s,
             tool_steps=settings.tool_steps,
+            recover=self._recover_context,
         )
         self._janitor: asyncio.Task[None] | None = None
+
+    async def _recover_context(self, uuid: str, reason: str, tokens: int) -> list[Any] | None:
+        """The supervisor compacts the agent's context; its new conversation, or None."""
+        compacted: list[Any] | None = await self._reporter.recover_context.remote(
+            uuid, reason, tokens
+        )
+        return compacted
 
     def _ensure_janitor(self) -> None:
         """Start the idle-release loop on the actor's own event loop (not there in __init__)."""

@@ -34,6 +34,15 @@ def simulate_command(
     events_per_write: Annotated[
         int, typer.Option("--events-per-write", min=1, help="Events that share one write.")
     ] = 1,
+    context_window: Annotated[
+        int | None,
+        typer.Option(
+            "--context-window",
+            min=1,
+            help="Input tokens a request may carry, for every model (default: each model's "
+            "window in the catalog); over it, each provider's own context-length error.",
+        ),
+    ] = None,
 ) -> None:
     """Run the provider simulator until interrupted (Ctrl+C)."""
     from providers.simulator import SimulatorConfig, run_forever
@@ -46,6 +55,7 @@ def simulate_command(
         tps=tps,
         tokens=tokens,
         events_per_write=events_per_write,
+        context_window=context_window,
     )
 
     def ready(url: str) -> None:

@@ -19,6 +19,8 @@ spend-limit errors. No error text ever contains an API key.
 
 from __future__ import annotations
 
+import re
+
 from providers.secrets import mask
 
 
@@ -122,3 +124,17 @@ class StreamBroken(ProviderError):
 
 class ProviderProtocolError(ProviderError):
     """The provider sent something that is not its documented wire format."""
+
+
+# What each provider says when a request is over the model's context window (Anthropic,
+# OpenAI's two APIs and compatible servers, Gemini).
+_CONTEXT_OVERFLOW = re.compile(
+    r"prompt is too long|context_length_exceeded|maximum context length"
+    r"|exceeds the context window|input token count .* exceeds the maximum",
+    re.IGNORECASE,
+)
+
+
+def is_context_overflow(text: str) -> bool:
+    """Whether a provider error's text says the request did not fit the context window."""
+    return _CONTEXT_OVERFLOW.search(text) is not None

@@ -13,6 +13,7 @@ from actors.agent import ModelChoice, TurnResult
 from actors.host import Ticket
 from providers.catalog import model_info
 from supervisor.context import (
+    CHARS_PER_TOKEN,
     CompactionPlan,
     ContextUsage,
     context_usage,
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
 
 SUMMARY_MAX_TOKENS = 8_192
+MIN_SUMMARY_INPUT_CHARS = 20_000
 TOOL_RESULT_CHARS = 2_000  # a tool result in the summary request: head and tail kept
 TOOL_ARGUMENT_CHARS = 2_000
 HEAD_SHARE = 0.6
@@ -133,9 +135,15 @@ def serialize(messages: Sequence[MessageRecord]) -> str:
 
 
 def summary_prompt(
-    messages: Sequence[MessageRecord], previous: str | None, instructions: str | None
+    messages: Sequence[MessageRecord],
+    previous: str | None,
+    instructions: str | None,
+    limit_chars: int | None = None,
 ) -> str:
+    """The summary request; a conversation longer than `limit_chars` keeps head and tail."""
     conversation = serialize(messages)
+    if limit_chars is not None:
+        conversation = clipped(conversation, limit_chars)
     prompt = (
         UPDATED_SUMMARY.format(previous=previous, conversation=conversation)
         if previous
@@ -183,7 +191,9 @@ async def compact(
     before = context_usage(view, system, window).used
     base = plan.model or own
     choice = ModelChoice(provider=base.provider, model=base.model)  # summaries: no thinking
-    prompt = summary_prompt(summarised, previous.content if previous else None, instructions)
+    # The summary request must fit the model's window itself: the middle goes if it would not.
+    limit = max(MIN_SUMMARY_INPUT_CHARS, (window - SUMMARY_MAX_TOKENS - 2_000) * CHARS_PER_TOKEN)
+    prompt = summary_prompt(summarised, previous.content if previous else None, instructions, limit)
     host = core.live(uuid).host
     try:
         turn = await host.complete(choice, SUMMARY_SYSTEM_PROMPT, prompt, SUMMARY_MAX_TOKENS)
@@ -245,3 +255,25 @@ async def maintain(core: SupervisorCore, ticket: Ticket, result: TurnResult) -> 
         await compact(core, ticket.uuid, plan, reason="threshold")
     except CommandError as exc:
         core.event("CompactionFailed", agent=ticket.uuid, reason="threshold", error=str(exc))
+
+
+async def recover(
+    core: SupervisorCore, uuid: str, reason: str, tokens: int
+) -> list[MessageRecord] | None:
+    """A turn met the limit: `overflow` (over the window) always compacts, `incomplete` (the
+    output cut off) only when the context is the cause (`tokens`, the request's input, past
+    the threshold). The compacted conversation, or None (disabled, declined or failed)."""
+    plan = core.compaction
+    if not plan.enabled:
+        return None
+    if reason == "incomplete":
+        own = choice_of(core.agent(uuid))
+        window = model_info(own.model, own.provider).context_window if own else 0
+        if not window or tokens < plan.threshold * window:
+            return None
+    try:
+        await compact(core, uuid, plan, reason=reason)
+    except CommandError as exc:
+        core.event("CompactionFailed", agent=uuid, reason=reason, error=str(exc))
+        return None
+    return core.store.conversation(uuid)

@@ -30,7 +30,7 @@ from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
-from supervisor.compaction import maintain
+from supervisor.compaction import maintain, recover
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError
 from supervisor.mail import route_mail
@@ -344,6 +344,12 @@ class Supervisor:
         self._wake()
         ticket = await self.core.begin_turn(uuid, text)
         return ticket, self.host(ticket.host_id)
+
+    async def recover_context(
+        self, uuid: str, reason: str, tokens: int
+    ) -> list[MessageRecord] | None:
+        """A host met the context limit in a turn: compact, and send the new conversation."""
+        return await recover(self.core, uuid, reason, tokens)
 
     async def complete_turns(self, finished: list[tuple[Ticket, TurnResult]]) -> list[str]:
         """Turns a host finished, reported together; the ticket ids that were not stored."""

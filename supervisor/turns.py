@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actors.advisor import ReviewerSpec
-from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.agent import STORED, ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from providers.base import AssistantTurn
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
@@ -78,9 +78,6 @@ class LiveAgent:
     released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
     retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
     retrying: bool = False  # a retry of an interrupted turn is under way
-
-
-STORED = "message_id"  # in an entry's data: the message is in the store already
 
 
 def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:

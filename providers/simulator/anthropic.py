@@ -39,6 +39,7 @@ _ERRORS: dict[Problem, tuple[int, str, str]] = {
         "see the response headers for current usage. Please try again later.",
     ),
     "server_error": (500, "api_error", "Internal server error"),
+    "context_length": (400, "invalid_request_error", "prompt is too long"),
     "unavailable": (503, "api_error", "Service unavailable"),
     "overloaded": (529, "overloaded_error", "Overloaded"),
 }
@@ -107,6 +108,11 @@ class AnthropicMessages:
 
     def response_headers(self) -> tuple[tuple[str, str], ...]:
         return (("request-id", random_id("req_011C", 20)),)
+
+    def context_overflow(self, tokens: int, window: int) -> Reply:
+        return self.error(
+            "context_length", f"prompt is too long: {tokens} tokens > {window} maximum"
+        )
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
         message_id = random_id("msg_01", 22)
@@ -246,6 +252,8 @@ def _thinking_requested(thinking: object, max_tokens: int) -> bool:
 
 
 def _stop_reason(plan: Plan) -> str:
+    if plan.cut_off:
+        return "max_tokens"
     return "tool_use" if plan.tool_calls else "end_turn"
 
 

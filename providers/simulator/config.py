@@ -26,6 +26,9 @@ class SimulatorConfig:
     tps: float = 0.0
     tokens: int = DEFAULT_TOKENS
     events_per_write: int = 1
+    # Input tokens a request may carry: None for each model's window in the catalog (a model
+    # the catalog does not know has none); a number for every model.
+    context_window: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65_535:
@@ -36,6 +39,8 @@ class SimulatorConfig:
             raise ValueError(f"ttft_ms must be 0 or more, got {self.ttft_ms}")
         if self.tps < 0:
             raise ValueError(f"tps must be 0 (unlimited) or more, got {self.tps}")
+        if self.context_window is not None and self.context_window < 1:
+            raise ValueError(f"context_window must be 1 or more, got {self.context_window}")
         if not 0 <= self.tokens <= MAX_TOKENS:
             raise ValueError(f"tokens must be between 0 and {MAX_TOKENS}, got {self.tokens}")
         if self.events_per_write < 1:

@@ -16,7 +16,8 @@ first N requests carrying this exact directive text fail), `tool` and `args` (a 
 that tool instead of answering in text), `calls` (a JSON array of `{"name": ..., "args": {...}}`
 objects, `args` optional: make all these calls in one reply; not with `tool` or `args`), `step`
 (1 or more: the directive applies only to that reply, see below), `model` (a model id: the
-directive applies only to requests for that model, e.g. one of several reviewers).
+directive applies only to requests for that model, e.g. one of several reviewers), `stop`
+(`length`: the reply ends as one cut off by its output limit, with each wire's own reason).
 
 Which directives count (script.py applies this): the script is the last user message that
 carries text; the reply to it is step 1, and each tool-result round trip after it adds one. At
@@ -57,6 +58,7 @@ KEYS = (
     "calls",
     "step",
     "model",
+    "stop",
 )
 MAX_TOKENS = 100_000
 MAX_STEP = 10_000
@@ -107,6 +109,7 @@ class Directive:
     calls: tuple[ScriptedCall, ...] | None = None
     step: int | None = None
     model: str | None = None  # only requests for this model id (several reviewers at once)
+    stop: Literal["length"] | None = None  # end the reply as cut off by the output limit
 
     @property
     def scripted_calls(self) -> tuple[ScriptedCall, ...]:
@@ -272,6 +275,9 @@ def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Direc
     if calls is not None and (tool is not None or args is not None):
         raise DirectiveError("calls cannot be combined with tool or args in one directive")
     step = _whole(fields, "step", MAX_STEP, minimum=1)
+    stop = fields.get("stop")
+    if stop is not None and stop != "length":
+        raise DirectiveError(f"stop must be length; got {stop!r}")
     return Directive(
         source=source,
         audience=audience,
@@ -290,6 +296,7 @@ def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Direc
         calls=calls,
         step=step,
         model=fields.get("model"),
+        stop="length" if stop else None,
     )
 
 

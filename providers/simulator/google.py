@@ -57,6 +57,7 @@ _ERRORS: dict[Problem, tuple[int, str, str]] = {
     ),
     "unavailable": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
     "overloaded": (503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
+    "context_length": (400, "INVALID_ARGUMENT", "The input token count exceeds the limit."),
 }
 
 
@@ -127,6 +128,13 @@ class GeminiGenerateContent:
     def response_headers(self) -> tuple[tuple[str, str], ...]:
         return ()
 
+    def context_overflow(self, tokens: int, window: int) -> Reply:
+        message = (
+            f"The input token count ({tokens}) exceeds the maximum number of tokens allowed "
+            f"({window})."
+        )
+        return self.error("context_length", message)
+
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
         chunks = _Chunks(plan, inbound)
         for delta in plan.thinking:
@@ -162,7 +170,7 @@ class GeminiGenerateContent:
             inbound,
             random_id("", 22, _ID_ALPHABET),
             parts,
-            "STOP",
+            _finish_reason(plan),
             _usage(inbound.input_tokens, plan.answer_tokens, plan.thinking_tokens),
         )
 
@@ -194,9 +202,17 @@ class _Chunks:
         role: FrameRole = "terminal" if finish else "content"
         usage = _usage(self.inbound.input_tokens, self.answer, self.thoughts)
         payload = _response(
-            self.inbound, self.response_id, [part], "STOP" if finish else None, usage
+            self.inbound,
+            self.response_id,
+            [part],
+            _finish_reason(self.plan) if finish else None,
+            usage,
         )
         self.frames.append(data_event(payload, role, crlf=True))
+
+
+def _finish_reason(plan: Plan) -> str:
+    return "MAX_TOKENS" if plan.cut_off else "STOP"
 
 
 def _response(

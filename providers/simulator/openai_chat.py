@@ -15,6 +15,7 @@ from providers.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,
+    Reply,
     content_text,
     data_event,
     objects,
@@ -28,6 +29,13 @@ DONE = Frame(b"data: [DONE]\n\n", "terminal")
 class OpenAIChat(openai_common.OpenAIAPI):
     name = "openai-chat"
     endpoint = PATH
+
+    def context_overflow(self, tokens: int, window: int) -> Reply:
+        message = (
+            f"This model's maximum context length is {window} tokens. However, your messages "
+            f"resulted in {tokens} tokens. Please reduce the length of the messages."
+        )
+        return self.error("context_length", message, param="messages")
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = openai_common.required_model(body)
@@ -189,6 +197,8 @@ def _entry(message: dict[str, Any]) -> tuple[Entry, str] | None:
 
 
 def _finish_reason(plan: Plan) -> str:
+    if plan.cut_off:
+        return "length"
     return "tool_calls" if plan.tool_calls else "stop"
 
 

@@ -59,6 +59,13 @@ _ERRORS: dict[Problem, tuple[int, str, str | None, str]] = {
     ),
     "unavailable": (503, "server_error", None, "The server is overloaded or not ready yet."),
     "overloaded": (503, "server_error", None, "The server is overloaded or not ready yet."),
+    "context_length": (
+        400,
+        "invalid_request_error",
+        "context_length_exceeded",
+        "Your input exceeds the context window of this model. Please adjust your input and try "
+        "again.",
+    ),
 }
 
 

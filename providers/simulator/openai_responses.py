@@ -22,6 +22,7 @@ from providers.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,
+    Reply,
     content_text,
     named_event,
     objects,
@@ -37,6 +38,9 @@ TEXT_PARTS = ("input_text", "output_text", "text")
 class OpenAIResponses(openai_common.OpenAIAPI):
     name = "openai-responses"
     endpoint = PATH
+
+    def context_overflow(self, tokens: int, window: int) -> Reply:
+        return self.error("context_length", param="input")
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = openai_common.required_model(body)
@@ -85,9 +89,10 @@ class OpenAIResponses(openai_common.OpenAIAPI):
             output.append(stream.message(plan, len(output)))
         for call in plan.tool_calls:
             output.append(stream.function_call(call, len(output)))
+        status = "incomplete" if plan.cut_off else "completed"
         stream.add(
-            "response.completed",
-            {"response": stream.response("completed", output, _usage(plan, inbound))},
+            f"response.{status}",
+            {"response": stream.finished(status, output, _usage(plan, inbound))},
             "terminal",
         )
         return stream.frames
@@ -109,7 +114,8 @@ class OpenAIResponses(openai_common.OpenAIAPI):
             output.append(stream.message(plan, len(output)))
         for call in plan.tool_calls:
             output.append(stream.function_call(call, len(output)))
-        return stream.response("completed", output, _usage(plan, inbound))
+        status = "incomplete" if plan.cut_off else "completed"
+        return stream.finished(status, output, _usage(plan, inbound))
 
 
 class _Stream:
@@ -125,6 +131,15 @@ class _Stream:
     def add(self, kind: str, payload: dict[str, Any], role: FrameRole = "meta") -> None:
         event = {"type": kind, "sequence_number": len(self.frames), **payload}
         self.frames.append(named_event(kind, event, role))
+
+    def finished(
+        self, status: str, output: list[dict[str, Any]], usage: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The final response; an incomplete one says the output limit ended it."""
+        response = self.response(status, output, usage)
+        if status == "incomplete":
+            response["incomplete_details"] = {"reason": "max_output_tokens"}
+        return response
 
     def lifecycle_start(self) -> None:
         for kind in ("response.created", "response.in_progress"):

@@ -95,6 +95,7 @@ class Plan:
     ttft_s: float
     tps: float
     signature: str
+    cut_off: bool = False  # ended by the output limit (`stop=length`)
 
     @property
     def thinking_text(self) -> str:
@@ -165,6 +166,7 @@ class Planner:
             ttft_s=ttft_ms / 1000.0,
             tps=tps,
             signature=opaque_token("signature", "".join(thinking), 96),
+            cut_off=directive is not None and directive.stop == "length",
         )
 
     def _fault(self, directive: Directive | None) -> Fault | None:

@@ -11,6 +11,8 @@ import json
 import logging
 from typing import Any
 
+from providers.catalog import model_info
+from providers.errors import GroveError
 from providers.simulator.anthropic import AnthropicMessages
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.directives import STATUS_FAULTS, DirectiveError
@@ -169,6 +171,10 @@ class Simulator:
         except DirectiveError as exc:
             error = api.error("invalid_request", f"invalid [[sim]] directive: {exc}")
             return await _send(writer, api, error, keep_alive)
+        window = self._window(inbound.model)
+        if window is not None and inbound.input_tokens > window:
+            overflow = api.context_overflow(inbound.input_tokens, window)
+            return await _send(writer, api, overflow, keep_alive)
         await _sleep_until(received + plan.headers_s)
         fault = plan.fault
         if fault is not None and fault.kind in STATUS_FAULTS:
@@ -177,6 +183,15 @@ class Simulator:
         if not inbound.stream:
             return await self._answer_whole(writer, api, inbound, plan, received, keep_alive)
         return await self._stream(writer, api, inbound, plan, received, keep_alive)
+
+    def _window(self, model: str) -> int | None:
+        """The context window the simulator enforces for `model` (None: no limit)."""
+        if self.config.context_window is not None:
+            return self.config.context_window
+        try:
+            return model_info(model).context_window
+        except GroveError:
+            return None
 
     async def _answer_whole(
         self,

@@ -27,6 +27,7 @@ Problem = Literal[
     "server_error",
     "unavailable",
     "overloaded",
+    "context_length",
 ]
 FrameRole = Literal["meta", "content", "terminal"]
 FAULT_PROBLEMS: dict[str, Problem] = {
@@ -122,6 +123,10 @@ class SimulatedAPI(Protocol):
 
     def response_headers(self) -> tuple[tuple[str, str], ...]:
         """Headers every answer carries (request ids and the like)."""
+        ...
+
+    def context_overflow(self, tokens: int, window: int) -> Reply:
+        """The API's own answer to a request over the model's context window."""
         ...
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:

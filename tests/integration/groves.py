@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from providers.http import Endpoint
 from supervisor import Grove
 from supervisor.config import load_settings
 
@@ -27,15 +28,18 @@ def running_grove(
     hosts: int = 2,
     env: Mapping[str, str] | None = None,
     store_url: str | None = None,
+    endpoint: Endpoint | None = None,
 ) -> Iterator[Grove]:
-    """Grove on the simulator with a store in `base` (unless `store_url`), `GROVE_*`
-    settings from `env`, and no config file of the user's."""
+    """Grove on the simulator (its own, or the one at `endpoint`) with a store in `base`
+    (unless `store_url`), `GROVE_*` settings from `env`, and no config file of the user's."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GROVE_CONFIG_FILE", str(base / "none.toml"))
         for name, value in (env or {}).items():
             patch.setenv(name, value)
         settings = load_settings(store=store_url or f"sqlite:///{base / 'grove.sqlite3'}")
-    with Grove(settings=settings, simulate=True, hosts=hosts) as grove:
+    with Grove(
+        settings=settings, simulate=endpoint is None, endpoint=endpoint, hosts=hosts
+    ) as grove:
         yield grove
 
 

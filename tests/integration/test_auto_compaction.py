@@ -1,6 +1,7 @@
 """Automatic compaction: after a turn that leaves the context past `[compaction] threshold` of
-the window, the agent's older history is summarised without being asked; `enabled = false`
-(tests/integration/test_compaction.py runs so) leaves it alone.
+the window, the agent's older history is summarised without being asked, and a reply cut off
+by the output limit with the context that full is compacted and retried once; `enabled =
+false` (tests/integration/test_compaction.py runs so) leaves it alone.
 """
 
 from __future__ import annotations
@@ -48,3 +49,14 @@ def test_a_turn_past_the_threshold_compacts_the_history(grove: Grove) -> None:
     view = grove.history(root)
     assert view[0].kind == "compaction" and view[0].data["reason"] == "threshold"
     assert grove.ask(root, "[[sim tokens=5]] still going").ok
+
+
+def test_a_cut_off_reply_with_a_full_context_is_compacted_and_retried_once(grove: Grove) -> None:
+    root = grove.create_root(MODEL).uuid
+    for n in range(2):
+        assert grove.ask(root, f"[[sim tokens=60]] part {n}: " + "words " * 80).ok
+    result = grove.ask(root, "[[sim stop=length tokens=8]] go on")
+    # Compacted, sent again, cut off again: the turn ends there (one retry, no loop).
+    assert result.ok and result.stop_reason == "max_tokens"
+    reasons = [c["reason"] for c in compactions(grove, root)]
+    assert "incomplete" in reasons

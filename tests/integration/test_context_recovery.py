@@ -1,0 +1,78 @@
+"""A turn that meets the context limit recovers: over the window (each provider's real error,
+from a simulator enforcing a small window) the agent's history is compacted and the request
+sent again, once; a request still over the window after that is a clear error, not a loop; a
+reply cut off while the context has room is left as it is (test_auto_compaction.py has the
+cut-off reply with a full context).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from providers.http import Endpoint
+from providers.simulator import SimulatorConfig, SimulatorThread
+from supervisor import Grove
+from supervisor.store import open_store
+from tests.integration.groves import running_grove
+
+KEY = "sim-recovery-key-2b9c"
+WINDOW = 2_000
+MODELS = ("claude-haiku-4-5", "gpt-5-mini", "gemini-3.0-flash")
+CHUNK = "words " * 260  # about 390 tokens
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    config = SimulatorConfig(api_key=KEY, context_window=WINDOW)
+    env = {"GROVE_COMPACTION__KEEP_RECENT_TOKENS": "1000"}
+    with SimulatorThread(config) as simulator:
+        endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
+        base = tmp_path_factory.mktemp("recovery")
+        with running_grove(base, hosts=1, env=env, endpoint=endpoint) as grove:
+            yield grove
+
+
+def compactions(grove: Grove, agent: str) -> list[dict[str, object]]:
+    store = open_store(grove.settings.store)
+    try:
+        events = store.events(limit=10_000)
+    finally:
+        store.close()
+    return [e.payload for e in events if e.kind == "Compacted" and e.payload["agent"] == agent]
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_an_overflowing_turn_is_compacted_and_sent_again(grove: Grove, model: str) -> None:
+    root = grove.create_root(model).uuid
+    for n in range(3):
+        assert grove.ask(root, f"[[sim tokens=20]] part {n}: {CHUNK}").ok
+    assert compactions(grove, root) == []
+    result = grove.ask(root, f"[[sim reply='all read']] last part: {CHUNK}{CHUNK}")
+    assert result.ok, result.error
+    assert result.text == "all read"
+    (compacted,) = compactions(grove, root)
+    assert compacted["reason"] == "overflow"
+    view = grove.history(root)
+    assert view[0].kind == "compaction" and view[-1].content == "all read"
+
+
+def test_a_prompt_over_the_window_on_its_own_is_a_clear_error(grove: Grove) -> None:
+    root = grove.create_root("claude-haiku-4-5").uuid
+    result = grove.ask(root, CHUNK * 6)
+    assert not result.ok and result.error is not None
+    assert result.error.startswith("Context overflow recovery failed: ")
+    assert "prompt is too long" in result.error
+    assert grove.ask(root, "[[sim tokens=5]] a short one").ok is False  # the long prompt stays
+    assert grove.dispatch(root, "/clear").ok
+    assert grove.ask(root, "[[sim tokens=5]] a short one").ok
+
+
+def test_a_cut_off_reply_with_room_in_the_context_is_left_as_it_is(grove: Grove) -> None:
+    root = grove.create_root("claude-haiku-4-5").uuid
+    assert grove.ask(root, f"[[sim tokens=20]] part 0: {CHUNK}").ok
+    # 0.8 of the catalog's 200,000-token window is far off: the context is not the cause.
+    result = grove.ask(root, "[[sim stop=length tokens=8]] go on")
+    assert result.ok and result.stop_reason == "max_tokens"
+    assert compactions(grove, root) == []
