@@ -23,6 +23,7 @@ from providers.base import (
     Message,
     Provider,
     ProviderName,
+    ProviderWarning,
     Request,
     StreamEvent,
     ThinkingLevel,
@@ -204,11 +205,11 @@ class Agent:
                 except ProviderError as exc:
                     if recovered or not is_context_overflow(str(exc)):
                         raise
-                    recovered = await self._recover(result, "overflow", 0, exc)
+                    recovered = await self._recover(result, "overflow", 0, exc, emit)
                     turn = await self._retried_step(emit)
                 if turn.stop_reason in CUT_OFF_REASONS and not recovered:
                     tokens = turn.usage.input_tokens + turn.usage.cache_read_tokens
-                    if await self._recover(result, "incomplete", tokens, None):
+                    if await self._recover(result, "incomplete", tokens, None, emit):
                         recovered = True
                         turn = await self._step(emit)
                 self._record_assistant(result, turn)
@@ -257,7 +258,12 @@ class Agent:
             ) from exc
 
     async def _recover(
-        self, result: TurnResult, reason: str, tokens: int, error: ProviderError | None
+        self,
+        result: TurnResult,
+        reason: str,
+        tokens: int,
+        error: ProviderError | None,
+        emit: Emit,
     ) -> bool:
         """Have the supervisor compact this agent's context, then rebuild the history from
         it plus what this turn added and the store does not hold yet. False when declined
@@ -270,6 +276,7 @@ class Agent:
                     "larger window may help"
                 ) from error
             return False
+        emit(ProviderWarning(text=f"── context compacted ({reason}); asking again ──"))
         unsaved = [entry_to_message(e) for e in result.entries if STORED not in e.data]
         self.history = to_messages(compacted)
         for message in unsaved:

@@ -49,8 +49,11 @@ def test_an_overflowing_turn_is_compacted_and_sent_again(grove: Grove, model: st
     for n in range(3):
         assert grove.ask(root, f"[[sim tokens=20]] part {n}: {CHUNK}").ok
     assert compactions(grove, root) == []
-    result = grove.ask(root, f"[[sim reply='all read']] last part: {CHUNK}{CHUNK}")
+    turn = grove.send(root, f"[[sim reply='all read']] last part: {CHUNK}{CHUNK}")
+    shown = list(turn)
+    result = turn.result()
     assert result.ok, result.error
+    assert ("notice", "── context compacted (overflow); asking again ──") in shown
     assert result.text == "all read"
     (compacted,) = compactions(grove, root)
     assert compacted["reason"] == "overflow"
