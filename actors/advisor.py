@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
-from actors.transcript import Entry
+from actors.transcript import COMPACTION_TEXT, Entry
 from providers.base import (
     Message,
+    Request,
     TextPart,
     ThinkingPart,
     ToolCallPart,
@@ -24,14 +25,23 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
+from providers.errors import ProviderError
 
 ADVICE_PREFIX = "Advisor (a senior reviewer watching your work — weigh it, don't blindly obey):"
 SEVERITIES = ("nit", "concern", "blocker")
 MAX_CONSECUTIVE_FAILURES = 3
 RETRY_DELAY_S = 1.0
-# The reviewer's own context is re-primed when its history would pass this share of the
-# model's context window (estimated at four characters a token).
+# The reviewer compacts its own context when its history would pass this share of the
+# model's context window (estimated at four characters a token): its older exchanges become a
+# summary written by its own model, down to half of that share.
 CONTEXT_SHARE = 0.8
+SUMMARY_MAX_TOKENS = 2_048
+REVIEW_SUMMARY_PROMPT = """<review-so-far>
+{transcript}
+</review-so-far>
+
+Summarise your review so far for yourself: what the watched agent set out to do, what it has
+done, what you advised and why, and what to watch for next. Plain text, no preamble."""
 CHARS_PER_TOKEN = 4
 # A re-prime replays at most this much of the watched transcript.
 BOUNDED_TRANSCRIPT_CHARS = 60_000
@@ -118,6 +128,7 @@ class ReviewerHealth:
     last_error: str | None = None
     prompts: int = 0  # every prompt sent, retries included
     reviews: int = 0  # prompts that succeeded
+    compactions: int = 0  # times its own context was summarised
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
 
@@ -126,6 +137,7 @@ class ReviewerHealth:
             "last_success": self.last_success,
             "consecutive_failures": self.consecutive_failures,
             "dropped_backlogs": self.dropped_backlogs,
+            "compactions": self.compactions,
             "last_error": self.last_error,
             "prompts": self.prompts,
             "reviews": self.reviews,
@@ -239,7 +251,7 @@ class Reviewer:
                 await asyncio.sleep(self._retry_delay_s)
 
     async def _review(self, delta: str, generation: int) -> tuple[bool, str | None]:
-        self._keep_context_small(len(delta))
+        await self._keep_context_small(len(delta))
         prompt = "New activity in the session you are watching:\n\n" + delta
         before = list(self.agent.history)
         self.health.prompts += 1
@@ -259,15 +271,55 @@ class Reviewer:
         self.health.cost_usd += result.cost_usd
         return True, None
 
-    def _keep_context_small(self, incoming: int) -> None:
-        """Re-prime: drop the oldest exchanges so the history and the next delta fit."""
+    async def _keep_context_small(self, incoming: int) -> None:
+        """Compact: when the history and the next delta would not fit, the oldest exchanges
+        are summarised by the reviewer's model (an earlier summary with them) and the summary
+        leads the history. If the summary fails, those exchanges are dropped instead."""
         history = self.agent.history
         size = sum(_message_chars(m) for m in history) + incoming
-        while history and size > self._context_chars:
-            dropped = history.pop(0)
-            size -= _message_chars(dropped)
+        if size <= self._context_chars:
+            return
+        older: list[Message] = []
+        while history and size > self._context_chars // 2:
+            older.append(history.pop(0))
+            size -= _message_chars(older[-1])
             while history and history[0].role != "user":
-                size -= _message_chars(history.pop(0))
+                older.append(history.pop(0))
+                size -= _message_chars(older[-1])
+        summary = await self._summarise(older)
+        if not summary:
+            return
+        lead = TextPart(text=COMPACTION_TEXT.format(summary=summary))
+        if history and history[0].role == "user":
+            history[0] = Message(role="user", parts=(lead, *history[0].parts))
+        else:
+            history.insert(0, Message(role="user", parts=(lead,)))
+        self.health.compactions += 1
+
+    async def _summarise(self, older: Sequence[Message]) -> str:
+        """The reviewer's own model summarises `older`; "" when it cannot."""
+        choice = self.agent.choice
+        if choice is None or not older:
+            return ""
+        transcript = "\n".join(
+            f"[{message.role}] {text}"
+            for message in older
+            for part in message.parts
+            if (text := _part_text(part))
+        )
+        request = Request(
+            model=choice.model,
+            messages=(Message.user(REVIEW_SUMMARY_PROMPT.format(transcript=transcript)),),
+            system=self.agent.system,
+            max_tokens=SUMMARY_MAX_TOKENS,
+        )
+        try:
+            turn = await self.agent.provider.complete(request)
+        except ProviderError:
+            return ""
+        self.health.usage = self.health.usage + turn.usage
+        self.health.cost_usd += turn.cost_usd
+        return turn.text.strip()
 
     def status(self) -> dict[str, Any]:
         history_chars = sum(_message_chars(m) for m in self.agent.history)
@@ -301,6 +353,17 @@ class Reviewer:
                     case _:
                         pass
         return "\n".join(lines)
+
+
+def _part_text(part: object) -> str:
+    match part:
+        case TextPart(text=text):
+            return text
+        case ToolCallPart(name=name, arguments=arguments):
+            return f"(calls {name}) {json.dumps(arguments)}"
+        case ToolResultPart(content=content):
+            return f"(result) {content}"
+    return ""
 
 
 def _message_chars(message: Message) -> int:
