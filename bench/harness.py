@@ -55,14 +55,19 @@ class ExternalSimulator:
 
 
 @contextmanager
-def simulator_process(pacing: Pacing) -> Iterator[ExternalSimulator]:
-    """`grove simulate` in a process of its own on a free port, stopped through its handle."""
+def simulator_process(
+    pacing: Pacing, context_window: int | None = None
+) -> Iterator[ExternalSimulator]:
+    """`grove simulate` in a process of its own on a free port, stopped through its handle;
+    `context_window` overrides every model's window there."""
     key = "bench-" + secrets.token_hex(12)
     command = [
         sys.executable, "-m", "cli.app", "simulate", "--port", "0",
         "--ttft-ms", str(pacing.ttft_ms), "--tps", str(pacing.tps),
         "--tokens", str(pacing.tokens),
     ]  # fmt: skip
+    if context_window is not None:
+        command += ["--context-window", str(context_window)]
     process = subprocess.Popen(
         command,
         cwd=REPO_ROOT,
@@ -204,10 +209,11 @@ def running_grove(
     store_url: str | None = None,
     hosts: int | None = None,
     idle_release_s: float | None = None,
-    mcp_servers: dict[str, dict[str, Any]] | None = None,
+    sections: dict[str, Any] | None = None,
 ) -> Iterator[Any]:
     """A Grove on a fresh store (a temp SQLite file unless `store_url`) whose providers all
-    reach the external simulator; `mcp_servers` as `[mcp.servers]` in a config would give."""
+    reach the external simulator; `sections` as a config file's tables would give them
+    (`{"mcp": {"servers": ...}}`, `{"compaction": {...}}`)."""
     from providers.http import Endpoint
     from supervisor import Grove
     from supervisor.config import load_settings
@@ -217,8 +223,7 @@ def running_grove(
         flags: dict[str, Any] = {"store": url}
         if idle_release_s is not None:
             flags["hosts"] = {"idle_release_s": idle_release_s}
-        if mcp_servers is not None:
-            flags["mcp"] = {"servers": mcp_servers}
+        flags.update(sections or {})
         settings = load_settings(**flags)
         endpoint = Endpoint(base_url=simulator.base_url, api_key=simulator.api_key)
         with Grove(settings=settings, endpoint=endpoint, hosts=hosts) as grove:

@@ -132,7 +132,8 @@ class ServerCensus:
 def mcp_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
     """N agents on MCP_HOSTS hosts, each calling every configured server once."""
     servers = {name: {"command": sys.executable, "args": [str(MCP_SERVER)]} for name in MCP_SERVERS}
-    with running_grove(simulator, hosts=MCP_HOSTS, mcp_servers=servers) as grove:
+    sections = {"mcp": {"servers": servers}}
+    with running_grove(simulator, hosts=MCP_HOSTS, sections=sections) as grove:
         root = grove.create_root(MODEL, tools=[f"mcp__{name}" for name in MCP_SERVERS]).uuid
         with ServerCensus() as census:
             round_figures = grove_round(grove, root, [mcp_prompt(i) for i in range(n)])
