@@ -5,7 +5,7 @@ for what lies before it, and the `compaction` message that replaces that history
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -241,20 +241,27 @@ def reported_context(result: TurnResult) -> int:
     return 0
 
 
-async def maintain(core: SupervisorCore, ticket: Ticket, result: TurnResult) -> None:
-    """After a turn: compact when the context is past `[compaction] threshold` of the window
-    (a failure is an event; the agent goes on as it was). Reads nothing from the store unless
-    the turn's own reported usage says the threshold is near."""
+def maintenance(
+    core: SupervisorCore, ticket: Ticket, result: TurnResult
+) -> Coroutine[Any, Any, None] | None:
+    """After a turn: the compaction it calls for when the context is past `[compaction]
+    threshold` of the window, else None. Decided from the turn's own reported usage, without
+    reading the store, so turns far from the threshold cost a multiplication."""
     plan = core.compaction
     window = model_info(ticket.choice.model, ticket.choice.provider).context_window
     if not plan.enabled or reported_context(result) < plan.threshold * window:
-        return
-    if core.streaming(ticket.uuid) or usage_of(core, ticket.uuid).share < plan.threshold:
+        return None
+    return _maintain(core, ticket.uuid)
+
+
+async def _maintain(core: SupervisorCore, uuid: str) -> None:
+    plan = core.compaction
+    if usage_of(core, uuid).share < plan.threshold:
         return
     try:
-        await compact(core, ticket.uuid, plan, reason="threshold")
+        await compact(core, uuid, plan, reason="threshold")
     except CommandError as exc:
-        core.event("CompactionFailed", agent=ticket.uuid, reason="threshold", error=str(exc))
+        core.event("CompactionFailed", agent=uuid, reason="threshold", error=str(exc))
 
 
 async def recover(

@@ -55,7 +55,9 @@ def test_a_cut_off_reply_with_a_full_context_is_compacted_and_retried_once(grove
     root = grove.create_root(MODEL).uuid
     for n in range(2):
         assert grove.ask(root, f"[[sim tokens=60]] part {n}: " + "words " * 80).ok
-    result = grove.ask(root, "[[sim stop=length tokens=8]] go on")
+    # The turns above compacted after themselves (threshold); this prompt alone fills the
+    # context past the threshold again.
+    result = grove.ask(root, "[[sim stop=length tokens=8]] go on: " + "words " * 200)
     # Compacted, sent again, cut off again: the turn ends there (one retry, no loop).
     assert result.ok and result.stop_reason == "max_tokens"
     reasons = [c["reason"] for c in compactions(grove, root)]
