@@ -10,6 +10,7 @@ from typing import Any, Protocol
 
 from providers.base import (
     ImageData,
+    ImagePart,
     JSONObject,
     Message,
     Part,
@@ -72,6 +73,8 @@ def part_to_data(part: Part) -> JSONObject:
                     {"media_type": image.media_type, "data": image.data} for image in part.images
                 ]
             return data
+        case ImagePart(image=image):
+            return {"kind": "image", "media_type": image.media_type, "data": image.data}
 
 
 def part_from_data(data: JSONObject) -> Part:
@@ -108,6 +111,10 @@ def part_from_data(data: JSONObject) -> Part:
                     for i in data.get("images", ())
                 ),
             )
+        if kind == "image":
+            return ImagePart(
+                image=ImageData(media_type=str(data["media_type"]), data=str(data["data"]))
+            )
     except KeyError as exc:
         raise ValueError(f"message part of kind {kind!r} lacks {exc.args[0]!r}") from exc
     raise ValueError(f"unknown message part kind {kind!r}")
@@ -128,7 +135,13 @@ def entry_to_message(entry: Entry) -> Message | None:
     if entry.kind == "tool_result":
         return Message(role="user", parts=parts_from_data(entry.data.get("parts", [])))
     if entry.kind == "compaction":
-        return Message.user(COMPACTION_TEXT.format(summary=entry.content))
+        # snapcompact: the content is the frames' reading guide, the frames follow it.
+        frames = tuple(
+            ImagePart(image=ImageData(media_type="image/png", data=str(frame)))
+            for frame in entry.data.get("frames", ())
+        )
+        text = TextPart(text=COMPACTION_TEXT.format(summary=entry.content))
+        return Message(role="user", parts=(text, *frames))
     prefix = USER_TEXT_KINDS.get(entry.kind)
     if prefix is None:
         return None

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 
 from providers.base import (
+    ImagePart,
     JSONObject,
     Message,
     Part,
@@ -103,6 +104,10 @@ def wire_block(message: Message, part: Part) -> JSONObject | None:
                 "name": name,
                 "input": arguments,
             }
+        case ImagePart(image=image):
+            _require_role(message, "user", "an image")
+            source = {"type": "base64", "media_type": image.media_type, "data": image.data}
+            return {"type": "image", "source": source}
         case ToolResultPart(call_id=call_id, content=content, is_error=is_error, images=images):
             _require_role(message, "user", "a tool result")
             block: JSONObject = {"type": "tool_result", "tool_use_id": wire_tool_id(call_id)}

@@ -70,7 +70,15 @@ class ToolResultPart:
     kind: Literal["tool_result"] = "tool_result"
 
 
-Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ImagePart:
+    """An image in a user message (history printed on frames by a compaction, say)."""
+
+    image: ImageData
+    kind: Literal["image"] = "image"
+
+
+Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

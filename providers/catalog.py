@@ -47,6 +47,7 @@ class ModelInfo:
     price_cache_read: float
     price_cache_write: float
     supports_tools: bool = True
+    supports_images: bool = True  # image input (snapcompact frames need it)
     can_disable_thinking: bool = True
     known: bool = True
 

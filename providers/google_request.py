@@ -6,6 +6,7 @@ Pure functions, no I/O and no event parsing (providers.google_stream reads the r
 from __future__ import annotations
 
 from providers.base import (
+    ImagePart,
     JSONObject,
     Message,
     Part,
@@ -82,6 +83,9 @@ def _parts(parts: tuple[Part, ...]) -> list[JSONObject]:
         if isinstance(part, TextPart):
             if part.text:
                 result.append({"text": part.text})
+        elif isinstance(part, ImagePart):
+            image = part.image
+            result.append({"inline_data": {"mime_type": image.media_type, "data": image.data}})
         elif isinstance(part, ThinkingPart):
             _add_thinking(part, result)
         elif isinstance(part, ToolCallPart):

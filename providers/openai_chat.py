@@ -9,6 +9,7 @@ import json
 import httpx
 
 from providers.base import (
+    ImagePart,
     JSONObject,
     Message,
     ProviderName,
@@ -107,6 +108,12 @@ def _user_messages(message: Message) -> list[JSONObject]:
     for part in message.parts:
         if isinstance(part, TextPart):
             texts.append(part.text)
+        elif isinstance(part, ImagePart):
+            if texts:
+                messages.append(_user_text(texts))
+                texts = []
+            image = {"type": "image_url", "image_url": {"url": part.image.data_url}}
+            messages.append({"role": "user", "content": [image]})
         elif isinstance(part, ToolResultPart):
             if texts:
                 messages.append(_user_text(texts))

@@ -11,6 +11,7 @@ import json
 import httpx
 
 from providers.base import (
+    ImagePart,
     JSONObject,
     Message,
     ProviderName,
@@ -92,6 +93,9 @@ def input_items(messages: tuple[Message, ...]) -> list[JSONObject]:
         for part in message.parts:
             if isinstance(part, TextPart):
                 texts.append({"type": text_type, "text": part.text})
+                continue
+            if isinstance(part, ImagePart):
+                texts.append({"type": "input_image", "image_url": part.image.data_url})
                 continue
             if texts:
                 items.append(_message_item(message.role, texts))

@@ -208,6 +208,7 @@ class Grove:
             threshold=section.threshold,
             keep_recent_tokens=section.keep_recent_tokens,
             model=model,
+            strategy=section.strategy,
         )
 
     def _advisor_plan(self) -> AdvisorPlan:

@@ -21,6 +21,7 @@ from supervisor.context import (
     message_tokens,
 )
 from supervisor.errors import CommandError
+from supervisor.snapcompact import archive, frame_tokens
 from supervisor.store.base import COMPACTION_KIND
 from supervisor.store.records import MessageRecord
 from supervisor.turns import choice_of
@@ -78,6 +79,7 @@ class Compacted:
     tokens_before: int
     tokens_after: int
     summarised: int  # messages the summary replaced
+    warning: str | None = None  # the configured strategy could not be used
 
 
 def find_cut(messages: Sequence[MessageRecord], keep_recent_tokens: int) -> int:
@@ -171,8 +173,9 @@ async def compact(
     reason: str,
     instructions: str | None = None,
 ) -> Compacted:
-    """Summarise the history before the cut and store it as a `compaction` message; the agent
-    is rebuilt from the new view on its next turn. Nothing is written when the summary fails."""
+    """Replace the history before the cut with a `compaction` message (a summary, or with
+    `snapcompact` the history printed on frames); the agent is rebuilt from the new view on
+    its next turn. Nothing is written when the compaction fails."""
     record = core.agent(uuid)
     own = choice_of(record)
     if own is None:
@@ -187,16 +190,92 @@ async def compact(
         raise CommandError("Nothing to compact yet: the conversation is all recent")
     summarised, kept = messages[:cut], messages[cut:]
     system = record.metadata.get("system")
-    window = model_info(own.model, own.provider).context_window
-    before = context_usage(view, system, window).used
+    info = model_info(own.model, own.provider)
+    before = context_usage(view, system, info.context_window).used
+    strategy, warning = chosen_strategy(plan.strategy, info.supports_images, instructions)
+    if warning:
+        core.event("CompactionWarning", agent=uuid, text=warning)
+    if strategy == "snapcompact":
+        content, data, image_tokens = snap(summarised, previous, own.provider)
+    else:
+        content, data = await summarised_text(
+            core, uuid, plan, own, info.context_window, summarised, previous, instructions
+        )
+        image_tokens = 0
+    after = (
+        estimate_tokens(system or "")
+        + estimate_tokens(content)
+        + image_tokens
+        + sum(message_tokens(m) for m in kept)
+    )
+    data.update(
+        first_kept_message_id=kept[0].id if kept else 0,
+        tokens_before=before,
+        tokens_after=after,
+        reason=reason,
+        strategy=strategy,
+    )
+    stored = core.store.append_message(uuid, COMPACTION_KIND, content, data)
+    core.live(uuid).active = False  # the host's copy holds the old history: rebuild it
+    core.event("Compacted", agent=uuid, reason=reason, tokens_before=before, tokens_after=after)
+    return Compacted(stored, before, after, len(summarised), warning)
+
+
+def chosen_strategy(
+    configured: str, supports_images: bool, instructions: str | None
+) -> tuple[str, str | None]:
+    """The strategy a compaction uses, and a warning when it is not the configured one.
+    Instructions ask for a directed summary; frames need a model that reads images."""
+    if configured != "snapcompact" or instructions:
+        return "summary", None
+    if not supports_images:
+        return "summary", "This model cannot read images: compacted with a summary instead"
+    return "snapcompact", None
+
+
+def snap(
+    summarised: Sequence[MessageRecord], previous: MessageRecord | None, provider: str
+) -> tuple[str, dict[str, Any], int]:
+    """The history printed on frames after the earlier ones (an earlier text summary first):
+    the reading guide, the message data, and what the frames bill."""
+    earlier_frames = list(previous.data.get("frames", ())) if previous else []
+    earlier_summary = previous.content if previous and not earlier_frames else None
+    earlier_tail = str(previous.data.get("text_tail", "")) if previous else ""
+    made = archive(
+        f"{earlier_tail} {serialize(summarised)}",  # the last tail is framed now
+        provider,
+        earlier_frames=earlier_frames,
+        earlier_summary=earlier_summary,
+    )
+    data: dict[str, Any] = {
+        "frames": list(made.frames),
+        "shape": made.shape,
+        "text_tail": made.text_tail,
+    }
+    return made.guide(), data, frame_tokens(provider, made.frames)
+
+
+async def summarised_text(
+    core: SupervisorCore,
+    uuid: str,
+    plan: CompactionPlan,
+    own: ModelChoice,
+    window: int,
+    summarised: Sequence[MessageRecord],
+    previous: MessageRecord | None,
+    instructions: str | None,
+) -> tuple[str, dict[str, Any]]:
+    """A summary written by the agent's model (or `[compaction] model`)."""
     base = plan.model or own
     choice = ModelChoice(provider=base.provider, model=base.model)  # summaries: no thinking
     # The summary request must fit the model's window itself: the middle goes if it would not.
     limit = max(MIN_SUMMARY_INPUT_CHARS, (window - SUMMARY_MAX_TOKENS - 2_000) * CHARS_PER_TOKEN)
-    prompt = summary_prompt(summarised, previous.content if previous else None, instructions, limit)
-    host = core.live(uuid).host
+    earlier = previous.content if previous and not previous.data.get("frames") else None
+    prompt = summary_prompt(summarised, earlier, instructions, limit)
     try:
-        turn = await host.complete(choice, SUMMARY_SYSTEM_PROMPT, prompt, SUMMARY_MAX_TOKENS)
+        turn = await core.live(uuid).host.complete(
+            choice, SUMMARY_SYSTEM_PROMPT, prompt, SUMMARY_MAX_TOKENS
+        )
     except Exception as exc:
         raise CommandError(f"Compaction failed: {exc}; the history is unchanged") from exc
     summary = turn.text.strip()
@@ -204,24 +283,12 @@ async def compact(
         raise CommandError(
             "Compaction failed: the summary came back empty; the history is unchanged"
         )
-    after = (
-        estimate_tokens(system or "")
-        + estimate_tokens(summary)
-        + sum(message_tokens(m) for m in kept)
-    )
     data = {
-        "first_kept_message_id": kept[0].id if kept else 0,
-        "tokens_before": before,
-        "tokens_after": after,
-        "reason": reason,
         "model": f"{choice.provider}/{choice.model}",
         "usage": turn.usage.as_dict(),
         "cost_usd": turn.cost_usd,
     }
-    stored = core.store.append_message(uuid, COMPACTION_KIND, summary, data)
-    core.live(uuid).active = False  # the host's copy holds the old history: rebuild it
-    core.event("Compacted", agent=uuid, reason=reason, tokens_before=before, tokens_after=after)
-    return Compacted(stored, before, after, len(summarised))
+    return summary, data
 
 
 def reported_context(result: TurnResult) -> int:

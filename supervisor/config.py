@@ -191,7 +191,10 @@ class CompactionSection(_Section):
         default=20_000, ge=0, le=10_000_000, description="Recent history kept word for word"
     )
     model: str | None = Field(default=None, description="Model of summaries (default: the agent's)")
-    strategy: Literal["summary"] = "summary"
+    strategy: Literal["summary", "snapcompact"] = Field(
+        default="summary",
+        description="summary: a model writes one; snapcompact: history printed on images",
+    )
 
 
 class GroveSettings(BaseSettings):

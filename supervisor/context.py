@@ -47,6 +47,7 @@ class CompactionPlan:
     threshold: float = 0.8
     keep_recent_tokens: int = 20_000
     model: ModelSpec | None = None  # the model of summaries; None: the agent's own
+    strategy: str = "summary"  # or "snapcompact": history printed on image frames
 
 
 @dataclass(frozen=True, slots=True)

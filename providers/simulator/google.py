@@ -101,7 +101,7 @@ class GeminiGenerateContent:
             offered_tools=frozenset(_declared_names(tools)),
             thinking=_thinking_requested(body),
             stream=stream,
-            input_tokens=estimate_tokens([system, contents, tools]),
+            input_tokens=estimate_tokens([system, contents, tools], "google"),
             body=body,
         )
 

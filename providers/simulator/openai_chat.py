@@ -64,7 +64,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
             ),
             thinking=effort is not None and openai_common.reasoning_effort_on(effort),
             stream=body.get("stream") is True,
-            input_tokens=estimate_tokens([messages, tools]),
+            input_tokens=estimate_tokens([messages, tools], "openai"),
             body=body,
         )
 

@@ -77,7 +77,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
             thinking=summary is not None
             and openai_common.reasoning_effort_on((reasoning or {}).get("effort")),
             stream=body.get("stream") is True,
-            input_tokens=estimate_tokens([body.get("instructions"), items, tools]),
+            input_tokens=estimate_tokens([body.get("instructions"), items, tools], "openai"),
             body=body,
         )
 

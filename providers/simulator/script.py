@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from providers.images import image_tokens, png_size
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.directives import (
     Audience,
@@ -263,21 +264,43 @@ def opaque_token(purpose: str, text: str, size: int) -> str:
     return base64.b64encode(hashlib.shake_256(material).digest(size)).decode("ascii")
 
 
-def estimate_tokens(value: object) -> int:
-    """About one token per four characters of every string in a request body."""
-    return max(1, (_string_chars(value) + 3) // 4)
+def estimate_tokens(value: object, provider: str = "anthropic") -> int:
+    """About one token per four characters of every string in a request body, and each image
+    block as `provider` bills it (not its base64 text)."""
+    chars, images = _walk(value)
+    return max(1, (chars + 3) // 4 + sum(image_tokens(provider, *png_size(i)) for i in images))
 
 
-def _string_chars(value: object) -> int:
-    """The characters of every string in `value`, walked with a stack: a request body with
-    tool schemas is read for every request, so no generator per level."""
-    total, pending = 0, [value]
+def _walk(value: object) -> tuple[int, list[str]]:
+    """The characters of every string in `value` outside image blocks, and those blocks'
+    data. Walked with a stack: a body with tool schemas is read for every request."""
+    total, images, pending = 0, [], [value]
     while pending:
         item = pending.pop()
         if isinstance(item, str):
             total += len(item)
         elif isinstance(item, dict):
-            pending.extend(item.values())
+            data = _image_data(item)
+            if data is None:
+                pending.extend(item.values())
+            else:
+                images.append(data)
         elif isinstance(item, list):
             pending.extend(item)
-    return total
+    return total, images
+
+
+def _image_data(block: dict[str, Any]) -> str | None:
+    """The base64 data (or data URL) of an image block of any of the four wires."""
+    kind = block.get("type")
+    source = block.get("source")
+    if kind == "image" and isinstance(source, dict):
+        return str(source.get("data", ""))
+    if kind == "input_image":
+        return str(block.get("image_url", ""))
+    url = block.get("image_url")
+    if kind == "image_url" and isinstance(url, dict):
+        return str(url.get("url", ""))
+    if "data" in block and ("mime_type" in block or "mimeType" in block):
+        return str(block["data"])
+    return None

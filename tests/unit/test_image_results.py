@@ -9,7 +9,15 @@ from typing import Any
 
 from actors.transcript import part_from_data, part_to_data
 from providers.anthropic import AnthropicWire
-from providers.base import ImageData, Message, Request, TextPart, ToolCallPart, ToolResultPart
+from providers.base import (
+    ImageData,
+    ImagePart,
+    Message,
+    Request,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from providers.google import GoogleWire
 from providers.http import Endpoint
 from providers.openai_chat import OpenAIChatWire
@@ -75,3 +83,31 @@ def test_gemini_sends_inline_data_after_the_function_response() -> None:
 
 def test_images_are_kept_in_the_stored_history() -> None:
     assert part_from_data(part_to_data(RESULT)) == RESULT
+
+
+def user_images_body(wire: Any, model: str) -> dict[str, Any]:
+    """A user message of text and an image (compacted history on a frame, say)."""
+    parts = (TextPart(text="frames follow"), ImagePart(image=PIXEL))
+    request = Request(model=model, messages=(Message(role="user", parts=parts),))
+    prepared: dict[str, Any] = wire.prepare(request, ENDPOINT).body
+    return prepared
+
+
+def test_an_image_in_a_user_message_travels_in_each_wires_own_block() -> None:
+    source = {"type": "base64", "media_type": "image/png", "data": PIXEL.data}
+    anthropic = user_images_body(AnthropicWire(), "claude-haiku-4-5")["messages"][0]["content"]
+    assert anthropic == [
+        {"type": "text", "text": "frames follow"},
+        {"type": "image", "source": source},
+    ]
+    responses = user_images_body(OpenAIResponsesWire(), "gpt-5-mini")["input"][0]["content"]
+    assert responses[1] == {"type": "input_image", "image_url": PIXEL.data_url}
+    chat = user_images_body(OpenAIChatWire(), "gpt-5-mini")["messages"]
+    assert chat[-1] == {
+        "role": "user",
+        "content": [{"type": "image_url", "image_url": {"url": PIXEL.data_url}}],
+    }
+    gemini = user_images_body(GoogleWire(), "gemini-3.0-flash")["contents"][0]["parts"]
+    assert gemini[1] == {"inline_data": {"mime_type": "image/png", "data": PIXEL.data}}
+    stored = part_to_data(ImagePart(image=PIXEL))
+    assert part_from_data(stored) == ImagePart(image=PIXEL)
