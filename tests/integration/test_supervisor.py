@@ -151,7 +151,7 @@ def test_forked_conversations_hold_exactly_their_prefix(grove: Grove) -> None:
     # `/agents` counts each agent's own messages: 8 for the root, 2 for the child, none yet
     # for the grandchild (what they inherit is not theirs).
     tree = grove.dispatch(root.uuid, "/agents").text.splitlines()
-    assert [line.split()[-2:] for line in tree] == [
+    assert [line.split()[-4:-2] for line in tree] == [
         ["8", "messages"],
         ["2", "messages"],
         ["0", "messages"],
@@ -215,7 +215,8 @@ def test_model_switch_fails_fast_when_the_conversation_does_not_fit(grove: Grove
     refused = grove.dispatch(root.uuid, "/model claude-haiku-4-5")
     assert not refused.ok
     assert refused.text == (
-        "claude-haiku-4-5 holds 200,000 tokens of context; this conversation needs about 250,001"
+        "claude-haiku-4-5 holds 200,000 tokens of context; this conversation needs about "
+        "250,010. Run /compact first"
     )
     assert grove.agent(root.uuid).model == "gemini-3.0-flash"
     assert grove.dispatch(root.uuid, "/model gemini-2.5-pro").ok
