@@ -32,7 +32,8 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
-from providers.errors import ProviderError, is_context_overflow
+from providers.catalog import model_info
+from providers.errors import GroveError, ProviderError, is_context_overflow
 from providers.secrets import mask
 
 MAX_STEPS_PER_TURN = 50
@@ -84,6 +85,16 @@ CUT_OFF_REASONS = frozenset({"max_tokens", "length", "MAX_TOKENS", "incomplete"}
 # Asks the supervisor to compact an agent's context (`overflow` or `incomplete`, with the input
 # tokens of the request that met the limit); the compacted conversation, or None if declined.
 Recover = Callable[[str, str, int], Awaitable["list[Any] | None"]]
+
+
+def context_tokens(turn: AssistantTurn) -> int:
+    """The context a request carried and its reply added, as the provider reported them
+    (Anthropic reports cached input apart from `input_tokens`; the others within it)."""
+    usage = turn.usage
+    cached = (
+        usage.cache_read_tokens + usage.cache_write_tokens if turn.provider == "anthropic" else 0
+    )
+    return usage.input_tokens + cached + usage.output_tokens
 
 
 class ContextRecoveryError(Exception):
@@ -142,9 +153,11 @@ class Agent:
         max_tokens: int | None = None,
         max_steps: int = MAX_STEPS_PER_TURN,
         recover: Recover | None = None,
+        compaction_threshold: float | None = None,
     ) -> None:
         self.uuid = uuid
         self.recover = recover
+        self.compaction_threshold = compaction_threshold
         self.max_steps = max_steps
         self.choice = choice
         self.history = history
@@ -207,11 +220,15 @@ class Agent:
                         raise
                     recovered = await self._recover(result, "overflow", 0, exc, emit)
                     turn = await self._retried_step(emit)
-                if turn.stop_reason in CUT_OFF_REASONS and not recovered:
-                    tokens = turn.usage.input_tokens + turn.usage.cache_read_tokens
-                    if await self._recover(result, "incomplete", tokens, None, emit):
-                        recovered = True
-                        turn = await self._step(emit)
+                cut_off = turn.stop_reason in CUT_OFF_REASONS and not recovered
+                tokens = context_tokens(turn)
+                if (
+                    cut_off
+                    and self._past_threshold(tokens)
+                    and await self._recover(result, "incomplete", tokens, None, emit)
+                ):
+                    recovered = True
+                    turn = await self._step(emit)
                 self._record_assistant(result, turn)
                 calls = turn.tool_calls
                 if calls:
@@ -221,6 +238,13 @@ class Agent:
                     break
             else:
                 result.error = tool_steps_text(self.max_steps)
+            if (
+                result.error is None
+                and not recovered
+                and self._past_threshold(context_tokens(turn))
+            ):
+                # Threshold maintenance, before the turn ends: the next one starts compacted.
+                await self._recover(result, "threshold", context_tokens(turn), None, emit)
         except asyncio.CancelledError:
             result.cancelled = True
             result.error = "cancelled"
@@ -245,6 +269,16 @@ class Agent:
                 return event.turn
             emit(event)
         raise RuntimeError("the provider stream ended without a reply")
+
+    def _past_threshold(self, tokens: int) -> bool:
+        """Whether `tokens` of context pass `[compaction] threshold` of the model's window."""
+        if self.compaction_threshold is None or self.choice is None or self.recover is None:
+            return False
+        try:
+            window = model_info(self.choice.model, self.choice.provider).context_window
+        except GroveError:
+            return False
+        return tokens >= self.compaction_threshold * window
 
     async def _retried_step(self, emit: Emit) -> AssistantTurn:
         """The step again after a compaction; still over the window is the end (no loop)."""
@@ -276,7 +310,8 @@ class Agent:
                     "larger window may help"
                 ) from error
             return False
-        emit(ProviderWarning(text=f"── context compacted ({reason}); asking again ──"))
+        again = "" if reason == "threshold" else "; asking again"
+        emit(ProviderWarning(text=f"── context compacted ({reason}){again} ──"))
         unsaved = [entry_to_message(e) for e in result.entries if STORED not in e.data]
         self.history = to_messages(compacted)
         for message in unsaved:

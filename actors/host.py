@@ -128,6 +128,7 @@ class AgentHostCore:
         idle_release_s: float = DEFAULT_IDLE_RELEASE_S,
         tool_steps: int = MAX_STEPS_PER_TURN,
         recover: Recover | None = None,
+        compaction_threshold: float | None = None,
     ) -> None:
         self.host_id = host_id
         self.tool_steps = tool_steps
@@ -138,6 +139,7 @@ class AgentHostCore:
         self._make_provider = make_provider
         self._make_tools = make_tools
         self._recover = recover
+        self._compaction_threshold = compaction_threshold
         self._report = report
         self.idle_release_s = idle_release_s
         self.reviewers: dict[str, Reviewer] = {}
@@ -160,6 +162,7 @@ class AgentHostCore:
             tools=tools,
             max_steps=self.tool_steps,
             recover=self._recover,
+            compaction_threshold=self._compaction_threshold,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 

@@ -46,6 +46,9 @@ class HostSettings:
     tool_steps: int = MAX_STEPS_PER_TURN
     workspace: str = "."  # the root of the workspace tools: the caller's working directory
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
+    # `[compaction] threshold` when automatic compaction is on: a turn ending past this share
+    # of its model's window asks the supervisor to compact before it ends.
+    compaction_threshold: float | None = None
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -113,6 +116,7 @@ class AgentHost:
             idle_release_s=settings.idle_release_s,
             tool_steps=settings.tool_steps,
             recover=self._recover_context,
+            compaction_threshold=settings.compaction_threshold,
         )
         self._janitor: asyncio.Task[None] | None = None
 

@@ -167,6 +167,9 @@ class Grove:
             tool_steps=self.settings.limits.tool_steps,
             workspace=str(Path.cwd()),
             mcp_servers=mcp_servers(self.settings),
+            compaction_threshold=(
+                self.settings.compaction.threshold if self.settings.compaction.enabled else None
+            ),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,

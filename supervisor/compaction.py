@@ -5,12 +5,11 @@ for what lies before it, and the `compaction` message that replaces that history
 from __future__ import annotations
 
 import json
-from collections.abc import Coroutine, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from actors.agent import ModelChoice, TurnResult
-from actors.host import Ticket
+from actors.agent import ModelChoice
 from providers.catalog import model_info
 from supervisor.context import (
     CHARS_PER_TOKEN,
@@ -291,56 +290,17 @@ async def summarised_text(
     return summary, data
 
 
-def reported_context(result: TurnResult) -> int:
-    """The context the turn's last request carried, as the provider reported it."""
-    for entry in reversed(result.entries):
-        if entry.kind == "assistant":
-            usage = entry.data.get("usage") or {}
-            return sum(
-                int(usage.get(key) or 0)
-                for key in (
-                    "input_tokens",
-                    "cache_read_tokens",
-                    "cache_write_tokens",
-                    "output_tokens",
-                )
-            )
-    return 0
-
-
-def maintenance(
-    core: SupervisorCore, ticket: Ticket, result: TurnResult
-) -> Coroutine[Any, Any, None] | None:
-    """After a turn: the compaction it calls for when the context is past `[compaction]
-    threshold` of the window, else None. Decided from the turn's own reported usage, without
-    reading the store, so turns far from the threshold cost a multiplication."""
-    plan = core.compaction
-    window = model_info(ticket.choice.model, ticket.choice.provider).context_window
-    if not plan.enabled or reported_context(result) < plan.threshold * window:
-        return None
-    return _maintain(core, ticket.uuid)
-
-
-async def _maintain(core: SupervisorCore, uuid: str) -> None:
-    plan = core.compaction
-    if usage_of(core, uuid).share < plan.threshold:
-        return
-    try:
-        await compact(core, uuid, plan, reason="threshold")
-    except CommandError as exc:
-        core.event("CompactionFailed", agent=uuid, reason="threshold", error=str(exc))
-
-
 async def recover(
     core: SupervisorCore, uuid: str, reason: str, tokens: int
 ) -> list[MessageRecord] | None:
-    """A turn met the limit: `overflow` (over the window) always compacts, `incomplete` (the
-    output cut off) only when the context is the cause (`tokens`, the request's input, past
-    the threshold). The compacted conversation, or None (disabled, declined or failed)."""
+    """A turn met a limit: `overflow` (over the window) always compacts; `incomplete` (the
+    output cut off) and `threshold` (a turn ending past `[compaction] threshold`) only when
+    `tokens`, the context the host measured, is past the threshold. The compacted
+    conversation, or None (disabled, declined or failed)."""
     plan = core.compaction
     if not plan.enabled:
         return None
-    if reason == "incomplete":
+    if reason != "overflow":
         own = choice_of(core.agent(uuid))
         window = model_info(own.model, own.provider).context_window if own else 0
         if not window or tokens < plan.threshold * window:

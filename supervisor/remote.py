@@ -30,7 +30,7 @@ from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
-from supervisor.compaction import maintenance, recover
+from supervisor.compaction import recover
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError
 from supervisor.mail import route_mail
@@ -173,7 +173,6 @@ class Supervisor:
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
-        self.core.after_turn = lambda ticket, result: maintenance(self.core, ticket, result)
         self.approvals = ApprovalDesk(self.core)
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:

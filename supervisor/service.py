@@ -80,11 +80,6 @@ class SupervisorCore:
         self._forked_keys: dict[tuple[str, str], AgentRecord] | None = None
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
         self.compaction = CompactionPlan()  # `[compaction]`, set by the deployment
-        # After each successful turn: the work it calls for (a threshold compaction) or None;
-        # set by the deployment. The agent's next turn waits for that work.
-        self.after_turn: Callable[[Ticket, TurnResult], Coroutine[Any, Any, None] | None] | None = (
-            None
-        )
         self._background: set[asyncio.Task[None]] = set()
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
@@ -245,7 +240,6 @@ class SupervisorCore:
         if state.host.host_id in self.given_up:
             raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
         async with state.begin_lock:
-            await state.settled.wait()  # a compaction after the last turn ends first
             while state.ticket_id is not None:
                 await state.turn_done.wait()
             if self.advisors is not None:
@@ -520,10 +514,6 @@ class SupervisorCore:
             state.active = False
         if self.advisors is not None and self.advisors.reviewers_of(ticket.uuid):
             self.advisors.feed(ticket.uuid)
-        work = self.after_turn(ticket, result) if self.after_turn and result.ok else None
-        if work is not None:
-            state.settled.clear()
-            self.background(_settling(state.settled, work))
         for kind, payload in turn_events(ticket, result):
             self.event(kind, **payload)
 
@@ -712,10 +702,3 @@ class SupervisorCore:
         if lock is None:
             lock = self._session_locks[root_uuid] = asyncio.Lock()
         return lock
-
-
-async def _settling(settled: asyncio.Event, work: Coroutine[Any, Any, None]) -> None:
-    try:
-        await work
-    finally:
-        settled.set()

@@ -78,7 +78,6 @@ class LiveAgent:
     released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
     retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
     retrying: bool = False  # a retry of an interrupted turn is under way
-    settled: asyncio.Event = field(default_factory=lambda: _set(asyncio.Event()))  # no compacting
 
 
 def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:
@@ -157,8 +156,3 @@ def choice_of(record: AgentRecord) -> ModelChoice | None:
         model=record.model,
         thinking=record.thinking_level,
     )
-
-
-def _set(event: asyncio.Event) -> asyncio.Event:
-    event.set()
-    return event
