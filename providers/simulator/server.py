@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections import deque
 from typing import Any
 
 from providers.catalog import model_info
@@ -44,6 +45,9 @@ LISTEN_BACKLOG = 4096
 JSON_CONTENT_TYPE = ("content-type", "application/json")
 
 
+RECEIVED_KEPT = 64
+
+
 class Simulator:
     """One server. `start()` binds (port 0: a free port), `stop()` closes every connection."""
 
@@ -59,6 +63,8 @@ class Simulator:
             self._gemini,
         )
         self._server: asyncio.Server | None = None
+        # The newest request bodies, for tests that check what a client sent.
+        self.received: deque[dict[str, Any]] = deque(maxlen=RECEIVED_KEPT)
         self._connections: set[asyncio.Task[Any]] = set()
         self._port: int | None = None
 
@@ -162,6 +168,7 @@ class Simulator:
         if not isinstance(body, dict):
             error = api.error("invalid_request", "The request body must be a JSON object.")
             return await _send(writer, api, error, keep_alive)
+        self.received.append(body)
         try:
             inbound = api.read(request.path, request.query, body)
             plan = self._planner.plan(inbound)

@@ -7,7 +7,9 @@ cut-off reply with a full context).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -24,14 +26,26 @@ CHUNK = "words " * 260  # about 390 tokens
 
 
 @pytest.fixture(scope="module")
-def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    config = SimulatorConfig(api_key=KEY, context_window=WINDOW)
+def simulator() -> Iterator[SimulatorThread]:
+    with SimulatorThread(SimulatorConfig(api_key=KEY, context_window=WINDOW)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory, simulator: SimulatorThread) -> Iterator[Grove]:
     env = {"GROVE_COMPACTION__KEEP_RECENT_TOKENS": "1000"}
-    with SimulatorThread(config) as simulator:
-        endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
-        base = tmp_path_factory.mktemp("recovery")
-        with running_grove(base, hosts=1, env=env, endpoint=endpoint) as grove:
-            yield grove
+    endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
+    base = tmp_path_factory.mktemp("recovery")
+    with running_grove(base, hosts=1, env=env, endpoint=endpoint) as grove:
+        yield grove
+
+
+def message_texts(message: dict[str, Any]) -> list[str]:
+    """The texts of one Anthropic wire message (its content is a string or a list of blocks)."""
+    content = message["content"]
+    if isinstance(content, str):
+        return [content]
+    return [block["text"] for block in content if block.get("type") == "text"]
 
 
 def compactions(grove: Grove, agent: str) -> list[dict[str, object]]:
@@ -79,3 +93,23 @@ def test_a_cut_off_reply_with_room_in_the_context_is_left_as_it_is(grove: Grove)
     result = grove.ask(root, "[[sim stop=length tokens=8]] go on")
     assert result.ok and result.stop_reason == "max_tokens"
     assert compactions(grove, root) == []
+
+
+def test_after_a_compaction_the_model_is_sent_summary_kept_and_new_only(
+    grove: Grove, simulator: SimulatorThread
+) -> None:
+    root = grove.create_root("claude-haiku-4-5").uuid
+    for n in range(3):
+        assert grove.ask(root, f"[[sim tokens=20]] old part {n}: {CHUNK}").ok
+    compacted = grove.dispatch(root, '/compact [[sim reply="SUMMARY OF THE OLD PARTS"]]')
+    assert compacted.ok, compacted.text
+    kept = grove.history(root)[1:]
+    assert grove.ask(root, "[[sim tokens=5]] the newest question").ok
+    (sent,) = [b for b in simulator.simulator.received if "the newest question" in json.dumps(b)]
+    texts = [text for message in sent["messages"] for text in message_texts(message)]
+    assert "<summary>\nSUMMARY OF THE OLD PARTS\n</summary>" in texts[0]
+    assert not any("old part 0" in text for text in texts)  # summarised away
+    assert [k.content for k in kept if k.kind == "user"] == [
+        t for t in texts[1:] if "old part" in t
+    ]  # the kept messages, word for word
+    assert "the newest question" in texts[-1]
