@@ -4,7 +4,9 @@ fetched by one bare asyncio + httpx loop, both from one simulator in a process o
 Prints one JSON line. Run from the repository root: `python bench/fanout.py --n 1000`;
 `--isolation process` gives every agent a host process of its own (use a small N);
 `--with-tools` also forks, in each round, from a root holding the default tool set and two
-Python tools (offered in every request, never called), against the same without (goal: 1.05x).
+Python tools (offered in every request, never called), against the same without (goal: 1.05x);
+`--no-compaction` turns automatic compaction off, to compare its cost on turns that never
+compact (goal: the ratio with it within 1.05x of the ratio without).
 """
 
 from __future__ import annotations
@@ -154,6 +156,11 @@ def main() -> None:
     parser.add_argument(
         "--with-tools", action="store_true", help="also fork from a root holding tools"
     )
+    parser.add_argument(
+        "--no-compaction",
+        action="store_true",
+        help="[compaction] enabled = false (to compare: compaction must not slow turns)",
+    )
     parser.add_argument("--ttft-ms", type=int, default=500)
     parser.add_argument("--tps", type=float, default=50.0)
     parser.add_argument("--tokens", type=int, default=40)
@@ -164,7 +171,11 @@ def main() -> None:
     walls: dict[str, list[float]] = {"grove": [], "baseline": [], "baseline_uvloop": []}
     forks: list[float] = []
     completed = stored = events = 0
-    with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
+    sections = {"compaction": {"enabled": False}} if args.no_compaction else None
+    with (
+        simulator_process(pacing) as simulator,
+        running_grove(simulator, sections=sections) as grove,
+    ):
         root = grove.create_root(MODEL)
         tooled = grove.create_root(MODEL, tools=TOOLS) if args.with_tools else None
         for context_root in (root, tooled):
@@ -199,6 +210,7 @@ def main() -> None:
         "bench": "fanout",
         "n": args.n,
         "isolation": args.isolation,
+        "compaction": not args.no_compaction,
         "rounds": args.rounds,
         "simulator": pacing.as_dict(),
         "ideal_s": round(pacing.seconds, 3),
