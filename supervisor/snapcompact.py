@@ -106,11 +106,15 @@ def collapse(text: str) -> str:
 
 
 def paginate(text: str, shape: Shape) -> list[list[str]]:
-    """The text word-wrapped into columns of `shape`, as pages of lines (column after
-    column: a page holds `rows x columns` lines)."""
-    lines = textwrap.wrap(
-        collapse(text), shape.column_chars, break_long_words=True, break_on_hyphens=False
-    )
+    """The text as pages of lines: a one-column shape is a character grid (every line full),
+    a two-column document is word-wrapped; a page holds `rows x columns` lines, column after
+    column."""
+    flat = collapse(text)
+    width = shape.column_chars
+    if shape.columns == 1:
+        lines = [flat[start : start + width] for start in range(0, len(flat), width)]
+    else:
+        lines = textwrap.wrap(flat, width, break_long_words=True, break_on_hyphens=False)
     per_page = shape.rows * shape.columns
     return [lines[start : start + per_page] for start in range(0, len(lines), per_page)]
 
