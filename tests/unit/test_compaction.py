@@ -99,3 +99,20 @@ def test_a_compaction_reaches_the_model_as_a_user_message_holding_the_summary() 
     shown = entry_to_message(message(9, "compaction", "## Goal\nship it"))
     assert shown is not None and shown.role == "user"
     assert "<summary>\n## Goal\nship it\n</summary>" in shown.parts[0].text  # type: ignore[union-attr]
+
+
+def test_each_providers_context_length_error_is_recognised() -> None:
+    from providers.errors import is_context_overflow
+
+    assert is_context_overflow("anthropic: 400 invalid_request_error: prompt is too long: 9 > 8")
+    assert is_context_overflow(
+        "openai: 400 invalid_request_error: This model's maximum context length is 128000 "
+        "tokens. However, your messages resulted in 130000 tokens."
+    )
+    assert is_context_overflow("openai: 400 context_length_exceeded: Your input exceeds the")
+    assert is_context_overflow(
+        "google: 400 INVALID_ARGUMENT: The input token count (1200000) exceeds the maximum "
+        "number of tokens allowed (1048576)."
+    )
+    assert not is_context_overflow("anthropic: 429 rate_limit_error: slow down")
+    assert not is_context_overflow("google: 400 INVALID_ARGUMENT: bad schema")
