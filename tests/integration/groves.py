@@ -17,6 +17,7 @@ import pytest
 from providers.http import Endpoint
 from supervisor import Grove
 from supervisor.config import load_settings
+from supervisor.store import open_store
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,3 +74,13 @@ def tool_results(grove: Grove, agent: str) -> list[dict[str, Any]]:
         if message.kind == "tool_result"
         for part in message.data["parts"]
     ]
+
+
+def compactions(grove: Grove, agent: str) -> list[dict[str, Any]]:
+    """The payloads of the agent's `Compacted` events, oldest first."""
+    store = open_store(grove.settings.store)
+    try:
+        events = store.events(limit=10_000)
+    finally:
+        store.close()
+    return [e.payload for e in events if e.kind == "Compacted" and e.payload["agent"] == agent]

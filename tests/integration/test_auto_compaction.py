@@ -11,8 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from supervisor import Grove
-from supervisor.store import open_store
-from tests.integration.groves import running_grove
+from tests.integration.groves import compactions, running_grove
 
 MODEL = "claude-haiku-4-5"  # a 200,000-token window: 0.002 of it is 400 tokens
 
@@ -22,15 +21,6 @@ def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
     env = {"GROVE_COMPACTION__THRESHOLD": "0.002", "GROVE_COMPACTION__KEEP_RECENT_TOKENS": "100"}
     with running_grove(tmp_path_factory.mktemp("auto"), hosts=1, env=env) as grove:
         yield grove
-
-
-def compactions(grove: Grove, agent: str) -> list[dict[str, object]]:
-    store = open_store(grove.settings.store)
-    try:
-        events = store.events(limit=10_000)
-    finally:
-        store.close()
-    return [e.payload for e in events if e.kind == "Compacted" and e.payload["agent"] == agent]
 
 
 def test_a_turn_past_the_threshold_compacts_the_history(grove: Grove) -> None:
@@ -46,7 +36,7 @@ def test_a_turn_past_the_threshold_compacts_the_history(grove: Grove) -> None:
     assert ("notice", "── context compacted (threshold) ──") in shown
     (first, *_) = compactions(grove, root)
     assert first["reason"] == "threshold"
-    assert int(first["tokens_after"]) < int(first["tokens_before"])  # type: ignore[call-overload]
+    assert int(first["tokens_after"]) < int(first["tokens_before"])
     view = grove.history(root)
     assert view[0].kind == "compaction" and view[0].data["reason"] == "threshold"
     assert grove.ask(root, "[[sim tokens=5]] still going").ok

@@ -16,8 +16,7 @@ import pytest
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from supervisor import Grove
-from supervisor.store import open_store
-from tests.integration.groves import running_grove
+from tests.integration.groves import compactions, running_grove
 
 KEY = "sim-recovery-key-2b9c"
 WINDOW = 2_000
@@ -46,15 +45,6 @@ def message_texts(message: dict[str, Any]) -> list[str]:
     if isinstance(content, str):
         return [content]
     return [block["text"] for block in content if block.get("type") == "text"]
-
-
-def compactions(grove: Grove, agent: str) -> list[dict[str, object]]:
-    store = open_store(grove.settings.store)
-    try:
-        events = store.events(limit=10_000)
-    finally:
-        store.close()
-    return [e.payload for e in events if e.kind == "Compacted" and e.payload["agent"] == agent]
 
 
 @pytest.mark.parametrize("model", MODELS)
