@@ -45,6 +45,7 @@ NAMESPACE = "grove"
 HOST_PING_INTERVAL_S = 1.0
 HOST_PING_TIMEOUT_S = 10.0
 SUPERVISOR_NAME = "grove-supervisor"
+ONE_REQUEST_TIMEOUT_S = 900.0  # a summary of a long history may stream for minutes
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,13 +75,13 @@ class RayHostClient:
         self.incarnation = 0
         self.on_death = on_death
 
-    async def _call(self, method: str, *args: Any) -> Any:
+    async def _call(self, method: str, *args: Any, timeout_s: float = HOST_CALL_TIMEOUT_S) -> Any:
         """One host call with a timeout; a Grove error raised there is raised here as itself,
         a dead host is reported (replaced before this returns) and becomes HostDiedError."""
         incarnation = self.incarnation
         ref = getattr(self.handle, method).remote(*args)
         try:
-            return await asyncio.wait_for(ref, HOST_CALL_TIMEOUT_S)
+            return await asyncio.wait_for(ref, timeout_s)
         except ray.exceptions.RayTaskError as exc:
             if isinstance(exc.cause, GroveError):
                 raise exc.cause from None
@@ -140,7 +141,9 @@ class RayHostClient:
     async def complete(
         self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
     ) -> AssistantTurn:
-        turn: AssistantTurn = await self._call("complete", choice, system, prompt, max_tokens)
+        turn: AssistantTurn = await self._call(
+            "complete", choice, system, prompt, max_tokens, timeout_s=ONE_REQUEST_TIMEOUT_S
+        )
         return turn
 
     async def reviewer_view(self, uuid: str, what: str) -> Any:

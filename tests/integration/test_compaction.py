@@ -5,14 +5,17 @@ compacted parent (and grandparent) start from the summary, and failures change n
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from supervisor import Grove
 from supervisor.commands.contextual import STREAMING_COMPACT_TEXT
 from supervisor.store import open_store
-from tests.integration.groves import running_grove
+from tests.integration.groves import cli_environment, running_grove
 
 MODEL = "claude-haiku-4-5"
 SUMMARY = "SUMMARY: four questions about words were asked and answered"
@@ -118,3 +121,28 @@ def test_context_and_agents_show_how_full_the_context_is(grove: Grove) -> None:
     assert context.data["window"] == 200_000 and 0 < context.data["used"] < 2_000
     assert context.data["reported"] > 0
     assert "0% context" in grove.dispatch(root, "/agents").text
+
+
+def test_grove_history_shows_everything_with_the_compaction_marked(
+    grove: Grove, tmp_path: Path
+) -> None:
+    root = talked(grove)
+    assert grove.dispatch(root, COMPACT).ok
+    env = {**cli_environment(tmp_path), "GROVE_STORE": str(grove.settings.store)}
+    shown = subprocess.run(
+        [sys.executable, "-m", "cli.app", "history", root],
+        capture_output=True, text=True, env=env, timeout=120, check=False,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert all(f"question {n}:" in shown.stdout for n in range(4))  # summarised, still shown
+    (marker,) = [line for line in shown.stdout.splitlines() if "] compaction" in line]
+    assert "(manual: " in marker and "the model sees this summary" in marker
+
+
+def test_a_summary_request_that_fails_changes_nothing(grove: Grove) -> None:
+    root = talked(grove)
+    view = [m.id for m in grove.history(root)]
+    failed = grove.dispatch(root, "/compact [[sim fault=529 times=10]] summarise")
+    assert not failed.ok and failed.text.startswith("Compaction failed: ")
+    assert failed.text.endswith("; the history is unchanged")
+    assert [m.id for m in grove.history(root)] == view
