@@ -43,6 +43,16 @@ def simulate_command(
             "window in the catalog); over it, each provider's own context-length error.",
         ),
     ] = None,
+    rpm: Annotated[
+        int | None,
+        typer.Option(
+            "--rpm", min=1, help="Requests a minute over all clients; over it, each provider's 429."
+        ),
+    ] = None,
+    tpm: Annotated[
+        int | None,
+        typer.Option("--tpm", min=1, help="Input tokens a minute over all clients (as --rpm)."),
+    ] = None,
 ) -> None:
     """Run the provider simulator until interrupted (Ctrl+C)."""
     from providers.simulator import SimulatorConfig, run_forever
@@ -56,6 +66,8 @@ def simulate_command(
         tokens=tokens,
         events_per_write=events_per_write,
         context_window=context_window,
+        rpm=rpm,
+        tpm=tpm,
     )
 
     def ready(url: str) -> None:

@@ -5,8 +5,10 @@ Reads requests into `Inbound`, writes plans as Messages SSE or JSON; vendor fiel
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from providers.simulator.limits import Admission
 from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
 from providers.simulator.wire import (
     Frame,
@@ -108,6 +110,24 @@ class AnthropicMessages:
 
     def response_headers(self) -> tuple[tuple[str, str], ...]:
         return (("request-id", random_id("req_011C", 20)),)
+
+    def rate_limit_headers(self, admission: Admission) -> tuple[tuple[str, str], ...]:
+        """`anthropic-ratelimit-{requests,tokens,input-tokens}-{limit,remaining,reset}`, the
+        reset as an RFC 3339 time (only input tokens are counted here)."""
+        headers: list[tuple[str, str]] = []
+        for name, quota in (
+            ("requests", admission.requests),
+            ("tokens", admission.tokens),
+            ("input-tokens", admission.tokens),
+        ):
+            if quota is not None:
+                reset = datetime.now(UTC) + timedelta(seconds=quota.reset_s)
+                headers += [
+                    (f"anthropic-ratelimit-{name}-limit", str(quota.limit)),
+                    (f"anthropic-ratelimit-{name}-remaining", str(quota.remaining)),
+                    (f"anthropic-ratelimit-{name}-reset", reset.strftime("%Y-%m-%dT%H:%M:%SZ")),
+                ]
+        return tuple(headers)
 
     def context_overflow(self, tokens: int, window: int) -> Reply:
         return self.error(

@@ -29,6 +29,10 @@ class SimulatorConfig:
     # Input tokens a request may carry: None for each model's window in the catalog (a model
     # the catalog does not know has none); a number for every model.
     context_window: int | None = None
+    # Requests and input tokens a minute over all connections (None: unlimited); over them,
+    # each provider's 429 with its rate-limit headers.
+    rpm: int | None = None
+    tpm: int | None = None
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65_535:
@@ -39,6 +43,9 @@ class SimulatorConfig:
             raise ValueError(f"ttft_ms must be 0 or more, got {self.ttft_ms}")
         if self.tps < 0:
             raise ValueError(f"tps must be 0 (unlimited) or more, got {self.tps}")
+        for name, value in (("rpm", self.rpm), ("tpm", self.tpm)):
+            if value is not None and value < 1:
+                raise ValueError(f"{name} must be 1 or more, got {value}")
         if self.context_window is not None and self.context_window < 1:
             raise ValueError(f"context_window must be 1 or more, got {self.context_window}")
         if not 0 <= self.tokens <= MAX_TOKENS:

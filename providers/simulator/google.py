@@ -10,6 +10,7 @@ import json
 import re
 from typing import Any
 
+from providers.simulator.limits import Admission
 from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
 from providers.simulator.wire import (
     Frame,
@@ -126,6 +127,10 @@ class GeminiGenerateContent:
         )
 
     def response_headers(self) -> tuple[tuple[str, str], ...]:
+        return ()
+
+    def rate_limit_headers(self, admission: Admission) -> tuple[tuple[str, str], ...]:
+        """Gemini sends none: a 429 carries a RetryInfo detail instead."""
         return ()
 
     def context_overflow(self, tokens: int, window: int) -> Reply:

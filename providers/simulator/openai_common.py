@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from providers.simulator.limits import Admission
 from providers.simulator.wire import (
     InvalidRequest,
     Problem,
@@ -100,6 +101,18 @@ class OpenAIAPI:
     def response_headers(self) -> tuple[tuple[str, str], ...]:
         return (("x-request-id", random_id("req_", 32, "0123456789abcdef")),)
 
+    def rate_limit_headers(self, admission: Admission) -> tuple[tuple[str, str], ...]:
+        """`x-ratelimit-{limit,remaining,reset}-{requests,tokens}`, resets as durations."""
+        headers: list[tuple[str, str]] = []
+        for name, quota in (("requests", admission.requests), ("tokens", admission.tokens)):
+            if quota is not None:
+                headers += [
+                    (f"x-ratelimit-limit-{name}", str(quota.limit)),
+                    (f"x-ratelimit-remaining-{name}", str(quota.remaining)),
+                    (f"x-ratelimit-reset-{name}", openai_duration(quota.reset_s)),
+                ]
+        return tuple(headers)
+
 
 def required_model(body: dict[str, Any]) -> str:
     """The body's `model`, or the error both OpenAI APIs give without one."""
@@ -119,3 +132,13 @@ def error_object(
 def reasoning_effort_on(effort: object) -> bool:
     """Whether an effort value asks for visible reasoning (not "minimal" or "none")."""
     return effort not in ("minimal", "none")
+
+
+def openai_duration(seconds: float) -> str:
+    """A duration as OpenAI's rate-limit headers write it: `20ms`, `1.5s`, `6m0s`."""
+    if seconds < 1:
+        return f"{round(seconds * 1000)}ms"
+    if seconds < 60:
+        return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
+    minutes, rest = divmod(round(seconds), 60)
+    return f"{minutes}m{rest}s"

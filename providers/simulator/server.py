@@ -28,6 +28,7 @@ from providers.simulator.http11 import (
     response_head,
     sized_response,
 )
+from providers.simulator.limits import RateLimiter
 from providers.simulator.openai_chat import OpenAIChat
 from providers.simulator.openai_responses import OpenAIResponses
 from providers.simulator.script import Inbound, Plan, Planner
@@ -54,6 +55,8 @@ class Simulator:
     def __init__(self, config: SimulatorConfig | None = None) -> None:
         self.config = config or SimulatorConfig()
         self._planner = Planner(self.config)
+        rpm, tpm = self.config.rpm, self.config.tpm
+        self._limiter = RateLimiter(rpm, tpm) if rpm or tpm else None
         self._gemini = GeminiGenerateContent()
         self._openai_chat = OpenAIChat()
         self._apis: tuple[SimulatedAPI, ...] = (
@@ -182,14 +185,26 @@ class Simulator:
         if window is not None and inbound.input_tokens > window:
             overflow = api.context_overflow(inbound.input_tokens, window)
             return await _send(writer, api, overflow, keep_alive)
+        limits: tuple[tuple[str, str], ...] = ()
+        if self._limiter is not None:
+            admission = self._limiter.admit(inbound.input_tokens)
+            limits = api.rate_limit_headers(admission)
+            if not admission.allowed:
+                error = api.error("rate_limited", retry_after=admission.retry_after)
+                limited = Reply(
+                    status=error.status, body=error.body, headers=error.headers + limits
+                )
+                return await _send(writer, api, limited, keep_alive)
         await _sleep_until(received + plan.headers_s)
         fault = plan.fault
         if fault is not None and fault.kind in STATUS_FAULTS:
             error = api.error(FAULT_PROBLEMS[fault.kind], retry_after=fault.retry_after)
             return await _send(writer, api, error, keep_alive)
         if not inbound.stream:
-            return await self._answer_whole(writer, api, inbound, plan, received, keep_alive)
-        return await self._stream(writer, api, inbound, plan, received, keep_alive)
+            return await self._answer_whole(
+                writer, api, inbound, plan, received, keep_alive, limits
+            )
+        return await self._stream(writer, api, inbound, plan, received, keep_alive, limits)
 
     def _window(self, model: str) -> int | None:
         """The context window the simulator enforces for `model` (None: no limit)."""
@@ -208,6 +223,7 @@ class Simulator:
         plan: Plan,
         received: float,
         keep_alive: bool,
+        limits: tuple[tuple[str, str], ...] = (),
     ) -> bool:
         """A non-streamed answer: sent once the whole reply would have been generated."""
         interval = 1.0 / plan.tps if plan.tps > 0 else 0.0
@@ -217,7 +233,7 @@ class Simulator:
             return False
         if plan.fault is not None and plan.fault.kind == "error_after_200":
             return await _send(writer, api, api.error("overloaded"), keep_alive)
-        reply = Reply(status=200, body=api.body(plan, inbound))
+        reply = Reply(status=200, body=api.body(plan, inbound), headers=limits)
         return await _send(writer, api, reply, keep_alive)
 
     async def _stream(
@@ -228,12 +244,14 @@ class Simulator:
         plan: Plan,
         received: float,
         keep_alive: bool,
+        limits: tuple[tuple[str, str], ...] = (),
     ) -> bool:
         headers = [
             ("content-type", SSE_CONTENT_TYPE),
             ("cache-control", "no-cache"),
             ("transfer-encoding", "chunked"),
             *api.response_headers(),
+            *limits,
         ]
         writer.write(response_head(200, headers, keep_alive=keep_alive))
         fault = plan.fault

@@ -14,6 +14,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from providers.simulator.limits import Admission
 from providers.simulator.script import Inbound, Plan
 
 Problem = Literal[
@@ -127,6 +128,10 @@ class SimulatedAPI(Protocol):
 
     def context_overflow(self, tokens: int, window: int) -> Reply:
         """The API's own answer to a request over the model's context window."""
+        ...
+
+    def rate_limit_headers(self, admission: Admission) -> tuple[tuple[str, str], ...]:
+        """The API's own headers telling what is left of its rate limits."""
         ...
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:

@@ -1,0 +1,92 @@
+"""The simulator's rate limits: requests and input tokens per minute as token buckets shared by
+every connection, refilled continuously; what an answer tells of them.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+SECONDS_PER_MINUTE = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One limit as an answer reports it: the limit, what is left, seconds until full."""
+
+    limit: int
+    remaining: int
+    reset_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    allowed: bool
+    retry_after: float  # seconds until the request would be admitted (0 when it was)
+    requests: Quota | None
+    tokens: Quota | None
+
+
+class _Bucket:
+    def __init__(self, per_minute: int, now: float) -> None:
+        self.capacity = float(per_minute)
+        self.rate = per_minute / SECONDS_PER_MINUTE
+        self.level = self.capacity
+        self.updated = now
+
+    def refill(self, now: float) -> None:
+        self.level = min(self.capacity, self.level + (now - self.updated) * self.rate)
+        self.updated = now
+
+    def wait_for(self, cost: float) -> float:
+        """Seconds until `cost` fits (0: it fits now); a cost above the capacity counts as
+        the capacity, so one large request is slow, never impossible."""
+        missing = min(cost, self.capacity) - self.level
+        return max(0.0, missing / self.rate)
+
+    def quota(self) -> Quota:
+        return Quota(
+            limit=int(self.capacity),
+            remaining=int(self.level),
+            reset_s=(self.capacity - self.level) / self.rate,
+        )
+
+
+class RateLimiter:
+    """`rpm` requests and `tpm` input tokens a minute (None: that one is not limited)."""
+
+    def __init__(
+        self,
+        rpm: int | None,
+        tpm: int | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        now = clock()
+        self._clock = clock
+        self._requests = _Bucket(rpm, now) if rpm else None
+        self._tokens = _Bucket(tpm, now) if tpm else None
+        self._lock = threading.Lock()
+
+    def admit(self, tokens: int) -> Admission:
+        """Take one request of `tokens` input tokens if both buckets hold it, else nothing."""
+        with self._lock:
+            now = self._clock()
+            costs = [(self._requests, 1.0), (self._tokens, float(tokens))]
+            waits = []
+            for bucket, cost in costs:
+                if bucket is not None:
+                    bucket.refill(now)
+                    waits.append(bucket.wait_for(cost))
+            retry_after = max(waits, default=0.0)
+            if retry_after == 0.0:
+                for bucket, cost in costs:
+                    if bucket is not None:
+                        bucket.level -= min(cost, bucket.capacity)
+            return Admission(
+                allowed=retry_after == 0.0,
+                retry_after=retry_after,
+                requests=self._requests.quota() if self._requests else None,
+                tokens=self._tokens.quota() if self._tokens else None,
+            )
