@@ -213,6 +213,7 @@ class Agent:
             self._inject_steering(result)
             recovered = False
             for _ in range(self.max_steps):
+                started = time.monotonic()
                 try:
                     turn = await self._step(emit)
                 except ProviderError as exc:
@@ -229,7 +230,7 @@ class Agent:
                 ):
                     recovered = True
                     turn = await self._step(emit)
-                self._record_assistant(result, turn)
+                self._record_assistant(result, turn, time.monotonic() - started)
                 calls = turn.tool_calls
                 if calls:
                     await self._run_tools(result, calls, emit)
@@ -319,11 +320,12 @@ class Agent:
                 self.history = join_messages(self.history, [message])
         return True
 
-    def _record_assistant(self, result: TurnResult, turn: AssistantTurn) -> None:
+    def _record_assistant(self, result: TurnResult, turn: AssistantTurn, seconds: float) -> None:
         data = {
             "parts": parts_to_data(turn.message.parts),
             "usage": turn.usage.as_dict(),
             "cost_usd": turn.cost_usd,
+            "duration_s": round(seconds, 3),
             "stop_reason": turn.stop_reason,
             "model": turn.model,
             "provider": turn.provider,

@@ -18,6 +18,7 @@ from cli.events import events_command
 from cli.history import history_command
 from cli.run import run_command
 from cli.simulate import simulate_command
+from cli.usage import usage_command
 from providers.credentials import warn_if_credentials_exposed
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
@@ -60,6 +61,7 @@ app.command("batch")(batch_command)
 app.command("agents")(agents_command)
 app.command("history")(history_command)
 app.command("events")(events_command)
+app.command("usage")(usage_command)
 app.command("simulate")(simulate_command)
 
 

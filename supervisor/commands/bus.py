@@ -14,6 +14,7 @@ from supervisor.commands.builtin import BUNDLED
 from supervisor.commands.contextual import CONTEXT_COMMANDS
 from supervisor.commands.parsing import split_command
 from supervisor.commands.registry import CommandContext, CommandOutcome, Registry, plugin_commands
+from supervisor.commands.reports import REPORT_COMMANDS
 from supervisor.errors import CommandError
 from supervisor.service import SupervisorCore
 
@@ -23,7 +24,7 @@ logger = logging.getLogger(__name__)
 
 @cache
 def registry() -> Registry:
-    return Registry([BUNDLED + CONTEXT_COMMANDS, plugin_commands()])
+    return Registry([BUNDLED + CONTEXT_COMMANDS + REPORT_COMMANDS, plugin_commands()])
 
 
 async def dispatch(

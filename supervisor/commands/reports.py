@@ -1,0 +1,29 @@
+"""The report commands: /usage (what the session's tree used, per agent and in all)."""
+
+from __future__ import annotations
+
+from supervisor.commands.parsing import split_words
+from supervisor.commands.registry import Command, CommandContext, CommandOutcome
+from supervisor.errors import CommandError
+from supervisor.usage import GROUPINGS, report_lines, subtree, usage_report
+
+
+async def usage_command(ctx: CommandContext, args: str) -> CommandOutcome:
+    words = split_words(args)
+    by = words[1] if len(words) == 2 and words[0] == "--by" else "agent"
+    if words and (len(words) != 2 or words[0] != "--by" or by not in GROUPINGS):
+        raise CommandError(f"Usage: /usage [--by {'|'.join(GROUPINGS)}]")
+    store = ctx.core.store
+    report = usage_report(store, subtree(store, ctx.core.agent(ctx.session)), by)
+    return CommandOutcome(text="\n".join(report_lines(report)), data=report.as_dict())
+
+
+REPORT_COMMANDS: tuple[Command, ...] = (
+    Command(
+        name="usage",
+        handler=usage_command,
+        usage="/usage [--by agent|model|provider|day]",
+        summary="What this session's agents used: requests, tokens, cost, time",
+        mutates=False,
+    ),
+)

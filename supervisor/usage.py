@@ -1,0 +1,146 @@
+"""Usage reports: what each stored request cost (requests, tokens by kind, cost, time), summed
+per agent, model, provider or day, with each tree's total; read from the store alone.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from supervisor.store.base import Store
+from supervisor.store.records import AgentRecord, MessageRecord
+
+GROUPINGS = ("agent", "model", "provider", "day")
+# Stored messages that record a request's usage: a model's reply, a compaction's summary.
+BILLED_KINDS = frozenset({"assistant", "compaction"})
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "thinking_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
+
+
+@dataclass(slots=True)
+class UsageTotals:
+    requests: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    thinking_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+
+    def add(self, message: MessageRecord) -> None:
+        usage = message.data.get("usage") or {}
+        self.requests += 1
+        for name in TOKEN_FIELDS:
+            setattr(self, name, getattr(self, name) + int(usage.get(name) or 0))
+        self.cost_usd += float(message.data.get("cost_usd") or 0.0)
+        self.seconds += float(message.data.get("duration_s") or 0.0)
+
+    def merge(self, other: UsageTotals) -> None:
+        for name in ("requests", *TOKEN_FIELDS, "cost_usd", "seconds"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cost_usd"] = round(self.cost_usd, 6)
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+@dataclass(slots=True)
+class UsageReport:
+    by: str
+    rows: dict[str, UsageTotals] = field(default_factory=dict)
+    trees: dict[str, UsageTotals] = field(default_factory=dict)  # root uuid -> its tree
+    total: UsageTotals = field(default_factory=UsageTotals)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "by": self.by,
+            "rows": {key: row.as_dict() for key, row in self.rows.items()},
+            "trees": {root: tree.as_dict() for root, tree in self.trees.items()},
+            "total": self.total.as_dict(),
+        }
+
+
+def billed_messages(store: Store, agent: AgentRecord) -> list[MessageRecord]:
+    """The agent's own messages that record a request (inherited ones are its ancestors')."""
+    return [m for m in store.agent_messages(agent.uuid) if m.kind in BILLED_KINDS and m.data]
+
+
+def group_key(by: str, agent: AgentRecord, message: MessageRecord) -> str:
+    if by == "agent":
+        return agent.uuid
+    provider = str(message.data.get("provider") or agent.provider or "?")
+    if by == "provider":
+        return provider
+    if by == "model":
+        model = str(message.data.get("model") or agent.model or "?")
+        return model if "/" in model else f"{provider}/{model}"
+    return time.strftime("%Y-%m-%d", time.gmtime(message.created_at))
+
+
+def usage_report(store: Store, agents: Sequence[AgentRecord], by: str = "agent") -> UsageReport:
+    """Every request the agents' stored messages record, grouped `by` agent, model, provider
+    or day; each tree's total under its root's uuid."""
+    if by not in GROUPINGS:
+        raise ValueError(f"group by one of {', '.join(GROUPINGS)}, not {by!r}")
+    report = UsageReport(by=by)
+    roots = root_of_each(agents)
+    for agent in agents:
+        tree = report.trees.setdefault(roots[agent.uuid], UsageTotals())
+        for message in billed_messages(store, agent):
+            report.rows.setdefault(group_key(by, agent, message), UsageTotals()).add(message)
+            tree.add(message)
+            report.total.add(message)
+    return report
+
+
+def root_of_each(agents: Iterable[AgentRecord]) -> dict[str, str]:
+    """Each agent's topmost ancestor among `agents` (itself when its parent is not there)."""
+    parents = {agent.uuid: agent.parent_uuid for agent in agents}
+    roots: dict[str, str] = {}
+    for uuid in parents:
+        top, seen = uuid, {uuid}
+        while (parent := parents.get(top)) is not None and parent in parents and parent not in seen:
+            top = parent
+            seen.add(top)
+        roots[uuid] = top
+    return roots
+
+
+def subtree(store: Store, root: AgentRecord) -> list[AgentRecord]:
+    """`root` and every descendant, parents before children."""
+    found, pending = [], [root]
+    while pending:
+        agent = pending.pop(0)
+        found.append(agent)
+        pending.extend(store.children(agent.uuid))
+    return found
+
+
+def report_lines(report: UsageReport) -> list[str]:
+    """A table: one row per group, then each tree's total (by agent) and the total."""
+    header = f"{report.by:<38} {'requests':>8} {'input':>10} {'output':>9} {'thinking':>9} "
+    header += f"{'cache rd':>9} {'cache wr':>9} {'cost $':>10} {'time s':>8}"
+
+    def line(name: str, totals: UsageTotals) -> str:
+        return (
+            f"{name:<38} {totals.requests:>8,} {totals.input_tokens:>10,} "
+            f"{totals.output_tokens:>9,} {totals.thinking_tokens:>9,} "
+            f"{totals.cache_read_tokens:>9,} {totals.cache_write_tokens:>9,} "
+            f"{totals.cost_usd:>10.4f} {totals.seconds:>8.1f}"
+        )
+
+    lines = [header] + [line(key, row) for key, row in sorted(report.rows.items())]
+    if report.by == "agent" and len(report.trees) > 0:
+        lines += [line(f"tree {root}", tree) for root, tree in report.trees.items()]
+    lines.append(line("total", report.total))
+    return lines
