@@ -12,7 +12,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from actors.transcript import entry_to_message, join_messages, parts_to_data, to_messages
 from providers.accumulate import INVALID_ARGUMENTS
@@ -97,6 +97,20 @@ def context_tokens(turn: AssistantTurn) -> int:
     return usage.input_tokens + cached + usage.output_tokens
 
 
+class BudgetPort(Protocol):
+    """The supervisor's budget checks, for an agent whose tree has a budget."""
+
+    async def check(self, uuid: str) -> str | None:
+        """Before a request: raise BudgetStop at a limit; a warning text once, else None."""
+        ...
+
+    async def spend(self, uuid: str, tokens: int, cost_usd: float) -> None: ...
+
+
+class BudgetStop(Exception):
+    """The tree's budget is spent: no new request starts (the text says which limit)."""
+
+
 class ContextRecoveryError(Exception):
     """The context was compacted and the request still did not fit, or it could not be."""
 
@@ -154,8 +168,10 @@ class Agent:
         max_steps: int = MAX_STEPS_PER_TURN,
         recover: Recover | None = None,
         compaction_threshold: float | None = None,
+        budget: BudgetPort | None = None,
     ) -> None:
         self.uuid = uuid
+        self.budget = budget
         self.recover = recover
         self.compaction_threshold = compaction_threshold
         self.max_steps = max_steps
@@ -213,6 +229,10 @@ class Agent:
             self._inject_steering(result)
             recovered = False
             for _ in range(self.max_steps):
+                if self.budget is not None:
+                    warning = await self.budget.check(self.uuid)
+                    if warning:
+                        emit(ProviderWarning(text=warning))
                 started = time.monotonic()
                 try:
                     turn = await self._step(emit)
@@ -231,6 +251,9 @@ class Agent:
                     recovered = True
                     turn = await self._step(emit)
                 self._record_assistant(result, turn, time.monotonic() - started)
+                if self.budget is not None:
+                    spent = turn.usage.input_tokens + turn.usage.output_tokens
+                    await self.budget.spend(self.uuid, spent, turn.cost_usd)
                 calls = turn.tool_calls
                 if calls:
                     await self._run_tools(result, calls, emit)

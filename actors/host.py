@@ -16,6 +16,7 @@ from actors.advisor import Report, Reviewer, ReviewerSpec
 from actors.agent import (
     MAX_STEPS_PER_TURN,
     Agent,
+    BudgetPort,
     ModelChoice,
     NewEntry,
     Recover,
@@ -53,6 +54,7 @@ class Activation:
     history: list[Entry]
     system: str | None = None
     tools: ToolGrant = field(default_factory=ToolGrant)
+    budgeted: bool = False  # its tree has a budget: each request is checked first
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -129,6 +131,7 @@ class AgentHostCore:
         tool_steps: int = MAX_STEPS_PER_TURN,
         recover: Recover | None = None,
         compaction_threshold: float | None = None,
+        budget: BudgetPort | None = None,
     ) -> None:
         self.host_id = host_id
         self.tool_steps = tool_steps
@@ -140,6 +143,7 @@ class AgentHostCore:
         self._make_tools = make_tools
         self._recover = recover
         self._compaction_threshold = compaction_threshold
+        self._budget = budget
         self._report = report
         self.idle_release_s = idle_release_s
         self.reviewers: dict[str, Reviewer] = {}
@@ -163,6 +167,7 @@ class AgentHostCore:
             max_steps=self.tool_steps,
             recover=self._recover,
             compaction_threshold=self._compaction_threshold,
+            budget=self._budget if activation.budgeted else None,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 

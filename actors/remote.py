@@ -17,7 +17,14 @@ from typing import Any
 import ray
 
 from actors.advisor import ReviewerSpec, ReviewReport, advise_tool
-from actors.agent import MAX_STEPS_PER_TURN, ModelChoice, NewEntry, ToolError, TurnResult
+from actors.agent import (
+    MAX_STEPS_PER_TURN,
+    BudgetStop,
+    ModelChoice,
+    NewEntry,
+    ToolError,
+    TurnResult,
+)
 from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
@@ -65,6 +72,26 @@ def provider_factory(settings: HostSettings) -> Any:
 
 class ToolRefused(ToolError):
     """The supervisor refused a tool call; the text says why (the model is told, as is)."""
+
+
+class SupervisorBudgetPort:
+    """An agent's budget checks, asked of the supervisor."""
+
+    def __init__(self, supervisor: Any) -> None:
+        self._supervisor = supervisor
+
+    async def check(self, uuid: str) -> str | None:
+        ok, text = await asyncio.wait_for(
+            self._supervisor.budget_check.remote(uuid), TOOL_CALL_TIMEOUT_S
+        )
+        if not ok:
+            raise BudgetStop(text)
+        return text if isinstance(text, str) else None
+
+    async def spend(self, uuid: str, tokens: int, cost_usd: float) -> None:
+        await asyncio.wait_for(
+            self._supervisor.budget_spend.remote(uuid, tokens, cost_usd), TOOL_CALL_TIMEOUT_S
+        )
 
 
 class SupervisorToolPort:
@@ -117,6 +144,7 @@ class AgentHost:
             tool_steps=settings.tool_steps,
             recover=self._recover_context,
             compaction_threshold=settings.compaction_threshold,
+            budget=SupervisorBudgetPort(reporter),
         )
         self._janitor: asyncio.Task[None] | None = None
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from actors.tools.python import tool
+from supervisor.budget import Budget
 
 if TYPE_CHECKING:
     from supervisor.api import Grove, Turn
 
-__all__ = ["Grove", "Turn", "tool"]
+__all__ = ["Budget", "Grove", "Turn", "tool"]
 _FROM_API = ("Grove", "Turn")
 
 

@@ -27,6 +27,7 @@ from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
+from supervisor.budget import Budget
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.context import CompactionPlan
@@ -285,13 +286,15 @@ class Grove:
         tools: Sequence[str | Callable[..., Any]] | str | Callable[..., Any] | None = None,
         allow: Sequence[str] = (),
         approver: Approver | None = None,
+        budget: Budget | None = None,
     ) -> AgentRecord:
         """A new root agent; `isolation="process"` gives it a host process of its own.
         `tools`: built-in tool names (fork, send, wait, todo, read, search, find, write, edit,
         bash), Python functions and `package.module:attr` strings; their code goes with the
         agent to whichever node runs it. `allow` names tools to run without asking, over the
         `[tools.policy]` of the config; `approver` answers for the tools to ask about
-        (see `set_approver`)."""
+        (see `set_approver`). `budget` limits the whole tree (children and reviewers draw on
+        it); without one, `[budget]` of the config applies, if set."""
         text = model or self.settings.defaults.model
         try:
             spec = parse_model_spec(text, self.settings.models.aliases) if text else None
@@ -308,6 +311,9 @@ class Grove:
             entries["mcp_tools"] = mcp
         if resolved.names:
             entries["tool_policy"] = self._tool_policy(resolved.names, allow)
+        limits = budget.as_dict() if budget is not None else self.settings.budget.budget()
+        if limits is not None:
+            entries["budget"] = limits
         record: AgentRecord = self._call("create_root", spec, system, isolation, entries)
         if approver is not None:
             self.set_approver(record.uuid, approver)

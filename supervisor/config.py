@@ -86,6 +86,24 @@ class LimitSettings(_Section):
     )
 
 
+class BudgetSection(_Section):
+    """`[budget]`: a limit over each tree that run, chat and batch start (none by default)."""
+
+    tokens: int | None = Field(default=None, gt=0, description="Input plus output tokens")
+    cost_usd: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    turns: int | None = Field(default=None, gt=0)
+    soft: float = Field(default=0.8, gt=0, le=1, description="Share that warns, once")
+
+    def budget(self) -> dict[str, Any] | None:
+        """The budget as a root's metadata holds it; None when no limit is set."""
+        limits = {"tokens": self.tokens, "cost_usd": self.cost_usd, "seconds": self.seconds}
+        limits["turns"] = self.turns
+        if all(value is None for value in limits.values()):
+            return None
+        return {**limits, "soft": self.soft}
+
+
 class ToolsSection(_Section):
     modules: list[str] = Field(
         default_factory=list, description="package.module:attr specs of user tools"
@@ -213,6 +231,7 @@ class GroveSettings(BaseSettings):
     hosts: HostSection = HostSection()
     advisor: AdvisorSection = AdvisorSection()
     compaction: CompactionSection = CompactionSection()
+    budget: BudgetSection = BudgetSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

@@ -34,6 +34,8 @@ async def fork_child(
 ) -> Forked:
     """Fork one child of `parent`. `tools` (a list of names) narrows what it inherits; a name
     the parent lacks refuses the fork before anything is stored."""
+    if core.budget_check is not None:
+        core.budget_check(parent, False)
     (child,) = core.fork_records(parent, model, 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)

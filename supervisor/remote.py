@@ -28,6 +28,7 @@ from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
+from supervisor.budget import BudgetDesk, BudgetExhausted
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.compaction import recover
@@ -176,6 +177,8 @@ class Supervisor:
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
+        self.budgets = BudgetDesk(self.core)
+        self.core.budget_check = self.budgets.before_turn
         self.approvals = ApprovalDesk(self.core)
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
@@ -346,6 +349,17 @@ class Supervisor:
         self._wake()
         ticket = await self.core.begin_turn(uuid, text)
         return ticket, self.host(ticket.host_id)
+
+    async def budget_check(self, uuid: str) -> tuple[bool, str | None]:
+        """Before a request of a budgeted agent: (False, why) at a limit, else (True, a
+        warning or None)."""
+        try:
+            return True, self.budgets.check(uuid)
+        except BudgetExhausted as exc:
+            return False, str(exc)
+
+    async def budget_spend(self, uuid: str, tokens: int, cost_usd: float) -> None:
+        self.budgets.spend(uuid, tokens, cost_usd)
 
     async def recover_context(
         self, uuid: str, reason: str, tokens: int

@@ -44,7 +44,8 @@ HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
 RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor runs again
 # What a forked child takes over from its parent's record besides the model.
-INHERITED_METADATA = ("system", *INHERITED_TOOL_METADATA)
+# `budget_root`: the root whose `budget` the agent draws on (supervisor/budget.py).
+INHERITED_METADATA = ("system", "budget_root", *INHERITED_TOOL_METADATA)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -80,6 +81,9 @@ class SupervisorCore:
         self._forked_keys: dict[tuple[str, str], AgentRecord] | None = None
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
         self.compaction = CompactionPlan()  # `[compaction]`, set by the deployment
+        # Refuses a new turn (count=True) or fork in a tree whose budget is spent; set by the
+        # deployment (supervisor/budget.py).
+        self.budget_check: Callable[[AgentRecord, bool], None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
@@ -96,13 +100,16 @@ class SupervisorCore:
         tools: Mapping[str, Any] | None = None,
     ) -> AgentRecord:
         """`tools` holds the tool entries of the record's metadata (supervisor/tool_rules.py)."""
+        uuid = str(uuidlib.uuid4())
         metadata: dict[str, Any] = dict(tools or {})
+        if "budget" in metadata:
+            metadata["budget_root"] = uuid
         if system:
             metadata["system"] = system
         if isolation:
             metadata["isolation"] = isolation
         record = AgentRecord(
-            uuid=str(uuidlib.uuid4()),
+            uuid=uuid,
             role="root",
             provider=spec.provider if spec else None,
             model=spec.model if spec else None,
@@ -236,6 +243,8 @@ class SupervisorCore:
         choice = choice_of(record)
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
+        if self.budget_check is not None:
+            self.budget_check(record, True)
         state = self.live(record.uuid, record)
         if state.host.host_id in self.given_up:
             raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
@@ -362,6 +371,7 @@ class SupervisorCore:
                 history=[],
                 system=record.metadata.get("system"),
                 tools=grant,
+                budgeted="budget_root" in record.metadata,
             )
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
@@ -468,6 +478,7 @@ class SupervisorCore:
             history=list(history),
             system=record.metadata.get("system"),
             tools=grant_of(record.metadata),
+            budgeted="budget_root" in record.metadata,
         )
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:

@@ -1,0 +1,176 @@
+"""Tree budgets: `Budget` (tokens, cost, seconds, turns, the soft share), what a tree has used,
+and the check before each request of any agent in it (children and reviewers draw on the root's).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from providers.errors import GroveError
+from supervisor.errors import CommandError
+from supervisor.store.records import AgentRecord
+from supervisor.usage import subtree, usage_report
+
+if TYPE_CHECKING:
+    from supervisor.service import SupervisorCore
+
+
+class BudgetExhausted(GroveError):
+    """The tree's budget is spent; the text is `Budget exhausted: <what> <used>/<limit>`."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Budget:
+    """Limits over a whole tree; None leaves that one open. `soft` is the share of a limit at
+    which a BudgetWarning goes out, once."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    seconds: float | None = None
+    turns: int | None = None
+    soft: float = 0.8
+
+    def __post_init__(self) -> None:
+        for name in ("tokens", "cost_usd", "seconds", "turns"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not math.isfinite(value) or value <= 0
+            ):
+                raise ValueError(f"budget {name} must be a positive number, got {value!r}")
+        if not 0 < self.soft <= 1:
+            raise ValueError(f"budget soft must be above 0 and at most 1, got {self.soft!r}")
+        if self.empty:
+            raise ValueError("a budget needs at least one of tokens, cost_usd, seconds, turns")
+
+    @property
+    def empty(self) -> bool:
+        return all(getattr(self, n) is None for n in ("tokens", "cost_usd", "seconds", "turns"))
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Budget:
+        return cls(**{key: data.get(key) for key in ("tokens", "cost_usd", "seconds", "turns")},
+                   soft=float(data.get("soft", 0.8)))  # fmt: skip
+
+
+@dataclass(slots=True)
+class TreeSpend:
+    """What a tree has used since its root was made."""
+
+    started: float
+    tokens: int = 0
+    cost_usd: float = 0.0
+    turns: int = 0
+    warned: bool = False
+
+    def used(self, what: str, now: float) -> float:
+        return now - self.started if what == "seconds" else float(getattr(self, what))
+
+
+@dataclass(slots=True)
+class BudgetLedger:
+    """Each budgeted tree's spend, by root uuid; the supervisor loads a tree's on first use."""
+
+    spends: dict[str, TreeSpend] = field(default_factory=dict)
+
+    def check(self, budget: Budget, spend: TreeSpend, *, new_turn: bool) -> str | None:
+        """Raise BudgetExhausted when a limit is reached (the turn limit only stops a new
+        turn: the turn that reached it may finish); else the warning text once a limit passes
+        its soft share (only a request's check gives it out), else None."""
+        now = time.time()
+        warning = None
+        for what in ("tokens", "cost_usd", "seconds", "turns"):
+            limit = getattr(budget, what)
+            if limit is None:
+                continue
+            used = spend.used(what, now)
+            if used >= limit and (new_turn or what != "turns"):
+                raise BudgetExhausted(f"Budget exhausted: {what} {shown(used)}/{shown(limit)}")
+            if used >= budget.soft * limit and not spend.warned and warning is None:
+                warning = f"Budget warning: {what} {shown(used)}/{shown(limit)}"
+        if warning is None or new_turn:
+            return None
+        spend.warned = True
+        return warning
+
+
+def shown(value: float) -> str:
+    """`1,234` for whole numbers, `0.0123` for costs."""
+    return f"{value:,.0f}" if float(value).is_integer() or value >= 100 else f"{value:.4g}"
+
+
+class BudgetDesk:
+    """The supervisor's side of budgets: the check before each request (and each new turn or
+    fork) of an agent whose tree has one, and the spend after it."""
+
+    def __init__(self, core: SupervisorCore) -> None:
+        self._core = core
+        self._ledger = BudgetLedger()
+
+    def tree(self, record: AgentRecord) -> tuple[AgentRecord, Budget] | None:
+        """The root whose budget the agent draws on, and that budget (None: no budget)."""
+        root_uuid = record.metadata.get("budget_root")
+        if not isinstance(root_uuid, str):
+            return None
+        root = record if root_uuid == record.uuid else self._core.store.get_agent(root_uuid)
+        data = root.metadata.get("budget") if root is not None else None
+        return (root, Budget.from_dict(data)) if root and isinstance(data, dict) else None
+
+    def _spend(self, root: AgentRecord) -> TreeSpend:
+        spend = self._ledger.spends.get(root.uuid)
+        if spend is None:  # first use since this supervisor started: what the store holds
+            agents = subtree(self._core.store, root)
+            totals = usage_report(self._core.store, agents).total
+            turns = sum(
+                1
+                for agent in agents
+                for message in self._core.store.agent_messages(agent.uuid)
+                if message.kind == "user"
+            )
+            spend = self._ledger.spends[root.uuid] = TreeSpend(
+                started=root.created_at,
+                tokens=totals.input_tokens + totals.output_tokens,
+                cost_usd=totals.cost_usd,
+                turns=turns,
+            )
+        return spend
+
+    def check(self, uuid: str) -> str | None:
+        """Before a request: raise BudgetExhausted at a limit; a warning text once past the
+        soft share (with a BudgetWarning event), else None."""
+        record = self._core.agent(uuid)
+        found = self.tree(record)
+        if found is None:
+            return None
+        root, budget = found
+        warning = self._ledger.check(budget, self._spend(root), new_turn=False)
+        if warning is not None:
+            self._core.event("BudgetWarning", agent=uuid, root=root.uuid, text=warning)
+        return warning
+
+    def before_turn(self, record: AgentRecord, count: bool) -> None:
+        """A new turn (`count`: it counts as one) or a fork in a budgeted tree: refused at a
+        limit."""
+        found = self.tree(record)
+        if found is None:
+            return
+        root, budget = found
+        spend = self._spend(root)
+        try:
+            self._ledger.check(budget, spend, new_turn=True)
+        except BudgetExhausted as exc:
+            raise CommandError(str(exc)) from exc
+        if count:
+            spend.turns += 1
+
+    def spend(self, uuid: str, tokens: int, cost_usd: float) -> None:
+        found = self.tree(self._core.agent(uuid))
+        if found is not None:
+            spend = self._spend(found[0])
+            spend.tokens += tokens
+            spend.cost_usd += cost_usd

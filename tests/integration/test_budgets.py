@@ -1,0 +1,83 @@
+"""Tree budgets over Ray and the simulator: a tree stops starting requests at its limit (tokens,
+turns), with the reference text; children draw on their root's budget, so forks are refused
+too; the soft share warns once, in the stream and as an event; bad budgets are refused."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import pytest
+
+from supervisor import Budget, Grove
+from supervisor.errors import CommandError
+from supervisor.store import open_store
+from tests.integration.groves import running_grove
+
+MODEL = "claude-haiku-4-5"
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    with running_grove(tmp_path_factory.mktemp("budgets"), hosts=1) as grove:
+        yield grove
+
+
+def test_a_token_budget_stops_new_requests_and_forks_at_its_limit(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=200)).uuid
+    assert grove.ask(root, "[[sim tokens=100]] first").ok  # about 130 tokens
+    assert grove.ask(root, "[[sim tokens=100]] second").ok  # started under the limit
+    with pytest.raises(CommandError, match=r"^Budget exhausted: tokens [\d,]+/200$"):
+        grove.send(root, "third")
+    refused = grove.dispatch(root, '/fork "go on"')
+    assert not refused.ok and refused.text.startswith("Budget exhausted: tokens ")
+    other = grove.create_root(MODEL).uuid  # another tree is not limited
+    assert grove.ask(other, "[[sim tokens=100]] unlimited").ok
+
+
+def test_children_draw_on_their_roots_budget(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=250)).uuid
+    child = grove.dispatch(root, "/fork").data["child"]
+    assert grove.ask(child, "[[sim tokens=150]] the child spends").ok
+    assert grove.ask(root, "[[sim tokens=150]] the root spends").ok
+    for agent in (root, child):
+        with pytest.raises(CommandError, match=r"^Budget exhausted: tokens "):
+            grove.send(agent, "more")
+
+
+def test_a_turn_budget_counts_turns_across_the_tree(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(turns=2)).uuid
+    assert grove.ask(root, "[[sim tokens=5]] one").ok
+    assert grove.ask(root, "[[sim tokens=5]] two").ok
+    with pytest.raises(CommandError, match=r"^Budget exhausted: turns 2/2$"):
+        grove.send(root, "three")
+
+
+def test_the_soft_share_warns_once(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=10_000, soft=0.01)).uuid
+    assert grove.ask(root, "[[sim tokens=150]] spend past the soft share").ok
+    shown = [list(grove.send(root, f"[[sim tokens=5]] turn {n}")) for n in range(2)]
+    notices = [text for turn in shown for kind, text in turn if kind == "notice"]
+    assert len(notices) == 1 and notices[0].startswith("Budget warning: tokens ")
+    assert notices[0].endswith("/10,000")
+    store = open_store(grove.settings.store)
+    try:
+        warnings = [e for e in store.events(limit=10_000) if e.kind == "BudgetWarning"]
+    finally:
+        store.close()
+    assert [e.payload["root"] for e in warnings].count(root) == 1
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({"tokens": 0}, "budget tokens must be a positive number, got 0"),
+        ({"cost_usd": -1.0}, "budget cost_usd must be a positive number, got -1.0"),
+        ({"seconds": math.nan}, "budget seconds must be a positive number, got nan"),
+        ({}, "a budget needs at least one of tokens, cost_usd, seconds, turns"),
+        ({"turns": 3, "soft": 1.5}, "budget soft must be above 0 and at most 1, got 1.5"),
+    ],
+)
+def test_bad_budgets_are_refused_with_the_reason(limits: dict[str, float], message: str) -> None:
+    with pytest.raises(ValueError, match=f"^{message}$"):
+        Budget(**limits)  # type: ignore[arg-type]
