@@ -24,7 +24,18 @@ from cli.batch_output import (
     task_record,
 )
 from cli.batch_progress import PlainProgress, Progress, RichProgress, Totals, summary_line
-from cli.context import AllowOption, CliContext, ToolsOption, fail, root_tools, undecodable_text
+from cli.context import (
+    AllowOption,
+    BudgetCostOption,
+    BudgetTimeOption,
+    BudgetTokensOption,
+    CliContext,
+    ToolsOption,
+    cli_budget,
+    fail,
+    root_tools,
+    undecodable_text,
+)
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.rules import NO_MODEL_TEXT
@@ -77,6 +88,9 @@ def batch_command(
     ] = None,
     tools: ToolsOption = None,
     allow: AllowOption = None,
+    budget_cost: BudgetCostOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    budget_time: BudgetTimeOption = None,
 ) -> None:
     """Run every task of TASKS.jsonl as a forked child of one root agent.
 
@@ -106,6 +120,7 @@ def batch_command(
         problem = undecodable_text(what, str(path)) if path is not None else None
         if problem:
             fail(problem, code=2)
+    budget = cli_budget(budget_cost, budget_tokens, budget_time)
     batch_context = CliContext(store=context.store, address=address or context.address)
     settings = batch_context.settings()
     aliases = settings.models.aliases
@@ -167,6 +182,7 @@ def batch_command(
                     str(root_model) if root_model else None,
                     tools=root_tools(settings, tools, defaults=False),
                     allow=allow or (),
+                    budget=budget,
                 )
                 if seed:
                     grove.seed(root.uuid, list(seed))

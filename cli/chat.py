@@ -18,7 +18,17 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 import typer
 
 from cli.batch_input import TaskLineError, decode_lines
-from cli.context import AllowOption, CliContext, ToolsOption, fail, root_tools
+from cli.context import (
+    AllowOption,
+    BudgetCostOption,
+    BudgetTimeOption,
+    BudgetTokensOption,
+    CliContext,
+    ToolsOption,
+    cli_budget,
+    fail,
+    root_tools,
+)
 from cli.render import TurnWriter
 from providers.errors import GroveError
 from supervisor.errors import CommandError
@@ -26,6 +36,7 @@ from supervisor.errors import CommandError
 if TYPE_CHECKING:
     from supervisor.api import Grove, Turn
     from supervisor.approvals import ApprovalRequest
+    from supervisor.budget import Budget
     from supervisor.store.records import AgentRecord
 
 CANCEL_WAIT_S = 30.0
@@ -49,17 +60,21 @@ def chat_command(
     ] = None,
     tools: ToolsOption = None,
     allow: AllowOption = None,
+    budget_cost: BudgetCostOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    budget_time: BudgetTimeOption = None,
 ) -> None:
     """Talk to a root agent; lines starting with / are commands (/help lists them)."""
     context: CliContext = ctx.obj
     context.checked_store()
     from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
+    budget = cli_budget(budget_cost, budget_tokens, budget_time)
     grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
     try:
         grove.start()
         given = root_tools(context.settings(), tools, defaults=True)
-        session = open_session(grove, model, resume, given, allow or [])
+        session = open_session(grove, model, resume, given, allow or [], budget)
     except GroveError as exc:
         grove.close()
         fail(str(exc), code=2)
@@ -103,12 +118,17 @@ def edit_todo(grove: Grove, session: str) -> tuple[str, bool]:
 
 
 def open_session(
-    grove: Grove, model: str | None, resume: str | None, tools: list[str], allow: list[str]
+    grove: Grove,
+    model: str | None,
+    resume: str | None,
+    tools: list[str],
+    allow: list[str],
+    budget: Budget | None = None,
 ) -> str:
-    """The root uuid of a new session (with `tools`), or of the session holding the resumed
-    agent (with the tools it has)."""
+    """The root uuid of a new session (with `tools` and `budget`), or of the session holding
+    the resumed agent (with the tools and budget it has)."""
     if resume is None:
-        return grove.create_root(model, tools=tools, allow=allow).uuid
+        return grove.create_root(model, tools=tools, allow=allow, budget=budget).uuid
     record: AgentRecord = grove.agent(resume)
     while record.parent_uuid is not None:
         record = grove.agent(record.parent_uuid)

@@ -5,11 +5,12 @@ Global options land here; nothing in cli/ keeps module-level mutable state.
 
 from __future__ import annotations
 
+import re
 import secrets
 import sys
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -21,6 +22,9 @@ from supervisor.config import GroveSettings, load_settings
 from supervisor.local_ray import keep_local_ray_on_loopback
 from supervisor.tool_rules import DEFAULT_ROOT_TOOLS
 
+if TYPE_CHECKING:
+    from supervisor.budget import Budget
+
 ToolsOption = Annotated[
     list[str] | None,
     typer.Option(
@@ -30,6 +34,40 @@ ToolsOption = Annotated[
         "Modules are looked for in the current directory first.",
     ),
 ]
+BudgetCostOption = Annotated[
+    float | None,
+    typer.Option("--budget-cost", help="Stop the tree's requests at this cost in USD."),
+]
+BudgetTokensOption = Annotated[
+    int | None,
+    typer.Option("--budget-tokens", help="Stop the tree's requests at this many tokens."),
+]
+BudgetTimeOption = Annotated[
+    str | None,
+    typer.Option("--budget-time", help="Stop the tree's requests after 90s, 5m, 2h (or seconds)."),
+]
+_DURATION = re.compile(r"(?P<number>\d+(?:\.\d+)?)(?P<unit>[smh]?)")
+_UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
+
+
+def cli_budget(cost: float | None, tokens: int | None, duration: str | None) -> Budget | None:
+    """The budget the --budget-* options give (None: none given, the config's applies)."""
+    from supervisor.budget import Budget  # only when a budget is asked for
+
+    if cost is None and tokens is None and duration is None:
+        return None
+    seconds = None
+    if duration is not None:
+        match = _DURATION.fullmatch(duration.strip())
+        if match is None:
+            fail(f"--budget-time: use seconds or a number with s, m or h; got {duration!r}", code=2)
+        seconds = float(match["number"]) * _UNIT_SECONDS[match["unit"]]
+    try:
+        return Budget(tokens=tokens, cost_usd=cost, seconds=seconds)
+    except ValueError as exc:
+        fail(str(exc), code=2)
+
+
 AllowOption = Annotated[
     list[str] | None,
     typer.Option(

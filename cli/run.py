@@ -11,7 +11,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.context import AllowOption, CliContext, ToolsOption, fail, root_tools, undecodable_text
+from cli.context import (
+    AllowOption,
+    BudgetCostOption,
+    BudgetTimeOption,
+    BudgetTokensOption,
+    CliContext,
+    ToolsOption,
+    cli_budget,
+    fail,
+    root_tools,
+    undecodable_text,
+)
 from cli.render import TurnWriter, tool_exchanges
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
@@ -42,6 +53,9 @@ def run_command(
     ] = 1,
     tools: ToolsOption = None,
     allow: AllowOption = None,
+    budget_cost: BudgetCostOption = None,
+    budget_tokens: BudgetTokensOption = None,
+    budget_time: BudgetTimeOption = None,
 ) -> None:
     """Send one prompt to a model through a new root agent and stream the reply."""
     context: CliContext = ctx.obj
@@ -52,13 +66,16 @@ def run_command(
     settings = context.settings()
     from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
+    budget = cli_budget(budget_cost, budget_tokens, budget_time)
     spec = resolve_model(model, settings)
     writer = TurnWriter(sys.stdout, styles=True)
     context.checked_store()
     with Grove(settings=settings, simulate=simulate, hosts=hosts) as grove:
         try:
             given = root_tools(settings, tools, defaults=True)
-            root = grove.create_root(str(spec), system=system, tools=given, allow=allow or ())
+            root = grove.create_root(
+                str(spec), system=system, tools=given, allow=allow or (), budget=budget
+            )
         except GroveError as exc:
             fail(str(exc), code=2)
         try:

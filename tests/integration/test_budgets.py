@@ -5,14 +5,17 @@ too; the soft share warns once, in the stream and as an event; bad budgets are r
 from __future__ import annotations
 
 import math
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from supervisor import Budget, Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
-from tests.integration.groves import running_grove
+from tests.integration.groves import cli_environment, running_grove
 
 MODEL = "claude-haiku-4-5"
 
@@ -81,3 +84,21 @@ def test_the_soft_share_warns_once(grove: Grove) -> None:
 def test_bad_budgets_are_refused_with_the_reason(limits: dict[str, float], message: str) -> None:
     with pytest.raises(ValueError, match=f"^{message}$"):
         Budget(**limits)  # type: ignore[arg-type]
+
+
+def run_cli(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", MODEL, *options],
+        capture_output=True, text=True, env=cli_environment(tmp_path), timeout=180, check=False,
+    )  # fmt: skip
+
+
+def test_grove_run_takes_a_budget_and_refuses_bad_ones(tmp_path: Path) -> None:
+    spent = run_cli(tmp_path, "--budget-tokens", "5", "[[sim tokens=30]] hello")
+    assert spent.returncode == 0, spent.stderr  # the first request starts under the limit
+    for options, message in (
+        (("--budget-time", "5 weeks"), "--budget-time: use seconds or a number with s, m or h"),
+        (("--budget-cost", "0"), "budget cost_usd must be a positive number, got 0.0"),
+    ):
+        refused = run_cli(tmp_path, *options, "hello")
+        assert refused.returncode == 2 and message in refused.stderr, refused.stderr
