@@ -25,6 +25,7 @@ from providers.base import (
     ProviderName,
     ProviderWarning,
     Request,
+    Retrying,
     StreamEvent,
     ThinkingLevel,
     ToolCallPart,
@@ -97,6 +98,15 @@ def context_tokens(turn: AssistantTurn) -> int:
     return usage.input_tokens + cached + usage.output_tokens
 
 
+def estimated_input(request: Request) -> int:
+    """About the input tokens of a request (four characters a token), for the fleet's buckets."""
+    chars = len(request.system or "")
+    for message in request.messages:
+        for part in message.parts:
+            chars += len(getattr(part, "text", "") or getattr(part, "content", "") or "")
+    return chars // 4 + 1
+
+
 class BudgetPort(Protocol):
     """The supervisor's budget checks, for an agent whose tree has a budget."""
 
@@ -105,6 +115,18 @@ class BudgetPort(Protocol):
         ...
 
     async def spend(self, uuid: str, tokens: int, cost_usd: float) -> None: ...
+
+
+class FleetPort(Protocol):
+    """The fleet's rate limits for the providers in `providers` (the supervisor's buckets)."""
+
+    providers: frozenset[str]
+
+    async def acquire(self, provider: str, tokens: int) -> None: ...
+
+    async def release(self, provider: str) -> None: ...
+
+    async def cool_down(self, uuid: str, provider: str, seconds: float) -> None: ...
 
 
 class BudgetStop(Exception):
@@ -169,9 +191,11 @@ class Agent:
         recover: Recover | None = None,
         compaction_threshold: float | None = None,
         budget: BudgetPort | None = None,
+        fleet: FleetPort | None = None,
     ) -> None:
         self.uuid = uuid
         self.budget = budget
+        self.fleet = fleet
         self.recover = recover
         self.compaction_threshold = compaction_threshold
         self.max_steps = max_steps
@@ -288,10 +312,23 @@ class Agent:
             thinking=self.choice.thinking,
             max_tokens=self.max_tokens,
         )
-        async for event in self.provider.stream(request):
-            if isinstance(event, Finished):
-                return event.turn
-            emit(event)
+        provider = self.choice.provider
+        limited = self.fleet is not None and provider in self.fleet.providers
+        if limited:
+            assert self.fleet is not None
+            await self.fleet.acquire(provider, estimated_input(request))
+        try:
+            async for event in self.provider.stream(request):
+                if isinstance(event, Finished):
+                    return event.turn
+                if limited and isinstance(event, Retrying) and "429" in event.reason:
+                    assert self.fleet is not None
+                    await self.fleet.cool_down(self.uuid, provider, event.delay_s)
+                emit(event)
+        finally:
+            if limited:
+                assert self.fleet is not None
+                await self.fleet.release(provider)
         raise RuntimeError("the provider stream ended without a reply")
 
     def _past_threshold(self, tokens: int) -> bool:

@@ -17,6 +17,7 @@ from actors.agent import (
     MAX_STEPS_PER_TURN,
     Agent,
     BudgetPort,
+    FleetPort,
     ModelChoice,
     NewEntry,
     Recover,
@@ -132,6 +133,7 @@ class AgentHostCore:
         recover: Recover | None = None,
         compaction_threshold: float | None = None,
         budget: BudgetPort | None = None,
+        fleet: FleetPort | None = None,
     ) -> None:
         self.host_id = host_id
         self.tool_steps = tool_steps
@@ -144,6 +146,7 @@ class AgentHostCore:
         self._recover = recover
         self._compaction_threshold = compaction_threshold
         self._budget = budget
+        self._fleet = fleet if fleet is not None and fleet.providers else None
         self._report = report
         self.idle_release_s = idle_release_s
         self.reviewers: dict[str, Reviewer] = {}
@@ -168,6 +171,7 @@ class AgentHostCore:
             recover=self._recover,
             compaction_threshold=self._compaction_threshold,
             budget=self._budget if activation.budgeted else None,
+            fleet=self._fleet,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 

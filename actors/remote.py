@@ -56,6 +56,8 @@ class HostSettings:
     # `[compaction] threshold` when automatic compaction is on: a turn ending past this share
     # of its model's window asks the supervisor to compact before it ends.
     compaction_threshold: float | None = None
+    # Providers whose requests wait for the supervisor's fleet limits first.
+    limited_providers: frozenset[str] = frozenset()
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -72,6 +74,23 @@ def provider_factory(settings: HostSettings) -> Any:
 
 class ToolRefused(ToolError):
     """The supervisor refused a tool call; the text says why (the model is told, as is)."""
+
+
+class SupervisorFleetPort:
+    """The fleet's rate limits, kept by the supervisor, for the providers that have them."""
+
+    def __init__(self, supervisor: Any, providers: frozenset[str]) -> None:
+        self._supervisor = supervisor
+        self.providers = providers
+
+    async def acquire(self, provider: str, tokens: int) -> None:
+        await self._supervisor.fleet_acquire.remote(provider, tokens)
+
+    async def release(self, provider: str) -> None:
+        await self._supervisor.fleet_release.remote(provider)
+
+    async def cool_down(self, uuid: str, provider: str, seconds: float) -> None:
+        await self._supervisor.fleet_cool_down.remote(uuid, provider, seconds)
 
 
 class SupervisorBudgetPort:
@@ -145,6 +164,7 @@ class AgentHost:
             recover=self._recover_context,
             compaction_threshold=settings.compaction_threshold,
             budget=SupervisorBudgetPort(reporter),
+            fleet=SupervisorFleetPort(reporter, settings.limited_providers),
         )
         self._janitor: asyncio.Task[None] | None = None
 

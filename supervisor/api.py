@@ -32,6 +32,7 @@ from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, SupervisorError
+from supervisor.fleet import ProviderLimits
 from supervisor.local_ray import prepare_local_ray
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
 from supervisor.service import Limits
@@ -171,6 +172,9 @@ class Grove:
             compaction_threshold=(
                 self.settings.compaction.threshold if self.settings.compaction.enabled else None
             ),
+            limited_providers=frozenset(
+                name for name, chosen in self._rate_limits().items() if chosen.any
+            ),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -187,6 +191,7 @@ class Grove:
                 window_s=self.settings.hosts.restart_window_s,
             ),
             compaction=self._compaction_plan(),
+            rate_limits=self._rate_limits(),
         )
         self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
             name=SUPERVISOR_NAME,
@@ -196,6 +201,17 @@ class Grove:
             max_task_retries=0,  # a call cut off by a restart is not replayed blindly
         ).remote(settings)
         ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+
+    def _rate_limits(self) -> dict[str, ProviderLimits]:
+        providers = self.settings.providers
+        return {
+            name: ProviderLimits(
+                rpm=providers.for_provider(name).rpm,
+                tpm=providers.for_provider(name).tpm,
+                max_concurrency=providers.for_provider(name).max_concurrency,
+            )
+            for name in ("anthropic", "openai", "google")
+        }
 
     def _compaction_plan(self) -> CompactionPlan:
         section = self.settings.compaction

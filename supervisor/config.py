@@ -54,6 +54,10 @@ class Defaults(_Section):
 class ProviderSettings(_Section):
     base_url: str | None = None
     api: Literal["responses", "chat"] = "responses"
+    # The fleet's limits on this provider, shared by every host (supervisor/fleet.py).
+    rpm: int | None = Field(default=None, ge=1, description="Requests a minute")
+    tpm: int | None = Field(default=None, ge=1, description="Input tokens a minute")
+    max_concurrency: int | None = Field(default=None, ge=1, description="Requests at once")
 
     @field_validator("base_url")
     @classmethod

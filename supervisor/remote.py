@@ -34,6 +34,7 @@ from supervisor.commands.registry import CommandOutcome
 from supervisor.compaction import recover
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError
+from supervisor.fleet import FleetLimiter, ProviderLimits
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
@@ -59,6 +60,7 @@ class SupervisorSettings:
     advisor: AdvisorPlan = field(default_factory=AdvisorPlan)
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
+    rate_limits: dict[str, ProviderLimits] = field(default_factory=dict)
 
 
 class RayHostClient:
@@ -178,6 +180,7 @@ class Supervisor:
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
         self.budgets = BudgetDesk(self.core)
+        self.fleet = FleetLimiter(settings.rate_limits)
         self.core.budget_check = self.budgets.before_turn
         self.approvals = ApprovalDesk(self.core)
 
@@ -349,6 +352,18 @@ class Supervisor:
         self._wake()
         ticket = await self.core.begin_turn(uuid, text)
         return ticket, self.host(ticket.host_id)
+
+    async def fleet_acquire(self, provider: str, tokens: int) -> float:
+        """Before a request on a rate-limited provider: wait for room; the seconds waited."""
+        return await self.fleet.acquire(provider, tokens)
+
+    async def fleet_release(self, provider: str) -> None:
+        self.fleet.release(provider)
+
+    async def fleet_cool_down(self, uuid: str, provider: str, seconds: float) -> None:
+        """A 429 asked one agent to wait: every agent on that provider waits as long."""
+        self.fleet.cool_down(provider, seconds)
+        self.core.event("RateLimited", agent=uuid, provider=provider, seconds=round(seconds, 3))
 
     async def budget_check(self, uuid: str) -> tuple[bool, str | None]:
         """Before a request of a budgeted agent: (False, why) at a limit, else (True, a

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from providers.simulator.limits import Admission
+from providers.ratelimit import Admission
 from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
 from providers.simulator.wire import (
     Frame,

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from providers.simulator.limits import Admission
+from providers.ratelimit import Admission
 from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
 from providers.simulator.wire import (
     Frame,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.simulator.limits import Admission
+from providers.ratelimit import Admission
 from providers.simulator.wire import (
     InvalidRequest,
     Problem,

@@ -14,6 +14,7 @@ from typing import Any
 
 from providers.catalog import model_info
 from providers.errors import GroveError
+from providers.ratelimit import RateLimiter
 from providers.simulator.anthropic import AnthropicMessages
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.directives import STATUS_FAULTS, DirectiveError
@@ -28,7 +29,6 @@ from providers.simulator.http11 import (
     response_head,
     sized_response,
 )
-from providers.simulator.limits import RateLimiter
 from providers.simulator.openai_chat import OpenAIChat
 from providers.simulator.openai_responses import OpenAIResponses
 from providers.simulator.script import Inbound, Plan, Planner
@@ -57,6 +57,7 @@ class Simulator:
         self._planner = Planner(self.config)
         rpm, tpm = self.config.rpm, self.config.tpm
         self._limiter = RateLimiter(rpm, tpm) if rpm or tpm else None
+        self.rate_limited = 0  # requests answered 429 for being over --rpm / --tpm
         self._gemini = GeminiGenerateContent()
         self._openai_chat = OpenAIChat()
         self._apis: tuple[SimulatedAPI, ...] = (
@@ -190,6 +191,7 @@ class Simulator:
             admission = self._limiter.admit(inbound.input_tokens)
             limits = api.rate_limit_headers(admission)
             if not admission.allowed:
+                self.rate_limited += 1
                 error = api.error("rate_limited", retry_after=admission.retry_after)
                 limited = Reply(
                     status=error.status, body=error.body, headers=error.headers + limits

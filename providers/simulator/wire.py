@@ -14,7 +14,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from providers.simulator.limits import Admission
+from providers.ratelimit import Admission
 from providers.simulator.script import Inbound, Plan
 
 Problem = Literal[

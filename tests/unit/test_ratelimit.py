@@ -3,7 +3,7 @@ continuously, a request taken whole or not at all, and the wait it would need.""
 
 from __future__ import annotations
 
-from providers.simulator.limits import RateLimiter
+from providers.ratelimit import RateLimiter
 from providers.simulator.openai_common import openai_duration
 
 

@@ -1,5 +1,5 @@
-"""The simulator's rate limits: requests and input tokens per minute as token buckets shared by
-every connection, refilled continuously; what an answer tells of them.
+"""Rate limits as token buckets: requests and input tokens a minute, refilled continuously, a
+request taken whole or not at all. The simulator enforces them; the supervisor keeps a fleet's.
 """
 
 from __future__ import annotations
