@@ -21,6 +21,7 @@ from cli.batch_output import (
     error_record,
     line_error_record,
     read_previous,
+    skipped_record,
     task_record,
 )
 from cli.batch_progress import PlainProgress, Progress, RichProgress, Totals, summary_line
@@ -38,6 +39,7 @@ from cli.context import (
 )
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
+from supervisor.errors import BUDGET_EXHAUSTED
 from supervisor.rules import NO_MODEL_TEXT
 
 if TYPE_CHECKING:
@@ -202,7 +204,7 @@ def batch_command(
     )
     if unfinished >= 0:
         raise typer.Exit(EXIT_INTERRUPTED)
-    if totals.failed or totals.malformed or stopped is not None:
+    if totals.failed or totals.malformed or totals.over_budget or stopped is not None:
         raise typer.Exit(1)
 
 
@@ -231,6 +233,10 @@ def resolve_root_model(
         fail(str(exc), code=2)
 
 
+def is_over_budget(error: str | None) -> bool:
+    return error is not None and error.startswith(BUDGET_EXHAUSTED)
+
+
 class BatchRunner:
     """Keeps at most `concurrency` tasks in flight: forks the next ones in chunks (one
     fork_many per model and system prompt) as earlier ones finish, and records each result."""
@@ -255,6 +261,7 @@ class BatchRunner:
         # Finished tasks whose reviewer is still at work: their records wait for its advice.
         self.reviewing: dict[str, tuple[dict[str, Any], float]] = {}
         self.progress: Progress | None = None
+        self.over_budget: str | None = None  # why no more tasks are scheduled
 
     def run(self, root: str, tasks: list[Task]) -> None:
         """Run `tasks` to their end; rate and ETA count from here, after Ray has started."""
@@ -266,10 +273,18 @@ class BatchRunner:
         pending = deque(self._already_answered(tasks))
         while pending or self.in_flight or self.reviewing:
             self._fork(root, pending)
+            if self.over_budget is not None:  # the rest is not run; a rerun picks it up
+                while pending:
+                    self._finish(skipped_record(pending.popleft(), None, self.over_budget))
             if self.in_flight:
                 done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
                 for agent, result in done.items():
-                    record = task_record(self.in_flight.pop(agent), agent, result)
+                    task = self.in_flight.pop(agent)
+                    if result is not None and is_over_budget(result.error):
+                        self.over_budget = str(result.error)
+                        self._finish(skipped_record(task, agent, self.over_budget))
+                        continue
+                    record = task_record(task, agent, result)
                     if self.advisor is None:
                         self._finish(record)
                     else:
@@ -309,6 +324,8 @@ class BatchRunner:
                 self._finish(record)
 
     def _fork(self, root: str, pending: deque[Task]) -> None:
+        if self.over_budget is not None:
+            return
         free = min(self.concurrency - len(self.in_flight), len(pending))
         groups: dict[tuple[str | None, str | None], list[Task]] = {}
         for _ in range(free):
@@ -326,8 +343,11 @@ class BatchRunner:
                     keys=[self.key(task) for task in group],
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
+                if is_over_budget(str(exc)):
+                    self.over_budget = str(exc)
                 for task in group:
-                    self._finish(error_record(task, None, str(exc)))
+                    make = skipped_record if self.over_budget else error_record
+                    self._finish(make(task, None, str(exc)))
                 continue
             self.in_flight.update(zip(agents, group, strict=True))
 

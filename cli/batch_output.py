@@ -75,6 +75,11 @@ def error_record(
     }
 
 
+def skipped_record(task: Task, agent: str | None, reason: str) -> dict[str, Any]:
+    """A task the batch did not run (or could not finish) because the budget was spent."""
+    return {**error_record(task, agent, reason), "status": "skipped"}
+
+
 def line_error_record(error: TaskLineError) -> dict[str, Any]:
     return {"id": None, "line": error.line, "status": "error", "error": error.message}
 

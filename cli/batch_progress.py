@@ -21,13 +21,14 @@ class Totals:
     failed: int = 0
     malformed: int = 0
     skipped: int = 0
+    over_budget: int = 0  # not run: the tree's budget was spent
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
 
     @property
     def done(self) -> int:
-        return self.ok + self.failed
+        return self.ok + self.failed + self.over_budget
 
     @property
     def tokens(self) -> int:
@@ -37,6 +38,8 @@ class Totals:
         """Count one task record of this run."""
         if record["status"] == "ok":
             self.ok += 1
+        elif record["status"] == "skipped":
+            self.over_budget += 1
         else:
             self.failed += 1
         usage = record.get("usage") or {}
@@ -84,6 +87,11 @@ def summary_line(totals: Totals, wall_s: float, output: str, *, interrupted: int
         f"{totals.skipped} skipped (already ok), {totals.tokens:,} tokens, "
         f"${totals.cost_usd:.4f}, {wall_s:.1f}s. Output: {output}"
     )
+    if totals.over_budget:
+        text += (
+            f". {totals.over_budget} task(s) skipped: the budget was spent; a rerun with a larger "
+            "budget runs just those"
+        )
     if interrupted > 0:
         text += f". {interrupted} unfinished task(s) run again on the next run"
     return text

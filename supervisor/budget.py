@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from providers.errors import GroveError
-from supervisor.errors import CommandError
+from supervisor.errors import BUDGET_EXHAUSTED, CommandError
 from supervisor.store.records import AgentRecord
 from supervisor.usage import subtree, usage_report
 
@@ -90,7 +90,7 @@ class BudgetLedger:
                 continue
             used = spend.used(what, now)
             if used >= limit and (new_turn or what != "turns"):
-                raise BudgetExhausted(f"Budget exhausted: {what} {shown(used)}/{shown(limit)}")
+                raise BudgetExhausted(f"{BUDGET_EXHAUSTED}{what} {shown(used)}/{shown(limit)}")
             if used >= budget.soft * limit and not spend.warned and warning is None:
                 warning = f"Budget warning: {what} {shown(used)}/{shown(limit)}"
         if warning is None or new_turn:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from providers.errors import GroveError
 
+BUDGET_EXHAUSTED = "Budget exhausted: "  # how a refusal for a spent budget begins
+
 
 class CommandError(GroveError):
     """A command the user cannot run as asked; `text` (also `str()`) is shown to the user as is."""

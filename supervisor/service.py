@@ -319,6 +319,8 @@ class SupervisorCore:
                     else []
                 )
                 return [known[key] if key in known else next(made) for key in keys]
+        if self.budget_check is not None:
+            self.budget_check(parent, False)
         records = self.fork_records(parent, model, len(prompts))
         extra: list[dict[str, Any]] = [
             {

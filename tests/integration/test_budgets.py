@@ -4,6 +4,7 @@ too; the soft share warns once, in the stream and as an event; bad budgets are r
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -102,3 +103,34 @@ def test_grove_run_takes_a_budget_and_refuses_bad_ones(tmp_path: Path) -> None:
     ):
         refused = run_cli(tmp_path, *options, "hello")
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
+
+
+def test_a_batch_stops_at_its_budget_and_a_rerun_runs_just_the_rest(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        "".join(
+            json.dumps({"id": n, "prompt": f"[[sim tokens=80]] task {n}"}) + "\n" for n in range(12)
+        )
+    )
+    output = tmp_path / "out.jsonl"
+
+    def batch(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model", MODEL,
+             "--concurrency", "2", "--output", str(output), *options],
+            capture_output=True, text=True, env=cli_environment(tmp_path), timeout=240,
+            check=False,
+        )  # fmt: skip
+
+    first = batch("--budget-tokens", "400")
+    assert first.returncode == 1, first.stderr
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    skipped = [r for r in records if r["status"] == "skipped"]
+    assert skipped and all(r["error"].startswith("Budget exhausted: tokens ") for r in skipped)
+    assert {r["status"] for r in records} <= {"ok", "skipped"}
+    assert "skipped: the budget was spent" in first.stdout + first.stderr
+    again = batch("--budget-tokens", "100000")
+    assert again.returncode == 0, again.stderr
+    rerun = [json.loads(line) for line in output.read_text().splitlines()][len(records) :]
+    assert sorted(r["id"] for r in rerun) == sorted(r["id"] for r in skipped)  # just those
+    assert all(r["status"] == "ok" for r in rerun)
