@@ -110,8 +110,9 @@ def estimated_input(request: Request) -> int:
 class BudgetPort(Protocol):
     """The supervisor's budget checks, for an agent whose tree has a budget."""
 
-    async def check(self, uuid: str) -> str | None:
-        """Before a request: raise BudgetStop at a limit; a warning text once, else None."""
+    async def check(self, uuid: str, tokens: int) -> str | None:
+        """Before a request of about `tokens` input tokens: raise BudgetStop when it would
+        pass a limit; a warning text once, else None."""
         ...
 
     async def spend(self, uuid: str, tokens: int, cost_usd: float) -> None: ...
@@ -254,7 +255,7 @@ class Agent:
             recovered = False
             for _ in range(self.max_steps):
                 if self.budget is not None:
-                    warning = await self.budget.check(self.uuid)
+                    warning = await self.budget.check(self.uuid, self._input_estimate())
                     if warning:
                         emit(ProviderWarning(text=warning))
                 started = time.monotonic()
@@ -330,6 +331,11 @@ class Agent:
                 assert self.fleet is not None
                 await self.fleet.release(provider)
         raise RuntimeError("the provider stream ended without a reply")
+
+    def _input_estimate(self) -> int:
+        """About the input tokens of the next request (four characters a token)."""
+        request = Request(model="", messages=tuple(self.history), system=self.system)
+        return estimated_input(request)
 
     def _past_threshold(self, tokens: int) -> bool:
         """Whether `tokens` of context pass `[compaction] threshold` of the model's window."""

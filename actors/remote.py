@@ -99,9 +99,9 @@ class SupervisorBudgetPort:
     def __init__(self, supervisor: Any) -> None:
         self._supervisor = supervisor
 
-    async def check(self, uuid: str) -> str | None:
+    async def check(self, uuid: str, tokens: int) -> str | None:
         ok, text = await asyncio.wait_for(
-            self._supervisor.budget_check.remote(uuid), TOOL_CALL_TIMEOUT_S
+            self._supervisor.budget_check.remote(uuid, tokens), TOOL_CALL_TIMEOUT_S
         )
         if not ok:
             raise BudgetStop(text)

@@ -140,15 +140,22 @@ class BudgetDesk:
             )
         return spend
 
-    def check(self, uuid: str) -> str | None:
-        """Before a request: raise BudgetExhausted at a limit; a warning text once past the
-        soft share (with a BudgetWarning event), else None."""
+    def check(self, uuid: str, tokens: int = 0) -> str | None:
+        """Before a request of about `tokens` input tokens: raise BudgetExhausted at a limit,
+        or when the request alone would pass the token limit (a budget smaller than one
+        request); a warning text once past the soft share (and a BudgetWarning event)."""
         record = self._core.agent(uuid)
         found = self.tree(record)
         if found is None:
             return None
         root, budget = found
-        warning = self._ledger.check(budget, self._spend(root), new_turn=False)
+        spend = self._spend(root)
+        if budget.tokens is not None and tokens > budget.tokens:
+            raise BudgetExhausted(
+                f"{BUDGET_EXHAUSTED}tokens: this request needs about {tokens:,}, more than the "
+                f"whole budget of {budget.tokens:,}; nothing was sent"
+            )
+        warning = self._ledger.check(budget, spend, new_turn=False)
         if warning is not None:
             self._core.event("BudgetWarning", agent=uuid, root=root.uuid, text=warning)
         return warning

@@ -365,11 +365,11 @@ class Supervisor:
         self.fleet.cool_down(provider, seconds)
         self.core.event("RateLimited", agent=uuid, provider=provider, seconds=round(seconds, 3))
 
-    async def budget_check(self, uuid: str) -> tuple[bool, str | None]:
+    async def budget_check(self, uuid: str, tokens: int) -> tuple[bool, str | None]:
         """Before a request of a budgeted agent: (False, why) at a limit, else (True, a
         warning or None)."""
         try:
-            return True, self.budgets.check(uuid)
+            return True, self.budgets.check(uuid, tokens)
         except BudgetExhausted as exc:
             return False, str(exc)
 

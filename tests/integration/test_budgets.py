@@ -95,8 +95,10 @@ def run_cli(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_grove_run_takes_a_budget_and_refuses_bad_ones(tmp_path: Path) -> None:
-    spent = run_cli(tmp_path, "--budget-tokens", "5", "[[sim tokens=30]] hello")
+    spent = run_cli(tmp_path, "--budget-tokens", "1000", "[[sim tokens=30]] hello")
     assert spent.returncode == 0, spent.stderr  # the first request starts under the limit
+    small = run_cli(tmp_path, "--budget-tokens", "5", "[[sim tokens=30]] hello there")
+    assert small.returncode == 1 and "more than the whole budget of 5" in small.stderr
     for options, message in (
         (("--budget-time", "5 weeks"), "--budget-time: use seconds or a number with s, m or h"),
         (("--budget-cost", "0"), "budget cost_usd must be a positive number, got 0.0"),
@@ -134,3 +136,12 @@ def test_a_batch_stops_at_its_budget_and_a_rerun_runs_just_the_rest(tmp_path: Pa
     rerun = [json.loads(line) for line in output.read_text().splitlines()][len(records) :]
     assert sorted(r["id"] for r in rerun) == sorted(r["id"] for r in skipped)  # just those
     assert all(r["status"] == "ok" for r in rerun)
+
+
+def test_a_budget_smaller_than_one_request_sends_nothing(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=50)).uuid
+    result = grove.ask(root, "words " * 400)  # about 600 tokens of input
+    assert not result.ok and result.error is not None
+    assert result.error.startswith("Budget exhausted: tokens: this request needs about ")
+    assert result.error.endswith("more than the whole budget of 50; nothing was sent")
+    assert [m.kind for m in grove.history(root)] == ["user"]  # no reply: nothing was sent
