@@ -82,6 +82,9 @@ class ToolError(Exception):
 
 
 STORED = "message_id"  # in an entry's data: the message is in the store already
+FRAMING_TOKENS = 4  # a message's role and structure, as providers count them
+# Output tokens a budgeted request holds when its agent sets no max_tokens.
+OUTPUT_HOLD_TOKENS = 1_024
 CUT_OFF_REASONS = frozenset({"max_tokens", "length", "MAX_TOKENS", "incomplete"})
 # Asks the supervisor to compact an agent's context (`overflow` or `incomplete`, with the input
 # tokens of the request that met the limit); the compacted conversation, or None if declined.
@@ -99,23 +102,27 @@ def context_tokens(turn: AssistantTurn) -> int:
 
 
 def estimated_input(request: Request) -> int:
-    """About the input tokens of a request (four characters a token), for the fleet's buckets."""
+    """About the input tokens of a request, on the high side (four characters a token, plus a
+    few for each message's framing): what a budget holds and the fleet's buckets count."""
     chars = len(request.system or "")
     for message in request.messages:
         for part in message.parts:
             chars += len(getattr(part, "text", "") or getattr(part, "content", "") or "")
-    return chars // 4 + 1
+    return chars // 4 + FRAMING_TOKENS * (len(request.messages) + 1)
 
 
 class BudgetPort(Protocol):
     """The supervisor's budget checks, for an agent whose tree has a budget."""
 
-    async def check(self, uuid: str, tokens: int) -> str | None:
-        """Before a request of about `tokens` input tokens: raise BudgetStop when it would
-        pass a limit; a warning text once, else None."""
+    async def reserve(self, uuid: str, tokens: int, output: int) -> tuple[str | None, Any]:
+        """Before a request of about `tokens` input and at most `output` output tokens: hold
+        that much (raise BudgetStop when it would pass a limit); a warning text once, and
+        the hold to settle."""
         ...
 
-    async def spend(self, uuid: str, tokens: int, cost_usd: float) -> None: ...
+    async def settle(self, uuid: str, hold: Any, tokens: int, cost_usd: float) -> None:
+        """After the request: give back the hold, count what it used."""
+        ...
 
 
 class FleetPort(Protocol):
@@ -254,10 +261,6 @@ class Agent:
             self._inject_steering(result)
             recovered = False
             for _ in range(self.max_steps):
-                if self.budget is not None:
-                    warning = await self.budget.check(self.uuid, self._input_estimate())
-                    if warning:
-                        emit(ProviderWarning(text=warning))
                 started = time.monotonic()
                 try:
                     turn = await self._step(emit)
@@ -276,9 +279,6 @@ class Agent:
                     recovered = True
                     turn = await self._step(emit)
                 self._record_assistant(result, turn, time.monotonic() - started)
-                if self.budget is not None:
-                    spent = turn.usage.input_tokens + turn.usage.output_tokens
-                    await self.budget.spend(self.uuid, spent, turn.cost_usd)
                 calls = turn.tool_calls
                 if calls:
                     await self._run_tools(result, calls, emit)
@@ -314,6 +314,25 @@ class Agent:
             max_tokens=self.max_tokens,
         )
         provider = self.choice.provider
+        hold = None
+        if self.budget is not None:
+            output = self.max_tokens or OUTPUT_HOLD_TOKENS
+            warning, hold = await self.budget.reserve(self.uuid, estimated_input(request), output)
+            if warning:
+                emit(ProviderWarning(text=warning))
+        finished: AssistantTurn | None = None
+        try:
+            finished = await self._streamed(request, provider, emit)
+            return finished
+        finally:
+            if self.budget is not None:
+                used = finished.usage if finished is not None else None
+                tokens = used.input_tokens + used.output_tokens if used is not None else 0
+                cost = finished.cost_usd if finished is not None else 0.0
+                await self.budget.settle(self.uuid, hold, tokens, cost)
+
+    async def _streamed(self, request: Request, provider: str, emit: Emit) -> AssistantTurn:
+        """The request streamed, waiting first for the fleet's rate limits if it has them."""
         limited = self.fleet is not None and provider in self.fleet.providers
         if limited:
             assert self.fleet is not None
@@ -331,11 +350,6 @@ class Agent:
                 assert self.fleet is not None
                 await self.fleet.release(provider)
         raise RuntimeError("the provider stream ended without a reply")
-
-    def _input_estimate(self) -> int:
-        """About the input tokens of the next request (four characters a token)."""
-        request = Request(model="", messages=tuple(self.history), system=self.system)
-        return estimated_input(request)
 
     def _past_threshold(self, tokens: int) -> bool:
         """Whether `tokens` of context pass `[compaction] threshold` of the model's window."""

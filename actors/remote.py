@@ -94,22 +94,22 @@ class SupervisorFleetPort:
 
 
 class SupervisorBudgetPort:
-    """An agent's budget checks, asked of the supervisor."""
+    """An agent's budget, held and settled by the supervisor around each request."""
 
     def __init__(self, supervisor: Any) -> None:
         self._supervisor = supervisor
 
-    async def check(self, uuid: str, tokens: int) -> str | None:
-        ok, text = await asyncio.wait_for(
-            self._supervisor.budget_check.remote(uuid, tokens), TOOL_CALL_TIMEOUT_S
-        )
+    async def reserve(self, uuid: str, tokens: int, output: int) -> tuple[str | None, Any]:
+        # No timeout: a request may wait here for others in flight to settle.
+        ok, text, hold = await self._supervisor.budget_reserve.remote(uuid, tokens, output)
         if not ok:
             raise BudgetStop(text)
-        return text if isinstance(text, str) else None
+        return (text if isinstance(text, str) else None), hold
 
-    async def spend(self, uuid: str, tokens: int, cost_usd: float) -> None:
+    async def settle(self, uuid: str, hold: Any, tokens: int, cost_usd: float) -> None:
         await asyncio.wait_for(
-            self._supervisor.budget_spend.remote(uuid, tokens, cost_usd), TOOL_CALL_TIMEOUT_S
+            self._supervisor.budget_settle.remote(uuid, hold, tokens, cost_usd),
+            TOOL_CALL_TIMEOUT_S,
         )
 
 

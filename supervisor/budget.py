@@ -4,11 +4,13 @@ and the check before each request of any agent in it (children and reviewers dra
 
 from __future__ import annotations
 
+import asyncio
 import math
 import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from providers.catalog import model_info
 from providers.errors import GroveError
 from supervisor.errors import BUDGET_EXHAUSTED, CommandError
 from supervisor.store.records import AgentRecord
@@ -67,6 +69,19 @@ class TreeSpend:
     cost_usd: float = 0.0
     turns: int = 0
     warned: bool = False
+    held_tokens: int = 0  # reserved by requests in flight, settled when each ends
+    held_cost: float = 0.0
+    holds: int = 0  # requests in flight (a count: the held cost is a float sum)
+    settled: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def fits(self, budget: Budget, tokens: int, cost: float, *, held: bool) -> bool:
+        """Whether `tokens` and `cost` more stay within the limits (counting what requests
+        in flight hold, when `held`)."""
+        extra_tokens = tokens + (self.held_tokens if held else 0)
+        extra_cost = cost + (self.held_cost if held else 0.0)
+        return (budget.tokens is None or self.tokens + extra_tokens <= budget.tokens) and (
+            budget.cost_usd is None or self.cost_usd + extra_cost <= budget.cost_usd
+        )
 
     def used(self, what: str, now: float) -> float:
         return now - self.started if what == "seconds" else float(getattr(self, what))
@@ -140,14 +155,16 @@ class BudgetDesk:
             )
         return spend
 
-    def check(self, uuid: str, tokens: int = 0) -> str | None:
-        """Before a request of about `tokens` input tokens: raise BudgetExhausted at a limit,
-        or when the request alone would pass the token limit (a budget smaller than one
-        request); a warning text once past the soft share (and a BudgetWarning event)."""
+    async def reserve(self, uuid: str, tokens: int, output: int) -> tuple[str | None, Hold]:
+        """Before a request of about `tokens` input and at most `output` output tokens: hold
+        that much of the tree's budget (tokens and what they cost) until it is settled.
+        While requests in flight hold what would leave no room, wait for them; when even
+        settled use leaves none, raise BudgetExhausted (nothing is sent). Returns a warning
+        text once past the soft share, and the hold."""
         record = self._core.agent(uuid)
         found = self.tree(record)
         if found is None:
-            return None
+            return None, (0, 0.0)
         root, budget = found
         spend = self._spend(root)
         if budget.tokens is not None and tokens > budget.tokens:
@@ -155,10 +172,44 @@ class BudgetDesk:
                 f"{BUDGET_EXHAUSTED}tokens: this request needs about {tokens:,}, more than the "
                 f"whole budget of {budget.tokens:,}; nothing was sent"
             )
-        warning = self._ledger.check(budget, spend, new_turn=False)
+        warning = None
+        async with spend.settled:
+            while True:
+                warning = self._ledger.check(budget, spend, new_turn=False) or warning
+                # The output held is what is left of the token limit, up to `output`.
+                room = None if budget.tokens is None else budget.tokens - spend.tokens
+                if room is not None:
+                    room -= spend.held_tokens
+                held_output = output if room is None else min(output, room - tokens)
+                need_tokens = tokens + max(held_output, 0)
+                need_cost = request_cost(record, tokens, max(held_output, 0))
+                if held_output > 0 and spend.fits(budget, need_tokens, need_cost, held=True):
+                    break
+                if not spend.holds:  # nothing in flight will free room
+                    raise BudgetExhausted(exhausted_text(budget, spend, need_tokens))
+                await spend.settled.wait()  # requests in flight hold the room: wait for them
+            spend.held_tokens += need_tokens
+            spend.held_cost += need_cost
+            spend.holds += 1
         if warning is not None:
             self._core.event("BudgetWarning", agent=uuid, root=root.uuid, text=warning)
-        return warning
+        return warning, (need_tokens, need_cost)
+
+    async def settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
+        """A request ended: what it held goes back, what it used is counted."""
+        found = self.tree(self._core.agent(uuid))
+        if found is None:
+            return
+        spend = self._spend(found[0])
+        async with spend.settled:
+            spend.held_tokens -= hold[0]
+            spend.held_cost -= hold[1]
+            spend.holds -= 1
+            if not spend.holds:
+                spend.held_cost = 0.0  # no float residue once nothing is in flight
+            spend.tokens += tokens
+            spend.cost_usd += cost_usd
+            spend.settled.notify_all()
 
     def before_turn(self, record: AgentRecord, count: bool) -> None:
         """A new turn (`count`: it counts as one) or a fork in a budgeted tree: refused at a
@@ -175,9 +226,21 @@ class BudgetDesk:
         if count:
             spend.turns += 1
 
-    def spend(self, uuid: str, tokens: int, cost_usd: float) -> None:
-        found = self.tree(self._core.agent(uuid))
-        if found is not None:
-            spend = self._spend(found[0])
-            spend.tokens += tokens
-            spend.cost_usd += cost_usd
+
+Hold = tuple[int, float]  # tokens and cost a request in flight holds
+
+
+def request_cost(record: AgentRecord, input_tokens: int, output_tokens: int) -> float:
+    """What a request of this size costs on the agent's model (0 when it has no price)."""
+    try:
+        info = model_info(record.model or "", record.provider)  # type: ignore[arg-type]
+    except GroveError:
+        return 0.0
+    return (input_tokens * info.price_input + output_tokens * info.price_output) / 1_000_000
+
+
+def exhausted_text(budget: Budget, spend: TreeSpend, need_tokens: int) -> str:
+    """The limit the next request would pass, as `Budget exhausted: <what> <used>/<limit>`."""
+    if budget.tokens is not None and spend.tokens + need_tokens > budget.tokens:
+        return f"{BUDGET_EXHAUSTED}tokens {shown(spend.tokens)}/{shown(budget.tokens)}"
+    return f"{BUDGET_EXHAUSTED}cost_usd {shown(spend.cost_usd)}/{shown(budget.cost_usd or 0)}"

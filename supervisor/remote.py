@@ -28,7 +28,7 @@ from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
-from supervisor.budget import BudgetDesk, BudgetExhausted
+from supervisor.budget import BudgetDesk, BudgetExhausted, Hold
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.compaction import recover
@@ -365,16 +365,19 @@ class Supervisor:
         self.fleet.cool_down(provider, seconds)
         self.core.event("RateLimited", agent=uuid, provider=provider, seconds=round(seconds, 3))
 
-    async def budget_check(self, uuid: str, tokens: int) -> tuple[bool, str | None]:
-        """Before a request of a budgeted agent: (False, why) at a limit, else (True, a
-        warning or None)."""
+    async def budget_reserve(
+        self, uuid: str, tokens: int, output: int
+    ) -> tuple[bool, str | None, Hold]:
+        """Before a request of a budgeted agent: (False, why, nothing) when it would pass a
+        limit, else (True, a warning or None, what it holds until settled)."""
         try:
-            return True, self.budgets.check(uuid, tokens)
+            warning, hold = await self.budgets.reserve(uuid, tokens, output)
         except BudgetExhausted as exc:
-            return False, str(exc)
+            return False, str(exc), (0, 0.0)
+        return True, warning, hold
 
-    async def budget_spend(self, uuid: str, tokens: int, cost_usd: float) -> None:
-        self.budgets.spend(uuid, tokens, cost_usd)
+    async def budget_settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
+        await self.budgets.settle(uuid, hold, tokens, cost_usd)
 
     async def recover_context(
         self, uuid: str, reason: str, tokens: int

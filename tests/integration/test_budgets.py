@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -23,15 +24,24 @@ MODEL = "claude-haiku-4-5"
 
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    with running_grove(tmp_path_factory.mktemp("budgets"), hosts=1) as grove:
+    with running_grove(tmp_path_factory.mktemp("budgets"), hosts=2) as grove:
         yield grove
 
 
-def test_a_token_budget_stops_new_requests_and_forks_at_its_limit(grove: Grove) -> None:
+def test_a_request_that_would_pass_the_limit_does_not_start(grove: Grove) -> None:
     root = grove.create_root(MODEL, budget=Budget(tokens=200)).uuid
-    assert grove.ask(root, "[[sim tokens=100]] first").ok  # about 130 tokens
-    assert grove.ask(root, "[[sim tokens=100]] second").ok  # started under the limit
-    with pytest.raises(CommandError, match=r"^Budget exhausted: tokens [\d,]+/200$"):
+    assert grove.ask(root, "[[sim tokens=100]] first").ok  # about 110 tokens
+    # The next request carries the first reply as input: it would pass 200, so it is not sent.
+    second = grove.ask(root, "[[sim tokens=100]] second")
+    assert not second.ok and second.error is not None
+    assert re.fullmatch(r"Budget exhausted: tokens \d+/200", second.error), second.error
+    assert [m.kind for m in grove.history(root)] == ["user", "assistant", "user"]
+
+
+def test_a_token_budget_stops_new_turns_and_forks_once_spent(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=100)).uuid
+    assert grove.ask(root, "[[sim tokens=100]] first").ok  # the reply itself passes 100
+    with pytest.raises(CommandError, match=r"^Budget exhausted: tokens [\d,]+/100$"):
         grove.send(root, "third")
     refused = grove.dispatch(root, '/fork "go on"')
     assert not refused.ok and refused.text.startswith("Budget exhausted: tokens ")
@@ -145,3 +155,18 @@ def test_a_budget_smaller_than_one_request_sends_nothing(grove: Grove) -> None:
     assert result.error.startswith("Budget exhausted: tokens: this request needs about ")
     assert result.error.endswith("more than the whole budget of 50; nothing was sent")
     assert [m.kind for m in grove.history(root)] == ["user"]  # no reply: nothing was sent
+
+
+def test_two_hundred_agents_racing_one_budget_settle_within_it(grove: Grove) -> None:
+    limit = 4_000
+    root = grove.create_root(MODEL, budget=Budget(tokens=limit)).uuid
+    children = grove.fork_many(root, [f"[[sim tokens=20]] race {n}" for n in range(200)])
+    results = grove.wait_any(children, 120)
+    while len(results) < len(children):
+        results |= grove.wait_any([c for c in children if c not in results], 120)
+    finished = [r for r in results.values() if r is not None and r.ok]
+    refused = [r for r in results.values() if r is not None and not r.ok]
+    assert finished and refused  # about 35 tokens each: not all 200 fit in 4,000
+    assert all((r.error or "").startswith("Budget exhausted: tokens ") for r in refused)
+    settled = sum(r.usage.input_tokens + r.usage.output_tokens for r in finished)
+    assert settled <= limit  # every output stayed within what its request held
