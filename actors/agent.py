@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from actors.transcript import entry_to_message, join_messages, parts_to_data, to_messages
+from actors.transcript import entry_to_message, parts_to_data, to_messages
 from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
     AssistantTurn,
@@ -86,8 +86,8 @@ FRAMING_TOKENS = 4  # a message's role and structure, as providers count them
 # Output tokens a budgeted request holds when its agent sets no max_tokens.
 OUTPUT_HOLD_TOKENS = 1_024
 CUT_OFF_REASONS = frozenset({"max_tokens", "length", "MAX_TOKENS", "incomplete"})
-# Asks the supervisor to compact an agent's context (`overflow` or `incomplete`, with the input
-# tokens of the request that met the limit); the compacted conversation, or None if declined.
+# Asks the supervisor to compact an agent's context (`overflow`, `incomplete` or `threshold`,
+# with the context tokens the host measured); the compacted conversation, or None if declined.
 Recover = Callable[[str, str, int], Awaitable["list[Any] | None"]]
 
 
@@ -287,13 +287,10 @@ class Agent:
                     break
             else:
                 result.error = tool_steps_text(self.max_steps)
-            if (
-                result.error is None
-                and not recovered
-                and self._past_threshold(context_tokens(turn))
-            ):
+            tokens = context_tokens(turn)
+            if result.error is None and not recovered and self._past_threshold(tokens):
                 # Threshold maintenance, before the turn ends: the next one starts compacted.
-                await self._recover(result, "threshold", context_tokens(turn), None, emit)
+                await self._recover(result, "threshold", tokens, None, emit)
         except asyncio.CancelledError:
             result.cancelled = True
             result.error = "cancelled"
@@ -314,15 +311,16 @@ class Agent:
             max_tokens=self.max_tokens,
         )
         provider = self.choice.provider
+        estimate = estimated_input(request)
         hold = None
         if self.budget is not None:
             output = self.max_tokens or OUTPUT_HOLD_TOKENS
-            warning, hold = await self.budget.reserve(self.uuid, estimated_input(request), output)
+            warning, hold = await self.budget.reserve(self.uuid, estimate, output)
             if warning:
                 emit(ProviderWarning(text=warning))
         finished: AssistantTurn | None = None
         try:
-            finished = await self._streamed(request, provider, emit)
+            finished = await self._streamed(request, provider, estimate, emit)
             return finished
         finally:
             if self.budget is not None:
@@ -331,12 +329,15 @@ class Agent:
                 cost = finished.cost_usd if finished is not None else 0.0
                 await self.budget.settle(self.uuid, hold, tokens, cost)
 
-    async def _streamed(self, request: Request, provider: str, emit: Emit) -> AssistantTurn:
-        """The request streamed, waiting first for the fleet's rate limits if it has them."""
+    async def _streamed(
+        self, request: Request, provider: str, estimate: int, emit: Emit
+    ) -> AssistantTurn:
+        """The request streamed, waiting first for the fleet's rate limits if it has them
+        (`estimate`: its input tokens, as the buckets count them)."""
         limited = self.fleet is not None and provider in self.fleet.providers
         if limited:
             assert self.fleet is not None
-            await self.fleet.acquire(provider, estimated_input(request))
+            await self.fleet.acquire(provider, estimate)
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, Finished):
@@ -393,11 +394,8 @@ class Agent:
             return False
         again = "" if reason == "threshold" else "; asking again"
         emit(ProviderWarning(text=f"── context compacted ({reason}){again} ──"))
-        unsaved = [entry_to_message(e) for e in result.entries if STORED not in e.data]
-        self.history = to_messages(compacted)
-        for message in unsaved:
-            if message is not None and message.parts:
-                self.history = join_messages(self.history, [message])
+        unsaved = [entry for entry in result.entries if STORED not in entry.data]
+        self.history = to_messages([*compacted, *unsaved])
         return True
 
     def _record_assistant(self, result: TurnResult, turn: AssistantTurn, seconds: float) -> None:

@@ -10,14 +10,18 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from providers.catalog import model_info
+from providers import catalog
+from providers.base import Usage
 from providers.errors import GroveError
 from supervisor.errors import BUDGET_EXHAUSTED, CommandError
 from supervisor.store.records import AgentRecord
-from supervisor.usage import subtree, usage_report
+from supervisor.usage import UsageTotals, is_billed, subtree
 
 if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
+
+
+LIMITS = ("tokens", "cost_usd", "seconds", "turns")
 
 
 class BudgetExhausted(GroveError):
@@ -36,7 +40,7 @@ class Budget:
     soft: float = 0.8
 
     def __post_init__(self) -> None:
-        for name in ("tokens", "cost_usd", "seconds", "turns"):
+        for name in LIMITS:
             value = getattr(self, name)
             if value is not None and (
                 isinstance(value, bool) or not math.isfinite(value) or value <= 0
@@ -49,15 +53,14 @@ class Budget:
 
     @property
     def empty(self) -> bool:
-        return all(getattr(self, n) is None for n in ("tokens", "cost_usd", "seconds", "turns"))
+        return all(getattr(self, name) is None for name in LIMITS)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Budget:
-        return cls(**{key: data.get(key) for key in ("tokens", "cost_usd", "seconds", "turns")},
-                   soft=float(data.get("soft", 0.8)))  # fmt: skip
+        return cls(**{key: data.get(key) for key in LIMITS}, soft=float(data.get("soft", 0.8)))
 
 
 @dataclass(slots=True)
@@ -86,31 +89,24 @@ class TreeSpend:
     def used(self, what: str, now: float) -> float:
         return now - self.started if what == "seconds" else float(getattr(self, what))
 
-
-@dataclass(slots=True)
-class BudgetLedger:
-    """Each budgeted tree's spend, by root uuid; the supervisor loads a tree's on first use."""
-
-    spends: dict[str, TreeSpend] = field(default_factory=dict)
-
-    def check(self, budget: Budget, spend: TreeSpend, *, new_turn: bool) -> str | None:
+    def check(self, budget: Budget, *, new_turn: bool) -> str | None:
         """Raise BudgetExhausted when a limit is reached (the turn limit only stops a new
         turn: the turn that reached it may finish); else the warning text once a limit passes
         its soft share (only a request's check gives it out), else None."""
         now = time.time()
         warning = None
-        for what in ("tokens", "cost_usd", "seconds", "turns"):
+        for what in LIMITS:
             limit = getattr(budget, what)
             if limit is None:
                 continue
-            used = spend.used(what, now)
+            used = self.used(what, now)
             if used >= limit and (new_turn or what != "turns"):
                 raise BudgetExhausted(f"{BUDGET_EXHAUSTED}{what} {shown(used)}/{shown(limit)}")
-            if used >= budget.soft * limit and not spend.warned and warning is None:
+            if used >= budget.soft * limit and not self.warned and warning is None:
                 warning = f"Budget warning: {what} {shown(used)}/{shown(limit)}"
         if warning is None or new_turn:
             return None
-        spend.warned = True
+        self.warned = True
         return warning
 
 
@@ -120,12 +116,12 @@ def shown(value: float) -> str:
 
 
 class BudgetDesk:
-    """The supervisor's side of budgets: the check before each request (and each new turn or
-    fork) of an agent whose tree has one, and the spend after it."""
+    """The supervisor's side of budgets: each budgeted tree's spend, the hold before each
+    request (and the check before each new turn or fork) of an agent in it, the settling after."""
 
     def __init__(self, core: SupervisorCore) -> None:
         self._core = core
-        self._ledger = BudgetLedger()
+        self._spends: dict[str, TreeSpend] = {}  # by root uuid, loaded on first use
 
     def tree(self, record: AgentRecord) -> tuple[AgentRecord, Budget] | None:
         """The root whose budget the agent draws on, and that budget (None: no budget)."""
@@ -137,17 +133,15 @@ class BudgetDesk:
         return (root, Budget.from_dict(data)) if root and isinstance(data, dict) else None
 
     def _spend(self, root: AgentRecord) -> TreeSpend:
-        spend = self._ledger.spends.get(root.uuid)
+        spend = self._spends.get(root.uuid)
         if spend is None:  # first use since this supervisor started: what the store holds
-            agents = subtree(self._core.store, root)
-            totals = usage_report(self._core.store, agents).total
-            turns = sum(
-                1
-                for agent in agents
-                for message in self._core.store.agent_messages(agent.uuid)
-                if message.kind == "user"
-            )
-            spend = self._ledger.spends[root.uuid] = TreeSpend(
+            totals, turns = UsageTotals(), 0
+            for agent in subtree(self._core.store, root):
+                for message in self._core.store.agent_messages(agent.uuid):
+                    turns += message.kind == "user"
+                    if is_billed(message):
+                        totals.add(message)
+            spend = self._spends[root.uuid] = TreeSpend(
                 started=root.created_at,
                 tokens=totals.input_tokens + totals.output_tokens,
                 cost_usd=totals.cost_usd,
@@ -175,14 +169,15 @@ class BudgetDesk:
         warning = None
         async with spend.settled:
             while True:
-                warning = self._ledger.check(budget, spend, new_turn=False) or warning
+                warning = spend.check(budget, new_turn=False) or warning
                 # The output held is what is left of the token limit, up to `output`.
                 room = None if budget.tokens is None else budget.tokens - spend.tokens
                 if room is not None:
                     room -= spend.held_tokens
                 held_output = output if room is None else min(output, room - tokens)
                 need_tokens = tokens + max(held_output, 0)
-                need_cost = request_cost(record, tokens, max(held_output, 0))
+                held = Usage(input_tokens=tokens, output_tokens=max(held_output, 0))
+                need_cost = catalog.cost_usd(record.model or "", held)
                 if held_output > 0 and spend.fits(budget, need_tokens, need_cost, held=True):
                     break
                 if not spend.holds:  # nothing in flight will free room
@@ -220,7 +215,7 @@ class BudgetDesk:
         root, budget = found
         spend = self._spend(root)
         try:
-            self._ledger.check(budget, spend, new_turn=True)
+            spend.check(budget, new_turn=True)
         except BudgetExhausted as exc:
             raise CommandError(str(exc)) from exc
         if count:
@@ -228,15 +223,6 @@ class BudgetDesk:
 
 
 Hold = tuple[int, float]  # tokens and cost a request in flight holds
-
-
-def request_cost(record: AgentRecord, input_tokens: int, output_tokens: int) -> float:
-    """What a request of this size costs on the agent's model (0 when it has no price)."""
-    try:
-        info = model_info(record.model or "", record.provider)  # type: ignore[arg-type]
-    except GroveError:
-        return 0.0
-    return (input_tokens * info.price_input + output_tokens * info.price_output) / 1_000_000
 
 
 def exhausted_text(budget: Budget, spend: TreeSpend, need_tokens: int) -> str:

@@ -70,9 +70,14 @@ class UsageReport:
         }
 
 
+def is_billed(message: MessageRecord) -> bool:
+    """Whether a stored message records a request's usage."""
+    return message.kind in BILLED_KINDS and bool(message.data)
+
+
 def billed_messages(store: Store, agent: AgentRecord) -> list[MessageRecord]:
     """The agent's own messages that record a request (inherited ones are its ancestors')."""
-    return [m for m in store.agent_messages(agent.uuid) if m.kind in BILLED_KINDS and m.data]
+    return [m for m in store.agent_messages(agent.uuid) if is_billed(m)]
 
 
 def group_key(by: str, agent: AgentRecord, message: MessageRecord) -> str:
