@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from providers.ratelimit import RateLimiter
 
@@ -37,7 +37,6 @@ class _Lane:
     limiter: RateLimiter | None
     concurrency: asyncio.Semaphore | None
     cooldown_until: float = 0.0
-    waited_s: float = field(default=0.0)
 
 
 class FleetLimiter:
@@ -88,9 +87,7 @@ class FleetLimiter:
             if lane.concurrency is not None:
                 lane.concurrency.release()
             raise
-        waited = time.monotonic() - started
-        lane.waited_s += waited
-        return waited
+        return time.monotonic() - started
 
     def release(self, provider: str) -> None:
         lane = self._lanes.get(provider)
