@@ -11,9 +11,10 @@ import enum
 import json
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
 from actors.transcript import entry_to_message, parts_to_data, to_messages
 from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
@@ -83,8 +84,6 @@ class ToolError(Exception):
 
 STORED = "message_id"  # in an entry's data: the message is in the store already
 FRAMING_TOKENS = 4  # a message's role and structure, as providers count them
-# Output tokens a budgeted request holds when its agent sets no max_tokens.
-OUTPUT_HOLD_TOKENS = 1_024
 CUT_OFF_REASONS = frozenset({"max_tokens", "length", "MAX_TOKENS", "incomplete"})
 # Asks the supervisor to compact an agent's context (`overflow`, `incomplete` or `threshold`,
 # with the context tokens the host measured); the compacted conversation, or None if declined.
@@ -111,20 +110,6 @@ def estimated_input(request: Request) -> int:
     return chars // 4 + FRAMING_TOKENS * (len(request.messages) + 1)
 
 
-class BudgetPort(Protocol):
-    """The supervisor's budget checks, for an agent whose tree has a budget."""
-
-    async def reserve(self, uuid: str, tokens: int, output: int) -> tuple[str | None, Any]:
-        """Before a request of about `tokens` input and at most `output` output tokens: hold
-        that much (raise BudgetStop when it would pass a limit); a warning text once, and
-        the hold to settle."""
-        ...
-
-    async def settle(self, uuid: str, hold: Any, tokens: int, cost_usd: float) -> None:
-        """After the request: give back the hold, count what it used."""
-        ...
-
-
 class FleetPort(Protocol):
     """The fleet's rate limits for the providers in `providers` (the supervisor's buckets)."""
 
@@ -135,10 +120,6 @@ class FleetPort(Protocol):
     async def release(self, provider: str) -> None: ...
 
     async def cool_down(self, uuid: str, provider: str, seconds: float) -> None: ...
-
-
-class BudgetStop(Exception):
-    """The tree's budget is spent: no new request starts (the text says which limit)."""
 
 
 class ContextRecoveryError(Exception):
@@ -264,6 +245,9 @@ class Agent:
                 started = time.monotonic()
                 try:
                     turn = await self._step(emit)
+                except BudgetCut as cut:  # what streamed is kept, and counted
+                    self._record_assistant(result, cut.turn, time.monotonic() - started)
+                    raise
                 except ProviderError as exc:
                     if recovered or not is_context_overflow(str(exc)):
                         raise
@@ -312,28 +296,38 @@ class Agent:
         )
         provider = self.choice.provider
         estimate = estimated_input(request)
-        hold = None
-        if self.budget is not None:
-            output = self.max_tokens or OUTPUT_HOLD_TOKENS
-            warning, hold = await self.budget.reserve(self.uuid, estimate, output)
-            if warning:
-                emit(ProviderWarning(text=warning))
+        if self.budget is None:
+            return await self._streamed(request, provider, estimate, emit, None)
+        hold = await self.budget.reserve(self.uuid, request.model, estimate, self.max_tokens)
+        if hold.warning:
+            emit(ProviderWarning(text=hold.warning))
+        if hold.strict:  # the reply may not outgrow what the request holds
+            request = replace(request, max_tokens=hold.output)
+        guard = ReplyGuard(self.budget, self.uuid, request, hold, estimate) if hold.cancel else None
         finished: AssistantTurn | None = None
         try:
-            finished = await self._streamed(request, provider, estimate, emit)
+            finished = await self._streamed(request, provider, estimate, emit, guard)
             return finished
+        except BudgetCut as cut:
+            finished = cut.turn
+            raise
         finally:
-            if self.budget is not None:
-                used = finished.usage if finished is not None else None
-                tokens = used.input_tokens + used.output_tokens if used is not None else 0
-                cost = finished.cost_usd if finished is not None else 0.0
-                await self.budget.settle(self.uuid, hold, tokens, cost)
+            used = finished.usage if finished is not None else Usage()
+            cost = finished.cost_usd if finished is not None else 0.0
+            held = guard.hold if guard is not None else hold
+            await self.budget.settle(self.uuid, held, used.input_tokens + used.output_tokens, cost)
 
     async def _streamed(
-        self, request: Request, provider: str, estimate: int, emit: Emit
+        self,
+        request: Request,
+        provider: ProviderName,
+        estimate: int,
+        emit: Emit,
+        guard: ReplyGuard | None,
     ) -> AssistantTurn:
         """The request streamed, waiting first for the fleet's rate limits if it has them
-        (`estimate`: its input tokens, as the buckets count them)."""
+        (`estimate`: its input tokens, as the buckets count them); `guard` watches a reply
+        that a budget may cut off."""
         limited = self.fleet is not None and provider in self.fleet.providers
         if limited:
             assert self.fleet is not None
@@ -346,6 +340,8 @@ class Agent:
                     assert self.fleet is not None
                     await self.fleet.cool_down(self.uuid, provider, event.delay_s)
                 emit(event)
+                if guard is not None:
+                    await guard.see(event, provider)
         finally:
             if limited:
                 assert self.fleet is not None

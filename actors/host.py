@@ -16,7 +16,6 @@ from actors.advisor import Report, Reviewer, ReviewerSpec
 from actors.agent import (
     MAX_STEPS_PER_TURN,
     Agent,
-    BudgetPort,
     FleetPort,
     ModelChoice,
     NewEntry,
@@ -25,6 +24,7 @@ from actors.agent import (
     ToolActivity,
     TurnResult,
 )
+from actors.budget_guard import BudgetPort
 from actors.tools.grant import ToolGrant
 from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (

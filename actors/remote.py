@@ -19,12 +19,12 @@ import ray
 from actors.advisor import ReviewerSpec, ReviewReport, advise_tool
 from actors.agent import (
     MAX_STEPS_PER_TURN,
-    BudgetStop,
     ModelChoice,
     NewEntry,
     ToolError,
     TurnResult,
 )
+from actors.budget_guard import BudgetStop
 from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
@@ -33,6 +33,7 @@ from actors.tools.kit import ToolKit
 from actors.tools.mcp import McpServerConfig
 from actors.tools.readonly import readonly_tools
 from providers.base import AssistantTurn, Provider
+from providers.catalog import set_prices
 from providers.factory import create_provider
 from providers.http import Endpoint
 
@@ -58,6 +59,7 @@ class HostSettings:
     compaction_threshold: float | None = None
     # Providers whose requests wait for the supervisor's fleet limits first.
     limited_providers: frozenset[str] = frozenset()
+    prices: dict[str, list[float]] = field(default_factory=dict)  # `[models] prices`
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -99,12 +101,22 @@ class SupervisorBudgetPort:
     def __init__(self, supervisor: Any) -> None:
         self._supervisor = supervisor
 
-    async def reserve(self, uuid: str, tokens: int, output: int) -> tuple[str | None, Any]:
+    async def reserve(self, uuid: str, model: str, tokens: int, max_tokens: int | None) -> Any:
         # No timeout: a request may wait here for others in flight to settle.
-        ok, text, hold = await self._supervisor.budget_reserve.remote(uuid, tokens, output)
+        ok, text, hold = await self._supervisor.budget_reserve.remote(
+            uuid, model, tokens, max_tokens
+        )
         if not ok:
             raise BudgetStop(text)
-        return (text if isinstance(text, str) else None), hold
+        return hold
+
+    async def extend(self, uuid: str, model: str, hold: Any, more: int) -> Any:
+        ok, text, larger = await asyncio.wait_for(
+            self._supervisor.budget_extend.remote(uuid, model, hold, more), TOOL_CALL_TIMEOUT_S
+        )
+        if not ok:
+            raise BudgetStop(text)
+        return larger
 
     async def settle(self, uuid: str, hold: Any, tokens: int, cost_usd: float) -> None:
         await asyncio.wait_for(
@@ -151,6 +163,7 @@ class AgentHost:
 
     def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
         tune_collector()
+        set_prices(settings.prices)
         self._reporter = reporter
         kit = ToolKit(SupervisorToolPort(reporter), Path(settings.workspace), settings.mcp_servers)
         self._reports = ReportBatcher(self._send_reports)

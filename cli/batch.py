@@ -122,9 +122,9 @@ def batch_command(
         problem = undecodable_text(what, str(path)) if path is not None else None
         if problem:
             fail(problem, code=2)
-    budget = cli_budget(budget_cost, budget_tokens, budget_time)
     batch_context = CliContext(store=context.store, address=address or context.address)
     settings = batch_context.settings()
+    budget = cli_budget(settings, budget_cost, budget_tokens, budget_time)
     aliases = settings.models.aliases
     try:
         with tasks_path.open("rb") as stream:

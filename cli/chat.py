@@ -36,7 +36,7 @@ from supervisor.errors import CommandError
 if TYPE_CHECKING:
     from supervisor.api import Grove, Turn
     from supervisor.approvals import ApprovalRequest
-    from supervisor.budget import Budget
+    from supervisor.budget_rules import Budget
     from supervisor.store.records import AgentRecord
 
 CANCEL_WAIT_S = 30.0
@@ -69,7 +69,7 @@ def chat_command(
     context.checked_store()
     from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
-    budget = cli_budget(budget_cost, budget_tokens, budget_time)
+    budget = cli_budget(context.settings(), budget_cost, budget_tokens, budget_time)
     grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
     try:
         grove.start()

@@ -23,7 +23,7 @@ from supervisor.local_ray import keep_local_ray_on_loopback
 from supervisor.tool_rules import DEFAULT_ROOT_TOOLS
 
 if TYPE_CHECKING:
-    from supervisor.budget import Budget
+    from supervisor.budget_rules import Budget
 
 ToolsOption = Annotated[
     list[str] | None,
@@ -50,9 +50,12 @@ _DURATION = re.compile(r"(?P<number>\d+(?:\.\d+)?)(?P<unit>[smh]?)")
 _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
-def cli_budget(cost: float | None, tokens: int | None, duration: str | None) -> Budget | None:
-    """The budget the --budget-* options give (None: none given, the config's applies)."""
-    from supervisor.budget import Budget  # only when a budget is asked for
+def cli_budget(
+    settings: GroveSettings, cost: float | None, tokens: int | None, duration: str | None
+) -> Budget | None:
+    """The budget the --budget-* options give, kept as `[budget]` says (reserve_output, strict,
+    hard_stop, soft); None: none given, the config's applies."""
+    from supervisor.budget_rules import Budget  # only when a budget is asked for
 
     if cost is None and tokens is None and duration is None:
         return None
@@ -62,8 +65,17 @@ def cli_budget(cost: float | None, tokens: int | None, duration: str | None) -> 
         if match is None:
             fail(f"--budget-time: use seconds or a number with s, m or h; got {duration!r}", code=2)
         seconds = float(match["number"]) * _UNIT_SECONDS[match["unit"]]
+    keeping = settings.budget
     try:
-        return Budget(tokens=tokens, cost_usd=cost, seconds=seconds)
+        return Budget(
+            tokens=tokens,
+            cost_usd=cost,
+            seconds=seconds,
+            soft=keeping.soft,
+            reserve_output=keeping.reserve_output,
+            strict=keeping.strict,
+            hard_stop=keeping.hard_stop,
+        )
     except ValueError as exc:
         fail(str(exc), code=2)
 

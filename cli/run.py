@@ -66,7 +66,7 @@ def run_command(
     settings = context.settings()
     from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
-    budget = cli_budget(budget_cost, budget_tokens, budget_time)
+    budget = cli_budget(settings, budget_cost, budget_tokens, budget_time)
     spec = resolve_model(model, settings)
     writer = TurnWriter(sys.stdout, styles=True)
     context.checked_store()

@@ -6,7 +6,8 @@ user-facing error texts are the reference's (spec/commands-model-fork.md), word 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -33,6 +34,10 @@ PROVIDER_TITLES: dict[ProviderName, str] = {
 }
 
 
+# USD per million input, output, cache-read and cache-write tokens.
+Prices = tuple[float, float, float, float]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ModelInfo:
     """What Grove knows of a model. Prices are USD per million tokens."""
@@ -50,6 +55,10 @@ class ModelInfo:
     supports_images: bool = True  # image input (snapcompact frames need it)
     can_disable_thinking: bool = True
     known: bool = True
+
+    @property
+    def prices(self) -> Prices:
+        return (self.price_input, self.price_output, self.price_cache_read, self.price_cache_write)
 
 
 def _model(
@@ -287,19 +296,63 @@ def _thinking_level(level: str) -> ThinkingLevel:
     raise InvalidThinkingLevelError(invalid_thinking_text(level), level)
 
 
+# Prices the configuration sets (`[models] prices`), by model id, over the catalog's: USD per
+# million input, output, cache-read and cache-write tokens.
+_SET_PRICES: dict[str, Prices] = {}
+
+
+def checked_prices(prices: Mapping[str, Sequence[float]]) -> dict[str, Prices]:
+    """`[models] prices` read: per model, input and output, and optionally cache read and
+    cache write (which default to the input price), in USD per million tokens."""
+    checked: dict[str, Prices] = {}
+    for model, given in prices.items():
+        values = [float(value) for value in given]
+        if not 2 <= len(values) <= 4 or any(not math.isfinite(v) or v < 0 for v in values):
+            raise ValueError(
+                f"the price of {model} is 2 to 4 numbers of USD per million tokens (input, "
+                f"output, cache read, cache write), got {list(given)!r}"
+            )
+        values += [values[0]] * (4 - len(values))
+        checked[model] = (values[0], values[1], values[2], values[3])
+    return checked
+
+
+def set_prices(prices: Mapping[str, Sequence[float]]) -> None:
+    """Price models the catalog does not know (or price known ones otherwise), in this
+    process: each process that counts cost (supervisor, hosts) is given the same."""
+    _SET_PRICES.clear()
+    _SET_PRICES.update(checked_prices(prices))
+
+
+def priced(model: str) -> bool:
+    """Whether Grove knows what `model` costs (a cost budget needs that)."""
+    if model in _SET_PRICES:
+        return True
+    try:
+        model_info(model)
+    except UnknownModelError:
+        return False
+    return True
+
+
 def cost_usd(model: str, usage: Usage) -> float:
     """The price of one turn. Thinking tokens are billed as output and already counted there."""
-    try:
-        info = model_info(model)
-    except UnknownModelError:
-        return 0.0
+    prices = _SET_PRICES.get(model)
+    provider: str | None = infer_provider(model)
+    if prices is None:
+        try:
+            info = model_info(model)
+        except UnknownModelError:
+            return 0.0
+        provider = info.provider
+        prices = info.prices
     uncached_input = max(usage.input_tokens - usage.cache_read_tokens, 0)
-    if info.provider == "anthropic":
+    if provider == "anthropic":
         uncached_input = usage.input_tokens  # Anthropic reports cache reads apart from input
     total = (
-        uncached_input * info.price_input
-        + usage.output_tokens * info.price_output
-        + usage.cache_read_tokens * info.price_cache_read
-        + usage.cache_write_tokens * info.price_cache_write
+        uncached_input * prices[0]
+        + usage.output_tokens * prices[1]
+        + usage.cache_read_tokens * prices[2]
+        + usage.cache_write_tokens * prices[3]
     )
     return round(total / 1_000_000, 8)

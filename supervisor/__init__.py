@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from actors.tools.python import tool
-from supervisor.budget import Budget
+from supervisor.budget_rules import Budget
 
 if TYPE_CHECKING:
     from supervisor.api import Grove, Turn

@@ -27,7 +27,7 @@ from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
-from supervisor.budget import Budget
+from supervisor.budget_rules import Budget
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.context import CompactionPlan
@@ -175,6 +175,7 @@ class Grove:
             limited_providers=frozenset(
                 name for name, chosen in self._rate_limits().items() if chosen.any
             ),
+            prices=dict(self.settings.models.prices),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -398,12 +399,15 @@ class Grove:
         advisor: str | None = None,
         retry_interrupted: bool = False,
         keys: list[str] | None = None,
+        budget: Budget | None = None,
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
         (MODEL[/THINKING]) attaches a reviewer to every child; `retry_interrupted` runs a
         child's turn again when its host dies under it (its result is still stored once);
-        `keys` (one per prompt) name the children so that a repeated call returns them."""
+        `keys` (one per prompt) name the children so that a repeated call returns them;
+        `budget` limits what the children and their descendants spend together (on top of
+        the tree's budget)."""
         spec, reviewer = self._spec(model), self._spec(advisor)
         if keys is None:
             keys = [uuidlib.uuid4().hex for _ in prompts]  # makes the call safe to repeat
@@ -416,6 +420,7 @@ class Grove:
             reviewer,
             retry_interrupted,
             keys,
+            budget,
             timeout_s=600,
         )
         return children

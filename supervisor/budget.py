@@ -1,5 +1,5 @@
-"""Tree budgets: `Budget` (tokens, cost, seconds, turns, the soft share), what a tree has used,
-and the check before each request of any agent in it (children and reviewers draw on the root's).
+"""Keeping budgets: what each budget's agents have used and hold, the hold before each request
+(and the check before each turn or fork) of an agent that draws on one, the settling after.
 """
 
 from __future__ import annotations
@@ -7,12 +7,13 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from providers import catalog
 from providers.base import Usage
 from providers.errors import GroveError
+from supervisor.budget_rules import LIMITS, Budget
 from supervisor.errors import BUDGET_EXHAUSTED, CommandError
 from supervisor.store.records import AgentRecord
 from supervisor.usage import UsageTotals, is_billed, subtree
@@ -21,51 +22,24 @@ if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
 
 
-LIMITS = ("tokens", "cost_usd", "seconds", "turns")
-
-
 class BudgetExhausted(GroveError):
     """The tree's budget is spent; the text is `Budget exhausted: <what> <used>/<limit>`."""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Budget:
-    """Limits over a whole tree; None leaves that one open. `soft` is the share of a limit at
-    which a BudgetWarning goes out, once."""
+@dataclass(frozen=True, slots=True)
+class Scope:
+    """One budget an agent draws on: its tree's (`key` is the root's uuid) or a fork group's."""
 
-    tokens: int | None = None
-    cost_usd: float | None = None
-    seconds: float | None = None
-    turns: int | None = None
-    soft: float = 0.8
-
-    def __post_init__(self) -> None:
-        for name in LIMITS:
-            value = getattr(self, name)
-            if value is not None and (
-                isinstance(value, bool) or not math.isfinite(value) or value <= 0
-            ):
-                raise ValueError(f"budget {name} must be a positive number, got {value!r}")
-        if not 0 < self.soft <= 1:
-            raise ValueError(f"budget soft must be above 0 and at most 1, got {self.soft!r}")
-        if self.empty:
-            raise ValueError("a budget needs at least one of tokens, cost_usd, seconds, turns")
-
-    @property
-    def empty(self) -> bool:
-        return all(getattr(self, name) is None for name in LIMITS)
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> Budget:
-        return cls(**{key: data.get(key) for key in LIMITS}, soft=float(data.get("soft", 0.8)))
+    key: str
+    top: str  # the agent at or below which the scope's members are: the root, a fork's parent
+    budget: Budget
+    started: float
+    group: bool
 
 
 @dataclass(slots=True)
 class TreeSpend:
-    """What a tree has used since its root was made."""
+    """What a scope's agents have used since it began, and what requests in flight hold."""
 
     started: float
     tokens: int = 0
@@ -75,16 +49,12 @@ class TreeSpend:
     held_tokens: int = 0  # reserved by requests in flight, settled when each ends
     held_cost: float = 0.0
     holds: int = 0  # requests in flight (a count: the held cost is a float sum)
-    settled: asyncio.Condition = field(default_factory=asyncio.Condition)
 
-    def fits(self, budget: Budget, tokens: int, cost: float, *, held: bool) -> bool:
-        """Whether `tokens` and `cost` more stay within the limits (counting what requests
-        in flight hold, when `held`)."""
-        extra_tokens = tokens + (self.held_tokens if held else 0)
-        extra_cost = cost + (self.held_cost if held else 0.0)
-        return (budget.tokens is None or self.tokens + extra_tokens <= budget.tokens) and (
-            budget.cost_usd is None or self.cost_usd + extra_cost <= budget.cost_usd
-        )
+    def room(self, budget: Budget) -> tuple[float, float]:
+        """Tokens and cost left once what is settled and held is counted (inf: no limit)."""
+        tokens = math.inf if budget.tokens is None else budget.tokens - self.tokens
+        cost = math.inf if budget.cost_usd is None else budget.cost_usd - self.cost_usd
+        return tokens - self.held_tokens, cost - self.held_cost
 
     def used(self, what: str, now: float) -> float:
         return now - self.started if what == "seconds" else float(getattr(self, what))
@@ -109,6 +79,33 @@ class TreeSpend:
         self.warned = True
         return warning
 
+    def take(self, tokens: int, cost: float) -> None:
+        self.held_tokens += tokens
+        self.held_cost += cost
+
+    def settle(self, hold: Hold, tokens: int, cost: float) -> None:
+        self.held_tokens -= hold.tokens
+        self.held_cost -= hold.cost_usd
+        self.holds -= 1
+        if not self.holds:
+            self.held_cost = 0.0  # no float residue once nothing is in flight
+        self.tokens += tokens
+        self.cost_usd += cost
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    """What one request in flight holds of its budgets until it is settled: `tokens` (its
+    input and `output`) and their cost; `strict`: its max_tokens is capped at `output`;
+    `cancel`: a reply that outgrows `output` asks for more, and stops when there is none."""
+
+    tokens: int = 0
+    cost_usd: float = 0.0
+    output: int = 0
+    strict: bool = False
+    cancel: bool = False
+    warning: str | None = None
+
 
 def shown(value: float) -> str:
     """`1,234` for whole numbers, `0.0123` for costs."""
@@ -116,117 +113,184 @@ def shown(value: float) -> str:
 
 
 class BudgetDesk:
-    """The supervisor's side of budgets: each budgeted tree's spend, the hold before each
-    request (and the check before each new turn or fork) of an agent in it, the settling after."""
+    """The supervisor's side of budgets: each scope's spend, the hold before each request
+    (and the check before each new turn or fork) of an agent in it, the settling after.
+    Every change happens on the supervisor's event loop between awaits, so a hold is atomic
+    across all the hosts and nodes that ask."""
 
     def __init__(self, core: SupervisorCore) -> None:
         self._core = core
-        self._spends: dict[str, TreeSpend] = {}  # by root uuid, loaded on first use
+        self._spends: dict[str, TreeSpend] = {}  # by scope key, loaded on first use
+        self._scopes: dict[str, tuple[Scope, ...]] = {}  # by agent: budgets never change
+        self._settled = asyncio.Condition()
 
-    def tree(self, record: AgentRecord) -> tuple[AgentRecord, Budget] | None:
-        """The root whose budget the agent draws on, and that budget (None: no budget)."""
+    def scopes(self, uuid: str, record: AgentRecord | None = None) -> tuple[Scope, ...]:
+        """The budgets the agent draws on: its tree's, then those of its fork groups."""
+        known = self._scopes.get(uuid)
+        if known is not None:
+            return known
+        if record is None:
+            record = self._core.agent(uuid)
+        found: list[Scope] = []
         root_uuid = record.metadata.get("budget_root")
-        if not isinstance(root_uuid, str):
-            return None
-        root = record if root_uuid == record.uuid else self._core.store.get_agent(root_uuid)
+        root = record if root_uuid == record.uuid else None
+        if isinstance(root_uuid, str) and root is None:
+            root = self._core.store.get_agent(root_uuid)
         data = root.metadata.get("budget") if root is not None else None
-        return (root, Budget.from_dict(data)) if root and isinstance(data, dict) else None
+        if root is not None and isinstance(data, dict):
+            found.append(
+                Scope(root.uuid, root.uuid, Budget.from_dict(data), root.created_at, False)
+            )
+        for group in record.metadata.get("budget_groups") or ():
+            budget = Budget.from_dict(group["budget"])
+            found.append(Scope(group["id"], group["parent"], budget, group["started"], True))
+        scopes = self._scopes[record.uuid] = tuple(found)
+        return scopes
 
-    def _spend(self, root: AgentRecord) -> TreeSpend:
-        spend = self._spends.get(root.uuid)
+    def _spend(self, scope: Scope) -> TreeSpend:
+        spend = self._spends.get(scope.key)
         if spend is None:  # first use since this supervisor started: what the store holds
             totals, turns = UsageTotals(), 0
-            for agent in subtree(self._core.store, root):
+            for agent in subtree(self._core.store, self._core.agent(scope.top)):
+                groups = agent.metadata.get("budget_groups") or ()
+                if scope.group and all(group["id"] != scope.key for group in groups):
+                    continue
                 for message in self._core.store.agent_messages(agent.uuid):
                     turns += message.kind == "user"
                     if is_billed(message):
                         totals.add(message)
-            spend = self._spends[root.uuid] = TreeSpend(
-                started=root.created_at,
+            spend = self._spends[scope.key] = TreeSpend(
+                started=scope.started,
                 tokens=totals.input_tokens + totals.output_tokens,
                 cost_usd=totals.cost_usd,
                 turns=turns,
             )
         return spend
 
-    async def reserve(self, uuid: str, tokens: int, output: int) -> tuple[str | None, Hold]:
-        """Before a request of about `tokens` input and at most `output` output tokens: hold
-        that much of the tree's budget (tokens and what they cost) until it is settled.
-        While requests in flight hold what would leave no room, wait for them; when even
-        settled use leaves none, raise BudgetExhausted (nothing is sent). Returns a warning
-        text once past the soft share, and the hold."""
-        record = self._core.agent(uuid)
-        found = self.tree(record)
-        if found is None:
-            return None, (0, 0.0)
-        root, budget = found
-        spend = self._spend(root)
-        if budget.tokens is not None and tokens > budget.tokens:
-            raise BudgetExhausted(
-                f"{BUDGET_EXHAUSTED}tokens: this request needs about {tokens:,}, more than the "
-                f"whole budget of {budget.tokens:,}; nothing was sent"
-            )
+    async def reserve(self, uuid: str, model: str, tokens: int, max_tokens: int | None) -> Hold:
+        """Before a request of about `tokens` input (on `model`, whose price counts): hold that
+        and up to `reserve_output` (or `max_tokens`, if fewer) tokens of reply in every budget
+        the agent draws on, until it is settled. The reply held shrinks to what is left; while
+        requests in flight hold the room, wait for them; when even settled use leaves none,
+        raise BudgetExhausted (nothing is sent). The hold carries a warning once past the soft
+        share."""
+        scopes = self.scopes(uuid)
+        if not scopes:
+            return Hold()
+        spends = [self._spend(scope) for scope in scopes]
+        for scope in scopes:
+            refuse_oversized(scope.budget, model, tokens)
+        wanted = min(scope.budget.reserve_output for scope in scopes)
+        if max_tokens is not None:
+            wanted = min(wanted, max_tokens)
         warning = None
-        async with spend.settled:
+        pairs = list(zip(scopes, spends, strict=True))
+        async with self._settled:
             while True:
-                warning = spend.check(budget, new_turn=False) or warning
-                # The output held is what is left of the token limit, up to `output`.
-                room = None if budget.tokens is None else budget.tokens - spend.tokens
-                if room is not None:
-                    room -= spend.held_tokens
-                held_output = output if room is None else min(output, room - tokens)
-                need_tokens = tokens + max(held_output, 0)
-                held = Usage(input_tokens=tokens, output_tokens=max(held_output, 0))
-                need_cost = catalog.cost_usd(record.model or "", held)
-                if held_output > 0 and spend.fits(budget, need_tokens, need_cost, held=True):
+                for scope, spend in pairs:
+                    warning = spend.check(scope.budget, new_turn=False) or warning
+                rooms = [output_room(sp, s.budget, model, tokens) for s, sp in pairs]
+                output = int(min(wanted, *rooms))
+                if output > 0:
                     break
-                if not spend.holds:  # nothing in flight will free room
-                    raise BudgetExhausted(exhausted_text(budget, spend, need_tokens))
-                await spend.settled.wait()  # requests in flight hold the room: wait for them
-            spend.held_tokens += need_tokens
-            spend.held_cost += need_cost
-            spend.holds += 1
+                if not any(spend.holds for spend in spends):  # nothing in flight will free room
+                    scope, spend = pairs[rooms.index(min(rooms))]
+                    raise BudgetExhausted(exhausted_text(scope.budget, spend, tokens))
+                await self._settled.wait()  # requests in flight hold the room: wait for them
+            need_tokens = tokens + output
+            need_cost = catalog.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
+            for spend in spends:
+                spend.take(need_tokens, need_cost)
+                spend.holds += 1
         if warning is not None:
-            self._core.event("BudgetWarning", agent=uuid, root=root.uuid, text=warning)
-        return warning, (need_tokens, need_cost)
+            self._core.event("BudgetWarning", agent=uuid, root=scopes[0].top, text=warning)
+        return Hold(
+            tokens=need_tokens,
+            cost_usd=need_cost,
+            output=output,
+            strict=any(scope.budget.strict for scope in scopes),
+            cancel=any(scope.budget.hard_stop == "cancel" for scope in scopes),
+            warning=warning,
+        )
+
+    def extend(self, uuid: str, model: str, hold: Hold, more: int) -> Hold:
+        """A reply outgrew its hold: the hold with `more` reply tokens too, if every budget
+        has the room; else BudgetExhausted (the reply is to stop). Never waits."""
+        scopes = self.scopes(uuid)
+        spends = [self._spend(scope) for scope in scopes]
+        cost = catalog.cost_usd(model, Usage(output_tokens=more))
+        for spend, scope in zip(spends, scopes, strict=True):
+            tokens_left, cost_left = spend.room(scope.budget)
+            if more > tokens_left or cost > cost_left:
+                raise BudgetExhausted(exhausted_text(scope.budget, spend, more))
+        for spend in spends:
+            spend.take(more, cost)
+        return replace(
+            hold,
+            tokens=hold.tokens + more,
+            cost_usd=hold.cost_usd + cost,
+            output=hold.output + more,
+        )
 
     async def settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
         """A request ended: what it held goes back, what it used is counted."""
-        found = self.tree(self._core.agent(uuid))
-        if found is None:
-            return
-        spend = self._spend(found[0])
-        async with spend.settled:
-            spend.held_tokens -= hold[0]
-            spend.held_cost -= hold[1]
-            spend.holds -= 1
-            if not spend.holds:
-                spend.held_cost = 0.0  # no float residue once nothing is in flight
-            spend.tokens += tokens
-            spend.cost_usd += cost_usd
-            spend.settled.notify_all()
+        scopes = self.scopes(uuid)
+        async with self._settled:
+            for scope in scopes:
+                self._spend(scope).settle(hold, tokens, cost_usd)
+            self._settled.notify_all()
 
     def before_turn(self, record: AgentRecord, count: bool) -> None:
         """A new turn (`count`: it counts as one) or a fork in a budgeted tree: refused at a
         limit."""
-        found = self.tree(record)
-        if found is None:
-            return
-        root, budget = found
-        spend = self._spend(root)
+        scopes = self.scopes(record.uuid, record)
+        spends = [self._spend(scope) for scope in scopes]
         try:
-            spend.check(budget, new_turn=True)
+            for scope, spend in zip(scopes, spends, strict=True):
+                spend.check(scope.budget, new_turn=True)
         except BudgetExhausted as exc:
             raise CommandError(str(exc)) from exc
         if count:
-            spend.turns += 1
+            for spend in spends:
+                spend.turns += 1
 
 
-Hold = tuple[int, float]  # tokens and cost a request in flight holds
+def output_room(spend: TreeSpend, budget: Budget, model: str, tokens: int) -> float:
+    """The reply tokens a request of `tokens` input could hold in this budget now."""
+    tokens_left, cost_left = spend.room(budget)
+    room = tokens_left - tokens
+    if budget.cost_usd is not None:
+        input_cost = catalog.cost_usd(model, Usage(input_tokens=tokens))
+        per_output = catalog.cost_usd(model, Usage(output_tokens=1_000_000)) / 1_000_000
+        room = min(room, math.floor((cost_left - input_cost) / per_output))
+    return room
 
 
-def exhausted_text(budget: Budget, spend: TreeSpend, need_tokens: int) -> str:
+def refuse_oversized(budget: Budget, model: str, tokens: int) -> None:
+    """A request no budget of this size could hold, or a cost budget on a model without a
+    price: refused before anything is sent."""
+    if budget.tokens is not None and tokens > budget.tokens:
+        raise BudgetExhausted(
+            f"{BUDGET_EXHAUSTED}tokens: this request needs about {tokens:,}, more than the "
+            f"whole budget of {budget.tokens:,}; nothing was sent"
+        )
+    if budget.cost_usd is None:
+        return
+    if not catalog.priced(model):
+        raise BudgetExhausted(
+            f"{BUDGET_EXHAUSTED}cost_usd cannot be kept: {model} has no price in the catalog; "
+            "set one in [models.prices] or use a token budget"
+        )
+    cost = catalog.cost_usd(model, Usage(input_tokens=tokens))
+    if cost > budget.cost_usd:
+        raise BudgetExhausted(
+            f"{BUDGET_EXHAUSTED}cost_usd: this request's input costs about ${cost:,.4g}, more "
+            f"than the whole budget of ${budget.cost_usd:,.4g}; nothing was sent"
+        )
+
+
+def exhausted_text(budget: Budget, spend: TreeSpend, tokens: int) -> str:
     """The limit the next request would pass, as `Budget exhausted: <what> <used>/<limit>`."""
-    if budget.tokens is not None and spend.tokens + need_tokens > budget.tokens:
+    if budget.tokens is not None and spend.tokens + spend.held_tokens + tokens >= budget.tokens:
         return f"{BUDGET_EXHAUSTED}tokens {shown(spend.tokens)}/{shown(budget.tokens)}"
     return f"{BUDGET_EXHAUSTED}cost_usd {shown(spend.cost_usd)}/{shown(budget.cost_usd or 0)}"

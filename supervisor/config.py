@@ -27,7 +27,7 @@ from pydantic_settings import (
 )
 
 from providers.base import ProviderName
-from providers.catalog import parse_model_spec
+from providers.catalog import checked_prices, parse_model_spec
 from providers.credentials import BASE_URL_ENV, base_url_problem, config_dir
 from providers.errors import GroveError, ModelSpecError
 
@@ -80,6 +80,16 @@ class Providers(_Section):
 
 class Models(_Section):
     aliases: dict[str, str] = Field(default_factory=dict)
+    prices: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description="USD per million input, output[, cache read, cache write] tokens, by model id",
+    )
+
+    @field_validator("prices")
+    @classmethod
+    def _prices(cls, prices: dict[str, list[float]]) -> dict[str, list[float]]:
+        checked_prices(prices)
+        return prices
 
 
 class LimitSettings(_Section):
@@ -90,6 +100,9 @@ class LimitSettings(_Section):
     )
 
 
+RESERVE_OUTPUT_TOKENS = 4_096  # what a budgeted request holds for its reply, by default
+
+
 class BudgetSection(_Section):
     """`[budget]`: a limit over each tree that run, chat and batch start (none by default)."""
 
@@ -98,6 +111,13 @@ class BudgetSection(_Section):
     seconds: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     turns: int | None = Field(default=None, gt=0)
     soft: float = Field(default=0.8, gt=0, le=1, description="Share that warns, once")
+    reserve_output: int = Field(
+        default=RESERVE_OUTPUT_TOKENS, gt=0, description="Reply tokens each request holds"
+    )
+    strict: bool = Field(default=False, description="Cap max_tokens at what a request holds")
+    hard_stop: Literal["finish", "cancel"] = Field(
+        default="finish", description="cancel: stop replies that outgrow the budget"
+    )
 
     def budget(self) -> dict[str, Any] | None:
         """The budget as a root's metadata holds it; None when no limit is set."""
@@ -105,7 +125,7 @@ class BudgetSection(_Section):
         limits["turns"] = self.turns
         if all(value is None for value in limits.values()):
             return None
-        return {**limits, "soft": self.soft}
+        return self.model_dump()
 
 
 class ToolsSection(_Section):

@@ -23,12 +23,13 @@ from actors.host import Activation, Ticket
 from actors.remote import AgentHost, HostSettings
 from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from providers.base import AssistantTurn
-from providers.catalog import ModelSpec
+from providers.catalog import ModelSpec, set_prices
 from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
 from supervisor.budget import BudgetDesk, BudgetExhausted, Hold
+from supervisor.budget_rules import Budget
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.compaction import recover
@@ -159,6 +160,7 @@ class Supervisor:
 
     def __init__(self, settings: SupervisorSettings) -> None:
         tune_collector()
+        set_prices(settings.host_settings.prices)
         self.settings = settings
         self._run_id = secrets.token_hex(3)
         self.clients: dict[str, RayHostClient] = {}
@@ -366,15 +368,23 @@ class Supervisor:
         self.core.event("RateLimited", agent=uuid, provider=provider, seconds=round(seconds, 3))
 
     async def budget_reserve(
-        self, uuid: str, tokens: int, output: int
-    ) -> tuple[bool, str | None, Hold]:
-        """Before a request of a budgeted agent: (False, why, nothing) when it would pass a
-        limit, else (True, a warning or None, what it holds until settled)."""
+        self, uuid: str, model: str, tokens: int, max_tokens: int | None
+    ) -> tuple[bool, str | None, Hold | None]:
+        """Before a request of a budgeted agent: (False, why, None) when it would pass a
+        limit, else (True, None, what it holds until settled)."""
         try:
-            warning, hold = await self.budgets.reserve(uuid, tokens, output)
+            return True, None, await self.budgets.reserve(uuid, model, tokens, max_tokens)
         except BudgetExhausted as exc:
-            return False, str(exc), (0, 0.0)
-        return True, warning, hold
+            return False, str(exc), None
+
+    async def budget_extend(
+        self, uuid: str, model: str, hold: Hold, more: int
+    ) -> tuple[bool, str | None, Hold | None]:
+        """A reply outgrew its hold: (True, None, the larger hold), or (False, why, None)."""
+        try:
+            return True, None, self.budgets.extend(uuid, model, hold, more)
+        except BudgetExhausted as exc:
+            return False, str(exc), None
 
     async def budget_settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
         await self.budgets.settle(uuid, hold, tokens, cost_usd)
@@ -399,8 +409,10 @@ class Supervisor:
         advisor: ModelSpec | None = None,
         retry_interrupted: bool = False,
         keys: list[str] | None = None,
+        budget: Budget | None = None,
     ) -> list[str]:
-        """`advisor`: a reviewer on that model watches every child from its first turn."""
+        """`advisor`: a reviewer on that model watches every child from its first turn;
+        `budget`: the children (and theirs) draw on it, besides their tree's budget."""
         self._wake()
 
         async def attach(children: list[AgentRecord]) -> None:
@@ -417,6 +429,7 @@ class Supervisor:
             before_start=attach,
             retry_interrupted=retry_interrupted,
             keys=keys,
+            budget=budget,
         )
         return [record.uuid for record in children]
 

@@ -18,6 +18,7 @@ from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec
+from supervisor.budget_rules import Budget, budgeted, group_entry
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
@@ -44,8 +45,9 @@ HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
 RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor runs again
 # What a forked child takes over from its parent's record besides the model.
-# `budget_root`: the root whose `budget` the agent draws on (supervisor/budget.py).
-INHERITED_METADATA = ("system", "budget_root", *INHERITED_TOOL_METADATA)
+# `budget_root`: the root whose `budget` the agent draws on; `budget_groups`: the budgets of
+# the fork_many calls it (or an ancestor) came from (supervisor/budget.py).
+INHERITED_METADATA = ("system", "budget_root", "budget_groups", *INHERITED_TOOL_METADATA)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -288,13 +290,15 @@ class SupervisorCore:
         before_start: Callable[[list[AgentRecord]], Awaitable[None]] | None = None,
         retry_interrupted: bool = False,
         keys: Sequence[str] | None = None,
+        budget: Budget | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
         replaces the system prompt the children would inherit; `retry_interrupted` runs a
-        child's turn again when its host (or the supervisor) dies under it. `keys` make the
-        call idempotent: a child already forked from this parent under a key is returned as
-        it is, not forked again (a caller repeating a call cut off by a restart)."""
+        child's turn again when its host (or the supervisor) dies under it; `budget` is one
+        the children share, besides their tree's. `keys` make the call idempotent: a child
+        already forked from this parent under a key is returned as it is, not forked again
+        (a caller repeating a call cut off by a restart)."""
         parent = self.agent(parent_uuid)
         if not prompts:
             return []
@@ -314,6 +318,7 @@ class SupervisorCore:
                         before_start,
                         retry_interrupted,
                         [keys[index] for index in fresh],
+                        budget,
                     )
                     if fresh
                     else []
@@ -322,9 +327,13 @@ class SupervisorCore:
         if self.budget_check is not None:
             self.budget_check(parent, False)
         records = self.fork_records(parent, model, len(prompts))
+        groups = parent.metadata.get("budget_groups", [])
+        if budget is not None:
+            groups = [*groups, group_entry(budget, parent.uuid)]
         extra: list[dict[str, Any]] = [
             {
                 **({"system": system} if system is not None else {}),
+                **({"budget_groups": groups} if budget is not None else {}),
                 **({"retry_interrupted": True} if retry_interrupted else {}),
                 **({"key": keys[index]} if keys is not None else {}),
             }
@@ -373,7 +382,7 @@ class SupervisorCore:
                 history=[],
                 system=record.metadata.get("system"),
                 tools=grant,
-                budgeted="budget_root" in record.metadata,
+                budgeted=budgeted(record.metadata),
             )
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
@@ -480,7 +489,7 @@ class SupervisorCore:
             history=list(history),
             system=record.metadata.get("system"),
             tools=grant_of(record.metadata),
-            budgeted="budget_root" in record.metadata,
+            budgeted=budgeted(record.metadata),
         )
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:

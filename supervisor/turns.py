@@ -12,6 +12,7 @@ from actors.advisor import ReviewerSpec
 from actors.agent import STORED, ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from providers.base import AssistantTurn
+from supervisor.store.base import SPENT_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
 
@@ -91,11 +92,10 @@ def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:
 
 
 def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
-    """What a finished turn leaves in the store, each message keyed by its ticket: nothing
-    when cancelled; no assistant or tool output when it failed; never what was stored before
-    it reached the agent (its prompt, mail, advice)."""
-    if result.cancelled:
-        return []
+    """What a finished turn leaves in the store, each message keyed by its ticket; never what
+    was stored before it reached the agent (its prompt, mail, advice). A turn that failed or
+    was cancelled keeps no assistant or tool output, so the history stays whole, but what its
+    requests used is kept, as `spent` messages (a cancelled turn keeps nothing else)."""
     new = [
         NewMessage(
             agent_uuid=ticket.uuid,
@@ -107,9 +107,22 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
         for index, entry in enumerate(result.entries)
         if STORED not in entry.data
     ]
-    if result.error is not None:
-        new = [m for m in new if m.kind not in ("assistant", "tool_result")]
-    return new
+    if result.ok:
+        return new
+    kept = (
+        [] if result.cancelled else [m for m in new if m.kind not in ("assistant", "tool_result")]
+    )
+    spent = [
+        message.model_copy(
+            update={
+                "kind": SPENT_KIND,
+                "data": {key: value for key, value in message.data.items() if key != "parts"},
+            }
+        )
+        for message in new
+        if message.kind == "assistant"
+    ]
+    return kept + spent
 
 
 def turn_events(ticket: Ticket, result: TurnResult) -> list[tuple[str, dict[str, Any]]]:

@@ -9,12 +9,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from supervisor.store.base import Store
+from supervisor.store.base import COMPACTION_KIND, SPENT_KIND, Store
 from supervisor.store.records import AgentRecord, MessageRecord
 
 GROUPINGS = ("agent", "model", "provider", "day")
-# Stored messages that record a request's usage: a model's reply, a compaction's summary.
-BILLED_KINDS = frozenset({"assistant", "compaction"})
+# Stored messages that record a request's usage: a model's reply, a compaction's summary, a
+# reply of a turn that failed.
+BILLED_KINDS = frozenset({"assistant", COMPACTION_KIND, SPENT_KIND})
 TOKEN_FIELDS = (
     "input_tokens",
     "output_tokens",

@@ -60,6 +60,21 @@ class Inbound:
     body: dict[str, Any]
 
     @property
+    def max_output(self) -> int | None:
+        """The request's cap on output tokens, under whichever name its wire gives it."""
+        body = self.body
+        config = body.get("generationConfig")
+        for cap in (
+            body.get("max_tokens"),
+            body.get("max_completion_tokens"),
+            body.get("max_output_tokens"),
+            config.get("maxOutputTokens") if isinstance(config, dict) else None,
+        ):
+            if isinstance(cap, int) and not isinstance(cap, bool) and cap > 0:
+                return cap
+        return None
+
+    @property
     def audience(self) -> Audience:
         """Reviewers are the requests that offer the `advise` tool (SPEC.md section 4)."""
         return "reviewer" if REVIEWER_TOOL in self.offered_tools else "agent"
@@ -151,6 +166,11 @@ class Planner:
             text = ()
         else:
             text = generated_words(seed, tokens)
+        cut_off = directive is not None and directive.stop == "length"
+        cap = inbound.max_output
+        if cap is not None and len(thinking) + len(text) > cap:  # as a provider stops at it
+            text = text[: max(cap - len(thinking), 0)]
+            cut_off = True
         ttft_ms = self._config.ttft_ms
         tps = self._config.tps
         headers_ms = 0.0
@@ -167,7 +187,7 @@ class Planner:
             ttft_s=ttft_ms / 1000.0,
             tps=tps,
             signature=opaque_token("signature", "".join(thinking), 96),
-            cut_off=directive is not None and directive.stop == "length",
+            cut_off=cut_off,
         )
 
     def _fault(self, directive: Directive | None) -> Fault | None:

@@ -1,0 +1,146 @@
+"""How a budget is kept over Ray and the simulator: `strict` caps each reply at what its
+request holds, so racing agents never pass the limit; `hard_stop = "cancel"` cuts replies off
+at the limit and keeps what streamed; a fork_many's own budget; a cost budget on a model
+without a price is refused before anything is sent, and a price set in the config keeps it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from actors.agent import TurnResult
+from supervisor import Budget, Grove
+from supervisor.store import open_store
+from supervisor.usage import usage_report
+from tests.integration.groves import cli_environment, running_grove
+
+MODEL = "claude-haiku-4-5"
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    with running_grove(tmp_path_factory.mktemp("keeping"), hosts=2) as grove:
+        yield grove
+
+
+def race(grove: Grove, budget: Budget, prompts: list[str]) -> dict[str, TurnResult]:
+    """Every prompt as a child of a new root with `budget`, run at once to its end."""
+    root = grove.create_root(MODEL, budget=budget).uuid
+    children = grove.fork_many(root, prompts)
+    results: dict[str, TurnResult] = {}
+    while len(results) < len(children):
+        done = grove.wait_any([c for c in children if c not in results], 120)
+        results |= {uuid: result for uuid, result in done.items() if result is not None}
+    return results
+
+
+def settled(results: dict[str, TurnResult]) -> int:
+    return sum(r.usage.input_tokens + r.usage.output_tokens for r in results.values())
+
+
+def test_strict_caps_every_reply_so_racing_agents_never_pass_the_limit(grove: Grove) -> None:
+    limit = 3_000
+    prompts = [f"[[sim tokens=60]] race {n}" for n in range(200)]  # replies of 60 words
+    loose = race(grove, Budget(tokens=limit, reserve_output=20), prompts)
+    strict = race(grove, Budget(tokens=limit, reserve_output=20, strict=True), prompts)
+    # Without strict, a reply may outgrow its hold of 20 tokens while it runs: the limit is
+    # passed by what the replies in flight output beyond what they held.
+    assert settled(loose) > limit
+    assert settled(strict) <= limit
+    capped = [r for r in strict.values() if r.ok]
+    assert capped and all(r.usage.output_tokens <= 20 for r in capped)
+    assert all(r.stop_reason == "max_tokens" for r in capped)
+    refused = [r for r in strict.values() if not r.ok]
+    assert refused and all(re.fullmatch(r"Budget exhausted: tokens [\d,]+/3,000", r.error or "")
+                           for r in refused)  # fmt: skip
+
+
+def test_cancel_cuts_replies_off_at_the_limit_and_keeps_what_streamed(grove: Grove) -> None:
+    limit = 2_000
+    prompts = [f"[[sim tokens=300 tps=2000]] long {n}" for n in range(12)]  # 3,600 words
+    budget = Budget(tokens=limit, reserve_output=20, hard_stop="cancel")
+    results = race(grove, budget, prompts)
+    cut = [r for r in results.values() if (r.error or "").endswith("(the reply was cut off)")]
+    assert cut, [r.error for r in results.values()]
+    assert all(re.match(r"Budget exhausted: tokens [\d,]+/2,000 ", r.error or "") for r in cut)
+    # What streamed before the cut is stored and counted (estimated: no usage was reported).
+    excess = settled(results) - limit
+    assert excess <= 4 * len(cut), excess  # at most the delta that crossed, per cut reply
+    child = next(uuid for uuid, r in results.items() if r in cut)
+    reply = grove.history(child)[-1]  # the turn failed: kept for its usage, not as a reply
+    assert reply.kind == "spent" and reply.data["stop_reason"] == "budget"
+    assert reply.content and reply.data["usage"]["output_tokens"] > 20
+    store = open_store(grove.settings.store)
+    try:
+        tree = usage_report(store, [store.get_agent(child)])  # type: ignore[list-item]
+    finally:
+        store.close()
+    assert tree.total.output_tokens == reply.data["usage"]["output_tokens"]
+
+
+def test_a_fork_many_budget_limits_its_children_on_top_of_the_trees(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=100_000)).uuid
+    group = grove.fork_many(
+        root, [f"[[sim tokens=40]] group {n}" for n in range(20)], budget=Budget(tokens=300)
+    )
+    results: dict[str, TurnResult] = {}
+    while len(results) < len(group):
+        done = grove.wait_any([c for c in group if c not in results], 120)
+        results |= {uuid: result for uuid, result in done.items() if result is not None}
+    finished = [r for r in results.values() if r.ok]
+    refused = [r for r in results.values() if not r.ok]
+    assert finished and refused
+    assert all((r.error or "").startswith("Budget exhausted: tokens ") for r in refused)
+    assert settled({str(n): r for n, r in enumerate(finished)}) <= 300
+    # The group's spending counts in the tree's budget, and the rest of the tree goes on.
+    outside = grove.fork_many(root, ["[[sim tokens=40]] outside the group"])
+    assert grove.wait_any(outside, 60)[outside[0]].ok  # type: ignore[union-attr]
+    assert not grove.ask(group[0], "[[sim tokens=5]] more").ok
+
+
+def test_a_cost_budget_on_a_model_without_a_price_is_refused(grove: Grove) -> None:
+    root = grove.create_root("openai:house-model", budget=Budget(cost_usd=1.0)).uuid
+    result = grove.ask(root, "hello")
+    assert result.error == (
+        "Budget exhausted: cost_usd cannot be kept: house-model has no price in the catalog; "
+        "set one in [models.prices] or use a token budget"
+    )
+    assert [m.kind for m in grove.history(root)] == ["user"]  # nothing was sent
+    tokens = grove.create_root("openai:house-model", budget=Budget(tokens=10_000)).uuid
+    assert grove.ask(tokens, "[[sim tokens=5]] hello").ok
+
+
+def test_a_price_in_the_config_keeps_a_cost_budget(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('[models.prices]\n"house-model" = [2000, 4000]\n')
+    env = cli_environment(tmp_path, config)
+    command = [sys.executable, "-m", "cli.app", "run", "--simulate", "--model",
+               "openai:house-model", "--budget-cost", "0.5"]  # fmt: skip
+    first = subprocess.run(
+        [*command, "[[sim tokens=50]] hello"], capture_output=True, text=True, env=env,
+        timeout=180, check=False,
+    )  # fmt: skip
+    # About 14 input tokens at $0.002 each: the request starts; with its 50 words of reply at
+    # $0.004 it costs about $0.23.
+    assert first.returncode == 0, first.stderr
+    broke = subprocess.run(
+        [*command, "words " * 2000], capture_output=True, text=True, env=env, timeout=180,
+        check=False,
+    )  # fmt: skip
+    assert broke.returncode == 1, broke.stderr  # about 3,000 input tokens: $6 alone
+    assert "Budget exhausted: cost_usd: this request's input costs about $6" in broke.stderr
+    assert "more than the whole budget of $0.5; nothing was sent" in broke.stderr
+
+
+def test_bad_budget_settings_are_refused_with_the_reason() -> None:
+    for limits, message in (
+        ({"tokens": 10, "reserve_output": 0}, "budget reserve_output must be a positive whole"),
+        ({"tokens": 10, "hard_stop": "abort"}, "budget hard_stop is finish or cancel, not 'abort'"),
+    ):
+        with pytest.raises(ValueError, match=f"^{re.escape(message)}"):
+            Budget(**limits)
