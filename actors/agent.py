@@ -25,6 +25,7 @@ from providers.base import (
     Provider,
     ProviderName,
     ProviderWarning,
+    RateLimitLeft,
     Request,
     Retrying,
     StreamEvent,
@@ -117,7 +118,9 @@ class FleetPort(Protocol):
 
     async def acquire(self, provider: str, tokens: int) -> None: ...
 
-    async def release(self, provider: str) -> None: ...
+    async def release(self, provider: str, left: RateLimitLeft | None) -> None:
+        """A request ended; `left`: what its answer's headers said is left on the key."""
+        ...
 
     async def cool_down(self, uuid: str, provider: str, seconds: float) -> None: ...
 
@@ -332,10 +335,14 @@ class Agent:
         if limited:
             assert self.fleet is not None
             await self.fleet.acquire(provider, estimate)
+        left: RateLimitLeft | None = None  # what the provider's headers said is left
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, Finished):
                     return event.turn
+                if isinstance(event, RateLimitLeft):
+                    left = event
+                    continue
                 if limited and isinstance(event, Retrying) and "429" in event.reason:
                     assert self.fleet is not None
                     await self.fleet.cool_down(self.uuid, provider, event.delay_s)
@@ -345,7 +352,7 @@ class Agent:
         finally:
             if limited:
                 assert self.fleet is not None
-                await self.fleet.release(provider)
+                await self.fleet.release(provider, left)
         raise RuntimeError("the provider stream ended without a reply")
 
     def _past_threshold(self, tokens: int) -> bool:

@@ -25,6 +25,7 @@ from actors.agent import (
     TurnResult,
 )
 from actors.budget_guard import BudgetStop
+from actors.coalesce import Coalescer
 from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
@@ -32,7 +33,7 @@ from actors.tools.fanout import WAIT_CAP_S
 from actors.tools.kit import ToolKit
 from actors.tools.mcp import McpServerConfig
 from actors.tools.readonly import readonly_tools
-from providers.base import AssistantTurn, Provider
+from providers.base import AssistantTurn, Provider, RateLimitLeft
 from providers.catalog import set_prices
 from providers.factory import create_provider
 from providers.http import Endpoint
@@ -79,36 +80,72 @@ class ToolRefused(ToolError):
 
 
 class SupervisorFleetPort:
-    """The fleet's rate limits, kept by the supervisor, for the providers that have them."""
+    """The fleet's rate limits, kept by the supervisor, for the providers that have them; the
+    host's agents ask together (one call per batch)."""
 
     def __init__(self, supervisor: Any, providers: frozenset[str]) -> None:
         self._supervisor = supervisor
         self.providers = providers
+        self._acquire = Coalescer(self._acquire_many, "fleet-acquire")
+        self._release = Coalescer(self._release_many, "fleet-release")
+
+    async def _acquire_many(self, requests: list[tuple[str, int]]) -> list[float]:
+        waits: list[float] = await self._supervisor.fleet_acquire_many.remote(requests)
+        return waits
+
+    async def _release_many(self, ended: list[tuple[str, RateLimitLeft | None]]) -> list[None]:
+        done: list[None] = await asyncio.wait_for(
+            self._supervisor.fleet_release_many.remote(ended), TOOL_CALL_TIMEOUT_S
+        )
+        return done
 
     async def acquire(self, provider: str, tokens: int) -> None:
-        await self._supervisor.fleet_acquire.remote(provider, tokens)
+        """Returns when the request may go; until then, asks again when told to."""
+        while True:
+            wait = await self._acquire.call((provider, tokens))
+            if not wait:
+                return
+            await asyncio.sleep(wait)
 
-    async def release(self, provider: str) -> None:
-        await self._supervisor.fleet_release.remote(provider)
+    async def release(self, provider: str, left: RateLimitLeft | None) -> None:
+        await self._release.call((provider, left))
 
     async def cool_down(self, uuid: str, provider: str, seconds: float) -> None:
         await self._supervisor.fleet_cool_down.remote(uuid, provider, seconds)
 
 
 class SupervisorBudgetPort:
-    """An agent's budget, held and settled by the supervisor around each request."""
+    """An agent's budget, held and settled by the supervisor around each request; the host's
+    agents ask together (one call per batch)."""
 
     def __init__(self, supervisor: Any) -> None:
         self._supervisor = supervisor
+        self._reserve = Coalescer(self._reserve_many, "budget-reserve")
+        self._settle = Coalescer(self._settle_many, "budget-settle")
+
+    async def _reserve_many(
+        self, requests: list[tuple[str, str, int, int | None]]
+    ) -> list[tuple[str, Any]]:
+        answers: list[tuple[str, Any]] = await asyncio.wait_for(
+            self._supervisor.budget_reserve_many.remote(requests), TOOL_CALL_TIMEOUT_S
+        )
+        return answers
+
+    async def _settle_many(self, ended: list[tuple[str, Any, int, float]]) -> list[None]:
+        done: list[None] = await asyncio.wait_for(
+            self._supervisor.budget_settle_many.remote(ended), TOOL_CALL_TIMEOUT_S
+        )
+        return done
 
     async def reserve(self, uuid: str, model: str, tokens: int, max_tokens: int | None) -> Any:
-        # No timeout: a request may wait here for others in flight to settle.
-        ok, text, hold = await self._supervisor.budget_reserve.remote(
-            uuid, model, tokens, max_tokens
-        )
-        if not ok:
-            raise BudgetStop(text)
-        return hold
+        """The hold; while requests in flight hold the room, ask again as they settle."""
+        while True:
+            answer, detail = await self._reserve.call((uuid, model, tokens, max_tokens))
+            if answer == "held":
+                return detail
+            if answer == "refused":
+                raise BudgetStop(detail)
+            await asyncio.sleep(detail)
 
     async def extend(self, uuid: str, model: str, hold: Any, more: int) -> Any:
         ok, text, larger = await asyncio.wait_for(
@@ -119,10 +156,7 @@ class SupervisorBudgetPort:
         return larger
 
     async def settle(self, uuid: str, hold: Any, tokens: int, cost_usd: float) -> None:
-        await asyncio.wait_for(
-            self._supervisor.budget_settle.remote(uuid, hold, tokens, cost_usd),
-            TOOL_CALL_TIMEOUT_S,
-        )
+        await self._settle.call((uuid, hold, tokens, cost_usd))
 
 
 class SupervisorToolPort:

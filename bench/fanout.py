@@ -6,7 +6,9 @@ Prints one JSON line. Run from the repository root: `python bench/fanout.py --n 
 `--with-tools` also forks, in each round, from a root holding the default tool set and two
 Python tools (offered in every request, never called), against the same without (goal: 1.05x);
 `--no-compaction` turns automatic compaction off, to compare its cost on turns that never
-compact (goal: the ratio with it within 1.05x of the ratio without).
+compact (goal: the ratio with it within 1.05x of the ratio without); `--fleet-control` sets a
+budget and provider rate limits that never bind (goal: the ratio with them within 1.05x of
+the ratio without).
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ CONTEXT = (
 )
 CONTEXT_REPLY = "Understood: a queue consumer that prices orders and stores invoices."
 WAIT_SLICE_S = 5.0
+# Fleet control configured but never binding: every request is held, settled and admitted.
+FLEET_CONTROL = {
+    "budget": {"tokens": 10**12},
+    "providers": {"anthropic": {"rpm": 10**7, "tpm": 10**10, "max_concurrency": 100_000}},
+}
 TURN_TIMEOUT_S = 600.0
 SOLO_STARTS_IN_FLIGHT = 8
 
@@ -161,6 +168,12 @@ def main() -> None:
         action="store_true",
         help="[compaction] enabled = false (to compare: compaction must not slow turns)",
     )
+    parser.add_argument(
+        "--fleet-control",
+        action="store_true",
+        help="a [budget] and [providers.anthropic] rate limits far above what the run uses "
+        "(to compare: configured but not binding, they must not slow turns)",
+    )
     parser.add_argument("--ttft-ms", type=int, default=500)
     parser.add_argument("--tps", type=float, default=50.0)
     parser.add_argument("--tokens", type=int, default=40)
@@ -171,7 +184,9 @@ def main() -> None:
     walls: dict[str, list[float]] = {"grove": [], "baseline": [], "baseline_uvloop": []}
     forks: list[float] = []
     completed = stored = events = 0
-    sections = {"compaction": {"enabled": False}} if args.no_compaction else None
+    sections: dict[str, Any] = {"compaction": {"enabled": False}} if args.no_compaction else {}
+    if args.fleet_control:
+        sections |= FLEET_CONTROL
     with (
         simulator_process(pacing) as simulator,
         running_grove(simulator, sections=sections) as grove,
@@ -211,6 +226,7 @@ def main() -> None:
         "n": args.n,
         "isolation": args.isolation,
         "compaction": not args.no_compaction,
+        "fleet_control": args.fleet_control,
         "rounds": args.rounds,
         "simulator": pacing.as_dict(),
         "ideal_s": round(pacing.seconds, 3),

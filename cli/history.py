@@ -15,6 +15,7 @@ from cli.context import CliContext, fail
 from cli.styles import DIM, styled
 from providers.errors import GroveError
 from supervisor.store import MessageRecord, open_store
+from supervisor.store.base import SPENT_KIND
 
 
 def message_block(message: MessageRecord, owner: str) -> str:
@@ -28,6 +29,11 @@ def message_block(message: MessageRecord, owner: str) -> str:
             f"  ({data.get('reason', '?')}: {data.get('tokens_before', 0):,} -> "
             f"{data.get('tokens_after', 0):,} tokens; the model sees this summary, then the "
             f"messages from [{kept}] on)"
+        )
+    elif message.kind == SPENT_KIND:
+        stopped = message.data.get("stop_reason") or "?"
+        lines[0] += (
+            f"  (a reply of a turn that failed, {stopped}: counted, the model does not see it)"
         )
     for part in message.data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):

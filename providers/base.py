@@ -212,6 +212,15 @@ class UsageUpdate:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class RateLimitLeft:
+    """What the provider's rate-limit headers say is left on the key (None: not said)."""
+
+    requests: int | None
+    tokens: int | None
+    kind: Literal["rate_limit"] = "rate_limit"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ResponseInfo:
     response_id: str | None = None
     model: str | None = None
@@ -265,6 +274,7 @@ StreamEvent = (
     | ToolCallArgumentsDelta
     | ToolCallArguments
     | UsageUpdate
+    | RateLimitLeft
     | ResponseInfo
     | StopReason
     | Completed

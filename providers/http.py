@@ -35,6 +35,7 @@ from providers.errors import (
     ProviderHTTPError,
     StreamBroken,
 )
+from providers.ratelimit import remaining_from_headers
 from providers.retry import RetryPolicy
 from providers.sse import ServerSentEvent, SSEDecoder
 
@@ -185,6 +186,9 @@ class HTTPProvider:
                 if response.status_code >= 400:
                     body = await response.aread()
                     raise self.wire.map_error(response.status_code, response.headers, body)
+                left = remaining_from_headers(response.headers)
+                if left is not None:
+                    yield left
                 async for chunk in response.aiter_bytes():
                     for sse in decoder.decode(chunk):
                         for event in parser.feed(sse):

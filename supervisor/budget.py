@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import math
 import time
 from dataclasses import dataclass, replace
@@ -20,6 +19,10 @@ from supervisor.usage import UsageTotals, is_billed, subtree
 
 if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
+
+
+# How soon a request waiting for requests in flight to settle asks again.
+BUDGET_POLL_S = 0.05
 
 
 class BudgetExhausted(GroveError):
@@ -115,14 +118,13 @@ def shown(value: float) -> str:
 class BudgetDesk:
     """The supervisor's side of budgets: each scope's spend, the hold before each request
     (and the check before each new turn or fork) of an agent in it, the settling after.
-    Every change happens on the supervisor's event loop between awaits, so a hold is atomic
-    across all the hosts and nodes that ask."""
+    Nothing here awaits: each hold is taken whole on the supervisor's event loop, atomic across
+    all the hosts and nodes that ask."""
 
     def __init__(self, core: SupervisorCore) -> None:
         self._core = core
         self._spends: dict[str, TreeSpend] = {}  # by scope key, loaded on first use
         self._scopes: dict[str, tuple[Scope, ...]] = {}  # by agent: budgets never change
-        self._settled = asyncio.Condition()
 
     def scopes(self, uuid: str, record: AgentRecord | None = None) -> tuple[Scope, ...]:
         """The budgets the agent draws on: its tree's, then those of its fork groups."""
@@ -167,41 +169,39 @@ class BudgetDesk:
             )
         return spend
 
-    async def reserve(self, uuid: str, model: str, tokens: int, max_tokens: int | None) -> Hold:
+    def try_reserve(
+        self, uuid: str, model: str, tokens: int, max_tokens: int | None
+    ) -> Hold | None:
         """Before a request of about `tokens` input (on `model`, whose price counts): hold that
         and up to `reserve_output` (or `max_tokens`, if fewer) tokens of reply in every budget
-        the agent draws on, until it is settled. The reply held shrinks to what is left; while
-        requests in flight hold the room, wait for them; when even settled use leaves none,
-        raise BudgetExhausted (nothing is sent). The hold carries a warning once past the soft
-        share."""
+        the agent draws on, until it is settled; the reply held shrinks to what is left. None
+        while requests in flight hold the room (ask again when they settle); BudgetExhausted
+        when even settled use leaves none (nothing is sent). The hold carries a warning once
+        past the soft share."""
         scopes = self.scopes(uuid)
         if not scopes:
             return Hold()
-        spends = [self._spend(scope) for scope in scopes]
+        pairs = [(scope, self._spend(scope)) for scope in scopes]
         for scope in scopes:
             refuse_oversized(scope.budget, model, tokens)
         wanted = min(scope.budget.reserve_output for scope in scopes)
         if max_tokens is not None:
             wanted = min(wanted, max_tokens)
         warning = None
-        pairs = list(zip(scopes, spends, strict=True))
-        async with self._settled:
-            while True:
-                for scope, spend in pairs:
-                    warning = spend.check(scope.budget, new_turn=False) or warning
-                rooms = [output_room(sp, s.budget, model, tokens) for s, sp in pairs]
-                output = int(min(wanted, *rooms))
-                if output > 0:
-                    break
-                if not any(spend.holds for spend in spends):  # nothing in flight will free room
-                    scope, spend = pairs[rooms.index(min(rooms))]
-                    raise BudgetExhausted(exhausted_text(scope.budget, spend, tokens))
-                await self._settled.wait()  # requests in flight hold the room: wait for them
-            need_tokens = tokens + output
-            need_cost = catalog.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
-            for spend in spends:
-                spend.take(need_tokens, need_cost)
-                spend.holds += 1
+        for scope, spend in pairs:
+            warning = spend.check(scope.budget, new_turn=False) or warning
+        rooms = [output_room(spend, scope.budget, model, tokens) for scope, spend in pairs]
+        output = int(min(wanted, *rooms))
+        if output <= 0:
+            if any(spend.holds for _, spend in pairs):
+                return None  # requests in flight hold the room: their settling may free it
+            scope, spend = pairs[rooms.index(min(rooms))]
+            raise BudgetExhausted(exhausted_text(scope.budget, spend, tokens))
+        need_tokens = tokens + output
+        need_cost = catalog.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
+        for _, spend in pairs:
+            spend.take(need_tokens, need_cost)
+            spend.holds += 1
         if warning is not None:
             self._core.event("BudgetWarning", agent=uuid, root=scopes[0].top, text=warning)
         return Hold(
@@ -232,13 +232,10 @@ class BudgetDesk:
             output=hold.output + more,
         )
 
-    async def settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
+    def settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
         """A request ended: what it held goes back, what it used is counted."""
-        scopes = self.scopes(uuid)
-        async with self._settled:
-            for scope in scopes:
-                self._spend(scope).settle(hold, tokens, cost_usd)
-            self._settled.notify_all()
+        for scope in self.scopes(uuid):
+            self._spend(scope).settle(hold, tokens, cost_usd)
 
     def before_turn(self, record: AgentRecord, count: bool) -> None:
         """A new turn (`count`: it counts as one) or a fork in a budgeted tree: refused at a

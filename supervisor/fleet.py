@@ -5,20 +5,16 @@ cooldown per provider that a 429 with retry-after sets for all.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass
 
+from providers.base import RateLimitLeft
 from providers.ratelimit import RateLimiter
 
-# The fleet runs its buckets a little under the configured limits: a request admitted here
-# reaches the provider a few milliseconds later, when the provider's own bucket may be a
-# fraction of a token short.
+# The fleet's buckets refill at the configured rates but hold a little less than the
+# provider's: a request admitted here reaches the provider a few milliseconds later, and the
+# provider's bucket, refilled at the same rate from a fuller start, is then never short.
 HEADROOM = 0.95
-
-
-def _under(limit: int | None) -> int | None:
-    return max(1, int(limit * HEADROOM)) if limit else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,27 +28,32 @@ class ProviderLimits:
         return bool(self.rpm or self.tpm or self.max_concurrency)
 
 
+# How soon a request that found every slot taken asks again.
+SLOT_POLL_S = 0.05
+
+
 @dataclass(slots=True)
 class _Lane:
     limiter: RateLimiter | None
-    concurrency: asyncio.Semaphore | None
+    max_concurrency: int | None
+    in_flight: int = 0
     cooldown_until: float = 0.0
 
 
 class FleetLimiter:
-    """Requests wait here instead of earning 429s."""
+    """Requests wait for room here instead of earning 429s. Each host asks for its agents'
+    requests together (actors/coalesce.py); one that cannot go yet is told how long to wait
+    before it asks again."""
 
     def __init__(self, limits: dict[str, ProviderLimits]) -> None:
         self._lanes = {
             provider: _Lane(
                 limiter=(
-                    RateLimiter(_under(chosen.rpm), _under(chosen.tpm))
+                    RateLimiter(chosen.rpm, chosen.tpm, burst=HEADROOM)
                     if chosen.rpm or chosen.tpm
                     else None
                 ),
-                concurrency=(
-                    asyncio.Semaphore(chosen.max_concurrency) if chosen.max_concurrency else None
-                ),
+                max_concurrency=chosen.max_concurrency,
             )
             for provider, chosen in limits.items()
             if chosen.any
@@ -62,37 +63,35 @@ class FleetLimiter:
     def providers(self) -> frozenset[str]:
         return frozenset(self._lanes)
 
-    async def acquire(self, provider: str, tokens: int) -> float:
-        """Wait for a cooldown to end, a free slot and room in the buckets, then take it.
-        Returns the seconds waited."""
+    def try_acquire(self, provider: str, tokens: int) -> float:
+        """Take a slot and room in the buckets for a request of `tokens` input tokens: 0.0
+        when it may go now, else the seconds to wait before asking again (a cooldown's end,
+        the buckets' refill, a moment for a slot)."""
         lane = self._lanes.get(provider)
         if lane is None:
             return 0.0
-        started = time.monotonic()
-        if lane.concurrency is not None:
-            await lane.concurrency.acquire()
-        try:
-            while True:
-                cooling = lane.cooldown_until - time.monotonic()
-                if cooling > 0:
-                    await asyncio.sleep(cooling)
-                    continue
-                if lane.limiter is None:
-                    break
-                admission = lane.limiter.admit(tokens)
-                if admission.allowed:
-                    break
-                await asyncio.sleep(admission.retry_after)
-        except BaseException:
-            if lane.concurrency is not None:
-                lane.concurrency.release()
-            raise
-        return time.monotonic() - started
+        cooling = lane.cooldown_until - time.monotonic()
+        if cooling > 0:
+            return cooling
+        if lane.max_concurrency is not None and lane.in_flight >= lane.max_concurrency:
+            return SLOT_POLL_S
+        if lane.limiter is not None:
+            admission = lane.limiter.admit(tokens)
+            if not admission.allowed:
+                return max(admission.retry_after, 0.001)
+        lane.in_flight += 1
+        return 0.0
 
-    def release(self, provider: str) -> None:
+    def release(self, provider: str, left: RateLimitLeft | None = None) -> None:
+        """A request ended: its slot is free. `left`: what the provider's headers said is left
+        on the key; where that is less than the buckets hold (another client on the key, a
+        lower limit than configured), they shrink to it."""
         lane = self._lanes.get(provider)
-        if lane is not None and lane.concurrency is not None:
-            lane.concurrency.release()
+        if lane is None:
+            return
+        lane.in_flight = max(lane.in_flight - 1, 0)
+        if left is not None and lane.limiter is not None:
+            lane.limiter.observe(left, HEADROOM)
 
     def cool_down(self, provider: str, seconds: float) -> None:
         """A request on `provider` met a 429 asking to wait `seconds`: every request on it

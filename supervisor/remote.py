@@ -22,13 +22,13 @@ from actors.collector import tune_collector
 from actors.host import Activation, Ticket
 from actors.remote import AgentHost, HostSettings
 from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
-from providers.base import AssistantTurn
+from providers.base import AssistantTurn, RateLimitLeft
 from providers.catalog import ModelSpec, set_prices
 from providers.errors import GroveError
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
-from supervisor.budget import BudgetDesk, BudgetExhausted, Hold
+from supervisor.budget import BUDGET_POLL_S, BudgetDesk, BudgetExhausted, Hold
 from supervisor.budget_rules import Budget
 from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
@@ -355,27 +355,40 @@ class Supervisor:
         ticket = await self.core.begin_turn(uuid, text)
         return ticket, self.host(ticket.host_id)
 
-    async def fleet_acquire(self, provider: str, tokens: int) -> float:
-        """Before a request on a rate-limited provider: wait for room; the seconds waited."""
-        return await self.fleet.acquire(provider, tokens)
+    async def fleet_acquire_many(self, requests: list[tuple[str, int]]) -> list[float]:
+        """Before requests on rate-limited providers, `(provider, input tokens)` each: 0.0 for
+        one that may go now (its slot and room are taken), else the seconds to wait before
+        asking again."""
+        return [self.fleet.try_acquire(provider, tokens) for provider, tokens in requests]
 
-    async def fleet_release(self, provider: str) -> None:
-        self.fleet.release(provider)
+    async def fleet_release_many(self, ended: list[tuple[str, RateLimitLeft | None]]) -> list[None]:
+        """Requests ended, `(provider, what its answer's rate-limit headers said is left)`."""
+        for provider, left in ended:
+            self.fleet.release(provider, left)
+        return [None] * len(ended)
 
     async def fleet_cool_down(self, uuid: str, provider: str, seconds: float) -> None:
         """A 429 asked one agent to wait: every agent on that provider waits as long."""
         self.fleet.cool_down(provider, seconds)
         self.core.event("RateLimited", agent=uuid, provider=provider, seconds=round(seconds, 3))
 
-    async def budget_reserve(
-        self, uuid: str, model: str, tokens: int, max_tokens: int | None
-    ) -> tuple[bool, str | None, Hold | None]:
-        """Before a request of a budgeted agent: (False, why, None) when it would pass a
-        limit, else (True, None, what it holds until settled)."""
-        try:
-            return True, None, await self.budgets.reserve(uuid, model, tokens, max_tokens)
-        except BudgetExhausted as exc:
-            return False, str(exc), None
+    async def budget_reserve_many(
+        self, requests: list[tuple[str, str, int, int | None]]
+    ) -> list[tuple[str, Any]]:
+        """Before requests of budgeted agents, `(agent, model, input tokens, max_tokens)` each:
+        `("held", the hold)`, `("refused", why)` when it would pass a limit, or `("wait",
+        seconds)` while requests in flight hold the room."""
+        answers: list[tuple[str, Any]] = []
+        for uuid, model, tokens, max_tokens in requests:
+            try:
+                hold = self.budgets.try_reserve(uuid, model, tokens, max_tokens)
+            except BudgetExhausted as exc:
+                answers.append(("refused", str(exc)))
+            except GroveError as exc:  # the agent is gone, say: this one, not the batch
+                answers.append(("refused", str(exc)))
+            else:
+                answers.append(("wait", BUDGET_POLL_S) if hold is None else ("held", hold))
+        return answers
 
     async def budget_extend(
         self, uuid: str, model: str, hold: Hold, more: int
@@ -386,8 +399,11 @@ class Supervisor:
         except BudgetExhausted as exc:
             return False, str(exc), None
 
-    async def budget_settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
-        await self.budgets.settle(uuid, hold, tokens, cost_usd)
+    async def budget_settle_many(self, ended: list[tuple[str, Hold, int, float]]) -> list[None]:
+        """Requests ended, `(agent, its hold, tokens used, cost)` each."""
+        for uuid, hold, tokens, cost_usd in ended:
+            self.budgets.settle(uuid, hold, tokens, cost_usd)
+        return [None] * len(ended)
 
     async def recover_context(
         self, uuid: str, reason: str, tokens: int

@@ -47,6 +47,8 @@ JSON_CONTENT_TYPE = ("content-type", "application/json")
 
 
 RECEIVED_KEPT = 64
+# GET: what the simulator has billed and refused, as JSON (for benchmarks in other processes).
+STATS_PATH = "/_simulator/stats"
 
 
 class Simulator:
@@ -58,6 +60,9 @@ class Simulator:
         rpm, tpm = self.config.rpm, self.config.tpm
         self._limiter = RateLimiter(rpm, tpm) if rpm or tpm else None
         self.rate_limited = 0  # requests answered 429 for being over --rpm / --tpm
+        # What the answers it finished reported, as a provider bills: requests, input and
+        # output tokens (a stream cut off before its end reports no usage and is not counted).
+        self.billed = {"requests": 0, "input_tokens": 0, "output_tokens": 0}
         self._gemini = GeminiGenerateContent()
         self._openai_chat = OpenAIChat()
         self._apis: tuple[SimulatedAPI, ...] = (
@@ -151,6 +156,13 @@ class Simulator:
         """Answer one request; whether the connection may carry another."""
         received = asyncio.get_running_loop().time()
         keep_alive = request.keep_alive
+        if request.path == STATS_PATH and request.method == "GET":
+            stats = {"rate_limited": self.rate_limited, "billed": self.billed}
+            writer.write(
+                sized_response(200, [JSON_CONTENT_TYPE], dump(stats), keep_alive=keep_alive)
+            )
+            await writer.drain()
+            return keep_alive
         api = next((api for api in self._apis if api.handles(request.path)), None)
         if api is None:
             fallback = (
@@ -236,7 +248,14 @@ class Simulator:
         if plan.fault is not None and plan.fault.kind == "error_after_200":
             return await _send(writer, api, api.error("overloaded"), keep_alive)
         reply = Reply(status=200, body=api.body(plan, inbound), headers=limits)
-        return await _send(writer, api, reply, keep_alive)
+        kept = await _send(writer, api, reply, keep_alive)
+        self._bill(inbound, plan)
+        return kept
+
+    def _bill(self, inbound: Inbound, plan: Plan) -> None:
+        self.billed["requests"] += 1
+        self.billed["input_tokens"] += inbound.input_tokens
+        self.billed["output_tokens"] += plan.content_events
 
     async def _stream(
         self,
@@ -289,6 +308,7 @@ class Simulator:
             return False
         writer.write(LAST_CHUNK)
         await writer.drain()
+        self._bill(inbound, plan)
         return keep_alive
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from providers.http import Endpoint
@@ -62,6 +63,37 @@ def test_a_429_holds_every_agent_on_that_provider(grove: Grove) -> None:
     (event,) = [e for e in rate_limited_events(grove) if e["agent"] == root]
     assert event["provider"] == "anthropic"
     assert 0.5 <= float(event["seconds"]) <= 0.75  # retry-after, and a little spread
+
+
+def spend_outside_grove(simulator: SimulatorThread, leave: int) -> None:
+    """Another client on the same key spends the simulator's bucket down to `leave` requests."""
+    with httpx.Client(base_url=simulator.base_url, timeout=30) as client:
+        while True:
+            answer = client.post(
+                "/v1/messages",
+                headers={"x-api-key": KEY, "anthropic-version": "2023-06-01"},
+                json={
+                    "model": "claude-haiku-4-5",
+                    "max_tokens": 16,
+                    "messages": [{"role": "user", "content": "[[sim tokens=1]] spend"}],
+                },
+            )
+            assert answer.status_code == 200, answer.text
+            if int(answer.headers["anthropic-ratelimit-requests-remaining"]) <= leave:
+                return
+
+
+def test_the_buckets_shrink_to_what_the_providers_headers_say_is_left(
+    grove: Grove, simulator: SimulatorThread
+) -> None:
+    spend_outside_grove(simulator, leave=4)
+    before = simulator.simulator.rate_limited
+    root = grove.create_root("claude-haiku-4-5").uuid
+    # The fleet's buckets know nothing of the other client: they would let all 12 go at once.
+    # After the first answer they hold no more than its headers say is left, and wait.
+    for n in range(12):
+        assert grove.ask(root, f"[[sim tokens=1]] one after another {n}").ok
+    assert simulator.simulator.rate_limited == before  # not one 429
 
 
 def test_requests_wait_for_the_fleets_buckets_instead_of_earning_429s(
