@@ -19,8 +19,10 @@ Every faulted task carries one directive whose text is its own (a sub-millisecon
 prompts without directives, one pass, nothing killed. Wall times count each pass's runner,
 not Ray's start-up (as bench/batch.py's runner figure); `rerun_start_s` is what the later
 passes' Grove start-ups add. `lost` counts tasks without an ok record at the end; read back
-from the store afterwards: `run_twice` (tasks with more than one stored answer under their
-key), `lost_in_store` (tasks with none), `TurnInterrupted` and `HostRestarted` events.
+from the store afterwards: the usage it records against what the simulator billed for the
+answers it finished (`usage_recorded_equals_billed`), `run_twice` (tasks with more than one
+stored answer under their key), `lost_in_store` (tasks with none), `TurnInterrupted` and
+`HostRestarted` events.
 Provider retries (`Retrying`) reach only a turn's stream, which the batch runner does not
 read, so `provider_faults_injected` counts the status faults planted (each is served once and
 answered by one provider retry).
@@ -44,7 +46,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import MODEL, ExternalSimulator, Pacing, running_grove, simulator_process
+from harness import (
+    MODEL,
+    ExternalSimulator,
+    Pacing,
+    running_grove,
+    simulator_process,
+    simulator_stats,
+)
 
 from cli.batch import BatchRunner
 from cli.batch_input import Task, id_key, read_tasks
@@ -52,6 +61,7 @@ from cli.batch_output import OutputLog, read_previous
 from cli.batch_progress import Totals
 from providers.errors import GroveError
 from supervisor.store import open_store
+from supervisor.usage import usage_report
 
 CONTEXT = [
     ("user", "Our shop sells 40 kinds of tea. Answer each question about it in one sentence."),
@@ -231,9 +241,15 @@ def store_tally(directory: Path) -> dict[str, Any]:
                 own = store.agent_messages(record.uuid)
                 answers[key] += sum(1 for message in own if message.kind == "assistant")
         events = Counter(event.kind for event in store.events(limit=10_000_000))
+        recorded = usage_report(store, store.list_agents(include_ended=True)).total
     finally:
         store.close()
-    return {"answers": answers, "events": events}
+    usage = {
+        "requests": recorded.requests,
+        "input_tokens": recorded.input_tokens,
+        "output_tokens": recorded.output_tokens,
+    }
+    return {"answers": answers, "events": events, "usage": usage}
 
 
 def main() -> None:
@@ -273,6 +289,7 @@ def main() -> None:
             )
         chaos_records = last_records(chaos_dir / "out.jsonl")
         tally = store_tally(chaos_dir)
+        billed = simulator_stats(simulator)["billed"]  # the chaos run's, before the baseline
         plain_tasks = write_tasks(plain_dir / "tasks.jsonl", args.n, {})
         baseline = run_batch(
             simulator,
@@ -318,6 +335,9 @@ def main() -> None:
         "baseline_completed": sum(1 for r in baseline_records.values() if r["status"] == "ok"),
         "ratio": round(wall_s / baseline_s, 3),
         "ratio_with_rerun_start": round((wall_s + rerun_start_s) / baseline_s, 3),
+        "usage_recorded": tally["usage"],
+        "usage_billed": billed,
+        "usage_recorded_equals_billed": tally["usage"] == billed,
     }
     print(json.dumps(report))
 

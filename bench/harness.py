@@ -56,10 +56,10 @@ class ExternalSimulator:
 
 @contextmanager
 def simulator_process(
-    pacing: Pacing, context_window: int | None = None
+    pacing: Pacing, context_window: int | None = None, rpm: int | None = None
 ) -> Iterator[ExternalSimulator]:
     """`grove simulate` in a process of its own on a free port, stopped through its handle;
-    `context_window` overrides every model's window there."""
+    `context_window` overrides every model's window there, `rpm` limits its requests."""
     key = "bench-" + secrets.token_hex(12)
     command = [
         sys.executable, "-m", "cli.app", "simulate", "--port", "0",
@@ -68,6 +68,8 @@ def simulator_process(
     ]  # fmt: skip
     if context_window is not None:
         command += ["--context-window", str(context_window)]
+    if rpm is not None:
+        command += ["--rpm", str(rpm)]
     process = subprocess.Popen(
         command,
         cwd=REPO_ROOT,
@@ -307,3 +309,11 @@ def percentile(samples: list[float], fraction: float) -> float:
     ordered = sorted(samples)
     index = min(len(ordered) - 1, max(0, round(fraction * len(ordered) + 0.5) - 1))
     return ordered[index]
+
+
+def simulator_stats(simulator: ExternalSimulator) -> dict[str, Any]:
+    """What the simulator has billed and how many requests it refused with 429."""
+    import httpx
+
+    stats: dict[str, Any] = httpx.get(simulator.base_url + "/_simulator/stats", timeout=10).json()
+    return stats
