@@ -116,6 +116,7 @@ class ReviewerSpec:
     system: str
     workspace: str
     context_window: int
+    budgeted: bool = False  # the watched agent's tree has a budget: the reviewer draws on it
 
 
 @dataclass(kw_only=True, slots=True)
@@ -157,6 +158,8 @@ class ReviewReport:
     dropped: bool = False
     error: str | None = None
     health: dict[str, Any] = field(default_factory=dict)
+    # What each request of this update used (usage, cost_usd, model, provider), to be stored.
+    spent: list[dict[str, Any]] = field(default_factory=list)
 
 
 Report = Callable[[ReviewReport], Awaitable[None]]
@@ -185,6 +188,7 @@ class Reviewer:
         self._retry_delay_s = retry_delay_s
         self._generation = 0  # bumped by reset: a drain of an older generation reports nothing
         self.version = 0  # bumped by every change of the backlog
+        self._spent: list[dict[str, Any]] = []  # requests made since the last report
 
     @property
     def backlog(self) -> int:
@@ -245,8 +249,10 @@ class Reviewer:
                     dropped=dropped,
                     error=error,
                     health=self.health.as_dict(),
+                    spent=self._spent,
                 )
             )
+            self._spent = []
             if not ok and not dropped:
                 await asyncio.sleep(self._retry_delay_s)
 
@@ -258,6 +264,11 @@ class Reviewer:
         result: TurnResult = await self.agent.run_turn(
             NewEntry(kind="user", content=prompt, data={}), lambda event: None
         )
+        self._spent += [
+            {key: value for key, value in entry.data.items() if key != "parts"}
+            for entry in result.entries
+            if entry.kind == "assistant"
+        ]
         if generation != self._generation:
             return False, "reset"
         if not result.ok:
@@ -319,6 +330,15 @@ class Reviewer:
             return ""
         self.health.usage = self.health.usage + turn.usage
         self.health.cost_usd += turn.cost_usd
+        self._spent.append(
+            {
+                "usage": turn.usage.as_dict(),
+                "cost_usd": turn.cost_usd,
+                "model": turn.model,
+                "provider": turn.provider,
+                "stop_reason": turn.stop_reason,
+            }
+        )
         return turn.text.strip()
 
     def status(self) -> dict[str, Any]:

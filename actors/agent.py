@@ -10,7 +10,7 @@ import asyncio
 import enum
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -101,14 +101,23 @@ def context_tokens(turn: AssistantTurn) -> int:
     return usage.input_tokens + cached + usage.output_tokens
 
 
-def estimated_input(request: Request) -> int:
+def estimated_input(request: Request, tool_chars: int = 0) -> int:
     """About the input tokens of a request, on the high side (four characters a token, plus a
-    few for each message's framing): what a budget holds and the fleet's buckets count."""
-    chars = len(request.system or "")
+    few for each message's framing): what a budget holds and the fleet's buckets count.
+    `tool_chars`: the characters of the tools' names, descriptions and schemas it offers."""
+    chars = len(request.system or "") + tool_chars
     for message in request.messages:
         for part in message.parts:
             chars += len(getattr(part, "text", "") or getattr(part, "content", "") or "")
     return chars // 4 + FRAMING_TOKENS * (len(request.messages) + 1)
+
+
+def tool_chars(tools: Iterable[Tool]) -> int:
+    """The characters the tools' specs add to every request that offers them."""
+    return sum(
+        len(tool.spec.name) + len(tool.spec.description) + len(json.dumps(tool.spec.parameters))
+        for tool in tools
+    )
 
 
 class FleetPort(Protocol):
@@ -195,6 +204,7 @@ class Agent:
         self.history = history
         self.system = system
         self.tools = tools or {}
+        self._tool_chars = tool_chars(self.tools.values())  # counted once: tools never change
         self.max_tokens = max_tokens
         self.state = AgentState.IDLE
         self._make_provider = make_provider
@@ -298,7 +308,7 @@ class Agent:
             max_tokens=self.max_tokens,
         )
         provider = self.choice.provider
-        estimate = estimated_input(request)
+        estimate = estimated_input(request, self._tool_chars)
         if self.budget is None:
             return await self._streamed(request, provider, estimate, emit, None)
         hold = await self.budget.reserve(self.uuid, request.model, estimate, self.max_tokens)

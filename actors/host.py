@@ -178,7 +178,14 @@ class AgentHostCore:
     def add_reviewer(self, spec: ReviewerSpec, tools: dict[str, Tool], report: Report) -> None:
         """Start (or restart) a reviewer with its own agent, provider and tools."""
         agent = Agent(
-            spec.uuid, spec.choice, [], self._make_provider, system=spec.system, tools=tools
+            spec.uuid,
+            spec.choice,
+            [],
+            self._make_provider,
+            system=spec.system,
+            tools=tools,
+            budget=self._budget if spec.budgeted else None,
+            fleet=self._fleet,
         )
         self.reviewers[spec.uuid] = Reviewer(
             spec.uuid, agent, report, context_window=spec.context_window

@@ -2,7 +2,10 @@
 child record stored before the call returns), on a SQLite file and on a private redis-server.
 
 Also forks from a parent holding 200 messages (`sqlite_long_parent`): a fork reads no
-conversation, so its cost must not grow with the parent's history. Prints one JSON line.
+conversation, so its cost must not grow with the parent's history. Beside each store's fork,
+the round trip of a budget's hold (`*_budget_hold`: what a budgeted request asks the supervisor
+before it starts, from this process, as one host's lone request would) and of its settling.
+Prints one JSON line.
 Run from the repository root: `python bench/fork_latency.py --n 2000`.
 """
 
@@ -54,6 +57,31 @@ def call_floor(grove: Any, n: int) -> list[float]:
     return samples
 
 
+def budget_round_trips(grove: Any, n: int) -> tuple[list[float], list[float]]:
+    """Milliseconds of each of `n` holds of a budgeted root's request, and of each settling."""
+    import ray
+
+    from supervisor import Budget
+
+    root = grove.create_root(MODEL, budget=Budget(tokens=10**12)).uuid
+    holds: list[float] = []
+    settles: list[float] = []
+    for index in range(WARMUP + n):
+        start = time.perf_counter()
+        ((answer, hold),) = ray.get(
+            grove.supervisor.budget_reserve_many.remote([(root, MODEL, 100, None)])
+        )
+        held = time.perf_counter()
+        ray.get(grove.supervisor.budget_settle_many.remote([(root, hold, 150, 0.0)]))
+        settled = time.perf_counter()
+        if answer != "held":
+            raise SystemExit(f"fork_latency bench: the budget hold was {answer}: {hold}")
+        if index >= WARMUP:
+            holds.append((held - start) * 1000)
+            settles.append((settled - held) * 1000)
+    return holds, settles
+
+
 def summary(samples: list[float]) -> dict[str, float]:
     return {
         "p50_ms": round(percentile(samples, 0.50), 3),
@@ -75,8 +103,14 @@ def main() -> None:
                 fork_latencies(grove, args.n, history=LONG_PARENT_MESSAGES)
             )
             report["ray_call_floor"] = summary(call_floor(grove, args.n))
+            holds, settles = budget_round_trips(grove, args.n)
+            report["sqlite_budget_hold"] = summary(holds)
+            report["sqlite_budget_settle"] = summary(settles)
         with redis_server() as url, running_grove(simulator, store_url=url) as grove:
             report["redis"] = summary(fork_latencies(grove, args.n))
+            holds, settles = budget_round_trips(grove, args.n)
+            report["redis_budget_hold"] = summary(holds)
+            report["redis_budget_settle"] = summary(settles)
     print(json.dumps(report))
 
 

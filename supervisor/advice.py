@@ -21,8 +21,10 @@ from actors.advisor import (
 )
 from actors.agent import ModelChoice
 from providers.catalog import ModelSpec, model_info
+from supervisor.budget_rules import BUDGET_KEYS, budgeted
 from supervisor.errors import CommandError
-from supervisor.store.records import AgentRecord, MessageRecord
+from supervisor.store.base import SPENT_KIND
+from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
 if TYPE_CHECKING:
     from supervisor.store.base import Store
@@ -132,6 +134,8 @@ class AdvisorDesk:
             model=reviewer.model.model,
             thinking_level=reviewer.model.thinking,
             created_at=time.time(),
+            # It draws on the watched agent's budgets.
+            metadata={key: target.metadata[key] for key in BUDGET_KEYS if key in target.metadata},
         )
         self.core.store.create_agents([record])
         conversation = self.core.store.conversation(target.uuid)
@@ -149,6 +153,7 @@ class AdvisorDesk:
                 part for part in (ADVISOR_SYSTEM, reviewer.prompt, self.watchdog) if part
             ),
             workspace=self.workspace,
+            budgeted=budgeted(record.metadata),
             context_window=model_info(reviewer.model.model).context_window,
         )
         await asyncio.wait_for(host.add_reviewer(spec), 30)
@@ -262,6 +267,13 @@ class AdvisorDesk:
             return
         observe(watch, report.version, report.backlog)
         watch.health = report.health
+        if report.spent:  # what its requests used, counted with its tree's
+            self.core.store.append_messages(
+                [
+                    NewMessage(agent_uuid=report.reviewer, kind=SPENT_KIND, content="", data=data)
+                    for data in report.spent
+                ]
+            )
         if report.ok:
             watch.warned = False
             notes, watch.notes = watch.notes, []

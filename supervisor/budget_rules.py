@@ -69,9 +69,14 @@ class Budget:
 BUDGET_FIELDS = tuple(entry.name for entry in fields(Budget))
 
 
+# The metadata that says which budgets an agent draws on: its tree's root's (`budget_root`)
+# and those of the fork_many calls it or an ancestor came from (`budget_groups`).
+BUDGET_KEYS = ("budget_root", "budget_groups")
+
+
 def budgeted(metadata: dict[str, Any]) -> bool:
     """Whether an agent with this metadata draws on a budget (its tree's or a fork group's)."""
-    return "budget_root" in metadata or "budget_groups" in metadata
+    return any(key in metadata for key in BUDGET_KEYS)
 
 
 def group_entry(budget: Budget, parent: str) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec
-from supervisor.budget_rules import Budget, budgeted, group_entry
+from supervisor.budget_rules import BUDGET_KEYS, Budget, budgeted, group_entry
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
@@ -47,7 +47,7 @@ RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor ru
 # What a forked child takes over from its parent's record besides the model.
 # `budget_root`: the root whose `budget` the agent draws on; `budget_groups`: the budgets of
 # the fork_many calls it (or an ancestor) came from (supervisor/budget.py).
-INHERITED_METADATA = ("system", "budget_root", "budget_groups", *INHERITED_TOOL_METADATA)
+INHERITED_METADATA = ("system", *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

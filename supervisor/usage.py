@@ -14,7 +14,7 @@ from supervisor.store.records import AgentRecord, MessageRecord
 
 GROUPINGS = ("agent", "model", "provider", "day")
 # Stored messages that record a request's usage: a model's reply, a compaction's summary, a
-# reply of a turn that failed.
+# reply outside the conversation (a failed turn's, a reviewer's).
 BILLED_KINDS = frozenset({"assistant", COMPACTION_KIND, SPENT_KIND})
 TOKEN_FIELDS = (
     "input_tokens",
@@ -110,8 +110,9 @@ def usage_report(store: Store, agents: Sequence[AgentRecord], by: str = "agent")
 
 
 def root_of_each(agents: Iterable[AgentRecord]) -> dict[str, str]:
-    """Each agent's topmost ancestor among `agents` (itself when its parent is not there)."""
-    parents = {agent.uuid: agent.parent_uuid for agent in agents}
+    """Each agent's topmost ancestor among `agents` (itself when its parent is not there); a
+    reviewer's parent is the agent it watches."""
+    parents = {agent.uuid: agent.parent_uuid or agent.watched_uuid for agent in agents}
     roots: dict[str, str] = {}
     for uuid in parents:
         top, seen = uuid, {uuid}
@@ -123,12 +124,16 @@ def root_of_each(agents: Iterable[AgentRecord]) -> dict[str, str]:
 
 
 def subtree(store: Store, root: AgentRecord) -> list[AgentRecord]:
-    """`root` and every descendant, parents before children."""
-    found, pending = [], [root]
-    while pending:
-        agent = pending.pop(0)
-        found.append(agent)
-        pending.extend(store.children(agent.uuid))
+    """`root` and every descendant (children, and the reviewers watching any of them), parents
+    before children."""
+    below: dict[str, list[AgentRecord]] = {}
+    for agent in store.list_agents(include_ended=True):
+        above = agent.parent_uuid or agent.watched_uuid
+        if above is not None:
+            below.setdefault(above, []).append(agent)
+    found = [root]
+    for agent in found:  # grows as it goes: breadth first
+        found.extend(below.get(agent.uuid, ()))
     return found
 
 

@@ -18,8 +18,9 @@ DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LEASE_POLL_S = 0.01
 CLEAR_KIND = "clear"
 COMPACTION_KIND = "compaction"  # data: first_kept_message_id, tokens_before, tokens_after, reason
-# A reply of a turn that failed or was cancelled: not part of the conversation, but its usage
-# was billed (data: usage, cost_usd, model, provider, duration_s, stop_reason).
+# A reply outside the stored conversation (of a turn that failed or was cancelled, or of a
+# reviewer, whose transcript is its own): its usage was billed (data: usage, cost_usd, model,
+# provider, duration_s, stop_reason).
 SPENT_KIND = "spent"
 
 

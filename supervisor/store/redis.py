@@ -13,9 +13,11 @@ from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 import redis
+from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import AuthenticationError, RedisError, WatchError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.retry import Retry
 
 from supervisor.errors import StoreError
 from supervisor.store.base import (
@@ -145,6 +147,11 @@ class RedisStore(StoreCore):
             except ValueError as exc:
                 raise StoreError(f"Invalid Redis store URL for {self._where}") from exc
             self._client.ping()
+        # Reached once: from now on a Redis that goes away (restarted, a network blip) is waited
+        # for, every command sent again until it answers or about half a minute has passed.
+        # Writes that matter twice are keyed (a turn's messages by its ticket): a command sent
+        # again after its answer was lost stores nothing twice.
+        self._client.set_retry(Retry(ExponentialWithJitterBackoff(base=0.05, cap=2.0), 20))
         self._leases = _RedisLeaseQueue(self, lease_ttl_s)
 
     @contextmanager

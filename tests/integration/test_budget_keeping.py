@@ -8,15 +8,17 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from actors.agent import TurnResult
 from supervisor import Budget, Grove
 from supervisor.store import open_store
-from supervisor.usage import usage_report
+from supervisor.usage import subtree, usage_report
 from tests.integration.groves import cli_environment, running_grove
 
 MODEL = "claude-haiku-4-5"
@@ -24,7 +26,8 @@ MODEL = "claude-haiku-4-5"
 
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    with running_grove(tmp_path_factory.mktemp("keeping"), hosts=2) as grove:
+    env = {"GROVE_ADVISOR__MODEL": MODEL}
+    with running_grove(tmp_path_factory.mktemp("keeping"), hosts=2, env=env) as grove:
         yield grove
 
 
@@ -103,6 +106,39 @@ def test_a_fork_many_budget_limits_its_children_on_top_of_the_trees(grove: Grove
     assert not grove.ask(group[0], "[[sim tokens=5]] more").ok
 
 
+def reviewer_row(grove: Grove, root: str, done: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The reviewer's `/advisor status` row once `done` says so (it reviews in the background)."""
+    deadline = time.monotonic() + 60
+    while True:
+        (row,) = grove.dispatch(root, "/advisor status").data["reviewers"]
+        if done(row) or time.monotonic() > deadline:
+            return dict(row)
+        time.sleep(0.1)
+
+
+def test_reviewers_draw_on_the_budget_of_the_tree_they_watch(grove: Grove) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=100_000)).uuid
+    assert grove.dispatch(root, "/advisor on").ok
+    assert grove.ask(root, "[[sim tokens=20]] work to review").ok
+    row = reviewer_row(grove, root, lambda row: row["reviews"] >= 1)
+    assert row["reviews"] >= 1, row
+    store = open_store(grove.settings.store)
+    try:
+        tree = subtree(store, store.get_agent(root))  # type: ignore[arg-type]
+        report = usage_report(store, tree)
+    finally:
+        store.close()
+    (reviewer,) = [agent for agent in tree if agent.role == "advisor"]
+    assert report.rows[reviewer.uuid].requests == row["reviews"]  # stored as it spent
+    assert report.trees[root].requests == report.rows[root].requests + row["reviews"]
+    # A budget smaller than the reviewer's first request: it is refused, the agent goes on.
+    small = grove.create_root(MODEL, budget=Budget(tokens=300)).uuid
+    assert grove.dispatch(small, "/advisor on").ok
+    assert grove.ask(small, "[[sim tokens=20]] small work").ok
+    refused = reviewer_row(grove, small, lambda row: row["last_error"] is not None)
+    assert (refused["last_error"] or "").startswith("Budget exhausted: tokens: this request needs"), str(refused)
+
+
 def test_a_cost_budget_on_a_model_without_a_price_is_refused(grove: Grove) -> None:
     root = grove.create_root("openai:house-model", budget=Budget(cost_usd=1.0)).uuid
     result = grove.ask(root, "hello")
@@ -117,7 +153,7 @@ def test_a_cost_budget_on_a_model_without_a_price_is_refused(grove: Grove) -> No
 
 def test_a_price_in_the_config_keeps_a_cost_budget(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[models.prices]\n"house-model" = [2000, 4000]\n')
+    config.write_text('[models.prices]\n"house-model" = [200, 400]\n')
     env = cli_environment(tmp_path, config)
     command = [sys.executable, "-m", "cli.app", "run", "--simulate", "--model",
                "openai:house-model", "--budget-cost", "0.5"]  # fmt: skip
@@ -125,15 +161,15 @@ def test_a_price_in_the_config_keeps_a_cost_budget(tmp_path: Path) -> None:
         [*command, "[[sim tokens=50]] hello"], capture_output=True, text=True, env=env,
         timeout=180, check=False,
     )  # fmt: skip
-    # About 14 input tokens at $0.002 each: the request starts; with its 50 words of reply at
-    # $0.004 it costs about $0.23.
+    # About 550 input tokens (the prompt, the default tools' schemas) at $0.0002 each: the
+    # request starts; with its 50 words of reply at $0.0004 it costs about $0.13.
     assert first.returncode == 0, first.stderr
     broke = subprocess.run(
         [*command, "words " * 2000], capture_output=True, text=True, env=env, timeout=180,
         check=False,
     )  # fmt: skip
-    assert broke.returncode == 1, broke.stderr  # about 3,000 input tokens: $6 alone
-    assert "Budget exhausted: cost_usd: this request's input costs about $6" in broke.stderr
+    assert broke.returncode == 1, broke.stderr  # about 3,500 input tokens: $0.70 alone
+    assert "Budget exhausted: cost_usd: this request's input costs about $0.7" in broke.stderr
     assert "more than the whole budget of $0.5; nothing was sent" in broke.stderr
 
 
