@@ -210,6 +210,7 @@ class Agent:
         self._make_provider = make_provider
         self._provider: Provider | None = None
         self._steering: list[NewEntry] = []
+        self._billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
 
     @property
     def provider(self) -> Provider:
@@ -245,10 +246,17 @@ class Agent:
     def reset_history(self, history: list[Message]) -> None:
         self.history = history
 
-    async def run_turn(self, user: NewEntry | None, emit: Emit) -> TurnResult:
-        """Run one turn to its end. Failures are reported in the result, never raised."""
+    async def run_turn(
+        self,
+        user: NewEntry | None,
+        emit: Emit,
+        billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+    ) -> TurnResult:
+        """Run one turn to its end. Failures are reported in the result, never raised.
+        `billed` is told what each request used as soon as it ends."""
         result = TurnResult()
         self.state = AgentState.IN_TURN
+        self._billed = billed
         try:
             if user is not None:
                 self._append(result, user, entry_to_message(user))
@@ -259,7 +267,7 @@ class Agent:
                 try:
                     turn = await self._step(emit)
                 except BudgetCut as cut:  # what streamed is kept, and counted
-                    self._record_assistant(result, cut.turn, time.monotonic() - started)
+                    await self._record_assistant(result, cut.turn, time.monotonic() - started)
                     raise
                 except ProviderError as exc:
                     if recovered or not is_context_overflow(str(exc)):
@@ -275,7 +283,7 @@ class Agent:
                 ):
                     recovered = True
                     turn = await self._step(emit)
-                self._record_assistant(result, turn, time.monotonic() - started)
+                await self._record_assistant(result, turn, time.monotonic() - started)
                 calls = turn.tool_calls
                 if calls:
                     await self._run_tools(result, calls, emit)
@@ -411,7 +419,11 @@ class Agent:
         self.history = to_messages([*compacted, *unsaved])
         return True
 
-    def _record_assistant(self, result: TurnResult, turn: AssistantTurn, seconds: float) -> None:
+    async def _record_assistant(
+        self, result: TurnResult, turn: AssistantTurn, seconds: float
+    ) -> None:
+        """The reply joins the turn's result; the supervisor hears at once what it was billed
+        (if this turn's host dies before the turn is stored, that is stored all the same)."""
         data = {
             "parts": parts_to_data(turn.message.parts),
             "usage": turn.usage.as_dict(),
@@ -421,6 +433,8 @@ class Agent:
             "model": turn.model,
             "provider": turn.provider,
         }
+        if self._billed is not None:
+            await self._billed({key: value for key, value in data.items() if key != "parts"})
         self._append(result, NewEntry(kind="assistant", content=turn.text, data=data), turn.message)
         result.text = turn.text
         result.usage = result.usage + turn.usage

@@ -7,6 +7,7 @@ task, so a caller that stops reading does not stop the turn.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +39,10 @@ from providers.base import (
     TextDelta,
     ThinkingDelta,
 )
+
+# Tells the supervisor what a request of a turn was billed, as soon as it ends: (ticket id,
+# agent, the data its reply is stored with, without its parts).
+Billed = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 
 # Deltas that arrive within this window travel to a caller as one chunk.
 COALESCE_WINDOW_S = 0.03
@@ -134,8 +139,10 @@ class AgentHostCore:
         compaction_threshold: float | None = None,
         budget: BudgetPort | None = None,
         fleet: FleetPort | None = None,
+        billed: Billed | None = None,
     ) -> None:
         self.host_id = host_id
+        self._billed = billed
         self.tool_steps = tool_steps
         self.agents: dict[str, Agent] = {}
         self.runs: dict[str, TurnRun] = {}
@@ -249,7 +256,10 @@ class AgentHostCore:
             agent = self.agents[uuid]
             if agent.choice != run.ticket.choice:
                 await agent.switch_model(run.ticket.choice)
-            result = await agent.run_turn(run.ticket.user, run.push)
+            billed = None
+            if self._billed is not None:
+                billed = functools.partial(self._billed, run.ticket.ticket_id, uuid)
+            result = await agent.run_turn(run.ticket.user, run.push, billed)
             self._last_used[uuid] = time.monotonic()
         run.result = result
         run.changed.set()

@@ -159,6 +159,25 @@ class SupervisorBudgetPort:
         await self._settle.call((uuid, hold, tokens, cost_usd))
 
 
+class SupervisorBillingPort:
+    """What each request of a turn was billed, told to the supervisor as it ends (the host's
+    agents together, one call per batch)."""
+
+    def __init__(self, supervisor: Any) -> None:
+        self._supervisor = supervisor
+        self._told = Coalescer(self._tell_many, "billed")
+
+    async def _tell_many(self, requests: list[tuple[str, str, dict[str, Any]]]) -> list[None]:
+        done: list[None] = await asyncio.wait_for(
+            self._supervisor.billed_many.remote(requests), TOOL_CALL_TIMEOUT_S
+        )
+        return done
+
+    async def tell(self, ticket_id: str, uuid: str, data: dict[str, Any]) -> None:
+        with contextlib.suppress(TimeoutError, ray.exceptions.RayError):  # the report still goes
+            await self._told.call((ticket_id, uuid, data))
+
+
 class SupervisorToolPort:
     """Forwards fan-out tool calls to the supervisor actor, each with a timeout."""
 
@@ -201,6 +220,7 @@ class AgentHost:
         self._reporter = reporter
         kit = ToolKit(SupervisorToolPort(reporter), Path(settings.workspace), settings.mcp_servers)
         self._reports = ReportBatcher(self._send_reports)
+        self._billing = SupervisorBillingPort(reporter)
         self.core = AgentHostCore(
             host_id,
             provider_factory(settings),
@@ -212,6 +232,7 @@ class AgentHost:
             compaction_threshold=settings.compaction_threshold,
             budget=SupervisorBudgetPort(reporter),
             fleet=SupervisorFleetPort(reporter, settings.limited_providers),
+            billed=self._billing.tell,
         )
         self._janitor: asyncio.Task[None] | None = None
 

@@ -61,7 +61,7 @@ from cli.batch_output import OutputLog, read_previous
 from cli.batch_progress import Totals
 from providers.errors import GroveError
 from supervisor.store import open_store
-from supervisor.usage import usage_report
+from supervisor.usage import billed_messages, usage_report
 
 CONTEXT = [
     ("user", "Our shop sells 40 kinds of tea. Answer each question about it in one sentence."),
@@ -241,7 +241,13 @@ def store_tally(directory: Path) -> dict[str, Any]:
                 own = store.agent_messages(record.uuid)
                 answers[key] += sum(1 for message in own if message.kind == "assistant")
         events = Counter(event.kind for event in store.events(limit=10_000_000))
-        recorded = usage_report(store, store.list_agents(include_ended=True)).total
+        agents = store.list_agents(include_ended=True)
+        recorded = usage_report(store, agents).total
+        kinds = Counter(
+            (message.kind, bool(message.data.get("usage", {}).get("output_tokens")))
+            for agent in agents
+            for message in billed_messages(store, agent)
+        )
     finally:
         store.close()
     usage = {
@@ -249,7 +255,10 @@ def store_tally(directory: Path) -> dict[str, Any]:
         "input_tokens": recorded.input_tokens,
         "output_tokens": recorded.output_tokens,
     }
-    return {"answers": answers, "events": events, "usage": usage}
+    by_kind = {
+        f"{kind}{'' if output else ' (no output)'}": n for (kind, output), n in kinds.items()
+    }
+    return {"answers": answers, "events": events, "usage": usage, "by_kind": by_kind}
 
 
 def main() -> None:
@@ -338,6 +347,7 @@ def main() -> None:
         "usage_recorded": tally["usage"],
         "usage_billed": billed,
         "usage_recorded_equals_billed": tally["usage"] == billed,
+        "recorded_requests_by_kind": tally["by_kind"],
     }
     print(json.dumps(report))
 

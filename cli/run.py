@@ -27,7 +27,7 @@ from cli.render import TurnWriter, tool_exchanges
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.config import GroveSettings
-from supervisor.rules import NO_MODEL_TEXT
+from supervisor.rules import NO_MODEL_FLAG_TEXT
 
 if TYPE_CHECKING:
     from actors.agent import TurnResult
@@ -99,7 +99,7 @@ def resolve_model(flag: str | None, settings: GroveSettings) -> ModelSpec:
     """The flag, else the config's default; the reference's texts when neither works."""
     text = flag or settings.defaults.model
     if not text:
-        fail(NO_MODEL_TEXT, code=2)
+        fail(NO_MODEL_FLAG_TEXT, code=2)
     try:
         return parse_model_spec(text, settings.models.aliases)
     except ModelSpecError as exc:

@@ -372,6 +372,13 @@ class Supervisor:
         self.fleet.cool_down(provider, seconds)
         self.core.event("RateLimited", agent=uuid, provider=provider, seconds=round(seconds, 3))
 
+    async def billed_many(self, requests: list[tuple[str, str, dict[str, Any]]]) -> list[None]:
+        """Requests that ended, `(turn ticket, agent, what it was billed)` each: kept until
+        the turn is stored, stored anyway if the turn is lost with its host."""
+        for ticket_id, uuid, data in requests:
+            self.core.billing.seen(ticket_id, uuid, data)
+        return [None] * len(requests)
+
     async def budget_reserve_many(
         self, requests: list[tuple[str, str, int, int | None]]
     ) -> list[tuple[str, Any]]:

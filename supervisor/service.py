@@ -18,6 +18,7 @@ from actors.host import Activation, Ticket
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec
+from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import BUDGET_KEYS, Budget, budgeted, group_entry
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
@@ -72,6 +73,7 @@ class SupervisorCore:
             raise SupervisorError("a supervisor needs at least one host")
         self.store = store
         self.event_log = EventLog(store)
+        self.billing = InFlightBilling()  # requests billed by turns not stored yet
         self.hosts = list(hosts)
         self._spawn_host = spawn_host
         # Puts a value where every host can read it (the object store), once per fork point.
@@ -411,6 +413,7 @@ class SupervisorCore:
         for ticket in tickets:
             state = self._live[ticket.uuid]
             if state.ticket_id == ticket.ticket_id:
+                self._keep_billed(ticket.ticket_id)
                 self.event(
                     "TurnInterrupted", agent=ticket.uuid, ticket=ticket.ticket_id, host=host_id
                 )
@@ -527,6 +530,7 @@ class SupervisorCore:
     def _release_turn(self, ticket: Ticket, result: TurnResult) -> None:
         """After the turn is stored: clear the in-flight flag, wake waiters, emit the event."""
         state = self.live(ticket.uuid)
+        self.billing.stored(ticket.ticket_id)
         if state.ticket_id == ticket.ticket_id:
             state.ticket_id = None
             state.last_result = result
@@ -576,6 +580,7 @@ class SupervisorCore:
             state.active, state.ready_for = False, None
             if state.ticket_id is None:
                 continue
+            self._keep_billed(state.ticket_id)
             self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host.host_id)
             if state.retry_interrupted:
                 state.ticket_id = None  # waiters keep waiting: the retry is this turn's end
@@ -584,6 +589,12 @@ class SupervisorCore:
                 self._interrupted(uuid, state, "interrupted: the agent's host died")
         if self.advisors is not None:
             await self.advisors.host_replaced(host)
+
+    def _keep_billed(self, ticket_id: str) -> None:
+        """A turn lost with its host: what its requests were billed is stored all the same."""
+        lost = self.billing.lost(ticket_id)
+        if lost:
+            self.store.append_messages(lost)
 
     def recover(self) -> int:
         """After a supervisor restart: turns that were in flight are reported interrupted and,
@@ -607,6 +618,8 @@ class SupervisorCore:
         return restarted
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:
+        if state.ticket_id is not None:
+            self._keep_billed(state.ticket_id)
         state.ticket_id = None
         state.active = False
         state.last_result = TurnResult(error=error)

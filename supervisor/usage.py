@@ -72,8 +72,8 @@ class UsageReport:
 
 
 def is_billed(message: MessageRecord) -> bool:
-    """Whether a stored message records a request's usage."""
-    return message.kind in BILLED_KINDS and bool(message.data)
+    """Whether a stored message records a request's usage (a seeded reply records none)."""
+    return message.kind in BILLED_KINDS and "usage" in message.data
 
 
 def billed_messages(store: Store, agent: AgentRecord) -> list[MessageRecord]:

@@ -22,7 +22,7 @@ from supervisor.store import Store, open_store
 
 BATCH_TIMEOUT_S = 240
 CONCURRENCY = 3
-NO_MODEL_FIRST_LINE = "No model configured. Use /model to select one."
+NO_MODEL_FIRST_LINE = "No model given. Pass --model, or set a default for every command:"
 
 CONTEXT = [
     {"role": "user", "content": "Here is our review guide: money is integer cents."},

@@ -136,7 +136,9 @@ def test_reviewers_draw_on_the_budget_of_the_tree_they_watch(grove: Grove) -> No
     assert grove.dispatch(small, "/advisor on").ok
     assert grove.ask(small, "[[sim tokens=20]] small work").ok
     refused = reviewer_row(grove, small, lambda row: row["last_error"] is not None)
-    assert (refused["last_error"] or "").startswith("Budget exhausted: tokens: this request needs"), str(refused)
+    assert (refused["last_error"] or "").startswith(
+        "Budget exhausted: tokens: this request needs"
+    ), str(refused)
 
 
 def test_a_cost_budget_on_a_model_without_a_price_is_refused(grove: Grove) -> None:

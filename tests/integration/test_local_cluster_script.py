@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from supervisor.store import open_store
+from supervisor.usage import subtree, usage_report
 from tests.conformance.corpus import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "deploy" / "local" / "cluster.sh"
@@ -267,6 +268,39 @@ def test_a_tool_from_a_local_file_runs_on_both_nodes(cluster: LocalCluster, tmp_
     finally:
         store.close()
     assert len(nodes) == 2, nodes  # the tool ran on the head node and on the worker node
+
+
+def test_a_strict_budget_holds_for_agents_racing_on_both_nodes(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    limit = 3_000
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        "".join(json.dumps({"id": n, "prompt": f"[[sim tokens=60]] race {n}"}) + "\n"
+                for n in range(200))
+    )  # fmt: skip
+    output = tmp_path / "out.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
+         "claude-sonnet-4-5", "--hosts", "2", "--concurrency", "200", "--budget-tokens",
+         str(limit), "--output", str(output)],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=BATCH_TIMEOUT_S, check=False,
+        env={**cluster.env, "GROVE_BUDGET__RESERVE_OUTPUT": "20", "GROVE_BUDGET__STRICT": "true"},
+    )  # fmt: skip
+    assert result.returncode == 1, result.stderr  # the budget ran out: the rest is skipped
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert {"ok", "skipped"} <= {record["status"] for record in records}
+    store = open_store(cluster.exports["GROVE_STORE"])
+    try:
+        agents = [store.get_agent(r["agent"]) for r in records if r.get("agent")]
+        root = store.get_agent(agents[0].parent_uuid)  # type: ignore[union-attr, arg-type]
+        assert root is not None
+        spent = usage_report(store, subtree(store, root)).total
+    finally:
+        store.close()
+    # Every reply was capped at the 20 tokens its request held: 200 agents on two nodes, one
+    # budget held in the supervisor, and what they settled stays within it.
+    assert 0 < spent.input_tokens + spent.output_tokens <= limit
 
 
 def test_stop_worker_removes_only_the_worker_node(cluster: LocalCluster) -> None:

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from supervisor.rules import NO_MODEL_TEXT
+from supervisor.rules import NO_MODEL_FLAG_TEXT
 from supervisor.store import open_store
 
 UNKNOWN_MODEL_TEXT = """Unknown model: unknown-model
@@ -175,4 +175,4 @@ def test_missing_credentials_names_each_key_page(env: dict[str, str]) -> None:
 def test_no_model_configured(env: dict[str, str]) -> None:
     code, _, err = run("hello")
     assert code == 2
-    assert err.strip() == NO_MODEL_TEXT
+    assert err.strip() == NO_MODEL_FLAG_TEXT  # the chat's /model hint would not help here
