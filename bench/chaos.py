@@ -20,7 +20,9 @@ prompts without directives, one pass, nothing killed. Wall times count each pass
 not Ray's start-up (as bench/batch.py's runner figure); `rerun_start_s` is what the later
 passes' Grove start-ups add. `lost` counts tasks without an ok record at the end; read back
 from the store afterwards: the usage it records against what the simulator billed for the
-answers it finished (`usage_recorded_equals_billed`), `run_twice` (tasks with more than one
+answers it finished (`usage_recorded_equals_billed`; a host killed in the moment between the
+simulator writing an answer's last bytes and the host reading them never learns of it, so
+those requests are billed and not recorded: `billed_not_recorded`), `run_twice` (tasks with more than one
 stored answer under their key), `lost_in_store` (tasks with none), `TurnInterrupted` and
 `HostRestarted` events.
 Provider retries (`Retrying`) reach only a turn's stream, which the batch runner does not
@@ -347,6 +349,7 @@ def main() -> None:
         "usage_recorded": tally["usage"],
         "usage_billed": billed,
         "usage_recorded_equals_billed": tally["usage"] == billed,
+        "billed_not_recorded": billed["requests"] - tally["usage"]["requests"],
         "recorded_requests_by_kind": tally["by_kind"],
     }
     print(json.dumps(report))
