@@ -22,9 +22,9 @@ passes' Grove start-ups add. `lost` counts tasks without an ok record at the end
 from the store afterwards: the usage it records against what the simulator billed for the
 answers it finished (`usage_recorded_equals_billed`; a host killed in the moment between the
 simulator writing an answer's last bytes and the host reading them never learns of it, so
-those requests are billed and not recorded: `billed_not_recorded`), `run_twice` (tasks with more than one
-stored answer under their key), `lost_in_store` (tasks with none), `TurnInterrupted` and
-`HostRestarted` events.
+those requests are billed and not recorded: `billed_not_recorded`), `run_twice` (tasks with
+more than one stored answer under their key), `lost_in_store` (tasks with none),
+`TurnInterrupted` and `HostRestarted` events.
 Provider retries (`Retrying`) reach only a turn's stream, which the batch runner does not
 read, so `provider_faults_injected` counts the status faults planted (each is served once and
 answered by one provider retry).
