@@ -83,6 +83,11 @@ class TurnRun:
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     result: TurnResult | None = None
     task: asyncio.Task[None] | None = None
+    # Readers besides the turn's caller (a dashboard): each gets every delta; None ends it.
+    watchers: list[asyncio.Queue[tuple[str, str] | None]] = field(default_factory=list)
+    # Every delta so far (the fragments pending holds too, not copies): what a watcher who
+    # comes in mid-turn is shown first.
+    so_far: list[tuple[str, str]] = field(default_factory=list)
 
     def push(self, event: StreamEvent | ToolActivity) -> None:
         match event:
@@ -107,6 +112,9 @@ class TurnRun:
         self.changed.set()
 
     def _add(self, kind: str, text: str) -> None:
+        self.so_far.append((kind, text))
+        for queue in self.watchers:
+            queue.put_nowait((kind, text))
         if self.pending and self.pending[-1][0] == kind and kind in ("text", "thinking"):
             self.pending[-1][1].append(text)
         else:
@@ -263,6 +271,8 @@ class AgentHostCore:
             self._last_used[uuid] = time.monotonic()
         run.result = result
         run.changed.set()
+        for queue in run.watchers:
+            queue.put_nowait(None)
         await self._report(run.ticket, result)
         asyncio.get_running_loop().call_later(RESULT_GRACE_S, self.forget, run.ticket.ticket_id)
 
@@ -278,6 +288,35 @@ class AgentHostCore:
                 yield chunk
             if run.result is not None:
                 return
+
+    async def watch(self, uuid: str) -> AsyncIterator[list[tuple[str, str]]]:
+        """The deltas of the agent's turn in progress, those so far first, to its end, for a
+        reader that did not start it (nothing when no turn is in progress)."""
+        running = (r for r in self.runs.values() if r.ticket.uuid == uuid and r.result is None)
+        run = next(running, None)
+        if run is None:
+            return
+        queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue()
+        for delta in run.so_far:
+            queue.put_nowait(delta)
+        run.watchers.append(queue)
+        try:
+            ended = False
+            while not ended:
+                item = await queue.get()
+                chunk: list[tuple[str, str]] = []
+                while True:  # what has come since, as one chunk
+                    if item is None:
+                        ended = True
+                        break
+                    chunk.append(item)
+                    if queue.empty():
+                        break
+                    item = queue.get_nowait()
+                if chunk:
+                    yield chunk
+        finally:
+            run.watchers.remove(queue)
 
     async def result(self, ticket_id: str) -> TurnResult:
         run = self.runs[ticket_id]

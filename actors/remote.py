@@ -289,6 +289,10 @@ class AgentHost:
         async for chunk in self.core.stream(ticket_id):
             yield chunk
 
+    async def watch(self, uuid: str) -> AsyncIterator[list[tuple[str, str]]]:
+        async for chunk in self.core.watch(uuid):
+            yield chunk
+
     async def result(self, ticket_id: str) -> TurnResult:
         return await self.core.result(ticket_id)
 

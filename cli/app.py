@@ -17,6 +17,7 @@ from cli.context import CliContext
 from cli.events import events_command
 from cli.history import history_command
 from cli.run import run_command
+from cli.service import down_command, status_command, up_command
 from cli.simulate import simulate_command
 from cli.usage import usage_command
 from providers.credentials import warn_if_credentials_exposed
@@ -63,6 +64,9 @@ app.command("history")(history_command)
 app.command("events")(events_command)
 app.command("usage")(usage_command)
 app.command("simulate")(simulate_command)
+app.command("up")(up_command)
+app.command("status")(status_command)
+app.command("down")(down_command)
 
 
 def show_grove_warnings() -> None:

@@ -496,6 +496,18 @@ class Grove:
         streaming: bool = self._call("streaming", agent)
         return streaming
 
+    def watch(self, agent: str) -> Iterator[tuple[str, str]]:
+        """The `(kind, text)` deltas of the agent's turn in progress, from now to its end
+        (nothing when it has none): for a reader that did not start the turn."""
+        host = self._call("turn_host", agent)
+        if host is None:
+            return
+        try:
+            for ref in host.watch.options(num_returns="streaming").remote(agent):
+                yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
+        except ray.exceptions.RayActorError:
+            yield ("notice", "the agent's host died; the turn is reported as interrupted")
+
     def cancel(self, agent: str) -> bool:
         cancelled: bool = self._call("cancel", agent)
         return cancelled

@@ -497,6 +497,12 @@ class Supervisor:
     async def streaming(self, uuid: str) -> bool:
         return self.core.streaming(uuid)
 
+    async def turn_host(self, uuid: str) -> Any:
+        """The host running the agent's turn in progress (None: no turn is)."""
+        if not self.core.streaming(uuid):
+            return None
+        return self.host(self.core.live(uuid).host.host_id)
+
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         state = self.core.live(uuid)
         handle = self.host(state.host.host_id)

@@ -1,0 +1,197 @@
+"""The thin command line: with a Grove service up, `run`, `agents`, `history`, `events` and
+`usage` are answered by it over HTTP. Imports the standard library and httpx only: no Ray,
+no pydantic-settings, no rich (a test checks), so a one-shot command starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from server.files import ServiceState, service_token
+
+THIN_COMMANDS = frozenset({"run", "agents", "history", "events", "usage"})
+TIMEOUT = httpx.Timeout(30.0, read=None)  # a turn streams for as long as it takes
+
+
+class ServiceError(Exception):
+    """The service refused a request; the text is its error."""
+
+
+def run_thin(state: ServiceState, argv: list[str]) -> int:
+    """Run one command against the service; its exit code."""
+    parser = argparse.ArgumentParser(prog="grove")
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run")
+    run.add_argument("prompt")
+    run.add_argument("--model", "-m")
+    run.add_argument("--system")
+    run.add_argument("--json", action="store_true")
+    agents = commands.add_parser("agents")
+    agents.add_argument("--all", action="store_true")
+    agents.add_argument("--json", action="store_true")
+    history = commands.add_parser("history")
+    history.add_argument("agent")
+    history.add_argument("--json", action="store_true")
+    events = commands.add_parser("events")
+    events.add_argument("--after", type=int, default=0)
+    events.add_argument("--follow", "-f", action="store_true")
+    usage = commands.add_parser("usage")
+    usage.add_argument("--agent")
+    usage.add_argument("--by", default="agent")
+    usage.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    headers = {"authorization": f"Bearer {service_token()}"}
+    with httpx.Client(base_url=state.url, headers=headers, timeout=TIMEOUT) as client:
+        try:
+            handler = HANDLERS[args.command]
+            return handler(client, args)
+        except ServiceError as exc:
+            sys.stderr.write(f"{exc}\n")
+            return 1
+        except httpx.HTTPError as exc:
+            sys.stderr.write(f"The Grove service at {state.url} did not answer: {exc}\n")
+            return 1
+
+
+def answer(response: httpx.Response) -> Any:
+    """The JSON of a successful answer; ServiceError with the service's text otherwise."""
+    if response.status_code >= 400:
+        try:
+            error = response.json()
+        except ValueError:
+            error = {"error": response.text}
+        text = error.get("error") or error.get("detail") or response.text
+        raise ServiceError(text if isinstance(text, str) else json.dumps(text))
+    return response.json()
+
+
+def sse_events(response: httpx.Response) -> Iterator[tuple[str, str]]:
+    """`(event, data)` of a Server-Sent Events answer, as they arrive."""
+    event, data = "message", list[str]()
+    for line in response.iter_lines():
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    if data:
+        yield event, "\n".join(data)
+
+
+def run_command(client: httpx.Client, args: argparse.Namespace) -> int:
+    root = answer(client.post("/api/roots", json={"model": args.model, "system": args.system}))
+    body = {"text": args.prompt, "stream": True}
+    result: dict[str, Any] = {}
+    with client.stream("POST", f"/api/agents/{root['uuid']}/prompts", json=body) as response:
+        if response.status_code >= 400:
+            response.read()
+            answer(response)
+        for event, data in sse_events(response):
+            if event == "result":
+                result = json.loads(data)
+            elif event == "delta" and not args.json:
+                delta = json.loads(data)
+                if delta["kind"] == "text":
+                    sys.stdout.write(delta["text"])
+                    sys.stdout.flush()
+                elif delta["kind"] == "notice":
+                    sys.stderr.write(delta["text"] + "\n")
+    if args.json:
+        sys.stdout.write(json.dumps({**result, "agent": root["uuid"]}) + "\n")
+    elif result.get("ok"):
+        sys.stdout.write("\n")
+    if not result.get("ok"):
+        sys.stderr.write(f"{result.get('error') or 'the turn did not finish'}\n")
+        return 1
+    return 0
+
+
+def agents_command(client: httpx.Client, args: argparse.Namespace) -> int:
+    rows: list[dict[str, Any]] = answer(client.get("/api/agents"))["agents"]
+    if not args.all:
+        rows = [row for row in rows if row["status"] == "running"]
+    if args.json:
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return 0
+    known = {row["uuid"] for row in rows}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for row in rows:
+        parent = row["parent_uuid"] if row["parent_uuid"] in known else None
+        children.setdefault(parent, []).append(row)
+
+    def walk(row: dict[str, Any], depth: int) -> None:
+        model = "no model"
+        if row["model"]:
+            model = f"{row['provider']}/{row['model']}/{row['thinking_level'] or 'default'}"
+        count = row["messages"]
+        noun = "message" if count == 1 else "messages"
+        sys.stdout.write(
+            f"{'  ' * depth}{row['uuid']}  {row['role']}  {row['status']}  {model}  "
+            f"{count} {noun}\n"
+        )
+        for child in children.get(row["uuid"], []):
+            walk(child, depth + 1)
+
+    for root in children.get(None, []):
+        walk(root, 0)
+    if not rows:
+        sys.stdout.write("No agents\n")
+    return 0
+
+
+def history_command(client: httpx.Client, args: argparse.Namespace) -> int:
+    found = answer(client.get(f"/api/agents/{args.agent}/history"))
+    if args.json:
+        sys.stdout.write(json.dumps(found) + "\n")
+        return 0
+    sys.stdout.write(f"Agent {found['agent']}\n")
+    for message in found["messages"]:
+        origin = (
+            "" if message["agent_uuid"] == found["agent"] else f"  from {message['agent_uuid']}"
+        )
+        content = f"\n{message['content']}" if message["content"] else ""
+        sys.stdout.write(f"[{message['id']}] {message['kind']}{origin}{content}\n\n")
+    return 0
+
+
+def events_command(client: httpx.Client, args: argparse.Namespace) -> int:
+    if not args.follow:
+        for event in answer(client.get("/api/events", params={"after": args.after}))["events"]:
+            sys.stdout.write(json.dumps(event) + "\n")
+        return 0
+    with client.stream("GET", "/api/events/stream", params={"after": args.after}) as response:
+        for _, data in sse_events(response):
+            sys.stdout.write(data + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+def usage_command(client: httpx.Client, args: argparse.Namespace) -> int:
+    params = {"by": args.by, **({"agent": args.agent} if args.agent else {})}
+    report = answer(client.get("/api/usage", params=params))
+    if args.json:
+        sys.stdout.write(json.dumps(report) + "\n")
+        return 0
+    fields = ("requests", "input_tokens", "output_tokens", "cost_usd", "seconds")
+    sys.stdout.write(f"{report['by']:<38} " + " ".join(f"{f:>13}" for f in fields) + "\n")
+    for name, row in [*report["rows"].items(), ("total", report["total"])]:
+        sys.stdout.write(f"{name:<38} " + " ".join(f"{row[f]:>13,}" for f in fields) + "\n")
+    return 0
+
+
+HANDLERS = {
+    "run": run_command,
+    "agents": agents_command,
+    "history": history_command,
+    "events": events_command,
+    "usage": usage_command,
+}

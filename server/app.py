@@ -1,0 +1,396 @@
+"""The HTTP API (FastAPI): roots, prompts (JSON or a stream of Server-Sent Events), commands,
+forks, kills, the tree, history, advice, usage, batches and the event log, over one `Grove`.
+
+Every route but /healthz needs the bearer token (a header, or `?token=` for the dashboard's
+own page and event streams, which browsers cannot give headers to).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid as uuidlib
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from pydantic import BaseModel, Field
+from sse_starlette.sse import EventSourceResponse
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+
+from actors.agent import TurnResult
+from cli.batch import BatchRunner
+from cli.batch_input import read_tasks
+from cli.batch_output import OutputLog
+from cli.batch_progress import Totals
+from providers.catalog import model_info
+from providers.errors import GroveError
+from server.files import token_matches
+from supervisor.api import Grove
+from supervisor.budget_rules import Budget
+from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store, open_store
+from supervisor.usage import (
+    GROUPINGS,
+    UsageTotals,
+    is_billed,
+    root_of_each,
+    subtree,
+    usage_report,
+)
+
+STATIC = Path(__file__).parent / "static"
+EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again
+OPEN_PATHS = frozenset({"/healthz"})
+MAX_BATCH_BYTES = 64 * 1024 * 1024
+
+
+class RootIn(BaseModel):
+    model: str | None = Field(default=None, description="MODEL[/THINKING]; else [defaults]")
+    system: str | None = None
+    tools: list[str] | None = Field(default=None, description="built-in tool names")
+    budget: dict[str, Any] | None = Field(default=None, description="Budget(...) fields")
+
+
+class PromptIn(BaseModel):
+    text: str = Field(min_length=1)
+    stream: bool = Field(default=False, description="true: Server-Sent Events of the deltas")
+
+
+class CommandIn(BaseModel):
+    line: str = Field(min_length=1, description="a command line, as typed in the chat")
+
+
+class ForkIn(BaseModel):
+    prompts: list[str] = Field(min_length=1, max_length=10_000)
+    model: str | None = None
+    budget: dict[str, Any] | None = None
+
+
+class BatchRun:
+    """A batch the service runs in a thread of its own: its progress and its records."""
+
+    def __init__(self, batch_id: str, root: str, total: int, output: Path) -> None:
+        self.id = batch_id
+        self.root = root
+        self.totals = Totals(total=total)
+        self.output = output
+        self.started = time.time()
+        self.finished: float | None = None
+        self.error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        totals = self.totals
+        return {
+            "id": self.id,
+            "root": self.root,
+            "total": totals.total,
+            "done": totals.done,
+            "ok": totals.ok,
+            "failed": totals.failed,
+            "skipped": totals.over_budget,
+            "tokens": totals.tokens,
+            "cost_usd": round(totals.cost_usd, 6),
+            "started": self.started,
+            "finished": self.finished,
+            "error": self.error,
+        }
+
+
+def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
+    """The API over a started `grove`; batches write their records under `batch_dir`."""
+    app = FastAPI(
+        title="Grove",
+        summary="Many LLM agents as actors: roots, forks, advisors, batches, budgets.",
+        version="1",
+    )
+    batches: dict[str, BatchRun] = {}
+
+    def store() -> Store:
+        return open_store(grove.settings.store)
+
+    @app.middleware("http")
+    async def bearer_token(request: Request, call_next: Any) -> Response:
+        if request.url.path not in OPEN_PATHS:
+            header = request.headers.get("authorization", "")
+            given = header[7:] if header.lower().startswith("bearer ") else None
+            if not token_matches(given or request.query_params.get("token"), token):
+                return JSONResponse(
+                    {"error": "a bearer token is needed: Authorization: Bearer TOKEN"},
+                    status_code=401,
+                    headers={"www-authenticate": "Bearer"},
+                )
+        response: Response = await call_next(request)
+        return response
+
+    @app.exception_handler(GroveError)
+    async def grove_error(request: Request, exc: GroveError) -> JSONResponse:
+        text = str(exc)
+        status = 404 if text.startswith(("Unknown agent", "No agent")) else 400
+        return JSONResponse({"error": text}, status_code=status)
+
+    @app.get("/healthz")
+    def healthz() -> dict[str, bool]:
+        return {"ok": True}
+
+    @app.get("/", include_in_schema=False)
+    def dashboard() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html")
+
+    @app.get("/api/agents")
+    def agents() -> dict[str, Any]:
+        """Every agent with its tokens, cost and share of its context window, and each tree's
+        totals (a reviewer counts in the tree of the agent it watches)."""
+        opened = store()
+        try:
+            records = opened.list_agents(include_ended=True)
+            messages = {record.uuid: opened.agent_messages(record.uuid) for record in records}
+        finally:
+            opened.close()
+        roots = root_of_each(records)
+        trees: dict[str, UsageTotals] = {}
+        rows = []
+        for record in records:
+            spent = UsageTotals()
+            for message in messages[record.uuid]:
+                if is_billed(message):
+                    spent.add(message)
+            trees.setdefault(roots[record.uuid], UsageTotals()).merge(spent)
+            rows.append(
+                {
+                    **record.model_dump(include=AGENT_FIELDS),
+                    "messages": len(messages[record.uuid]),
+                    "tokens": spent.input_tokens + spent.output_tokens,
+                    "cost_usd": round(spent.cost_usd, 6),
+                    "context_pct": context_pct(record, messages[record.uuid]),
+                    "budget": record.metadata.get("budget"),
+                }
+            )
+        return {"agents": rows, "trees": {root: t.as_dict() for root, t in trees.items()}}
+
+    @app.post("/api/roots", status_code=201)
+    def create_root(body: RootIn) -> dict[str, str]:
+        budget = Budget.from_dict(body.budget) if body.budget else None
+        record = grove.create_root(
+            body.model, system=body.system, tools=body.tools or (), budget=budget
+        )
+        return {"uuid": record.uuid}
+
+    @app.post("/api/agents/{agent}/prompts", response_model=None)
+    def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
+        uuid = grove.agent(agent).uuid
+        turn = grove.send(uuid, body.text)
+        if not body.stream:
+            return result_json(turn.result())
+
+        def deltas() -> Iterator[dict[str, str]]:
+            for kind, text in turn:
+                yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
+            yield {"event": "result", "data": json.dumps(result_json(turn.result()))}
+
+        return EventSourceResponse(iterate_in_threadpool(deltas()))
+
+    @app.get("/api/agents/{agent}/stream")
+    def watch(agent: str) -> EventSourceResponse:
+        """The deltas of the agent's turn in progress, to its end (then `end`)."""
+        uuid = grove.agent(agent).uuid
+
+        def deltas() -> Iterator[dict[str, str]]:
+            for kind, text in grove.watch(uuid):
+                yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
+            yield {"event": "end", "data": "{}"}
+
+        return EventSourceResponse(iterate_in_threadpool(deltas()))
+
+    @app.post("/api/agents/{agent}/commands")
+    def command(agent: str, body: CommandIn) -> dict[str, Any]:
+        outcome = grove.dispatch(grove.agent(agent).uuid, body.line)
+        return {"ok": outcome.ok, "text": outcome.text, "data": outcome.data}
+
+    @app.post("/api/agents/{agent}/fork", status_code=201)
+    def fork(agent: str, body: ForkIn) -> dict[str, list[str]]:
+        budget = Budget.from_dict(body.budget) if body.budget else None
+        parent = grove.agent(agent).uuid
+        return {"children": grove.fork_many(parent, body.prompts, body.model, budget=budget)}
+
+    @app.post("/api/agents/{agent}/kill")
+    def kill(agent: str) -> dict[str, Any]:
+        uuid = grove.agent(agent).uuid
+        outcome = grove.dispatch(uuid, f"/kill {uuid} --yes")
+        return {"ok": outcome.ok, "text": outcome.text}
+
+    @app.get("/api/agents/{agent}/history")
+    def history(agent: str) -> dict[str, Any]:
+        uuid = grove.agent(agent).uuid
+        opened = store()
+        try:
+            messages = opened.conversation(uuid, compacted=False)
+        finally:
+            opened.close()
+        return {"agent": uuid, "messages": [message_json(m) for m in messages]}
+
+    @app.get("/api/agents/{agent}/advice")
+    def advice(agent: str) -> dict[str, Any]:
+        uuid = grove.agent(agent).uuid
+        return {"agent": uuid, "advice": [message_json(m) for m in grove.advice(uuid)]}
+
+    @app.get("/api/usage")
+    def usage(by: str = "agent", agent: str | None = None) -> dict[str, Any]:
+        if by not in GROUPINGS:
+            raise HTTPException(400, f"by is one of {', '.join(GROUPINGS)}, not {by!r}")
+        opened = store()
+        try:
+            if agent is None:
+                chosen = opened.list_agents(include_ended=True)
+            else:
+                chosen = subtree(opened, opened.resolve_agent(agent))
+            report = usage_report(opened, chosen, by)
+        finally:
+            opened.close()
+        return report.as_dict()
+
+    @app.post("/api/batches", status_code=202)
+    async def submit_batch(
+        request: Request, model: str | None = None, concurrency: int = 16
+    ) -> dict[str, Any]:
+        """The body is a TASKS.jsonl file; bad lines are refused before anything runs."""
+        if not 1 <= concurrency <= 10_000:
+            raise HTTPException(400, "concurrency is 1 to 10,000")
+        body = await request.body()
+        if len(body) > MAX_BATCH_BYTES:
+            raise HTTPException(413, f"a batch is at most {MAX_BATCH_BYTES:,} bytes")
+        tasks = read_tasks(body, grove.settings.models.aliases, what="the batch")
+        if tasks.errors:
+            lines = [f"line {error.line}: {error.message}" for error in tasks.errors[:20]]
+            raise HTTPException(400, {"error": "the batch has bad lines", "lines": lines})
+        if not tasks.tasks:
+            raise HTTPException(400, "the batch holds no tasks")
+        root = await run_in_threadpool(lambda: grove.create_root(model).uuid)
+        run = BatchRun(uuidlib.uuid4().hex[:12], root, len(tasks.tasks), Path())
+        run.output = batch_dir / f"{run.id}.jsonl"
+        batches[run.id] = run
+
+        def work() -> None:
+            try:
+                with OutputLog(run.output) as log:
+                    runner = BatchRunner(grove, log, run.totals, concurrency, batch_key=run.id)
+                    runner.run(root, tasks.tasks)
+                    runner.close()
+            except Exception as exc:  # the batch's end, reported by its progress
+                run.error = str(exc) or type(exc).__name__
+            finally:
+                run.finished = time.time()
+
+        threading.Thread(target=work, name=f"batch-{run.id}", daemon=True).start()
+        return run.as_dict()
+
+    @app.get("/api/batches")
+    def list_batches() -> dict[str, list[dict[str, Any]]]:
+        return {"batches": [run.as_dict() for run in batches.values()]}
+
+    @app.get("/api/batches/{batch}")
+    def batch_progress(batch: str) -> dict[str, Any]:
+        return known_batch(batches, batch).as_dict()
+
+    @app.get("/api/batches/{batch}/results")
+    def batch_results(batch: str) -> PlainTextResponse:
+        run = known_batch(batches, batch)
+        text = run.output.read_text() if run.output.exists() else ""
+        return PlainTextResponse(text, media_type="application/x-ndjson")
+
+    @app.get("/api/events")
+    def events(after: int = 0, limit: int = 1000) -> dict[str, Any]:
+        opened = store()
+        try:
+            found = opened.events(after, max(1, min(limit, 10_000)))
+        finally:
+            opened.close()
+        return {"events": [event_json(event) for event in found]}
+
+    @app.get("/api/events/stream")
+    async def event_stream(request: Request, after: int = 0) -> EventSourceResponse:
+        """The event log as it grows; reconnecting with Last-Event-ID resumes after it."""
+        resume = request.headers.get("last-event-id")
+        start = int(resume) if resume and resume.isdigit() else after
+
+        async def follow() -> AsyncIterator[dict[str, str]]:
+            opened = await run_in_threadpool(store)
+            try:
+                last = start
+                while not await request.is_disconnected():
+                    batch = await run_in_threadpool(opened.wait_events, last, EVENT_WAIT_S)
+                    for event in batch:
+                        last = event.id
+                        yield {
+                            "id": str(event.id),
+                            "event": event.kind,
+                            "data": json.dumps(event_json(event)),
+                        }
+            finally:
+                opened.close()
+
+        return EventSourceResponse(follow())
+
+    return app
+
+
+AGENT_FIELDS = {
+    "uuid",
+    "parent_uuid",
+    "watched_uuid",
+    "name",
+    "role",
+    "status",
+    "provider",
+    "model",
+    "thinking_level",
+    "created_at",
+}
+
+
+def context_pct(record: AgentRecord, own: list[MessageRecord]) -> int | None:
+    """The share of its model's window the agent's last request filled (None: none yet)."""
+    last = next((m for m in reversed(own) if m.kind == "assistant" and "usage" in m.data), None)
+    if last is None or record.model is None:
+        return None
+    try:
+        window = model_info(record.model, record.provider).context_window  # type: ignore[arg-type]
+    except GroveError:
+        return None
+    usage = last.data["usage"]
+    used = sum(int(usage.get(key) or 0) for key in CONTEXT_FIELDS)
+    return round(100 * used / window) if window else None
+
+
+CONTEXT_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+
+
+def known_batch(batches: dict[str, BatchRun], batch: str) -> BatchRun:
+    run = batches.get(batch)
+    if run is None:
+        raise HTTPException(404, f"Unknown batch: {batch}")
+    return run
+
+
+def result_json(result: TurnResult) -> dict[str, Any]:
+    return {
+        "ok": result.ok,
+        "text": result.text,
+        "error": result.error,
+        "stop_reason": result.stop_reason,
+        "usage": asdict(result.usage),
+        "cost_usd": result.cost_usd,
+    }
+
+
+def message_json(message: MessageRecord) -> dict[str, Any]:
+    data = message.model_dump()
+    data["data"] = {key: value for key, value in message.data.items() if key != "frames"}
+    return data
+
+
+def event_json(event: EventRecord) -> dict[str, Any]:
+    return event.model_dump()

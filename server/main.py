@@ -1,0 +1,97 @@
+"""`python -m server.main`: the long-lived Grove that `grove up` starts in the background (Ray,
+the supervisor, the HTTP API), recorded in the config directory while it serves.
+
+It holds a lock file for its whole life, so a second one refuses to start; SIGTERM (`grove
+down`) stops the API, then Grove and everything Grove started.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import fcntl
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from server.files import DEFAULT_PORT, ServiceState, grove_dir, remove_state, write_state
+
+LOCK_FILE = "service.lock"
+
+
+def port_problem(host: str, port: int) -> str | None:
+    """Why the service cannot listen on `host:port`, or None."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return f"cannot listen on {host}:{port}: {exc.strerror or exc}; pass --port"
+    return None
+
+
+def take_lock(directory: Path) -> IO[str] | None:
+    """The service's lock, held until this process ends; None when another one holds it."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    handle = (directory / LOCK_FILE).open("a")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()
+        return None
+    return handle
+
+
+async def serve(host: str, port: int, simulate: bool) -> None:
+    from supervisor.local_ray import keep_local_ray_on_loopback
+
+    keep_local_ray_on_loopback(None)  # before anything imports Ray
+    import uvicorn
+
+    from server.app import create_app
+    from server.files import service_token
+    from supervisor.api import Grove
+
+    class RecordedServer(uvicorn.Server):
+        """Records the service in the config directory once it listens."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:
+                write_state(ServiceState(os.getpid(), host, port, time.time()), directory)
+
+    directory = grove_dir()
+    token = service_token(directory)
+    with Grove(simulate=simulate) as grove:
+        app = create_app(grove, token, directory / "batches")
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+        try:
+            await RecordedServer(config).serve()
+        finally:
+            remove_state(os.getpid(), directory)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT)
+    parser.add_argument("--simulate", action="store_true", help="every provider is a simulator")
+    args = parser.parse_args()
+    lock = take_lock(grove_dir())
+    if lock is None:
+        sys.exit("another Grove service is starting or running (grove status says where)")
+    problem = port_problem(args.host, args.port)
+    if problem is not None:
+        sys.exit(problem)
+    try:
+        asyncio.run(serve(args.host, args.port, args.simulate))
+    finally:
+        lock.close()
+
+
+if __name__ == "__main__":
+    main()

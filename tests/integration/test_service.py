@@ -1,0 +1,271 @@
+"""Grove as a service, as a user runs it: `grove up` in the background on the simulator,
+`grove status`, the thin command line (over HTTP, without importing Ray), the HTTP API with
+its token on every route, batches, the event stream resumed with Last-Event-ID, bad input,
+a stale record, and `grove down` stopping it all."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import free_loopback_port
+from tests.integration.groves import cli_environment
+
+TIMEOUT_S = 180
+NO_RAY_PROBE = """
+import atexit, sys
+atexit.register(lambda: sys.stderr.write("ray imported\\n" if "ray" in sys.modules else ""))
+sys.argv = ["grove", *sys.argv[1:]]
+from cli.entry import main
+main()
+"""
+
+
+@dataclass(frozen=True)
+class Service:
+    env: dict[str, str]
+    url: str
+    token: str
+    config: Path
+
+    def grove(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "cli.entry", *args], capture_output=True, text=True,
+            env=self.env, timeout=TIMEOUT_S, check=False,
+        )  # fmt: skip
+
+    def api(self) -> httpx.Client:
+        headers = {"authorization": f"Bearer {self.token}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
+    base = tmp_path_factory.mktemp("service")
+    env = cli_environment(base)
+    port = free_loopback_port()
+    up = subprocess.run(
+        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", str(port)],
+        capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    address = up.stdout.strip().splitlines()[-1]
+    assert address.startswith(f"http://127.0.0.1:{port}/?token=")
+    token = address.split("token=", 1)[1]
+    running = Service(env, f"http://127.0.0.1:{port}", token, base / "config" / "grove")
+    try:
+        yield running
+    finally:
+        down = running.grove("down")
+        assert down.returncode == 0, down.stderr
+
+
+def test_up_records_the_service_and_a_second_up_says_one_is_running(service: Service) -> None:
+    token_file = service.config / "service-token"
+    assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+    assert token_file.read_text().strip() == service.token
+    status = service.grove("status")
+    assert status.returncode == 0 and f"{service.url}/?token={service.token}" in status.stdout
+    again = service.grove("up", "--simulate")
+    assert again.returncode == 1
+    assert again.stderr.startswith(f"Grove is already up at {service.url} (pid ")
+
+
+def test_the_thin_command_line_runs_over_http_without_ray(service: Service) -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", NO_RAY_PROBE, "run", "--model", "gpt-5-mini", "--json",
+         '[[sim reply="Hello from the service"]] hi'],
+        capture_output=True, text=True, env=service.env, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    assert "ray imported" not in run.stderr
+    result = json.loads(run.stdout)
+    assert result["ok"] and result["text"] == "Hello from the service"
+    agents = service.grove("agents", "--json")
+    assert result["agent"] in {row["uuid"] for row in json.loads(agents.stdout)}
+    history = service.grove("history", result["agent"], "--json")
+    kinds = [m["kind"] for m in json.loads(history.stdout)["messages"]]
+    assert kinds == ["user", "assistant"]
+    usage = json.loads(service.grove("usage", "--agent", result["agent"], "--json").stdout)
+    assert usage["total"]["requests"] == 1
+    missing = service.grove("history", "no-such-agent")
+    assert missing.returncode == 1 and missing.stderr.startswith("Unknown agent")
+
+
+def test_every_route_but_healthz_needs_the_token(service: Service) -> None:
+    with service.api() as api:
+        paths = api.get("/openapi.json").json()["paths"]
+    assert len(paths) >= 12
+    with httpx.Client(base_url=service.url, timeout=30) as anonymous:
+        assert anonymous.get("/healthz").status_code == 200
+        for path, methods in paths.items():
+            concrete = path.replace("{agent}", "x").replace("{batch}", "x")
+            for method in methods:
+                if path == "/healthz":
+                    continue
+                answer = anonymous.request(method.upper(), concrete)
+                assert answer.status_code == 401, (method, path, answer.status_code)
+                wrong = anonymous.request(
+                    method.upper(), concrete, headers={"authorization": "Bearer wrong"}
+                )
+                assert wrong.status_code == 401
+        assert anonymous.get("/").status_code == 401
+        assert anonymous.get("/docs").status_code == 401
+        assert anonymous.get("/", params={"token": service.token}).status_code == 200
+
+
+def test_bad_input_gets_a_status_that_says_what_happened(service: Service) -> None:
+    with service.api() as api:
+        root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+        broken = api.post(
+            f"/api/agents/{root}/prompts",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+        )
+        assert broken.status_code == 422
+        assert api.post("/api/agents/nobody/prompts", json={"text": "hi"}).status_code == 404
+        assert api.post("/api/roots", json={"model": "no-such-model"}).status_code == 400
+        bad = api.post("/api/batches", content=b'{"id": 1, "prompt": "ok"}\nnot json\n')
+        assert bad.status_code == 400
+        assert bad.json()["detail"]["lines"][0].startswith("line 2: ")
+        assert api.get("/api/batches/nope").status_code == 404
+        assert api.get("/healthz").status_code == 200  # it keeps serving
+
+
+def test_a_batch_submitted_over_http_runs_to_its_end(service: Service) -> None:
+    lines = "".join(json.dumps({"id": n, "prompt": f"[[sim tokens=3]] task {n}"}) + "\n"
+                    for n in range(20))  # fmt: skip
+    with service.api() as api:
+        submitted = api.post(
+            "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 5},
+            content=lines.encode(),
+        )  # fmt: skip
+        assert submitted.status_code == 202, submitted.text
+        batch = submitted.json()["id"]
+        deadline = time.monotonic() + 120
+        while (progress := api.get(f"/api/batches/{batch}").json())["finished"] is None:
+            assert time.monotonic() < deadline, progress
+            time.sleep(0.2)
+        assert progress["ok"] == 20 and progress["error"] is None
+        results = api.get(f"/api/batches/{batch}/results").text.splitlines()
+    assert sorted(json.loads(line)["id"] for line in results) == list(range(20))
+
+
+def test_the_event_stream_resumes_after_last_event_id(service: Service) -> None:
+    with service.api() as api:
+        root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+        assert api.post(f"/api/agents/{root}/prompts", json={"text": "hello"}).json()["ok"]
+        known = api.get("/api/events", params={"limit": 10_000}).json()["events"]
+        resume_after = known[-3]["id"]
+        seen: list[int] = []
+        headers = {"last-event-id": str(resume_after)}
+        with api.stream("GET", "/api/events/stream", headers=headers) as stream:
+            for line in stream.iter_lines():
+                if line.startswith("id:"):
+                    seen.append(int(line[3:]))
+                if len(seen) == 2:
+                    break  # the client goes away mid-stream
+        assert seen == [known[-2]["id"], known[-1]["id"]]
+        assert api.get("/healthz").status_code == 200
+
+
+def test_a_record_left_by_a_service_that_died_is_cleaned_up(tmp_path: Path) -> None:
+    env = cli_environment(tmp_path)
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    record = tmp_path / "config" / "grove" / "service.json"
+    record.parent.mkdir(parents=True)
+    record.write_text(json.dumps({"pid": gone.pid, "host": "127.0.0.1", "port": 1, "started": 0}))
+    status = subprocess.run(
+        [sys.executable, "-m", "cli.entry", "status"], capture_output=True, text=True, env=env,
+        timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert status.returncode == 1
+    assert status.stderr.startswith("No Grove service is up")
+    assert not record.exists()
+
+
+def test_up_on_a_port_in_use_says_so(service: Service, tmp_path: Path) -> None:
+    port = service.url.rsplit(":", 1)[1]
+    env = cli_environment(tmp_path)  # a config directory of its own: no service recorded
+    taken = subprocess.run(
+        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", port],
+        capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert taken.returncode == 1
+    assert f"cannot listen on 127.0.0.1:{port}" in taken.stderr
+
+
+def chromium_path() -> str:
+    """Debian's chromium (Playwright cannot download its own browsers here)."""
+    found = shutil.which("chromium")
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("chromium is not on PATH (.ci/run installs it)")
+        pytest.skip("chromium is not on PATH")
+    return found
+
+
+def test_the_dashboard_shows_a_batch_and_a_streaming_agent_live(
+    service: Service, tmp_path: Path
+) -> None:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright, service.api() as api:
+        browser = playwright.chromium.launch(
+            executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{service.url}/?token={service.token}")
+            page.wait_for_selector("#connection:has-text('live')")
+            lines = "".join(
+                json.dumps({"id": n, "prompt": f"[[sim tokens=20 tps=40]] task {n}"}) + "\n"
+                for n in range(24)
+            )
+            submitted = api.post(
+                "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 4},
+                content=lines.encode(),
+            ).json()  # fmt: skip
+            cell = page.locator(f"tr[data-batch='{submitted['id']}'] td.completed")
+            seen: list[int] = []
+            deadline = time.monotonic() + 120
+            while not seen or seen[-1] < 24:
+                assert time.monotonic() < deadline, seen
+                if cell.count():
+                    done = int(cell.inner_text().split(" / ")[0])
+                    if not seen or done != seen[-1]:
+                        seen.append(done)
+                time.sleep(0.1)
+            assert len(seen) >= 3 and seen == sorted(seen), seen  # it rose while we watched
+
+            root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+            page.wait_for_selector(f"tr[data-uuid='{root}']")
+            page.click(f"tr[data-uuid='{root}']")
+            page.wait_for_selector(f"#transcript-title:has-text('{root}')")
+            slow = {"text": '[[sim reply="Streaming into the dashboard word by word" tps=4]] go'}
+            with ThreadPoolExecutor(1) as pool:
+                turn = pool.submit(api.post, f"/api/agents/{root}/prompts", json=slow)
+                page.wait_for_function(
+                    "document.getElementById('live').textContent.length > 0", timeout=30_000
+                )
+                partial = page.inner_text("#live")
+                assert "Streaming into the dashboard word by word".startswith(partial.strip())
+                page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+                assert turn.result(timeout=60).json()["ok"]
+            page.wait_for_selector(".message.assistant:has-text('word by word')")
+        finally:
+            browser.close()
+    assert (tmp_path / "dashboard.png").stat().st_size > 10_000
