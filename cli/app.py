@@ -14,6 +14,7 @@ from cli.agents import agents_command
 from cli.batch import batch_command
 from cli.chat import chat_command
 from cli.context import CliContext
+from cli.doctor import doctor_command
 from cli.events import events_command
 from cli.history import history_command
 from cli.run import run_command
@@ -67,6 +68,7 @@ app.command("simulate")(simulate_command)
 app.command("up")(up_command)
 app.command("status")(status_command)
 app.command("down")(down_command)
+app.command("doctor")(doctor_command)
 
 
 def show_grove_warnings() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
+import time
 from typing import Annotated
 
 import typer
@@ -48,13 +49,27 @@ def events_command(
         bool, typer.Option("--follow", "-f", help="Keep printing new events until Ctrl+C.")
     ] = False,
     after: Annotated[int, typer.Option("--after", min=0, help="Only events with a larger id.")] = 0,
+    compact: Annotated[
+        bool,
+        typer.Option(
+            "--compact",
+            help="Delete the events older than [events] keep_days (7 by default) and say how "
+            "many went; a running service does this every hour by itself.",
+        ),
+    ] = False,
 ) -> None:
     """Print the event log as JSON lines, oldest first."""
     context: CliContext = ctx.obj
+    settings = context.settings()
     try:
-        store = open_store(context.settings().store)
+        store = open_store(settings.store)
         context.warn_if_store_exposed()
         try:
+            if compact:
+                removed = store.trim_events(time.time() - settings.events.keep_s)
+                days = settings.events.keep_days
+                sys.stdout.write(f"Deleted {removed:,} events older than {days:g} days\n")
+                return
             with contextlib.suppress(KeyboardInterrupt):
                 print_events(store, after, follow)
         finally:

@@ -15,11 +15,15 @@ import socket
 import sys
 import time
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from server.files import DEFAULT_PORT, ServiceState, grove_dir, remove_state, write_state
 
 LOCK_FILE = "service.lock"
+TRIM_EVERY_S = 3600.0
+
+if TYPE_CHECKING:
+    from supervisor.config import GroveSettings
 
 
 def port_problem(host: str, port: int) -> str | None:
@@ -69,10 +73,32 @@ async def serve(host: str, port: int, simulate: bool) -> None:
     with Grove(simulate=simulate) as grove:
         app = create_app(grove, token, directory / "batches")
         config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+        trimming = asyncio.create_task(trim_events_forever(grove.settings))
         try:
             await RecordedServer(config).serve()
         finally:
+            trimming.cancel()
             remove_state(os.getpid(), directory)
+
+
+async def trim_events_forever(settings: GroveSettings) -> None:
+    """Keep the event log to `[events] keep_days`: now, then every hour."""
+    from providers.errors import GroveError
+    from supervisor.store import open_store
+
+    def trim() -> None:
+        try:
+            store = open_store(settings.store)
+            try:
+                store.trim_events(time.time() - settings.events.keep_s)
+            finally:
+                store.close()
+        except GroveError as exc:  # tried again in an hour; the log says why
+            sys.stderr.write(f"could not trim the event log: {exc}\n")
+
+    while True:
+        await asyncio.to_thread(trim)
+        await asyncio.sleep(TRIM_EVERY_S)
 
 
 def main() -> None:

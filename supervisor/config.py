@@ -222,6 +222,16 @@ def _checked_spec(value: str) -> str:
     return value
 
 
+class EventsSection(_Section):
+    keep_days: float = Field(
+        default=7.0, gt=0, allow_inf_nan=False, description="Days of the event log a service keeps"
+    )
+
+    @property
+    def keep_s(self) -> float:
+        return self.keep_days * 86_400
+
+
 class CompactionSection(_Section):
     """`[compaction]`: when and how an agent's older history is summarised."""
 
@@ -256,6 +266,7 @@ class GroveSettings(BaseSettings):
     advisor: AdvisorSection = AdvisorSection()
     compaction: CompactionSection = CompactionSection()
     budget: BudgetSection = BudgetSection()
+    events: EventsSection = EventsSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

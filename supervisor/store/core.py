@@ -139,6 +139,11 @@ class StoreCore(ABC):
     ) -> list[EventRecord]: ...
 
     @abstractmethod
+    def trim_events(self, before: float) -> int:
+        """Delete the events made before `before` (a Unix time); how many went. The ids of
+        those left, and of those to come, do not change."""
+
+    @abstractmethod
     def get_focus(self, root_uuid: str) -> str | None: ...
 
     @abstractmethod

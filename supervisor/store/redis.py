@@ -40,6 +40,7 @@ DEFAULT_NAMESPACE = "grove"
 # A WATCHed write that another client keeps disturbing is retried this many times.
 _WATCH_ATTEMPTS = 5
 _MGET_CHUNK = 500
+_TRIM_SCAN = 1000  # events read at a time while looking for where a trim cuts
 
 # KEYS: id counter, the agent's message zset[, ticket key]. ARGV: message JSON without its id
 # (an object with at least one member), agent uuid. The id is spliced in as the first member.
@@ -428,6 +429,22 @@ class RedisStore(StoreCore):
                 self._keys.events, f"{after_id + 1}-0", "+", count=limit
             )
         return [_event(entry_id, fields) for entry_id, fields in entries]
+
+    def trim_events(self, before: float) -> int:
+        """Events are kept in id order, which is the order they were made in: the first one
+        made at or after `before` is found from the oldest on, and the stream cut there."""
+        after, keep_from = 0, None
+        while keep_from is None:
+            batch = self.events(after, _TRIM_SCAN)
+            if not batch:
+                break
+            keep_from = next((e.id for e in batch if e.created_at >= before), None)
+            after = batch[-1].id
+        with self._mapped("trim events"):
+            if keep_from is None:  # every event is older
+                return int(self._client.xtrim(self._keys.events, maxlen=0, approximate=False))
+            cut = f"{keep_from}-0"
+            return int(self._client.xtrim(self._keys.events, minid=cut, approximate=False))
 
     def wait_events(self, after_id: int, timeout_s: float, limit: int = 1000) -> list[EventRecord]:
         remaining_ms = int(timeout_s * 1000)

@@ -361,6 +361,13 @@ class SqliteStore(StoreCore):
         )
         return [_event(row) for row in rows]
 
+    def trim_events(self, before: float) -> int:
+        with self._db.transaction("trim events") as conn:
+            removed: int = conn.execute(
+                "DELETE FROM events WHERE created_at < ?", (before,)
+            ).rowcount
+        return removed
+
     def wait_events(self, after_id: int, timeout_s: float, limit: int = 1000) -> list[EventRecord]:
         deadline = time.monotonic() + timeout_s
         while True:

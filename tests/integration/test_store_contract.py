@@ -483,6 +483,20 @@ def test_events_keep_their_order(backend: Backend, store: Store) -> None:
     assert store.events() == written
 
 
+def test_trimming_deletes_the_older_events_and_keeps_the_ids(store: Store) -> None:
+    written = []
+    for number in range(5):
+        written.append(store.append_event("CommandDispatched", {"n": number}))
+        time.sleep(0.01)  # each made at a time of its own
+    assert store.trim_events(before=written[2].created_at) == 2
+    assert store.events() == written[2:]
+    assert store.trim_events(before=written[2].created_at) == 0  # nothing older is left
+    newer = store.append_event("CommandDispatched", {"n": 5})
+    assert newer.id == written[-1].id + 1
+    assert store.trim_events(before=newer.created_at + 1) == 4
+    assert store.events() == []
+
+
 def test_a_batch_of_events_is_written_in_order_or_not_at_all(
     backend: Backend, store: Store
 ) -> None:

@@ -1,0 +1,195 @@
+"""`grove doctor`: checks what Grove needs (versions, the configuration, the store, the
+credentials file, Ray, the simulator, a running service) and says what to fix for each.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+import typer
+
+from cli.context import CliContext
+from providers.credentials import (
+    API_KEY_ENV,
+    CREDENTIALS_FILE,
+    config_dir,
+    credentials_file_problem,
+    load_api_key,
+)
+from providers.errors import GroveError, MissingCredentialsError
+from supervisor.config import GroveSettings
+
+Verdict = Literal["ok", "warn", "FAIL"]
+PACKAGES = ("agentgrove", "ray", "pydantic", "httpx", "redis", "fastapi", "mcp")
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    verdict: Verdict
+    what: str
+    detail: str
+    fix: str = ""
+
+
+def versions() -> list[Finding]:
+    found = []
+    for package in PACKAGES:
+        try:
+            found.append(f"{package} {importlib.metadata.version(package)}")
+        except importlib.metadata.PackageNotFoundError:
+            found.append(f"{package} missing")
+    python = ".".join(str(part) for part in sys.version_info[:3])
+    old = sys.version_info < (3, 11)
+    missing = [entry for entry in found if entry.endswith(" missing")]
+    verdict: Verdict = "FAIL" if old or missing else "ok"
+    fix = "install Grove again: pip install -e ." if missing else ""
+    if old:
+        fix = "Grove needs Python 3.11 or newer"
+    return [Finding(verdict, "versions", f"python {python}, " + ", ".join(found), fix)]
+
+
+def store(settings: GroveSettings) -> list[Finding]:
+    from supervisor.store import exposed_store_warning, open_store
+
+    try:
+        opened = open_store(settings.store)
+        try:
+            count = len(opened.list_agents(include_ended=True))
+        finally:
+            opened.close()
+    except GroveError as exc:
+        fix = "start that Redis, or set GROVE_STORE (sqlite:///path needs nothing installed)"
+        return [Finding("FAIL", "store", str(exc), fix)]
+    findings = [Finding("ok", "store", f"{settings.store}: {count} agents")]
+    exposed = exposed_store_warning(settings.store)
+    if exposed:
+        findings.append(Finding("warn", "store", exposed, "chmod 600 the store file"))
+    return findings
+
+
+def credentials() -> list[Finding]:
+    path = config_dir() / CREDENTIALS_FILE
+    findings = []
+    problem = credentials_file_problem(path)
+    if problem:
+        findings.append(Finding("FAIL", "credentials", problem, f"chmod 600 {path}"))
+    keyed: list[str] = []
+    for provider in API_KEY_ENV:
+        try:
+            load_api_key(provider)
+            keyed.append(provider)
+        except MissingCredentialsError:
+            pass
+    if keyed:
+        findings.append(Finding("ok", "credentials", "keys for " + ", ".join(keyed)))
+    else:
+        variables = ", ".join(names[0] for names in API_KEY_ENV.values())
+        findings.append(
+            Finding(
+                "warn",
+                "credentials",
+                "no provider key (only --simulate works)",
+                f"set {variables}, or add them to {path} (mode 600)",
+            )
+        )
+    return findings
+
+
+def ray_check(settings: GroveSettings) -> list[Finding]:
+    """Ray starts (or the cluster named by --address/RAY_ADDRESS answers), then stops."""
+    from supervisor.local_ray import keep_local_ray_on_loopback, prepare_local_ray
+
+    keep_local_ray_on_loopback(settings.address)
+    import ray
+
+    started = time.monotonic()
+    try:
+        if not settings.address:
+            prepare_local_ray()
+        ray.init(
+            address=settings.address,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+        )
+        nodes = len([node for node in ray.nodes() if node["Alive"]])  # type: ignore[no-untyped-call]
+    except Exception as exc:  # whatever Ray raises, the doctor reports it
+        where = settings.address or "a local Ray"
+        fix = "check --address / RAY_ADDRESS" if settings.address else "see `ray start --head`"
+        return [Finding("FAIL", "ray", f"{where} did not start: {exc}", fix)]
+    finally:
+        ray.shutdown()
+    where = settings.address or "local, on 127.0.0.1"
+    took = time.monotonic() - started
+    return [Finding("ok", "ray", f"{ray.__version__} {where}: {nodes} node(s), {took:.1f} s")]
+
+
+def simulator() -> list[Finding]:
+    import httpx
+
+    from providers.simulator import SimulatorConfig, SimulatorThread
+
+    try:
+        with SimulatorThread(SimulatorConfig(api_key="doctor", tokens=3)) as running:
+            answer = httpx.post(
+                f"{running.base_url}/v1/messages",
+                headers={"x-api-key": "doctor", "anthropic-version": "2023-06-01"},
+                json={
+                    "model": "claude-haiku-4-5",
+                    "max_tokens": 16,
+                    "messages": [{"role": "user", "content": "hello"}],
+                },
+                timeout=10,
+            )
+    except (OSError, httpx.HTTPError) as exc:
+        return [Finding("FAIL", "simulator", f"did not answer: {exc}", "reinstall Grove")]
+    if answer.status_code != 200:
+        return [Finding("FAIL", "simulator", f"answered {answer.status_code}", "reinstall Grove")]
+    return [Finding("ok", "simulator", "answers on 127.0.0.1 (grove run --simulate works)")]
+
+
+def service() -> list[Finding]:
+    from cli.service import healthy
+    from server.files import read_state
+
+    state = read_state()
+    if state is None:
+        return [Finding("ok", "service", "none running (grove up starts one)")]
+    if not healthy(state):
+        fix = "`grove down`, then `grove up`"
+        return [Finding("FAIL", "service", f"pid {state.pid} does not answer at {state.url}", fix)]
+    return [Finding("ok", "service", f"up at {state.url} (pid {state.pid})")]
+
+
+def doctor_command(ctx: typer.Context) -> None:
+    """Check versions, the configuration, the store, the credentials file, Ray, the simulator
+    and a running service; say what to fix. Exit 1 when something must be fixed."""
+    context: CliContext = ctx.obj
+    findings = versions()
+    try:
+        settings = context.settings()
+    except typer.Exit:
+        findings.append(Finding("FAIL", "config", "the configuration cannot be read (above)"))
+        settings = None
+    if settings is not None:
+        findings.append(Finding("ok", "config", "read"))
+        checks: list[Callable[[], list[Finding]]] = [
+            lambda: store(settings),
+            credentials,
+            lambda: ray_check(settings),
+            simulator,
+            service,
+        ]
+        for check in checks:
+            findings += check()
+    for finding in findings:
+        sys.stdout.write(f"{finding.verdict:<4}  {finding.what:<11} {finding.detail}\n")
+        if finding.fix:
+            sys.stdout.write(f"{'':<17} fix: {finding.fix}\n")
+    if any(finding.verdict == "FAIL" for finding in findings):
+        raise typer.Exit(1)

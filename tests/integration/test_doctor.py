@@ -1,0 +1,48 @@
+"""`grove doctor`: each check on its own line with what to fix; a clean setup passes, a
+credentials file others can read and a store that cannot be reached fail, with the fix."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import free_loopback_port
+from tests.integration.groves import cli_environment
+
+
+def doctor(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.entry", "doctor"], capture_output=True, text=True, env=env,
+        timeout=180, check=False,
+    )  # fmt: skip
+
+
+def test_a_clean_setup_passes_every_check(tmp_path: Path) -> None:
+    done = doctor(cli_environment(tmp_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    verdicts = {line.split()[1]: line.split()[0] for line in done.stdout.splitlines()
+                if not line.startswith(" ")}  # fmt: skip
+    assert set(verdicts) == {
+        "versions", "config", "store", "credentials", "ray", "simulator", "service"
+    }  # fmt: skip
+    assert verdicts["credentials"] == "warn"  # no provider key: only --simulate works
+    assert all(verdicts[check] == "ok" for check in ("store", "ray", "simulator", "service"))
+
+
+def test_what_is_wrong_is_named_with_its_fix(tmp_path: Path) -> None:
+    env = cli_environment(tmp_path)
+    credentials = Path(env["XDG_CONFIG_HOME"]) / "grove" / "credentials.json"
+    credentials.parent.mkdir(parents=True)
+    credentials.write_text(json.dumps({"anthropic": {"api_key": "sk-doctor-test"}}))
+    credentials.chmod(0o644)
+    env["GROVE_STORE"] = f"redis://127.0.0.1:{free_loopback_port()}/0"  # nothing listens
+    done = doctor(env)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    failed = {line.split()[1]: lines[index + 1].strip() for index, line in enumerate(lines)
+              if line.startswith("FAIL")}  # fmt: skip
+    assert failed["credentials"] == f"fix: chmod 600 {credentials}"
+    assert failed["store"].startswith("fix: start that Redis, or set GROVE_STORE")
+    assert "sk-doctor-test" not in done.stdout + done.stderr
