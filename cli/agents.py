@@ -5,6 +5,7 @@ Presentation only; the tree's records and rules belong to supervisor/store.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated
 
@@ -13,6 +14,7 @@ import typer
 from cli.context import CliContext, fail
 from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, Store, open_store
+from supervisor.tree_view import tree_rows
 
 
 def describe_model(record: AgentRecord) -> str:
@@ -53,9 +55,27 @@ def agents_command(
     include_ended: Annotated[
         bool, typer.Option("--all", help="Include dead and reaped agents.")
     ] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON list: each agent's record, messages, tokens, cost and context share.",
+        ),
+    ] = False,
 ) -> None:
     """Show the agent tree: uuid, role, status, model, message count."""
     context: CliContext = ctx.obj
+    if as_json:
+        try:
+            store = open_store(context.settings().store)
+            try:
+                rows = tree_rows(store, include_ended)["agents"]
+            finally:
+                store.close()
+        except StoreError as exc:
+            fail(str(exc))
+        sys.stdout.write(json.dumps(rows) + "\n")
+        return
     unreadable: list[str] = []
     try:
         store = open_store(context.settings().store)

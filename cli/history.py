@@ -6,6 +6,7 @@ Reads the store directly; what a conversation is belongs to supervisor/store.
 
 from __future__ import annotations
 
+import json
 import sys
 from typing import Annotated
 
@@ -16,6 +17,7 @@ from cli.styles import DIM, styled
 from providers.errors import GroveError
 from supervisor.store import MessageRecord, open_store
 from supervisor.store.base import SPENT_KIND
+from supervisor.tree_view import message_json
 
 
 def message_block(message: MessageRecord, owner: str) -> str:
@@ -46,6 +48,10 @@ def message_block(message: MessageRecord, owner: str) -> str:
 def history_command(
     ctx: typer.Context,
     agent: Annotated[str, typer.Argument(help="The agent's uuid or a unique prefix of it.")],
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help='One JSON object: {"agent": uuid, "messages": [...]}.'),
+    ] = False,
 ) -> None:
     """Show an agent's whole conversation, compactions marked where they happened."""
     context: CliContext = ctx.obj
@@ -59,6 +65,10 @@ def history_command(
             store.close()
     except GroveError as exc:
         fail(str(exc))
+    if as_json:
+        rows = [message_json(message) for message in messages]
+        sys.stdout.write(json.dumps({"agent": record.uuid, "messages": rows}) + "\n")
+        return
     sys.stdout.write(f"Agent {record.uuid}\n")
     for message in messages:
         sys.stdout.write(message_block(message, record.uuid) + "\n\n")

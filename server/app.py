@@ -27,20 +27,13 @@ from cli.batch import BatchRunner
 from cli.batch_input import read_tasks
 from cli.batch_output import OutputLog
 from cli.batch_progress import Totals
-from providers.catalog import model_info
 from providers.errors import GroveError
 from server.files import token_matches
 from supervisor.api import Grove
 from supervisor.budget_rules import Budget
-from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store, open_store
-from supervisor.usage import (
-    GROUPINGS,
-    UsageTotals,
-    is_billed,
-    root_of_each,
-    subtree,
-    usage_report,
-)
+from supervisor.store import EventRecord, Store, open_store
+from supervisor.tree_view import message_json, tree_rows
+from supervisor.usage import GROUPINGS, subtree, usage_report
 
 STATIC = Path(__file__).parent / "static"
 EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again
@@ -143,33 +136,12 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     @app.get("/api/agents")
     def agents() -> dict[str, Any]:
         """Every agent with its tokens, cost and share of its context window, and each tree's
-        totals (a reviewer counts in the tree of the agent it watches)."""
+        totals."""
         opened = store()
         try:
-            records = opened.list_agents(include_ended=True)
-            messages = {record.uuid: opened.agent_messages(record.uuid) for record in records}
+            return tree_rows(opened)
         finally:
             opened.close()
-        roots = root_of_each(records)
-        trees: dict[str, UsageTotals] = {}
-        rows = []
-        for record in records:
-            spent = UsageTotals()
-            for message in messages[record.uuid]:
-                if is_billed(message):
-                    spent.add(message)
-            trees.setdefault(roots[record.uuid], UsageTotals()).merge(spent)
-            rows.append(
-                {
-                    **record.model_dump(include=AGENT_FIELDS),
-                    "messages": len(messages[record.uuid]),
-                    "tokens": spent.input_tokens + spent.output_tokens,
-                    "cost_usd": round(spent.cost_usd, 6),
-                    "context_pct": context_pct(record, messages[record.uuid]),
-                    "budget": record.metadata.get("budget"),
-                }
-            )
-        return {"agents": rows, "trees": {root: t.as_dict() for root, t in trees.items()}}
 
     @app.post("/api/roots", status_code=201)
     def create_root(body: RootIn) -> dict[str, str]:
@@ -337,37 +309,6 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     return app
 
 
-AGENT_FIELDS = {
-    "uuid",
-    "parent_uuid",
-    "watched_uuid",
-    "name",
-    "role",
-    "status",
-    "provider",
-    "model",
-    "thinking_level",
-    "created_at",
-}
-
-
-def context_pct(record: AgentRecord, own: list[MessageRecord]) -> int | None:
-    """The share of its model's window the agent's last request filled (None: none yet)."""
-    last = next((m for m in reversed(own) if m.kind == "assistant" and "usage" in m.data), None)
-    if last is None or record.model is None:
-        return None
-    try:
-        window = model_info(record.model, record.provider).context_window  # type: ignore[arg-type]
-    except GroveError:
-        return None
-    usage = last.data["usage"]
-    used = sum(int(usage.get(key) or 0) for key in CONTEXT_FIELDS)
-    return round(100 * used / window) if window else None
-
-
-CONTEXT_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
-
-
 def known_batch(batches: dict[str, BatchRun], batch: str) -> BatchRun:
     run = batches.get(batch)
     if run is None:
@@ -384,12 +325,6 @@ def result_json(result: TurnResult) -> dict[str, Any]:
         "usage": asdict(result.usage),
         "cost_usd": result.cost_usd,
     }
-
-
-def message_json(message: MessageRecord) -> dict[str, Any]:
-    data = message.model_dump()
-    data["data"] = {key: value for key, value in message.data.items() if key != "frames"}
-    return data
 
 
 def event_json(event: EventRecord) -> dict[str, Any]:

@@ -100,6 +100,14 @@ def test_the_thin_command_line_runs_over_http_without_ray(service: Service) -> N
     assert kinds == ["user", "assistant"]
     usage = json.loads(service.grove("usage", "--agent", result["agent"], "--json").stdout)
     assert usage["total"]["requests"] == 1
+    # Without the service (an explicit --store reads it directly), the same JSON.
+    direct = ("--store", service.env["GROVE_STORE"])
+    assert json.loads(service.grove(*direct, "agents", "--json").stdout) == json.loads(
+        agents.stdout
+    )
+    assert json.loads(service.grove(*direct, "history", result["agent"], "--json").stdout) == (
+        json.loads(history.stdout)
+    )
     missing = service.grove("history", "no-such-agent")
     assert missing.returncode == 1 and missing.stderr.startswith("Unknown agent")
 
