@@ -1,5 +1,5 @@
-"""The `grove` console script. With a Grove service up (`grove up`), run, agents, history,
-events and usage go to it over HTTP (cli/thin.py, light imports only); everything else, and
+"""The `grove` console script. With a Grove service up (`grove up`), run, batch, agents,
+history, events and usage go to it over HTTP (cli/thin.py, light imports only); everything else, and
 every command when no service is up or `--store`/`--address` are given, runs as cli/app.py.
 """
 
@@ -10,8 +10,9 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
-    thin = argv and argv[0] in ("run", "agents", "history", "events", "usage")
-    if thin and not {"--help", "--simulate", "--hosts"} & set(argv):
+    thin = argv and argv[0] in ("run", "batch", "agents", "history", "events", "usage")
+    # Options only a Grove of this command's own has: those runs start one.
+    if thin and not {"--help", "--simulate", "--hosts", "--address", "--context"} & set(argv):
         from server.files import read_state
 
         state = read_state()

@@ -1,6 +1,6 @@
-"""The thin command line: with a Grove service up, `run`, `agents`, `history`, `events` and
-`usage` are answered by it over HTTP. Imports the standard library and httpx only: no Ray,
-no pydantic-settings, no rich (a test checks), so a one-shot command starts fast.
+"""The thin command line: with a Grove service up, `run`, `batch`, `agents`, `history`,
+`events` and `usage` are answered by it over HTTP. Imports the standard library and httpx
+only (no Ray, no pydantic-settings, no rich; a test checks), so a command starts fast.
 """
 
 from __future__ import annotations
@@ -8,14 +8,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from server.files import ServiceState, service_token
 
-THIN_COMMANDS = frozenset({"run", "agents", "history", "events", "usage"})
+THIN_COMMANDS = frozenset({"run", "batch", "agents", "history", "events", "usage"})
+BATCH_POLL_S = 0.5
 TIMEOUT = httpx.Timeout(30.0, read=None)  # a turn streams for as long as it takes
 
 
@@ -32,6 +35,11 @@ def run_thin(state: ServiceState, argv: list[str]) -> int:
     run.add_argument("--model", "-m")
     run.add_argument("--system")
     run.add_argument("--json", action="store_true")
+    batch = commands.add_parser("batch")
+    batch.add_argument("tasks", type=Path)
+    batch.add_argument("--model", "-m")
+    batch.add_argument("--concurrency", "-c", type=int, default=32)
+    batch.add_argument("--output", "-o", type=Path)
     agents = commands.add_parser("agents")
     agents.add_argument("--all", action="store_true")
     agents.add_argument("--json", action="store_true")
@@ -115,6 +123,61 @@ def run_command(client: httpx.Client, args: argparse.Namespace) -> int:
     return 0
 
 
+def batch_command(client: httpx.Client, args: argparse.Namespace) -> int:
+    """The tasks the output does not hold as ok yet, run by the service; their records are
+    appended to the output as `grove batch` appends them."""
+    output: Path = args.output or args.tasks.with_name(
+        args.tasks.name.removesuffix(".jsonl") + ".out.jsonl"
+    )
+    done = ok_ids(output)
+    lines = [line for line in args.tasks.read_bytes().splitlines() if line.strip()]
+    todo = [line for line in lines if task_id(line) not in done]
+    if not todo:
+        sys.stderr.write(f"Nothing to do: every task is ok in {output}\n")
+        return 0
+    params = {"concurrency": args.concurrency, **({"model": args.model} if args.model else {})}
+    run = answer(client.post("/api/batches", params=params, content=b"\n".join(todo) + b"\n"))
+    while run["finished"] is None:
+        sys.stderr.write(f"batch: {run['done']}/{run['total']} done, {run['failed']} failed\n")
+        time.sleep(BATCH_POLL_S)
+        run = answer(client.get(f"/api/batches/{run['id']}"))
+    records = client.get(f"/api/batches/{run['id']}/results").text
+    with output.open("a") as file:
+        file.write(records)
+    sys.stderr.write(
+        f"batch: {run['ok']} ok, {run['failed']} failed, {run['skipped']} skipped -> {output}\n"
+    )
+    if run["error"]:
+        sys.stderr.write(f"{run['error']}\n")
+    return 0 if run["ok"] == run["total"] else 1
+
+
+def task_id(line: bytes) -> str | None:
+    """A task line's id as `grove batch` compares ids (7 and "7" are one); None if unread."""
+    try:
+        return id_key(json.loads(line).get("id"))
+    except (ValueError, AttributeError):
+        return None
+
+
+def id_key(value: object) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def ok_ids(output: Path) -> set[str]:
+    """The ids whose last record in `output` is ok."""
+    status: dict[str, object] = {}
+    if output.exists():
+        for line in output.read_bytes().splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict):
+                status[id_key(record.get("id"))] = record.get("status")
+    return {key for key, value in status.items() if value == "ok"}
+
+
 def agents_command(client: httpx.Client, args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = answer(client.get("/api/agents"))["agents"]
     if not args.all:
@@ -190,6 +253,7 @@ def usage_command(client: httpx.Client, args: argparse.Namespace) -> int:
 
 HANDLERS = {
     "run": run_command,
+    "batch": batch_command,
     "agents": agents_command,
     "history": history_command,
     "events": events_command,

@@ -171,6 +171,21 @@ def test_a_batch_submitted_over_http_runs_to_its_end(service: Service) -> None:
     assert sorted(json.loads(line)["id"] for line in results) == list(range(20))
 
 
+def test_grove_batch_runs_through_the_service_and_a_rerun_has_nothing_to_do(
+    service: Service, tmp_path: Path
+) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("".join(json.dumps({"id": n, "prompt": f"[[sim tokens=3]] t{n}"}) + "\n"
+                             for n in range(10)))  # fmt: skip
+    first = service.grove("batch", str(tasks), "--model", "claude-haiku-4-5", "-c", "4")
+    assert first.returncode == 0, first.stderr
+    records = [json.loads(line) for line in (tmp_path / "tasks.out.jsonl").read_text().splitlines()]
+    assert sorted(r["id"] for r in records) == list(range(10))
+    assert all(r["status"] == "ok" for r in records)
+    again = service.grove("batch", str(tasks), "--model", "claude-haiku-4-5")
+    assert again.returncode == 0 and again.stderr.startswith("Nothing to do")
+
+
 def test_the_event_stream_resumes_after_last_event_id(service: Service) -> None:
     with service.api() as api:
         root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
