@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.context import CliContext, fail
 from supervisor.errors import StoreError
-from supervisor.store import AgentRecord, Store, open_store
-from supervisor.tree_view import tree_rows
+
+if TYPE_CHECKING:  # imported where used: `grove --help` stays quick
+    from supervisor.store import AgentRecord, Store
 
 
 def describe_model(record: AgentRecord) -> str:
@@ -64,6 +65,9 @@ def agents_command(
     ] = False,
 ) -> None:
     """Show the agent tree: uuid, role, status, model, message count."""
+    from supervisor.store import open_store
+    from supervisor.tree_view import tree_rows
+
     context: CliContext = ctx.obj
     if as_json:
         try:

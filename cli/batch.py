@@ -40,7 +40,6 @@ from cli.context import (
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.errors import BUDGET_EXHAUSTED
-from supervisor.rules import NO_MODEL_FLAG_TEXT
 
 if TYPE_CHECKING:
     from supervisor.api import Grove
@@ -225,6 +224,8 @@ def resolve_root_model(
     """The root's model; None is fine only when every task to run names its own."""
     if not text:
         if any(task.model is None for task in tasks):
+            from supervisor.rules import NO_MODEL_FLAG_TEXT
+
             fail(NO_MODEL_FLAG_TEXT, code=2)
         return None
     try:

@@ -15,15 +15,13 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 import typer
 
 from cli.styles import RED, styled
-from providers.base import ProviderName
 from providers.errors import GroveError
-from providers.http import Endpoint
-from supervisor.config import GroveSettings, load_settings
-from supervisor.local_ray import keep_local_ray_on_loopback
-from supervisor.tool_rules import DEFAULT_ROOT_TOOLS
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the rest is imported where it is used: `grove --help` stays quick
+    from providers.base import ProviderName
+    from providers.http import Endpoint
     from supervisor.budget_rules import Budget
+    from supervisor.config import GroveSettings
 
 ToolsOption = Annotated[
     list[str] | None,
@@ -94,6 +92,8 @@ def root_tools(settings: GroveSettings, flags: list[str] | None, *, defaults: bo
     """The tools of a root the command line makes: the default set of chat and run roots
     (`[tools] default`; todo, fork, send and wait unless set), then `[tools] modules`, the
     MCP servers' tools, then `--tools`. Batch tasks get the user and MCP tools only."""
+    from supervisor.tool_rules import DEFAULT_ROOT_TOOLS
+
     chosen = settings.tools.default if settings.tools.default is not None else DEFAULT_ROOT_TOOLS
     base = list(chosen) if defaults else []
     servers = [f"mcp__{name}" for name, server in settings.mcp.servers.items() if server.enabled]
@@ -126,6 +126,9 @@ class CliContext:
     _settings: GroveSettings | None = field(default=None, repr=False)
 
     def settings(self) -> GroveSettings:
+        from supervisor.config import load_settings
+        from supervisor.local_ray import keep_local_ray_on_loopback
+
         if self._settings is None:
             try:
                 self._settings = load_settings(store=self.store, address=self.address)
@@ -156,6 +159,7 @@ class CliContext:
 
     def simulator_endpoint(self, stack: ExitStack, provider: ProviderName) -> Endpoint:
         """Start the simulator in this process for the life of `stack`; a throwaway key."""
+        from providers.http import Endpoint
         from providers.simulator import SimulatorConfig, SimulatorThread
 
         key = "sim-" + secrets.token_hex(16)

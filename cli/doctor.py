@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import typer
 
@@ -22,7 +22,9 @@ from providers.credentials import (
     load_api_key,
 )
 from providers.errors import GroveError, MissingCredentialsError
-from supervisor.config import GroveSettings
+
+if TYPE_CHECKING:
+    from supervisor.config import GroveSettings
 
 Verdict = Literal["ok", "warn", "FAIL"]
 PACKAGES = ("agentgrove", "ray", "pydantic", "httpx", "redis", "fastapi", "mcp")
@@ -154,7 +156,7 @@ def simulator() -> list[Finding]:
 
 
 def service() -> list[Finding]:
-    from cli.service import healthy
+    from cli.thin import healthy
     from server.files import read_state
 
     state = read_state()

@@ -10,6 +10,10 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
+    if argv == ["status"]:
+        from cli.thin import show_status
+
+        sys.exit(show_status())
     thin = argv and argv[0] in ("run", "batch", "agents", "history", "events", "usage")
     # Options only a Grove of this command's own has: those runs start one.
     if thin and not {"--help", "--simulate", "--hosts", "--address", "--context"} & set(argv):

@@ -9,13 +9,15 @@ import contextlib
 import json
 import sys
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.context import CliContext, fail
 from supervisor.errors import StoreError
-from supervisor.store import EventRecord, Store, open_store
+
+if TYPE_CHECKING:  # imported where used: `grove --help` stays quick
+    from supervisor.store import EventRecord, Store
 
 FOLLOW_POLL_S = 1.0
 
@@ -59,6 +61,8 @@ def events_command(
     ] = False,
 ) -> None:
     """Print the event log as JSON lines, oldest first."""
+    from supervisor.store import open_store
+
     context: CliContext = ctx.obj
     settings = context.settings()
     try:

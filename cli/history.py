@@ -8,20 +8,22 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli.context import CliContext, fail
 from cli.styles import DIM, styled
 from providers.errors import GroveError
-from supervisor.store import MessageRecord, open_store
-from supervisor.store.base import SPENT_KIND
-from supervisor.tree_view import message_json
+
+if TYPE_CHECKING:  # imported where used: `grove --help` stays quick
+    from supervisor.store import MessageRecord
 
 
 def message_block(message: MessageRecord, owner: str) -> str:
     """`[id] kind` (plus `from <uuid>` when inherited), then its thinking and content."""
+    from supervisor.store.base import SPENT_KIND
+
     origin = "" if message.agent_uuid == owner else f"  from {message.agent_uuid}"
     lines = [f"[{message.id}] {message.kind}{origin}"]
     if message.kind == "compaction":
@@ -54,6 +56,9 @@ def history_command(
     ] = False,
 ) -> None:
     """Show an agent's whole conversation, compactions marked where they happened."""
+    from supervisor.store import open_store
+    from supervisor.tree_view import message_json
+
     context: CliContext = ctx.obj
     try:
         store = open_store(context.settings().store)

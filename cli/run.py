@@ -26,11 +26,10 @@ from cli.context import (
 from cli.render import TurnWriter, tool_exchanges
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
-from supervisor.config import GroveSettings
-from supervisor.rules import NO_MODEL_FLAG_TEXT
 
 if TYPE_CHECKING:
     from actors.agent import TurnResult
+    from supervisor.config import GroveSettings
 
 
 def run_command(
@@ -99,6 +98,8 @@ def resolve_model(flag: str | None, settings: GroveSettings) -> ModelSpec:
     """The flag, else the config's default; the reference's texts when neither works."""
     text = flag or settings.defaults.model
     if not text:
+        from supervisor.rules import NO_MODEL_FLAG_TEXT
+
         fail(NO_MODEL_FLAG_TEXT, code=2)
     try:
         return parse_model_spec(text, settings.models.aliases)

@@ -13,26 +13,21 @@ import time
 from pathlib import Path
 from typing import Annotated
 
-import httpx
 import typer
 
 from cli.context import fail
+from cli.thin import dashboard_url, healthy
 from server.files import (
     DEFAULT_PORT,
     ServiceState,
     grove_dir,
     process_alive,
     read_state,
-    service_token,
 )
 
 UP_TIMEOUT_S = 120.0
 DOWN_TIMEOUT_S = 60.0
 LOG_FILE = "service.log"
-
-
-def dashboard_url(state: ServiceState) -> str:
-    return f"{state.url}/?token={service_token()}"
 
 
 def up_command(
@@ -102,30 +97,11 @@ def wait_until_up(process: subprocess.Popen[bytes], log_path: Path) -> ServiceSt
     fail(f"Grove did not answer within {UP_TIMEOUT_S:.0f} s; see {log_path}")
 
 
-def healthy(state: ServiceState) -> bool:
-    try:
-        return httpx.get(f"{state.url}/healthz", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def status_command() -> None:
     """Whether a Grove service is up: its address (with the token), pid and agents."""
-    state = read_state()
-    if state is None:
-        fail("No Grove service is up; `grove up` starts one")
-    if not healthy(state):
-        fail(f"Grove (pid {state.pid}) does not answer at {state.url}; `grove down` stops it")
-    answer = httpx.get(
-        f"{state.url}/api/agents",
-        headers={"authorization": f"Bearer {service_token()}"},
-        timeout=10,
-    )
-    count = len(answer.json().get("agents", [])) if answer.status_code == 200 else "?"
-    uptime = time.time() - state.started
-    sys.stdout.write(
-        f"Grove is up (pid {state.pid}, {uptime:,.0f} s, {count} agents):\n{dashboard_url(state)}\n"
-    )
+    from cli.thin import show_status
+
+    raise typer.Exit(show_status())
 
 
 def down_command() -> None:

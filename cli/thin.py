@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from server.files import ServiceState, service_token
+from server.files import ServiceState, read_state, service_token
 
 THIN_COMMANDS = frozenset({"run", "batch", "agents", "history", "events", "usage"})
 BATCH_POLL_S = 0.5
@@ -259,3 +259,35 @@ HANDLERS = {
     "events": events_command,
     "usage": usage_command,
 }
+
+
+def dashboard_url(state: ServiceState) -> str:
+    return f"{state.url}/?token={service_token()}"
+
+
+def healthy(state: ServiceState) -> bool:
+    try:
+        return httpx.get(f"{state.url}/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def show_status() -> int:
+    """`grove status`: the service's address with its token, pid and agents; its exit code."""
+    state = read_state()
+    if state is None:
+        sys.stderr.write("No Grove service is up; `grove up` starts one\n")
+        return 1
+    if not healthy(state):
+        sys.stderr.write(
+            f"Grove (pid {state.pid}) does not answer at {state.url}; `grove down` stops it\n"
+        )
+        return 1
+    headers = {"authorization": f"Bearer {service_token()}"}
+    answer = httpx.get(f"{state.url}/api/agents", headers=headers, timeout=10)
+    count = len(answer.json().get("agents", [])) if answer.status_code == 200 else "?"
+    uptime = time.time() - state.started
+    sys.stdout.write(
+        f"Grove is up (pid {state.pid}, {uptime:,.0f} s, {count} agents):\n{dashboard_url(state)}\n"
+    )
+    return 0

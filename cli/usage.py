@@ -12,8 +12,6 @@ import typer
 
 from cli.context import CliContext, fail
 from providers.errors import GroveError
-from supervisor.store import open_store
-from supervisor.usage import report_lines, subtree, usage_report
 
 
 def usage_command(
@@ -32,6 +30,9 @@ def usage_command(
 ) -> None:
     """What the stored requests used: requests, input, output, thinking, cache read and cache
     write tokens, cost and time (a model's replies and compaction summaries)."""
+    from supervisor.store import open_store
+    from supervisor.usage import report_lines, subtree, usage_report
+
     context: CliContext = ctx.obj
     try:
         store = open_store(context.settings().store)

@@ -4,12 +4,42 @@ Only the supervisor touches the store. Public names are re-exported here; their 
 modules named below.
 """
 
-from supervisor.store.base import Store
-from supervisor.store.factory import default_store_url, exposed_store_warning, open_store
-from supervisor.store.lease import Lease
-from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
-from supervisor.store.redis import RedisStore
-from supervisor.store.sqlite import SqliteStore
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from supervisor.store.base import Store
+    from supervisor.store.factory import default_store_url, exposed_store_warning, open_store
+    from supervisor.store.lease import Lease
+    from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
+    from supervisor.store.redis import RedisStore
+    from supervisor.store.sqlite import SqliteStore
+
+# Each name's home, imported on first use (a command that only reads a constant of
+# supervisor.store.base does not load the Redis client).
+_HOMES = {
+    "Store": "base",
+    "default_store_url": "factory",
+    "exposed_store_warning": "factory",
+    "open_store": "factory",
+    "Lease": "lease",
+    "AgentRecord": "records",
+    "EventRecord": "records",
+    "MessageRecord": "records",
+    "NewMessage": "records",
+    "RedisStore": "redis",
+    "SqliteStore": "sqlite",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'supervisor.store' has no attribute {name!r}")
+    return getattr(import_module(f"supervisor.store.{home}"), name)
+
 
 __all__ = [
     "AgentRecord",
