@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, Literal
 
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
-from supervisor.store.base import DEFAULT_MAX_MESSAGE_BYTES
+from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
 
 TASK_FIELDS = ("id", "prompt", "model", "system")
 MAX_TEXT_BYTES = DEFAULT_MAX_MESSAGE_BYTES // 2  # room for the stored message's data

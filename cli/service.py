@@ -16,7 +16,6 @@ from typing import Annotated
 import typer
 
 from cli.context import fail
-from cli.thin import dashboard_url, healthy
 from server.files import (
     DEFAULT_PORT,
     ServiceState,
@@ -76,11 +75,15 @@ def up_command(
             cwd=Path.cwd(),
         )
     state = wait_until_up(process, log_path)
+    from cli.thin import dashboard_url
+
     sys.stdout.write(f"Grove is up (pid {state.pid}). Dashboard and API:\n{dashboard_url(state)}\n")
 
 
 def wait_until_up(process: subprocess.Popen[bytes], log_path: Path) -> ServiceState:
     """The service's record once it answers /healthz; fails with its log's end if it exits."""
+    from cli.thin import healthy
+
     deadline = time.monotonic() + UP_TIMEOUT_S
     start = log_path.stat().st_size if log_path.exists() else 0
     while time.monotonic() < deadline:

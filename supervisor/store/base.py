@@ -12,8 +12,8 @@ from typing import Any, Protocol
 
 from supervisor.store.lease import Lease
 from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
+from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
 
-DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LEASE_POLL_S = 0.01
 CLEAR_KIND = "clear"
