@@ -1,6 +1,7 @@
 """`grove chat`: the REPL over a root agent, interactive in a terminal, line by line otherwise.
 
-Talks to Grove only through `supervisor.Grove`; the rules and texts live in supervisor/.
+Talks to Grove only through `supervisor.Grove`, or a running service's `cli.remote.RemoteGrove`;
+the rules and texts live in supervisor/.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ from providers.errors import GroveError
 from supervisor.errors import CommandError
 
 if TYPE_CHECKING:
+    from cli.remote import RemoteGrove, RemoteTurn
     from supervisor.api import Grove, Turn
     from supervisor.approvals import ApprovalRequest
     from supervisor.budget_rules import Budget
-    from supervisor.store.records import AgentRecord
 
 CANCEL_WAIT_S = 30.0
 
@@ -64,13 +65,23 @@ def chat_command(
     budget_tokens: BudgetTokensOption = None,
     budget_time: BudgetTimeOption = None,
 ) -> None:
-    """Talk to a root agent; lines starting with / are commands (/help lists them)."""
-    context: CliContext = ctx.obj
-    context.checked_store()
-    from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+    """Talk to a root agent; lines starting with / are commands (/help lists them). With a
+    Grove service up (`grove up`), the session lives there (no --simulate, --hosts)."""
+    from server.files import read_state
 
+    context: CliContext = ctx.obj
+    service = None if simulate or hosts is not None or context.address else read_state()
     budget = cli_budget(context.settings(), budget_cost, budget_tokens, budget_time)
-    grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
+    grove: Grove | RemoteGrove
+    if service is not None:
+        from cli.remote import RemoteGrove
+
+        grove = RemoteGrove(service)
+    else:
+        context.checked_store()
+        from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+
+        grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
     try:
         grove.start()
         given = root_tools(context.settings(), tools, defaults=True)
@@ -94,7 +105,7 @@ def chat_command(
         fail(f"{rejected} of the lines read were rejected", code=1)
 
 
-def edit_todo(grove: Grove, session: str) -> tuple[str, bool]:
+def edit_todo(grove: Grove | RemoteGrove, session: str) -> tuple[str, bool]:
     """`/todo edit`: the focused agent's list as markdown in $EDITOR, read back when the
     editor exits; (what happened, whether it worked)."""
     shown = grove.dispatch(session, "/todo", "repl")
@@ -118,7 +129,7 @@ def edit_todo(grove: Grove, session: str) -> tuple[str, bool]:
 
 
 def open_session(
-    grove: Grove,
+    grove: Grove | RemoteGrove,
     model: str | None,
     resume: str | None,
     tools: list[str],
@@ -129,7 +140,7 @@ def open_session(
     the resumed agent (with the tools and budget it has)."""
     if resume is None:
         return grove.create_root(model, tools=tools, allow=allow, budget=budget).uuid
-    record: AgentRecord = grove.agent(resume)
+    record = grove.agent(resume)
     while record.parent_uuid is not None:
         record = grove.agent(record.parent_uuid)
     if model is not None:
@@ -142,7 +153,7 @@ def open_session(
 class Repl(ABC):
     """What both REPLs share: a line is a command when it starts with `/`, else a prompt."""
 
-    grove: Grove
+    grove: Grove | RemoteGrove
     session: str
 
     def handle(self, line: str) -> bool:
@@ -171,7 +182,7 @@ class Repl(ABC):
 class ScriptedRepl(Repl):
     """stdin is not a terminal: commands run in order while turns stream from threads."""
 
-    def __init__(self, grove: Grove, session: str, out: TextIO) -> None:
+    def __init__(self, grove: Grove | RemoteGrove, session: str, out: TextIO) -> None:
         self.grove = grove
         self.session = session
         self.writer = TurnWriter(out, styles=False)
@@ -224,14 +235,14 @@ class ScriptedRepl(Repl):
             return
         self._follow(turn)
 
-    def _follow(self, turn: Turn) -> None:
+    def _follow(self, turn: Turn | RemoteTurn) -> None:
         """Print the turn's reply from a thread of its own while the next lines run."""
         self.started.add(turn.agent)
         stream = threading.Thread(target=self._stream, args=(turn,), daemon=True)
         stream.start()
         self.streams.append(stream)
 
-    def _stream(self, turn: Turn) -> None:
+    def _stream(self, turn: Turn | RemoteTurn) -> None:
         try:
             self.writer.stream(turn)
         except Exception as exc:  # a lost host or Ray error: report it, keep the REPL
@@ -241,7 +252,7 @@ class ScriptedRepl(Repl):
 class InteractiveRepl(Repl):
     """A terminal: prompt_toolkit input with Tab completion; Ctrl+C cancels a streaming turn."""
 
-    def __init__(self, grove: Grove, session: str) -> None:
+    def __init__(self, grove: Grove | RemoteGrove, session: str) -> None:
         from prompt_toolkit import PromptSession
 
         from cli.completion import chat_completer
@@ -311,7 +322,7 @@ class InteractiveRepl(Repl):
             return
         self._follow(turn)
 
-    def _follow(self, turn: Turn) -> None:
+    def _follow(self, turn: Turn | RemoteTurn) -> None:
         """Print the turn's reply as it streams; Ctrl+C cancels it."""
         try:
             self.writer.stream(turn)

@@ -12,6 +12,7 @@ from cli.styles import DIM, RED, YELLOW, styled
 
 if TYPE_CHECKING:
     from actors.agent import TurnResult
+    from cli.remote import RemoteTurn
     from supervisor.api import Turn
 
 
@@ -67,7 +68,7 @@ class TurnWriter:
                 self._write("\n")
             self._last_kind = None
 
-    def stream(self, turn: Turn) -> None:
+    def stream(self, turn: Turn | RemoteTurn) -> None:
         """Print a whole turn: its deltas, then its error or cancellation if any."""
         for kind, text in turn:
             self.chunk(kind, text)

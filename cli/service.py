@@ -65,6 +65,7 @@ def up_command(
     command = [sys.executable, "-m", "server.main", "--host", host, "--port", str(port)]
     if simulate:
         command.append("--simulate")
+    start = log_path.stat().st_size if log_path.exists() else 0  # what this start writes follows
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command,
@@ -74,18 +75,17 @@ def up_command(
             start_new_session=True,  # it outlives this command and its terminal
             cwd=Path.cwd(),
         )
-    state = wait_until_up(process, log_path)
+    state = wait_until_up(process, log_path, start)
     from cli.thin import dashboard_url
 
     sys.stdout.write(f"Grove is up (pid {state.pid}). Dashboard and API:\n{dashboard_url(state)}\n")
 
 
-def wait_until_up(process: subprocess.Popen[bytes], log_path: Path) -> ServiceState:
+def wait_until_up(process: subprocess.Popen[bytes], log_path: Path, start: int) -> ServiceState:
     """The service's record once it answers /healthz; fails with its log's end if it exits."""
     from cli.thin import healthy
 
     deadline = time.monotonic() + UP_TIMEOUT_S
-    start = log_path.stat().st_size if log_path.exists() else 0
     while time.monotonic() < deadline:
         if process.poll() is not None:
             with log_path.open("rb") as log:

@@ -32,7 +32,7 @@ from server.files import token_matches
 from supervisor.api import Grove
 from supervisor.budget_rules import Budget
 from supervisor.store import EventRecord, Store, open_store
-from supervisor.tree_view import message_json, tree_rows
+from supervisor.tree_view import AGENT_FIELDS, message_json, tree_rows
 from supervisor.usage import GROUPINGS, subtree, usage_report
 
 STATIC = Path(__file__).parent / "static"
@@ -45,6 +45,7 @@ class RootIn(BaseModel):
     model: str | None = Field(default=None, description="MODEL[/THINKING]; else [defaults]")
     system: str | None = None
     tools: list[str] | None = Field(default=None, description="built-in tool names")
+    allow: list[str] = Field(default_factory=list, description="tools that need no asking")
     budget: dict[str, Any] | None = Field(default=None, description="Budget(...) fields")
 
 
@@ -55,6 +56,11 @@ class PromptIn(BaseModel):
 
 class CommandIn(BaseModel):
     line: str = Field(min_length=1, description="a command line, as typed in the chat")
+    origin: str = Field(default="api", max_length=40, description="who typed it, for events")
+
+
+class TodoIn(BaseModel):
+    markdown: str
 
 
 class ForkIn(BaseModel):
@@ -147,7 +153,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     def create_root(body: RootIn) -> dict[str, str]:
         budget = Budget.from_dict(body.budget) if body.budget else None
         record = grove.create_root(
-            body.model, system=body.system, tools=body.tools or (), budget=budget
+            body.model, system=body.system, tools=body.tools or (), allow=body.allow, budget=budget
         )
         return {"uuid": record.uuid}
 
@@ -179,8 +185,35 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
 
     @app.post("/api/agents/{agent}/commands")
     def command(agent: str, body: CommandIn) -> dict[str, Any]:
-        outcome = grove.dispatch(grove.agent(agent).uuid, body.line)
+        outcome = grove.dispatch(grove.agent(agent).uuid, body.line, body.origin)
         return {"ok": outcome.ok, "text": outcome.text, "data": outcome.data}
+
+    @app.get("/api/agents/{agent}")
+    def agent_record(agent: str) -> dict[str, Any]:
+        """The agent's record (a unique prefix of its uuid will do)."""
+        record: dict[str, Any] = grove.agent(agent).model_dump(include=AGENT_FIELDS)
+        return record
+
+    @app.get("/api/agents/{agent}/wait")
+    def wait(agent: str, timeout: float = 60.0) -> dict[str, Any]:
+        """The result of the agent's turn in progress once it ends (or of its last turn);
+        `result` is null when none ended within `timeout` seconds."""
+        uuid = grove.agent(agent).uuid
+        result = grove.wait_turn(uuid, max(0.0, min(timeout, 3600.0)))
+        return {"agent": uuid, "result": None if result is None else result_json(result)}
+
+    @app.post("/api/agents/{agent}/cancel")
+    def cancel(agent: str) -> dict[str, bool]:
+        return {"cancelled": grove.cancel(grove.agent(agent).uuid)}
+
+    @app.get("/api/sessions/{session}/focus")
+    def focus(session: str) -> dict[str, str]:
+        """The agent a session (a root) speaks to now: /switch moves it."""
+        return {"agent": grove.focus(grove.agent(session).uuid)}
+
+    @app.post("/api/sessions/{session}/todo")
+    def set_todo(session: str, body: TodoIn) -> dict[str, str]:
+        return {"text": grove.set_todo(grove.agent(session).uuid, body.markdown)}
 
     @app.post("/api/agents/{agent}/fork", status_code=201)
     def fork(agent: str, body: ForkIn) -> dict[str, list[str]]:
@@ -321,6 +354,7 @@ def result_json(result: TurnResult) -> dict[str, Any]:
         "ok": result.ok,
         "text": result.text,
         "error": result.error,
+        "cancelled": result.cancelled,
         "stop_reason": result.stop_reason,
         "usage": asdict(result.usage),
         "cost_usd": result.cost_usd,

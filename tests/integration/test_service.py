@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from server.files import process_alive
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
 
@@ -65,11 +66,14 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     assert address.startswith(f"http://127.0.0.1:{port}/?token=")
     token = address.split("token=", 1)[1]
     running = Service(env, f"http://127.0.0.1:{port}", token, base / "config" / "grove")
+    recorded = json.loads((running.config / "service.json").read_text())
     try:
         yield running
     finally:
         down = running.grove("down")
         assert down.returncode == 0, down.stderr
+        assert not process_alive(recorded["pid"])  # it stopped, and its Ray with it
+        assert not (running.config / "service.json").exists()
 
 
 def test_up_records_the_service_and_a_second_up_says_one_is_running(service: Service) -> None:
@@ -110,6 +114,24 @@ def test_the_thin_command_line_runs_over_http_without_ray(service: Service) -> N
     )
     missing = service.grove("history", "no-such-agent")
     assert missing.returncode == 1 and missing.stderr.startswith("Unknown agent")
+
+
+def test_chat_keeps_its_session_in_the_service(service: Service) -> None:
+    script = '[[sim reply="Hello from chat"]] hi\n/fork "[[sim tokens=3]] go"\n/agents\n'
+    chat = subprocess.run(
+        [sys.executable, "-c", NO_RAY_PROBE, "chat", "--model", "claude-haiku-4-5"],
+        input=script, capture_output=True, text=True, env=service.env, timeout=TIMEOUT_S,
+        check=False,
+    )  # fmt: skip
+    assert chat.returncode == 0, chat.stderr
+    assert "ray imported" not in chat.stderr
+    session = chat.stdout.splitlines()[0].removeprefix("Agent ")
+    assert "Hello from chat" in chat.stdout
+    rows = json.loads(service.grove("agents", "--json").stdout)
+    children = [row for row in rows if row["parent_uuid"] == session]
+    assert len(children) == 1  # the fork happened in the service's tree
+    history = json.loads(service.grove("history", children[0]["uuid"], "--json").stdout)
+    assert [m["kind"] for m in history["messages"]][-2:] == ["user", "assistant"]
 
 
 def test_every_route_but_healthz_needs_the_token(service: Service) -> None:
