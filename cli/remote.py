@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 
 from actors.agent import TurnResult
+from cli.thin import sse_events
 from providers.base import Usage
 from providers.errors import GroveError
 from server.files import ServiceState, service_token
@@ -111,16 +112,7 @@ class RemoteGrove:
             if answer.status_code >= 400:
                 answer.read()
                 raise RemoteError(answer.json().get("error") or answer.text)
-            event, data = "message", list[str]()
-            for line in answer.iter_lines():
-                if not line:
-                    if data:
-                        yield event, "\n".join(data)
-                    event, data = "message", []
-                elif line.startswith("event:"):
-                    event = line[6:].strip()
-                elif line.startswith("data:"):
-                    data.append(line[5:].removeprefix(" "))
+            yield from sse_events(answer)
 
     def create_root(
         self, model: str | None, *, tools: Any = (), allow: Any = (), budget: Any = None

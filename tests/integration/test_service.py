@@ -314,3 +314,30 @@ def test_the_dashboard_shows_a_batch_and_a_streaming_agent_live(
         finally:
             browser.close()
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+
+
+def test_two_ups_at_once_start_one_service(tmp_path: Path) -> None:
+    env = cli_environment(tmp_path)
+
+    def up() -> subprocess.Popen[str]:
+        port = str(free_loopback_port())
+        return subprocess.Popen(
+            [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", port],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )  # fmt: skip
+
+    starts = [up(), up()]
+    outcomes = [(start.wait(TIMEOUT_S), start.stderr.read() if start.stderr else "")
+                for start in starts]  # fmt: skip
+    try:
+        assert sorted(code for code, _ in outcomes) == [0, 1], outcomes
+        (refusal,) = [text for code, text in outcomes if code == 1]
+        assert "another Grove service is starting or running" in refusal or (
+            refusal.startswith("Grove is already up at")
+        )
+    finally:
+        down = subprocess.run(
+            [sys.executable, "-m", "cli.entry", "down"], capture_output=True, text=True,
+            env=env, timeout=TIMEOUT_S, check=False,
+        )  # fmt: skip
+    assert down.returncode == 0, down.stderr

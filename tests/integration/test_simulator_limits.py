@@ -110,7 +110,7 @@ def test_the_catalog_window_applies_without_an_override() -> None:
     with SimulatorThread(SimulatorConfig(api_key=KEY)) as running:
         client = claude(running)
         reply = client.messages.create(
-            model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": LONG}]
+            model="claude-haiku-4-5", max_tokens=256, messages=[{"role": "user", "content": LONG}]
         )
         assert reply.stop_reason == "end_turn"  # 3,000 tokens fit in 200,000
         with pytest.raises(anthropic.BadRequestError, match="prompt is too long"):
