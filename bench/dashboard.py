@@ -22,6 +22,7 @@ import sys
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -134,13 +135,17 @@ def main() -> None:
                     rates.append((counter.events - before_events) / wall)
                     rows = len(walls["service"]) * args.n + 1
                     page.wait_for_function(
-                        f"document.querySelectorAll('tr.agent').length >= {rows} && "
-                        "document.querySelectorAll('td.streaming').length === 0",
+                        f"Number(document.body.dataset.agents) >= {rows} && "
+                        "document.body.dataset.streaming === '0'",
                         timeout=60_000,
                     )
                     shown_after.append(time.perf_counter() - start - wall)
                     frames += page.evaluate("window.frames_ms.splice(0)")
-                    baseline, _ = asyncio.run(bare_httpx(simulator, texts))
+                    # In a thread of its own: Playwright's loop runs in this one.
+                    with ThreadPoolExecutor(1) as pool:
+                        baseline, _ = pool.submit(
+                            asyncio.run, bare_httpx(simulator, texts)
+                        ).result()
                     walls["baseline"].append(baseline)
                 counter.stop()
                 browser.close()

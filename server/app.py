@@ -32,7 +32,7 @@ from server.files import token_matches
 from supervisor.api import Grove
 from supervisor.budget_rules import Budget
 from supervisor.store import EventRecord, Store, open_store
-from supervisor.tree_view import AGENT_FIELDS, message_json, tree_rows
+from supervisor.tree_view import AGENT_FIELDS, TreeView, message_json
 from supervisor.usage import GROUPINGS, subtree, usage_report
 
 STATIC = Path(__file__).parent / "static"
@@ -107,6 +107,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         version="1",
     )
     batches: dict[str, BatchRun] = {}
+    tree = TreeView()  # the dashboard asks for the tree often: unchanged agents are not read
 
     def store() -> Store:
         return open_store(grove.settings.store)
@@ -145,7 +146,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         totals."""
         opened = store()
         try:
-            return tree_rows(opened)
+            return tree.rows(opened)
         finally:
             opened.close()
 

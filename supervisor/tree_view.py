@@ -4,6 +4,7 @@ message count, tokens, cost and share of its context window, each tree's totals;
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from providers.catalog import model_info
@@ -26,31 +27,60 @@ AGENT_FIELDS = {
 CONTEXT_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
 
 
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What an agent's own messages say, as of a message count."""
+
+    messages: int
+    totals: UsageTotals
+    context_pct: int | None
+
+
+class TreeView:
+    """Rows of the tree, read again only for agents whose message count changed since the
+    last read (a dashboard asks often while thousands of agents run)."""
+
+    def __init__(self) -> None:
+        self._spent: dict[str, Spent] = {}
+
+    def rows(self, store: Store, include_ended: bool = True) -> dict[str, Any]:
+        """`{"agents": [row, ...], "trees": {root uuid: totals}}`; a reviewer counts in the
+        tree of the agent it watches."""
+        records = store.list_agents(include_ended=include_ended)
+        counts = store.message_counts([record.uuid for record in records])
+        roots = root_of_each(records)
+        trees: dict[str, UsageTotals] = {}
+        rows = []
+        for record in records:
+            spent = self._spent.get(record.uuid)
+            if spent is None or spent.messages != counts[record.uuid]:
+                spent = self._spent[record.uuid] = read_spent(store, record)
+            trees.setdefault(roots[record.uuid], UsageTotals()).merge(spent.totals)
+            rows.append(
+                {
+                    **record.model_dump(include=AGENT_FIELDS),
+                    "messages": spent.messages,
+                    "tokens": spent.totals.input_tokens + spent.totals.output_tokens,
+                    "cost_usd": round(spent.totals.cost_usd, 6),
+                    "context_pct": spent.context_pct,
+                    "budget": record.metadata.get("budget"),
+                }
+            )
+        return {"agents": rows, "trees": {root: t.as_dict() for root, t in trees.items()}}
+
+
+def read_spent(store: Store, record: AgentRecord) -> Spent:
+    own = store.agent_messages(record.uuid)
+    totals = UsageTotals()
+    for message in own:
+        if is_billed(message):
+            totals.add(message)
+    return Spent(len(own), totals, context_pct(record, own))
+
+
 def tree_rows(store: Store, include_ended: bool = True) -> dict[str, Any]:
-    """`{"agents": [row, ...], "trees": {root uuid: totals}}`; a reviewer counts in the tree
-    of the agent it watches."""
-    records = store.list_agents(include_ended=include_ended)
-    messages = {record.uuid: store.agent_messages(record.uuid) for record in records}
-    roots = root_of_each(records)
-    trees: dict[str, UsageTotals] = {}
-    rows = []
-    for record in records:
-        spent = UsageTotals()
-        for message in messages[record.uuid]:
-            if is_billed(message):
-                spent.add(message)
-        trees.setdefault(roots[record.uuid], UsageTotals()).merge(spent)
-        rows.append(
-            {
-                **record.model_dump(include=AGENT_FIELDS),
-                "messages": len(messages[record.uuid]),
-                "tokens": spent.input_tokens + spent.output_tokens,
-                "cost_usd": round(spent.cost_usd, 6),
-                "context_pct": context_pct(record, messages[record.uuid]),
-                "budget": record.metadata.get("budget"),
-            }
-        )
-    return {"agents": rows, "trees": {root: totals.as_dict() for root, totals in trees.items()}}
+    """The tree's rows, read once (see TreeView for a reader that asks again and again)."""
+    return TreeView().rows(store, include_ended)
 
 
 def context_pct(record: AgentRecord, own: list[MessageRecord]) -> int | None:
