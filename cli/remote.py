@@ -16,6 +16,7 @@ from cli.thin import sse_events
 from providers.base import Usage
 from providers.errors import GroveError
 from server.files import ServiceState, service_token
+from supervisor.approvals import ApprovalRequest
 from supervisor.commands.registry import CommandOutcome
 
 STREAM_TIMEOUT = httpx.Timeout(30.0, read=None)
@@ -63,13 +64,16 @@ class RemoteTurn:
         for event, data in events:
             if event == "delta":
                 delta = json.loads(data)
+                if delta["kind"] == "approval":  # a tool asks first: the session's approver
+                    self._grove.approve(delta["text"])
+                    continue
                 yield delta["kind"], delta["text"]
             elif event == "result":
                 self._result = result_of(json.loads(data))
 
     def result(self, timeout_s: float = 3600.0) -> TurnResult:
-        if self._result is None and self._prompt is not None and not self._read:
-            for _ in self:  # the prompt is sent by reading its stream
+        if self._result is None and not self._read and (self._prompt or self._grove.approvers):
+            for _ in self:  # the prompt is sent, and approvals come, by reading the stream
                 pass
         if self._result is None:
             waited = self._grove.wait_turn(self.agent, timeout_s)
@@ -82,6 +86,7 @@ class RemoteGrove:
 
     def __init__(self, state: ServiceState) -> None:
         self.url = state.url
+        self.approvers: dict[str, Callable[[ApprovalRequest], str]] = {}
         self._client = httpx.Client(
             base_url=state.url,
             headers={"authorization": f"Bearer {service_token()}"},
@@ -164,5 +169,18 @@ class RemoteGrove:
         ]
         return text
 
-    def set_approver(self, session: str, approver: Callable[[Any], str] | None) -> None:
-        """Tools that ask first are refused with how to allow them: the service asks no one."""
+    def set_approver(self, session: str, approver: Callable[[ApprovalRequest], str] | None) -> None:
+        """Who answers "may this tool run?" for the session (see `Grove.set_approver`): the
+        service sends the requests in the turn's stream, this process asks, the service is
+        told."""
+        if approver is None:
+            self.approvers.pop(session, None)
+        else:
+            self.approvers[session] = approver
+        self._json("POST", f"/api/sessions/{session}/approvals", {"attend": approver is not None})
+
+    def approve(self, notice: str) -> None:
+        request = ApprovalRequest(**json.loads(notice))
+        approver = self.approvers.get(request.session)
+        decision = approver(request) if approver is not None else "n"
+        self._json("POST", f"/api/approvals/{request.request}", {"decision": decision})

@@ -14,7 +14,7 @@ import uuid as uuidlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
@@ -61,6 +61,14 @@ class CommandIn(BaseModel):
 
 class TodoIn(BaseModel):
     markdown: str
+
+
+class AttendIn(BaseModel):
+    attend: bool = Field(description="true: the session's approval requests come in its streams")
+
+
+class DecisionIn(BaseModel):
+    decision: Literal["y", "n", "a"] = Field(description="yes, no, or always for the session")
 
 
 class ForkIn(BaseModel):
@@ -211,6 +219,17 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     def focus(session: str) -> dict[str, str]:
         """The agent a session (a root) speaks to now: /switch moves it."""
         return {"agent": grove.focus(grove.agent(session).uuid)}
+
+    @app.post("/api/sessions/{session}/approvals")
+    def attend(session: str, body: AttendIn) -> dict[str, bool]:
+        """A client that asks a person about tools whose policy is "ask": their requests come
+        in the session's turn streams as `approval` deltas, answered at /api/approvals/ID."""
+        grove.attend_approvals(grove.agent(session).uuid, body.attend)
+        return {"attend": body.attend}
+
+    @app.post("/api/approvals/{request}")
+    def answer(request: str, body: DecisionIn) -> dict[str, str]:
+        return {"text": grove.answer_approval(request, body.decision)}
 
     @app.post("/api/sessions/{session}/todo")
     def set_todo(session: str, body: TodoIn) -> dict[str, str]:

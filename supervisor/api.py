@@ -380,7 +380,18 @@ class Grove:
         request = ApprovalRequest(**json.loads(notice))
         approver = self._approvers.get(request.session)
         decision = approver(request) if approver is not None else "n"
-        self._call("answer_approval", request.request, decision)
+        self.answer_approval(request.request, decision)
+
+    def attend_approvals(self, session: str, on: bool) -> None:
+        """For a program that answers approvals itself (the HTTP service's client): while
+        `on`, the session's "ask" tools wait for an answer, and their requests come as
+        ("approval", JSON) in the turn's stream instead of going to an approver here."""
+        self._call("attend_approvals", session, on)
+
+    def answer_approval(self, request_id: str, decision: str) -> str:
+        """Answer an approval request: "y", "n" or "a" (always, for this session)."""
+        text: str = self._call("answer_approval", request_id, decision)
+        return text
 
     def command_turn(self, outcome: CommandOutcome) -> Turn | None:
         """The turn a command started (`/fork PROMPT` starts the child's), to stream it."""

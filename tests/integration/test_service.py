@@ -341,3 +341,29 @@ def test_two_ups_at_once_start_one_service(tmp_path: Path) -> None:
             env=env, timeout=TIMEOUT_S, check=False,
         )  # fmt: skip
     assert down.returncode == 0, down.stderr
+
+
+def test_a_chat_in_the_service_asks_before_a_tool_runs(service: Service, tmp_path: Path) -> None:
+    from tests.integration.test_chat_terminal import Terminal
+
+    env = {**service.env, "TERM": "xterm"}
+    argv = [sys.executable, "-m", "cli.entry", "chat", "--model", "claude-haiku-4-5",
+            "--tools", "bash"]  # fmt: skip
+    term = Terminal(argv, env, tmp_path)
+    try:
+        term.expect(">")
+        call = '[[sim tool=bash args=\'{"command": "echo %s"}\' step=1]] say it\r'
+        term.type(call % "asked")
+        term.expect("Allow bash? [y/n/a]")
+        term.type("y\r")
+        term.expect("\u2190 bash: exit code 0")
+        term.expect(">")
+        term.type(call % "refused")
+        term.expect("Allow bash? [y/n/a]")
+        term.type("n\r")
+        term.expect("\u2190 bash failed: The user did not allow bash this time.")
+        term.expect(">")
+        term.type("/exit\r")
+        assert term.wait() == 0
+    finally:
+        term.close()
