@@ -277,7 +277,7 @@ def test_the_dashboard_shows_a_batch_and_a_streaming_agent_live(
             page.goto(f"{service.url}/?token={service.token}")
             page.wait_for_selector("#connection:has-text('live')")
             lines = "".join(
-                json.dumps({"id": n, "prompt": f"[[sim tokens=20 tps=40]] task {n}"}) + "\n"
+                json.dumps({"id": n, "prompt": f"[[sim tokens=20 tps=20]] task {n}"}) + "\n"
                 for n in range(24)
             )
             submitted = api.post(
