@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult
+from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult, reply_data
 from actors.transcript import COMPACTION_TEXT, Entry
 from providers.base import (
     Message,
@@ -262,13 +262,8 @@ class Reviewer:
         before = list(self.agent.history)
         self.health.prompts += 1
         result: TurnResult = await self.agent.run_turn(
-            NewEntry(kind="user", content=prompt, data={}), lambda event: None
+            NewEntry(kind="user", content=prompt, data={}), lambda event: None, self._bill
         )
-        self._spent += [
-            {key: value for key, value in entry.data.items() if key != "parts"}
-            for entry in result.entries
-            if entry.kind == "assistant"
-        ]
         if generation != self._generation:
             return False, "reset"
         if not result.ok:
@@ -330,16 +325,12 @@ class Reviewer:
             return ""
         self.health.usage = self.health.usage + turn.usage
         self.health.cost_usd += turn.cost_usd
-        self._spent.append(
-            {
-                "usage": turn.usage.as_dict(),
-                "cost_usd": turn.cost_usd,
-                "model": turn.model,
-                "provider": turn.provider,
-                "stop_reason": turn.stop_reason,
-            }
-        )
+        self._spent.append(reply_data(turn))
         return turn.text.strip()
+
+    async def _bill(self, data: dict[str, Any]) -> None:
+        """A request of a review ended: what it used goes with the next report."""
+        self._spent.append(data)
 
     def status(self) -> dict[str, Any]:
         history_chars = sum(_message_chars(m) for m in self.agent.history)

@@ -112,6 +112,17 @@ def estimated_input(request: Request, tool_chars: int = 0) -> int:
     return chars // 4 + FRAMING_TOKENS * (len(request.messages) + 1)
 
 
+def reply_data(turn: AssistantTurn) -> dict[str, Any]:
+    """What a reply was billed, as its stored data holds it (its parts aside)."""
+    return {
+        "usage": turn.usage.as_dict(),
+        "cost_usd": turn.cost_usd,
+        "stop_reason": turn.stop_reason,
+        "model": turn.model,
+        "provider": turn.provider,
+    }
+
+
 def tool_chars(tools: Iterable[Tool]) -> int:
     """The characters the tools' specs add to every request that offers them."""
     return sum(
@@ -424,17 +435,10 @@ class Agent:
     ) -> None:
         """The reply joins the turn's result; the supervisor hears at once what it was billed
         (if this turn's host dies before the turn is stored, that is stored all the same)."""
-        data = {
-            "parts": parts_to_data(turn.message.parts),
-            "usage": turn.usage.as_dict(),
-            "cost_usd": turn.cost_usd,
-            "duration_s": round(seconds, 3),
-            "stop_reason": turn.stop_reason,
-            "model": turn.model,
-            "provider": turn.provider,
-        }
+        billed = {**reply_data(turn), "duration_s": round(seconds, 3)}
+        data = {"parts": parts_to_data(turn.message.parts), **billed}
         if self._billed is not None:
-            await self._billed({key: value for key, value in data.items() if key != "parts"})
+            await self._billed(billed)
         self._append(result, NewEntry(kind="assistant", content=turn.text, data=data), turn.message)
         result.text = turn.text
         result.usage = result.usage + turn.usage

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from actors.agent import TurnResult
-from cli.thin import sse_events
+from cli.thin import error_text, sse_events
 from providers.base import Usage
 from providers.errors import GroveError
 from server.files import ServiceState, service_token
@@ -102,11 +102,7 @@ class RemoteGrove:
         except httpx.HTTPError as exc:
             raise RemoteError(f"The Grove service at {self.url} did not answer: {exc}") from exc
         if answer.status_code >= 400:
-            try:
-                text = answer.json().get("error") or answer.json().get("detail")
-            except ValueError:
-                text = answer.text
-            raise RemoteError(text if isinstance(text, str) else json.dumps(text))
+            raise RemoteError(error_text(answer))
         return answer.json()
 
     def events(
@@ -116,7 +112,7 @@ class RemoteGrove:
         with self._client.stream(method, path, json=body, timeout=STREAM_TIMEOUT) as answer:
             if answer.status_code >= 400:
                 answer.read()
-                raise RemoteError(answer.json().get("error") or answer.text)
+                raise RemoteError(error_text(answer))
             yield from sse_events(answer)
 
     def create_root(

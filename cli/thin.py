@@ -70,13 +70,21 @@ def run_thin(state: ServiceState, argv: list[str]) -> int:
 def answer(response: httpx.Response) -> Any:
     """The JSON of a successful answer; ServiceError with the service's text otherwise."""
     if response.status_code >= 400:
-        try:
-            error = response.json()
-        except ValueError:
-            error = {"error": response.text}
-        text = error.get("error") or error.get("detail") or response.text
-        raise ServiceError(text if isinstance(text, str) else json.dumps(text))
+        raise ServiceError(error_text(response))
     return response.json()
+
+
+def error_text(response: httpx.Response) -> str:
+    """What the service said went wrong: its `error` (Grove's refusals) or `detail` (the
+    API's own checks), else the body as it is. The body must have been read."""
+    try:
+        error = response.json()
+    except ValueError:
+        return response.text
+    text = (error.get("error") or error.get("detail")) if isinstance(error, dict) else None
+    if text is None:
+        return response.text
+    return text if isinstance(text, str) else json.dumps(text)
 
 
 def sse_events(response: httpx.Response) -> Iterator[tuple[str, str]]:

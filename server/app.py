@@ -294,8 +294,8 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         if not tasks.tasks:
             raise HTTPException(400, "the batch holds no tasks")
         root = await run_in_threadpool(lambda: grove.create_root(model).uuid)
-        run = BatchRun(uuidlib.uuid4().hex[:12], root, len(tasks.tasks), Path())
-        run.output = batch_dir / f"{run.id}.jsonl"
+        batch_id = uuidlib.uuid4().hex[:12]
+        run = BatchRun(batch_id, root, len(tasks.tasks), batch_dir / f"{batch_id}.jsonl")
         batches[run.id] = run
 
         def work() -> None:

@@ -21,10 +21,10 @@ from actors.advisor import (
 )
 from actors.agent import ModelChoice
 from providers.catalog import ModelSpec, model_info
+from supervisor.billing import spent_message
 from supervisor.budget_rules import BUDGET_KEYS, budgeted
 from supervisor.errors import CommandError
-from supervisor.store.base import SPENT_KIND
-from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+from supervisor.store.records import AgentRecord, MessageRecord
 
 if TYPE_CHECKING:
     from supervisor.store.base import Store
@@ -269,10 +269,7 @@ class AdvisorDesk:
         watch.health = report.health
         if report.spent:  # what its requests used, counted with its tree's
             self.core.store.append_messages(
-                [
-                    NewMessage(agent_uuid=report.reviewer, kind=SPENT_KIND, content="", data=data)
-                    for data in report.spent
-                ]
+                [spent_message(report.reviewer, data) for data in report.spent]
             )
         if report.ok:
             watch.warned = False

@@ -27,7 +27,9 @@ class InFlightBilling:
 
     def lost(self, ticket_id: str) -> list[NewMessage]:
         """The turn's host died before it was stored: its billed requests, as messages."""
-        return [
-            NewMessage(agent_uuid=agent, kind=SPENT_KIND, content="", data=data)
-            for agent, data in self._pending.pop(ticket_id, [])
-        ]
+        return [spent_message(agent, data) for agent, data in self._pending.pop(ticket_id, [])]
+
+
+def spent_message(agent: str, data: dict[str, Any]) -> NewMessage:
+    """A request `agent` was billed for whose reply is not in its conversation."""
+    return NewMessage(agent_uuid=agent, kind=SPENT_KIND, content="", data=data)

@@ -389,9 +389,7 @@ class Supervisor:
         for uuid, model, tokens, max_tokens in requests:
             try:
                 hold = self.budgets.try_reserve(uuid, model, tokens, max_tokens)
-            except BudgetExhausted as exc:
-                answers.append(("refused", str(exc)))
-            except GroveError as exc:  # the agent is gone, say: this one, not the batch
+            except GroveError as exc:  # a limit, or the agent is gone: this one, not the batch
                 answers.append(("refused", str(exc)))
             else:
                 answers.append(("wait", BUDGET_POLL_S) if hold is None else ("held", hold))
