@@ -1,10 +1,14 @@
 """Benchmark: Grove as a service under a 1,000-agent fan-out, with the dashboard open in
-headless chromium. Each round forks N children of one root through the HTTP API and waits,
-on the event stream, for N `TurnCompleted`; the same N streams fetched by one bare asyncio +
-httpx loop alternate with it (the baseline of bench/fanout.py). Reported: the service's wall
-time as a ratio to the baseline (bench/fanout.py's Grove ratio is the figure to hold it
-against: the service may add at most 1.05x), the event rate the stream carried, and the page's
-frame times and how long after the last completion it showed every child.
+headless chromium, against bench/fanout.py's Grove in the benchmark's own process.
+
+Both fork N children of a root that was told bench/fanout.py's context and wait for their N
+turns: in-process Grove with `fork_many` and `wait_any`; the service through the HTTP API,
+counted on its event stream, while the page follows the tree. Both are up for the whole run;
+each round runs in-process Grove, then the service, then the same N streams fetched by one
+bare asyncio + httpx loop (fanout.py's baseline). Reported: `service_adds`, the service's wall
+time over in-process Grove's (the goal: at most 1.05), both as ratios to the baseline, the
+event rate the stream carried, the page's frame times while a round runs, and how long after
+the last completion the page showed every child.
 
 Prints one JSON line. Run from the repository root: `python bench/dashboard.py --n 1000`.
 """
@@ -16,37 +20,44 @@ import asyncio
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from statistics import median
 from typing import Any
 
 import httpx
-from fanout import bare_httpx, prompts
-from harness import MODEL, REPO_ROOT, Pacing, percentile, simulator_process
+from fanout import CONTEXT, bare_httpx, forked_round, prompts
+from harness import (
+    MODEL,
+    REPO_ROOT,
+    ExternalSimulator,
+    Pacing,
+    free_port,
+    percentile,
+    running_grove,
+    simulator_process,
+)
 
-# Frame intervals the page records while it runs (requestAnimationFrame).
-FRAME_PROBE = """
+# Frame intervals the page records while a round runs (requestAnimationFrame); stopping
+# hands them over.
+FRAME_PROBE_START = """
 window.frames_ms = [];
+window.probing = true;
 let last = performance.now();
 const tick = (now) => {
-  window.frames_ms.push(now - last); last = now; requestAnimationFrame(tick);
+  window.frames_ms.push(now - last); last = now;
+  if (window.probing) requestAnimationFrame(tick);
 };
 requestAnimationFrame(tick);
 """
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
+FRAME_PROBE_STOP = "window.probing = false; window.frames_ms"
 
 
 class EventCounter:
@@ -60,38 +71,77 @@ class EventCounter:
         self._thread.start()
 
     def _follow(self, url: str, headers: dict[str, str]) -> None:
-        with (
-            httpx.Client(timeout=httpx.Timeout(30, read=None)) as client,
-            client.stream("GET", f"{url}/api/events/stream", headers=headers) as stream,
-        ):
-            for line in stream.iter_lines():
-                if self._stop.is_set():
-                    return
-                if line.startswith("event:"):
-                    self.events += 1
-                    self.completed += line.endswith("TurnCompleted")
+        try:
+            with (
+                httpx.Client(timeout=httpx.Timeout(30, read=None)) as client,
+                client.stream("GET", f"{url}/api/events/stream", headers=headers) as stream,
+            ):
+                for line in stream.iter_lines():
+                    if self._stop.is_set():
+                        return
+                    if line.startswith("event:"):
+                        self.events += 1
+                        self.completed += line.endswith("TurnCompleted")
+        except httpx.HTTPError:
+            if not self._stop.is_set():  # the service going down at the end is no news
+                raise
 
     def stop(self) -> None:
         self._stop.set()
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--n", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3)
-    args = parser.parse_args()
+def timed_baseline(simulator: ExternalSimulator, texts: list[str]) -> float:
+    """The bare loop's wall time, run in a thread of its own (Playwright's loop runs in this
+    one)."""
+    with ThreadPoolExecutor(1) as pool:
+        wall, _ = pool.submit(asyncio.run, bare_httpx(simulator, texts)).result()
+    return float(wall)
+
+
+@contextmanager
+def in_process(simulator: ExternalSimulator, texts: list[str]) -> Iterator[Callable[[], float]]:
+    """bench/fanout.py's Grove: one forked round per call, its wall time."""
+    with running_grove(simulator) as grove:
+        root = grove.create_root(MODEL)
+        if not grove.ask(root.uuid, CONTEXT).ok:
+            raise SystemExit("dashboard bench: the context turn failed")
+
+        def one_round() -> float:
+            figures = forked_round(grove, root.uuid, texts)
+            if figures["ok"] != len(texts):
+                raise SystemExit(f"dashboard bench: {figures['ok']}/{len(texts)} turns ok")
+            return float(figures["wall_s"])
+
+        yield one_round
+
+
+class PageFigures:
+    """What the page and the event stream showed over the service's rounds."""
+
+    def __init__(self) -> None:
+        self.frames: list[float] = []
+        self.shown_after: list[float] = []
+        self.rates: list[float] = []
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "events_per_s": round(median(self.rates)),
+            "page_frame_ms_p50": round(percentile(self.frames, 0.5), 1),
+            "page_frame_ms_p99": round(percentile(self.frames, 0.99), 1),
+            "page_frame_ms_max": round(max(self.frames), 1),
+            "page_all_shown_after_last_completion_s": round(median(self.shown_after), 3),
+        }
+
+
+@contextmanager
+def through_service(
+    simulator: ExternalSimulator, texts: list[str], chromium: str, figures: PageFigures
+) -> Iterator[Callable[[], float]]:
+    """`grove up` with the dashboard open in chromium: one round per call, forked through the
+    HTTP API and counted on the event stream, its wall time."""
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        raise SystemExit("dashboard bench: Debian's chromium is missing: apt-get install chromium")
-    texts = prompts(args.n)
-    walls: dict[str, list[float]] = {"service": [], "baseline": []}
-    report: dict[str, Any] = {"bench": "dashboard", "n": args.n, "rounds": args.rounds}
-    with (
-        tempfile.TemporaryDirectory(prefix="grove-bench-dashboard-") as name,
-        simulator_process(Pacing(ttft_ms=500, tps=50.0, tokens=40)) as simulator,
-    ):
+    with tempfile.TemporaryDirectory(prefix="grove-bench-dashboard-") as name:
         home = Path(name)
         env = {
             **os.environ,
@@ -103,7 +153,9 @@ def main() -> None:
         }
         grove = [sys.executable, "-m", "cli.entry"]
         port = free_port()
-        subprocess.run([*grove, "up", "--port", str(port)], env=env, cwd=REPO_ROOT, check=True)
+        up = [*grove, "up", "--port", str(port)]
+        # Its output holds the token.
+        subprocess.run(up, env=env, cwd=REPO_ROOT, check=True, stdout=subprocess.DEVNULL)
         url = f"http://127.0.0.1:{port}"
         token = (home / "config" / "grove" / "service-token").read_text().strip()
         headers = {"authorization": f"Bearer {token}"}
@@ -119,52 +171,73 @@ def main() -> None:
                 page.goto(f"{url}/?token={token}")
                 page.wait_for_selector("#connection:has-text('live')")
                 root = api.post("/api/roots", json={"model": MODEL}).json()["uuid"]
+                told = api.post(f"/api/agents/{root}/prompts", json={"text": CONTEXT}).json()
+                if not told["ok"]:
+                    raise SystemExit(f"dashboard bench: the context turn failed: {told}")
                 counter = EventCounter(url, headers)
-                frames: list[float] = []
-                shown_after: list[float] = []
-                rates: list[float] = []
-                for _ in range(args.rounds):
-                    page.evaluate(FRAME_PROBE)
+                rounds_done = 0
+
+                def one_round() -> float:
+                    nonlocal rounds_done
+                    page.evaluate(FRAME_PROBE_START)
                     before_events, before_done = counter.events, counter.completed
                     start = time.perf_counter()
                     api.post(f"/api/agents/{root}/fork", json={"prompts": texts})
-                    while counter.completed - before_done < args.n:
+                    while counter.completed - before_done < len(texts):
                         time.sleep(0.01)
                     wall = time.perf_counter() - start
-                    walls["service"].append(wall)
-                    rates.append((counter.events - before_events) / wall)
-                    rows = len(walls["service"]) * args.n + 1
+                    figures.rates.append((counter.events - before_events) / wall)
+                    rounds_done += 1
                     page.wait_for_function(
-                        f"Number(document.body.dataset.agents) >= {rows} && "
-                        "document.body.dataset.streaming === '0'",
+                        f"Number(document.body.dataset.agents) >= {rounds_done * len(texts) + 1}"
+                        " && document.body.dataset.streaming === '0'",
                         timeout=60_000,
                     )
-                    shown_after.append(time.perf_counter() - start - wall)
-                    frames += page.evaluate("window.frames_ms.splice(0)")
-                    # In a thread of its own: Playwright's loop runs in this one.
-                    with ThreadPoolExecutor(1) as pool:
-                        baseline, _ = pool.submit(
-                            asyncio.run, bare_httpx(simulator, texts)
-                        ).result()
-                    walls["baseline"].append(baseline)
+                    figures.shown_after.append(time.perf_counter() - start - wall)
+                    figures.frames.extend(page.evaluate(FRAME_PROBE_STOP))
+                    return wall
+
+                yield one_round
                 counter.stop()
                 browser.close()
         finally:
             subprocess.run([*grove, "down"], env=env, cwd=REPO_ROOT, check=False)
-    service_s, baseline_s = median(walls["service"]), median(walls["baseline"])
-    report.update(
-        {
-            "service_wall_s": round(service_s, 3),
-            "baseline_wall_s": round(baseline_s, 3),
-            "ratio": round(service_s / baseline_s, 3),
-            "events_per_s": round(median(rates)),
-            "page_frame_ms_p50": round(percentile(frames, 0.5), 1),
-            "page_frame_ms_p99": round(percentile(frames, 0.99), 1),
-            "page_frame_ms_max": round(max(frames), 1),
-            "page_all_shown_after_last_completion_s": round(median(shown_after), 3),
-            "walls": {k: [round(w, 3) for w in v] for k, v in walls.items()},
-        }
-    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        raise SystemExit("dashboard bench: Debian's chromium is missing: apt-get install chromium")
+    texts = prompts(args.n)
+    walls: dict[str, list[float]] = {"grove": [], "service": [], "baseline": []}
+    figures = PageFigures()
+    with (
+        simulator_process(Pacing(ttft_ms=500, tps=50.0, tokens=40)) as simulator,
+        in_process(simulator, texts) as grove_round,
+        through_service(simulator, texts, chromium, figures) as service_round,
+    ):
+        for _ in range(args.rounds):
+            walls["grove"].append(grove_round())
+            walls["service"].append(service_round())
+            walls["baseline"].append(timed_baseline(simulator, texts))
+    grove_s, service_s, baseline_s = (median(walls[key]) for key in walls)
+    report: dict[str, Any] = {
+        "bench": "dashboard",
+        "n": args.n,
+        "rounds": args.rounds,
+        "grove_wall_s": round(grove_s, 3),
+        "service_wall_s": round(service_s, 3),
+        "baseline_wall_s": round(baseline_s, 3),
+        "grove_ratio": round(grove_s / baseline_s, 3),
+        "service_ratio": round(service_s / baseline_s, 3),
+        "service_adds": round(service_s / grove_s, 3),
+        **figures.as_dict(),
+        "walls": {key: [round(w, 3) for w in values] for key, values in walls.items()},
+    }
     print(json.dumps(report))
 
 

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
 from pydantic import BaseModel, Field
+from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from actors.agent import TurnResult
 from cli.batch import BatchRunner
@@ -114,25 +116,12 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         summary="Many LLM agents as actors: roots, forks, advisors, batches, budgets.",
         version="1",
     )
+    app.add_middleware(BearerTokenGate, token=token)
     batches: dict[str, BatchRun] = {}
     tree = TreeView()  # the dashboard asks for the tree often: unchanged agents are not read
 
     def store() -> Store:
         return open_store(grove.settings.store)
-
-    @app.middleware("http")
-    async def bearer_token(request: Request, call_next: Any) -> Response:
-        if request.url.path not in OPEN_PATHS:
-            header = request.headers.get("authorization", "")
-            given = header[7:] if header.lower().startswith("bearer ") else None
-            if not token_matches(given or request.query_params.get("token"), token):
-                return JSONResponse(
-                    {"error": "a bearer token is needed: Authorization: Bearer TOKEN"},
-                    status_code=401,
-                    headers={"www-authenticate": "Bearer"},
-                )
-        response: Response = await call_next(request)
-        return response
 
     @app.exception_handler(GroveError)
     async def grove_error(request: Request, exc: GroveError) -> JSONResponse:
@@ -149,12 +138,13 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
     @app.get("/api/agents")
-    def agents() -> dict[str, Any]:
-        """Every agent with its tokens, cost and share of its context window, and each tree's
-        totals."""
+    def agents(since: str | None = None) -> dict[str, Any]:
+        """Every agent with its tokens, cost and share of its context window, each tree's
+        totals, and a `cursor`: given as `since`, only the agents changed after that answer
+        come (`complete` is false then)."""
         opened = store()
         try:
-            return tree.rows(opened)
+            return tree.rows(opened, since)
         finally:
             opened.close()
 
@@ -341,19 +331,15 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         resume = request.headers.get("last-event-id")
         start = int(resume) if resume and resume.isdigit() else after
 
-        async def follow() -> AsyncIterator[dict[str, str]]:
+        async def follow() -> AsyncIterator[bytes]:
             opened = await run_in_threadpool(store)
             try:
                 last = start
                 while not await request.is_disconnected():
                     batch = await run_in_threadpool(opened.wait_events, last, EVENT_WAIT_S)
-                    for event in batch:
-                        last = event.id
-                        yield {
-                            "id": str(event.id),
-                            "event": event.kind,
-                            "data": json.dumps(event_json(event)),
-                        }
+                    if batch:  # one write for the lot
+                        last = batch[-1].id
+                        yield b"".join(map(event_bytes, batch))
             finally:
                 opened.close()
 
@@ -383,3 +369,33 @@ def result_json(result: TurnResult) -> dict[str, Any]:
 
 def event_json(event: EventRecord) -> dict[str, Any]:
     return event.model_dump()
+
+
+def event_bytes(event: EventRecord) -> bytes:
+    """The event as one Server-Sent Event, its id the event's."""
+    data = json.dumps(event_json(event))
+    return ServerSentEvent(id=str(event.id), event=event.kind, data=data).encode()
+
+
+class BearerTokenGate:
+    """ASGI middleware: a request without the token (a bearer header, or `?token=`) gets 401,
+    except on OPEN_PATHS. Plain ASGI, so streamed answers pass through untouched."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
+            request = Request(scope)
+            header = request.headers.get("authorization", "")
+            given = header[7:] if header.lower().startswith("bearer ") else None
+            if not token_matches(given or request.query_params.get("token"), self.token):
+                refused = JSONResponse(
+                    {"error": "a bearer token is needed: Authorization: Bearer TOKEN"},
+                    status_code=401,
+                    headers={"www-authenticate": "Bearer"},
+                )
+                await refused(scope, receive, send)
+                return
+        await self.app(scope, receive, send)

@@ -115,6 +115,10 @@ class Store(Protocol):
         """Events with id > after_id, oldest first, at most `limit`."""
         ...
 
+    def last_event_id(self) -> int:
+        """The id of the newest event ever appended (trimmed or not), 0 when none was."""
+        ...
+
     def wait_events(self, after_id: int, timeout_s: float, limit: int = 1000) -> list[EventRecord]:
         """Like `events`, but blocks up to `timeout_s` until there is at least one (else [])."""
         ...

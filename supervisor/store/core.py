@@ -134,6 +134,9 @@ class StoreCore(ABC):
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]: ...
 
     @abstractmethod
+    def last_event_id(self) -> int: ...
+
+    @abstractmethod
     def wait_events(
         self, after_id: int, timeout_s: float, limit: int = 1000
     ) -> list[EventRecord]: ...

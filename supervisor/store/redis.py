@@ -430,6 +430,11 @@ class RedisStore(StoreCore):
             )
         return [_event(entry_id, fields) for entry_id, fields in entries]
 
+    def last_event_id(self) -> int:
+        with self._mapped("read the last event id"):
+            raw = self._client.get(self._keys.event_seq)
+        return 0 if raw is None else _integer(raw, "event id counter")
+
     def trim_events(self, before: float) -> int:
         """Events are kept in id order, which is the order they were made in: the first one
         made at or after `before` is found from the oldest on, and the stream cut there."""

@@ -361,6 +361,12 @@ class SqliteStore(StoreCore):
         )
         return [_event(row) for row in rows]
 
+    def last_event_id(self) -> int:
+        rows = self._db.query(
+            "read the last event id", "SELECT seq FROM sqlite_sequence WHERE name = 'events'"
+        )
+        return int(rows[0][0]) if rows else 0
+
     def trim_events(self, before: float) -> int:
         with self._db.transaction("trim events") as conn:
             removed: int = conn.execute(

@@ -471,11 +471,13 @@ def test_list_update_and_focus(store: Store) -> None:
 
 
 def test_events_keep_their_order(backend: Backend, store: Store) -> None:
+    assert store.last_event_id() == 0
     written = [store.append_event("CommandDispatched", {"n": number}) for number in range(7)]
     assert [event.id for event in written] == sorted({event.id for event in written})
     assert store.events() == written
     assert backend.open().events(after_id=written[2].id, limit=3) == written[3:6]
     assert store.events(after_id=written[-1].id) == []
+    assert backend.open().last_event_id() == written[-1].id
     with pytest.raises(StoreError, match="Invalid event kind"):
         store.append_event("", {})
     with pytest.raises(StoreError, match="not plain JSON"):
@@ -495,6 +497,7 @@ def test_trimming_deletes_the_older_events_and_keeps_the_ids(store: Store) -> No
     assert newer.id == written[-1].id + 1
     assert store.trim_events(before=newer.created_at + 1) == 4
     assert store.events() == []
+    assert store.last_event_id() == newer.id  # trimmed, still the newest ever made
 
 
 def test_a_batch_of_events_is_written_in_order_or_not_at_all(

@@ -1,0 +1,138 @@
+"""The dashboard's tree view on a real SQLite store: only what events name is read again, a
+cursor brings only the rows changed since, and what no event names shows at the next full read.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid as uuid_module
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supervisor.store import AgentRecord, Store, open_store
+from supervisor.tree_view import TreeView, tree_rows
+
+MODEL = "claude-sonnet-4-5"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(f"sqlite:///{tmp_path / 'grove.sqlite3'}")
+    yield opened
+    opened.close()
+
+
+def agent(parent: AgentRecord | None = None, **fields: Any) -> AgentRecord:
+    return AgentRecord(
+        uuid=str(uuid_module.uuid4()),
+        role="root" if parent is None else "child",
+        parent_uuid=None if parent is None else parent.uuid,
+        provider="anthropic",
+        model=MODEL,
+        created_at=time.time(),
+        **fields,
+    )
+
+
+def reply(store: Store, record: AgentRecord, tokens: int, cost: float) -> None:
+    usage = {"input_tokens": tokens, "output_tokens": tokens}
+    store.append_message(record.uuid, "assistant", "ok", {"usage": usage, "cost_usd": cost})
+
+
+def uuids(answer: dict[str, Any]) -> set[str]:
+    return {row["uuid"] for row in answer["agents"]}
+
+
+def test_a_cursor_brings_only_the_rows_events_named_since(store: Store) -> None:
+    root = agent()
+    first, second = agent(root), agent(root)
+    store.create_agents([root, first, second])
+    view = TreeView()
+    whole = view.rows(store)
+    assert whole["complete"] and uuids(whole) == {root.uuid, first.uuid, second.uuid}
+    unchanged = view.rows(store, whole["cursor"])
+    assert unchanged["agents"] == [] and not unchanged["complete"]
+
+    reply(store, first, tokens=100, cost=0.5)
+    store.append_event("TurnCompleted", {"agent": first.uuid})
+    changed = view.rows(store, unchanged["cursor"])
+    assert [(row["uuid"], row["tokens"], row["cost_usd"]) for row in changed["agents"]] == [
+        (first.uuid, 200, 0.5)
+    ]
+    assert changed["trees"][root.uuid]["cost_usd"] == 0.5
+    assert changed["agents"][0]["context_pct"] == 0  # 200 tokens of a 200,000-token window
+
+    # A second reply adds to what was counted before (only the new message is read).
+    reply(store, first, tokens=50, cost=0.25)
+    store.append_event("TurnCompleted", {"agent": first.uuid})
+    again = view.rows(store, changed["cursor"])
+    assert [row["tokens"] for row in again["agents"]] == [300]
+    assert again["trees"][root.uuid]["cost_usd"] == 0.75
+    # The first cursor still brings both changes: nothing is missed by a slow reader.
+    assert uuids(view.rows(store, whole["cursor"])) == {first.uuid}
+
+
+def test_a_forks_children_and_a_killed_subtree_show_without_a_full_read(store: Store) -> None:
+    root = agent()
+    store.create_agents([root])
+    view = TreeView(full_read_every_s=3600)
+    cursor = view.rows(store)["cursor"]
+    children = [agent(root) for _ in range(3)]
+    store.create_agents(children)
+    store.append_event("AgentsForked", {"parent": root.uuid, "count": 3})
+    forked = view.rows(store, cursor)
+    assert uuids(forked) == {child.uuid for child in children}
+    for record in [root, *children]:
+        store.update_agent(record.uuid, status="dead", ended_at=time.time())
+    store.append_event("AgentKilled", {"agent": root.uuid})  # names the top of the subtree
+    killed = view.rows(store, forked["cursor"])
+    assert {row["uuid"]: row["status"] for row in killed["agents"]} == {
+        record.uuid: "dead" for record in [root, *children]
+    }
+
+
+def test_a_change_no_event_names_shows_at_the_next_full_read(store: Store) -> None:
+    root = agent()
+    store.create_agents([root])
+    view = TreeView(full_read_every_s=0.3)
+    cursor = view.rows(store)["cursor"]
+    reply(store, root, tokens=10, cost=0.0)  # and no event
+    assert view.rows(store, cursor)["agents"] == []
+    time.sleep(0.35)
+    assert [row["tokens"] for row in view.rows(store, cursor)["agents"]] == [20]
+
+
+def test_the_view_answers_as_a_single_read_does(store: Store) -> None:
+    root = agent()
+    child = agent(root)
+    reviewer = AgentRecord(
+        uuid=str(uuid_module.uuid4()),
+        role="advisor",
+        watched_uuid=child.uuid,
+        provider="anthropic",
+        model=MODEL,
+        created_at=time.time(),
+    )
+    store.create_agents([root, child, reviewer])
+    view = TreeView()
+    cursor = view.rows(store)["cursor"]
+    reply(store, child, tokens=5, cost=0.01)
+    store.append_message(reviewer.uuid, "spent", "", {"usage": {"output_tokens": 7}})
+    store.append_event("TurnCompleted", {"agent": child.uuid})
+    changed = view.rows(store, cursor)
+    assert uuids(changed) == {child.uuid, reviewer.uuid}  # a watched agent's reviewers too
+    once = tree_rows(store)
+    whole = TreeView().rows(store)
+    assert whole["agents"] == once["agents"]
+    assert whole["trees"] == once["trees"] == changed["trees"]
+    assert once["trees"][root.uuid]["output_tokens"] == 12
+
+
+def test_a_cursor_of_another_view_or_malformed_brings_every_row(store: Store) -> None:
+    store.create_agents([agent()])
+    cursor = TreeView().rows(store)["cursor"]
+    for given in (cursor, "nonsense", ":", "x:-1", ""):
+        assert TreeView().rows(store, given)["complete"]
