@@ -7,6 +7,7 @@ own page and event streams, which browsers cannot give headers to).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -39,6 +40,7 @@ from supervisor.usage import GROUPINGS, subtree, usage_report
 
 STATIC = Path(__file__).parent / "static"
 EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again
+TREE_EVERY_S = 0.3  # the tree's stream sends what changed at most this often
 OPEN_PATHS = frozenset({"/healthz"})
 MAX_BATCH_BYTES = 64 * 1024 * 1024
 
@@ -147,6 +149,31 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
             return tree.rows(opened, since)
         finally:
             opened.close()
+
+    @app.get("/api/tree/stream")
+    async def tree_stream(request: Request, since: str | None = None) -> EventSourceResponse:
+        """The tree as it changes, one `rows` event at most every 0.3 s, shaped as the
+        answers of /api/agents: the first holds every agent (or those changed after `since`),
+        each later one what changed after the one before. Each event's id is its cursor, so
+        a reconnect with Last-Event-ID resumes."""
+        cursor = request.headers.get("last-event-id") or since
+
+        async def follow() -> AsyncIterator[bytes]:
+            nonlocal cursor
+            opened = await run_in_threadpool(store)
+            try:
+                first = True
+                while not await request.is_disconnected():
+                    answer = await run_in_threadpool(tree.rows, opened, cursor)
+                    if first or answer["agents"] or answer["trees"] or answer["complete"]:
+                        cursor, first = answer["cursor"], False
+                        data = json.dumps(answer)
+                        yield ServerSentEvent(id=cursor, event="rows", data=data).encode()
+                    await asyncio.sleep(TREE_EVERY_S)
+            finally:
+                opened.close()
+
+        return EventSourceResponse(follow())
 
     @app.post("/api/roots", status_code=201)
     def create_root(body: RootIn) -> dict[str, str]:

@@ -1,12 +1,14 @@
 """The agent tree and its messages as JSON for scripts and the dashboard: each agent's record,
-message count, tokens, cost and share of its context window, each tree's totals; from the store.
+turn state, message count, tokens, cost and share of its context window, each tree's totals.
 """
 
 from __future__ import annotations
 
+import functools
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +31,7 @@ AGENT_FIELDS = {
 }
 CONTEXT_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
 # Every agent is read again at least this often, so a change no event names shows up too.
-FULL_READ_EVERY_S = 10.0
+FULL_READ_EVERY_S = 30.0
 EVENTS_PER_READ = 10_000
 # Events whose agents get new messages but keep their record as it was.
 MESSAGES_ONLY = frozenset({"TurnStarted", "TurnCompleted", "ToolCalled", "ToolResulted"})
@@ -37,6 +39,39 @@ MESSAGES_ONLY = frozenset({"TurnStarted", "TurnCompleted", "ToolCalled", "ToolRe
 NAMING_KEYS = ("agent", "recipient", "sender")
 # Events that change agents they do not name (a kill ends a subtree, a reviewer comes or goes).
 CHANGES_UNNAMED = frozenset({"AgentKilled", "AdvisorToggled", "SupervisorStarted"})
+TURN_ENDS = frozenset({"TurnCompleted", "TurnInterrupted"})
+
+
+class OpenTurns:
+    """The agents in a turn, as the event log tells: from TurnStarted, or from the AgentsForked
+    that made them, to TurnCompleted or TurnInterrupted."""
+
+    def __init__(self) -> None:
+        self.open: set[str] = set()
+        self._seen: set[str] = set()  # agents whose turn began or ended in an event taken in
+
+    def follow(self, event: EventRecord, children: Callable[[str], list[AgentRecord]]) -> list[str]:
+        """Take `event` in; the agents whose turn it began or ended. `children` lists a
+        parent's children: a fork's are the newest `count` of them."""
+        agent, parent, count = (event.payload.get(key) for key in ("agent", "parent", "count"))
+        if event.kind in ("TurnStarted", *TURN_ENDS) and isinstance(agent, str):
+            if event.kind == "TurnStarted":
+                self.open.add(agent)
+            else:
+                self.open.discard(agent)
+            self._seen.add(agent)
+            return [agent]
+        if event.kind == "AgentsForked" and isinstance(parent, str) and isinstance(count, int):
+            newest = sorted(children(parent), key=lambda child: (child.created_at, child.uuid))
+            forked = [
+                child.uuid
+                for child in newest[max(0, len(newest) - count) :]
+                if child.uuid not in self._seen
+            ]
+            self.open.update(forked)  # not those whose turn ended before the fork's event
+            self._seen.update(forked)
+            return forked
+        return []
 
 
 @dataclass(slots=True)
@@ -48,24 +83,53 @@ class Spent:
     totals: UsageTotals = field(default_factory=UsageTotals)
     context_used: int | None = None  # tokens its last request sent and got back
 
-    def read(self, own: list[MessageRecord]) -> None:
-        """Count `own`, the agent's messages after `last_id`, in."""
+    def read(self, own: list[MessageRecord]) -> UsageTotals:
+        """Count `own`, the agent's messages after `last_id`, in; what they billed."""
+        billed = UsageTotals()
         for message in own:
             if is_billed(message):
-                self.totals.add(message)
+                billed.add(message)
             if message.kind == "assistant" and "usage" in message.data:
                 usage = message.data["usage"]
                 self.context_used = sum(int(usage.get(key) or 0) for key in CONTEXT_FIELDS)
+        self.totals.merge(billed)
         self.messages += len(own)
         self.last_id = own[-1].id if own else self.last_id
+        return billed
+
+
+class Changes:
+    """Values by key, each stamped with the version it last changed in, the newest last."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+        self._changed_in: dict[str, int] = {}
+
+    def put(self, key: str, value: Any, version: int) -> bool:
+        """Keep `value` for `key`; whether it differs from the one kept before."""
+        if self.values.get(key, self) == value:
+            return False
+        self.values[key] = value
+        self._changed_in.pop(key, None)  # to the end
+        self._changed_in[key] = version
+        return True
+
+    def since(self, version: int) -> dict[str, Any]:
+        """The values changed after `version`."""
+        changed = {}
+        for key in reversed(self._changed_in):
+            if self._changed_in[key] <= version:
+                break
+            changed[key] = self.values[key]
+        return changed
 
 
 class TreeView:
     """The tree's rows, kept between reads for a dashboard that asks often while thousands of
     agents run. Each read follows the event log from where the last one stopped and reads again
     only the agents its events name, and only their new messages; every agent is read again at
-    least every `full_read_every_s`. A reader passes the cursor of its last answer and gets only the
-    rows changed since. Safe to call from several threads."""
+    least every `full_read_every_s`. A reader passes the cursor of its last answer and gets only
+    the rows and tree totals changed since. Safe to call from several threads."""
 
     def __init__(self, full_read_every_s: float = FULL_READ_EVERY_S) -> None:
         self._full_read_every_s = full_read_every_s
@@ -74,26 +138,29 @@ class TreeView:
         self._version = 0
         self._records: dict[str, AgentRecord] = {}
         self._spent: dict[str, Spent] = {}
-        self._rows: dict[str, dict[str, Any]] = {}
-        self._changed_in: dict[str, int] = {}  # uuid -> the version its row last changed in
-        self._trees: dict[str, dict[str, Any]] = {}
-        self._after_event = 0
+        self._turns = OpenTurns()
+        self._roots: dict[str, str] = {}  # uuid -> the root of its tree
+        self._tree_spent: dict[str, UsageTotals] = {}  # root uuid -> its tree's totals
+        self._rows = Changes()
+        self._trees = Changes()
+        self._after_event: int | None = None  # None: no read yet
         self._full_read_at: float | None = None
 
     def rows(self, store: Store, since: str | None = None) -> dict[str, Any]:
         """`{"agents": [row, ...], "trees": {root uuid: totals}, "cursor": ..., "complete":
-        ...}`: every row, or with the `cursor` of an earlier answer only the rows changed
+        ...}`: every row and tree, or with the `cursor` of an earlier answer only those changed
         since (`complete` says which). A reviewer counts in the tree of the agent it watches."""
         with self._lock:
             self._catch_up(store)
             known = self._known_version(since)
+            rows, trees = (
+                (self._rows.values, self._trees.values)
+                if known is None
+                else (self._rows.since(known), self._trees.since(known))
+            )
             return {
-                "agents": [
-                    row
-                    for uuid, row in self._rows.items()
-                    if known is None or self._changed_in[uuid] > known
-                ],
-                "trees": self._trees,
+                "agents": list(rows.values()),
+                "trees": dict(trees),
                 "cursor": f"{self._epoch}:{self._version}",
                 "complete": known is None,
             }
@@ -105,38 +172,83 @@ class TreeView:
         return min(int(version), self._version)
 
     def _catch_up(self, store: Store) -> None:
-        """Read what changed since the last read: the agents that events named, or all."""
-        now = time.monotonic()
-        if self._full_read_at is None or now - self._full_read_at >= self._full_read_every_s:
-            self._after_event = store.last_event_id()  # first: what comes after is read next
-            self._full_read_at = now
-            self._records = {record.uuid: record for record in store.list_agents(True)}
-            changed = list(self._records)
-        else:
+        """Take in the events since the last read, and read again the agents they named, or
+        all of them when a full read is due."""
+        children = functools.cache(store.children)
+        if self._after_event is None:  # a first read: turns still open in the latest events
+            self._after_event = max(0, store.last_event_id() - EVENTS_PER_READ)
+        full = self._full_read_at is None or (
+            time.monotonic() - self._full_read_at >= self._full_read_every_s
+        )
+        turned: list[str] = []
+        while True:
             events = store.events(self._after_event, EVENTS_PER_READ)
             self._after_event = events[-1].id if events else self._after_event
-            if len(events) == EVENTS_PER_READ or any(e.kind in CHANGES_UNNAMED for e in events):
-                self._full_read_at = None
-                return self._catch_up(store)
-            changed = self._named(store, events)
+            turned += [uuid for event in events for uuid in self._turns.follow(event, children)]
+            full = full or any(event.kind in CHANGES_UNNAMED for event in events)
+            if len(events) < EVENTS_PER_READ:
+                break
+            full = True  # a flood: cheaper to read every agent than each it names
+        if full:
+            self._full_read_at = time.monotonic()
+            self._records = {record.uuid: record for record in store.list_agents(True)}
+            self._turns.open -= {uuid for uuid, r in self._records.items() if r.status != "running"}
+            self._roots = root_of_each(self._records.values())
+            self._tree_spent = {}
+            for uuid, spent in self._spent.items():
+                if uuid in self._records:
+                    self._tree_spent.setdefault(self._root(uuid), UsageTotals()).merge(spent.totals)
+            changed = list(self._records)
+        else:
+            changed = self._named(store, events, turned, children)
+        self._read_again(store, changed, all_trees=full)
+
+    def _read_again(self, store: Store, changed: list[str], all_trees: bool) -> None:
+        """Read the new messages of the `changed` agents; make their rows and the totals of
+        their trees (or of every tree) again."""
         version = self._version + 1
         changed = [uuid for uuid in changed if uuid in self._records]  # not "user", say
         counts = store.message_counts(changed)
+        trees = set(self._tree_spent) if all_trees else set()
         for uuid in changed:
             count, spent = counts[uuid], self._spent.setdefault(uuid, Spent())
             if count != spent.messages:
-                spent.read(store.agent_messages(uuid, after_id=spent.last_id))
-            row = agent_row(self._records[uuid], spent)
-            if row != self._rows.get(uuid):
-                self._rows[uuid] = row
-                self._changed_in[uuid] = self._version = version
-        if self._version == version:
-            self._trees = self._tree_totals()
+                billed = spent.read(store.agent_messages(uuid, after_id=spent.last_id))
+                root = self._root(uuid)
+                self._tree_spent.setdefault(root, UsageTotals()).merge(billed)
+                trees.add(root)
+            row = agent_row(self._records[uuid], spent, uuid in self._turns.open)
+            if self._rows.put(uuid, row, version):
+                self._version = version
+        for root in trees:
+            if self._trees.put(root, self._tree_spent[root].as_dict(), version):
+                self._version = version
 
-    def _named(self, store: Store, events: list[EventRecord]) -> list[str]:
-        """The agents `events` name, with the reviewers watching them and a fork's new
-        children; records read again unless the events only added messages."""
-        named: dict[str, None] = {}  # in the order events name them
+    def _root(self, uuid: str) -> str:
+        """The root of `uuid`'s tree: its topmost ancestor known (a reviewer's parent is the
+        agent it watches)."""
+        chain, top = [], uuid
+        while top not in self._roots:
+            chain.append(top)
+            self._roots[top] = top  # until an ancestor is found; no cycle runs forever
+            parent = self._records[top].parent_uuid or self._records[top].watched_uuid
+            if parent is None or parent not in self._records:
+                break
+            top = parent
+        self._roots.update(dict.fromkeys(chain, self._roots[top]))
+        return self._roots[top]
+
+    def _named(
+        self,
+        store: Store,
+        events: list[EventRecord],
+        turned: list[str],
+        children: Callable[[str], list[AgentRecord]],
+    ) -> list[str]:
+        """The agents `events` name or `turned` (their turn began or ended), with the
+        reviewers watching them and a fork's new children; records read again unless the
+        events only added messages."""
+        named = dict.fromkeys(turned)
         for event in events:
             for key in NAMING_KEYS:
                 uuid = event.payload.get(key)
@@ -149,24 +261,18 @@ class TreeView:
                         self._records[uuid] = record
             parent = event.payload.get("parent")
             if event.kind == "AgentsForked" and isinstance(parent, str):
-                for child in store.children(parent):
+                for child in children(parent):
                     if child.uuid not in self._records:
                         self._records[child.uuid] = child
                         named[child.uuid] = None
         watching = [uuid for uuid, record in self._records.items() if record.watched_uuid in named]
         return list(dict.fromkeys([*named, *watching]))
 
-    def _tree_totals(self) -> dict[str, dict[str, Any]]:
-        roots = root_of_each(self._records.values())
-        trees: dict[str, UsageTotals] = {}
-        for uuid, spent in self._spent.items():
-            trees.setdefault(roots.get(uuid, uuid), UsageTotals()).merge(spent.totals)
-        return {root: totals.as_dict() for root, totals in trees.items()}
 
-
-def agent_row(record: AgentRecord, spent: Spent) -> dict[str, Any]:
+def agent_row(record: AgentRecord, spent: Spent, in_turn: bool) -> dict[str, Any]:
     return {
         **record.model_dump(include=AGENT_FIELDS),
+        "turn": "streaming" if in_turn else "idle",
         "messages": spent.messages,
         "tokens": spent.totals.input_tokens + spent.totals.output_tokens,
         "cost_usd": round(spent.totals.cost_usd, 6),
@@ -176,17 +282,10 @@ def agent_row(record: AgentRecord, spent: Spent) -> dict[str, Any]:
 
 
 def tree_rows(store: Store, include_ended: bool = True) -> dict[str, Any]:
-    """The tree's rows, read once (see TreeView for a reader that asks again and again)."""
-    records = store.list_agents(include_ended=include_ended)
-    roots = root_of_each(records)
-    trees: dict[str, UsageTotals] = {}
-    rows = []
-    for record in records:
-        spent = Spent()
-        spent.read(store.agent_messages(record.uuid))
-        trees.setdefault(roots[record.uuid], UsageTotals()).merge(spent.totals)
-        rows.append(agent_row(record, spent))
-    return {"agents": rows, "trees": {root: t.as_dict() for root, t in trees.items()}}
+    """The tree's rows, read once (TreeView is for a reader that asks again and again)."""
+    whole = TreeView().rows(store)
+    shown = [row for row in whole["agents"] if include_ended or row["status"] == "running"]
+    return {"agents": shown, "trees": whole["trees"]}
 
 
 def context_pct(record: AgentRecord, used: int | None) -> int | None:

@@ -12,10 +12,11 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -223,6 +224,50 @@ def test_the_event_stream_resumes_after_last_event_id(service: Service) -> None:
                 if len(seen) == 2:
                     break  # the client goes away mid-stream
         assert seen == [known[-2]["id"], known[-1]["id"]]
+        assert api.get("/healthz").status_code == 200
+
+
+def tree_events(
+    api: httpx.Client, headers: dict[str, str]
+) -> Generator[tuple[str, Any], None, None]:
+    """The tree stream's events as (id, answer), until the caller stops reading."""
+    with api.stream("GET", "/api/tree/stream", headers=headers) as stream:
+        cursor = ""
+        for line in stream.iter_lines():
+            if line.startswith("id:"):
+                cursor = line[3:].strip()
+            elif line.startswith("data:"):
+                yield cursor, json.loads(line[5:])
+
+
+def test_the_tree_stream_shows_forked_turns_and_resumes_after_last_event_id(
+    service: Service,
+) -> None:
+    with service.api() as api:
+        root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+        answers = tree_events(api, {})
+        cursor, first = next(answers)
+        assert first["complete"] and root in {row["uuid"] for row in first["agents"]}
+        slow = [f"[[sim tokens=12 tps=8]] task {n}" for n in range(3)]
+        children = api.post(f"/api/agents/{root}/fork", json={"prompts": slow}).json()["children"]
+        turns: dict[str, list[str]] = {child: [] for child in children}
+        for latest, answer in answers:
+            cursor = latest
+            assert not answer["complete"]
+            for row in answer["agents"]:
+                if row["uuid"] in turns and turns[row["uuid"]][-1:] != [row["turn"]]:
+                    turns[row["uuid"]].append(row["turn"])
+            if all(seen[-1:] == ["idle"] for seen in turns.values()):
+                break
+        answers.close()  # the client goes away mid-stream
+        assert turns == {child: ["streaming", "idle"] for child in children}
+        assert answer["trees"][root]["requests"] == 3
+
+        api.post(f"/api/agents/{root}/prompts", json={"text": "hello"})
+        resumed = tree_events(api, {"last-event-id": cursor})
+        _, since = next(resumed)
+        resumed.close()
+        assert not since["complete"] and [row["uuid"] for row in since["agents"]] == [root]
         assert api.get("/healthz").status_code == 200
 
 

@@ -1,5 +1,6 @@
 """The dashboard's tree view on a real SQLite store: only what events name is read again, a
-cursor brings only the rows changed since, and what no event names shows at the next full read.
+cursor brings only the rows changed since, turns show from the events that begin and end them,
+and what no event names shows at the next full read.
 """
 
 from __future__ import annotations
@@ -124,11 +125,41 @@ def test_the_view_answers_as_a_single_read_does(store: Store) -> None:
     store.append_event("TurnCompleted", {"agent": child.uuid})
     changed = view.rows(store, cursor)
     assert uuids(changed) == {child.uuid, reviewer.uuid}  # a watched agent's reviewers too
-    once = tree_rows(store)
-    whole = TreeView().rows(store)
-    assert whole["agents"] == once["agents"]
-    assert whole["trees"] == once["trees"] == changed["trees"]
+    assert list(changed["trees"]) == [root.uuid]
+    kept, once = view.rows(store), tree_rows(store)
+    by_uuid = {row["uuid"]: row for row in kept["agents"]}
+    assert by_uuid == {row["uuid"]: row for row in once["agents"]}
+    assert kept["trees"] == once["trees"] == changed["trees"]
     assert once["trees"][root.uuid]["output_tokens"] == 12
+    assert view.rows(store, changed["cursor"]) == {**changed, "agents": [], "trees": {}}
+
+
+def turns(answer: dict[str, Any]) -> dict[str, str]:
+    return {row["uuid"]: row["turn"] for row in answer["agents"]}
+
+
+def test_a_turn_streams_from_its_start_or_its_fork_to_its_end(store: Store) -> None:
+    root = agent()
+    store.create_agents([root])
+    view = TreeView(full_read_every_s=3600)
+    cursor = view.rows(store)["cursor"]
+    store.append_event("TurnStarted", {"agent": root.uuid})
+    started = view.rows(store, cursor)
+    assert turns(started) == {root.uuid: "streaming"}
+    store.append_event("TurnCompleted", {"agent": root.uuid})
+    assert turns(view.rows(store, started["cursor"])) == {root.uuid: "idle"}
+
+    fast, slow = agent(root), agent(root)
+    store.create_agents([fast, slow])
+    store.append_event("TurnCompleted", {"agent": fast.uuid})  # done before its fork's event
+    store.append_event("AgentsForked", {"parent": root.uuid, "count": 2})
+    forked = view.rows(store, started["cursor"])
+    assert turns(forked) == {root.uuid: "idle", fast.uuid: "idle", slow.uuid: "streaming"}
+    assert turns(TreeView().rows(store)) == turns(forked)  # a new view reads the recent events
+
+    store.update_agent(slow.uuid, status="dead", ended_at=time.time())
+    store.append_event("AgentKilled", {"agent": slow.uuid})
+    assert turns(view.rows(store, forked["cursor"])) == {slow.uuid: "idle"}
 
 
 def test_a_cursor_of_another_view_or_malformed_brings_every_row(store: Store) -> None:
