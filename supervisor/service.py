@@ -403,7 +403,8 @@ class SupervisorCore:
                 self._retry_unseen(host_id, [ticket for ticket, _ in items])
             elif isinstance(outcome, BaseException):
                 raise outcome
-        self.event("AgentsForked", parent=parent.uuid, count=len(records))
+        at = records[0].created_at  # the children's, for a reader who asks the store for them
+        self.event("AgentsForked", parent=parent.uuid, count=len(records), at=at)
         return records
 
     def _retry_unseen(self, host_id: str, tickets: Sequence[Ticket]) -> None:

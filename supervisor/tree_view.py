@@ -40,6 +40,8 @@ NAMING_KEYS = ("agent", "recipient", "sender")
 # Events that change agents they do not name (a kill ends a subtree, a reviewer comes or goes).
 CHANGES_UNNAMED = frozenset({"AgentKilled", "AdvisorToggled", "SupervisorStarted"})
 TURN_ENDS = frozenset({"TurnCompleted", "TurnInterrupted"})
+# A parent's children, those created since a time if one is given (Store.children).
+Children = Callable[[str, float | None], list[AgentRecord]]
 
 
 class OpenTurns:
@@ -50,10 +52,9 @@ class OpenTurns:
         self.open: set[str] = set()
         self._seen: set[str] = set()  # agents whose turn began or ended in an event taken in
 
-    def follow(self, event: EventRecord, children: Callable[[str], list[AgentRecord]]) -> list[str]:
-        """Take `event` in; the agents whose turn it began or ended. `children` lists a
-        parent's children: a fork's are the newest `count` of them."""
-        agent, parent, count = (event.payload.get(key) for key in ("agent", "parent", "count"))
+    def follow(self, event: EventRecord, children: Children) -> list[str]:
+        """Take `event` in; the agents whose turn it began or ended."""
+        agent = event.payload.get("agent")
         if event.kind in ("TurnStarted", *TURN_ENDS) and isinstance(agent, str):
             if event.kind == "TurnStarted":
                 self.open.add(agent)
@@ -61,17 +62,23 @@ class OpenTurns:
                 self.open.discard(agent)
             self._seen.add(agent)
             return [agent]
-        if event.kind == "AgentsForked" and isinstance(parent, str) and isinstance(count, int):
-            newest = sorted(children(parent), key=lambda child: (child.created_at, child.uuid))
-            forked = [
-                child.uuid
-                for child in newest[max(0, len(newest) - count) :]
-                if child.uuid not in self._seen
-            ]
-            self.open.update(forked)  # not those whose turn ended before the fork's event
-            self._seen.update(forked)
-            return forked
+        if event.kind == "AgentsForked":
+            made = [child.uuid for child in forked(event, children) if child.uuid not in self._seen]
+            self.open.update(made)  # not those whose turn ended before the fork's event
+            self._seen.update(made)
+            return made
         return []
+
+
+def forked(event: EventRecord, children: Children) -> list[AgentRecord]:
+    """The children an AgentsForked `event` made: the newest `count` of its parent's, asked
+    for by the time they were made (`at`) where the event says it."""
+    parent, count, at = (event.payload.get(key) for key in ("parent", "count", "at"))
+    if not isinstance(parent, str) or not isinstance(count, int):
+        return []
+    since = float(at) if isinstance(at, int | float) else None
+    newest = sorted(children(parent, since), key=lambda child: (child.created_at, child.uuid))
+    return newest[max(0, len(newest) - count) :]
 
 
 @dataclass(slots=True)
@@ -243,7 +250,7 @@ class TreeView:
         store: Store,
         events: list[EventRecord],
         turned: list[str],
-        children: Callable[[str], list[AgentRecord]],
+        children: Children,
     ) -> list[str]:
         """The agents `events` name or `turned` (their turn began or ended), with the
         reviewers watching them and a fork's new children; records read again unless the
@@ -259,9 +266,8 @@ class TreeView:
                     record = store.get_agent(uuid)
                     if record is not None:
                         self._records[uuid] = record
-            parent = event.payload.get("parent")
-            if event.kind == "AgentsForked" and isinstance(parent, str):
-                for child in children(parent):
+            if event.kind == "AgentsForked":
+                for child in forked(event, children):
                     if child.uuid not in self._records:
                         self._records[child.uuid] = child
                         named[child.uuid] = None

@@ -53,8 +53,9 @@ class Store(Protocol):
         text appended there."""
         ...
 
-    def children(self, uuid: str) -> list[AgentRecord]:
-        """Direct children of `uuid` (any status), in creation order."""
+    def children(self, uuid: str, created_since: float | None = None) -> list[AgentRecord]:
+        """Direct children of `uuid` (any status), in creation order; with `created_since`,
+        only those created then or later."""
         ...
 
     def update_agent(self, uuid: str, **changes: Any) -> AgentRecord:

@@ -204,10 +204,13 @@ class RedisStore(StoreCore):
         agents = self._agents(uuids, unreadable)
         return [agent for agent in agents if include_ended or agent.status == "running"]
 
-    def children(self, uuid: str) -> list[AgentRecord]:
+    def children(self, uuid: str, created_since: float | None = None) -> list[AgentRecord]:
         with self._mapped("list children"):
             members = self._client.smembers(self._keys.children(uuid))
-        return self._agents([_text(raw, f"children of {uuid}") for raw in members])
+        found = self._agents([_text(raw, f"children of {uuid}") for raw in members])
+        if created_since is None:
+            return found
+        return [child for child in found if child.created_at >= created_since]
 
     def _agents_with_prefix(self, prefix: str, limit: int) -> list[AgentRecord]:
         low = b"[" + prefix.encode()

@@ -7,6 +7,7 @@ loss or kernel crash can drop the last commits. Only SQL and row decoding live h
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import threading
@@ -222,11 +223,11 @@ class SqliteStore(StoreCore):
         read = (read_or_note(partial(_agent, row), unreadable) for row in rows)
         return [record for record in read if record is not None]
 
-    def children(self, uuid: str) -> list[AgentRecord]:
+    def children(self, uuid: str, created_since: float | None = None) -> list[AgentRecord]:
         rows = self._db.query(
             "list children",
-            f"{_AGENT_SELECT} WHERE parent_uuid = ? ORDER BY created_at, uuid",
-            (uuid,),
+            f"{_AGENT_SELECT} WHERE parent_uuid = ? AND created_at >= ? ORDER BY created_at, uuid",
+            (uuid, -math.inf if created_since is None else created_since),
         )
         return [_agent(row) for row in rows]
 

@@ -196,6 +196,22 @@ def test_grandchild_sees_both_prefixes_and_nothing_later(store: Store) -> None:
     assert store.children(child.uuid) == [grandchild]
 
 
+def test_children_created_since_a_time_are_the_newest(store: Store) -> None:
+    root = new_agent()
+    early = [new_agent(root).model_copy(update={"created_at": 100.0 + n}) for n in range(3)]
+    forked = [new_agent(root).model_copy(update={"created_at": 200.0}) for _ in range(2)]
+    store.create_agents([root, *early, *forked])
+    assert store.children(root.uuid, created_since=200.0) == sorted(
+        forked, key=lambda child: child.uuid
+    )
+    assert store.children(root.uuid, created_since=101.0) == [
+        *early[1:],
+        *store.children(root.uuid, created_since=200.0),
+    ]
+    assert store.children(root.uuid, created_since=300.0) == []
+    assert len(store.children(root.uuid)) == 5
+
+
 def test_message_counts_are_each_agents_own_messages(store: Store) -> None:
     root = new_agent()
     store.create_agents([root])

@@ -152,7 +152,7 @@ def test_a_turn_streams_from_its_start_or_its_fork_to_its_end(store: Store) -> N
     fast, slow = agent(root), agent(root)
     store.create_agents([fast, slow])
     store.append_event("TurnCompleted", {"agent": fast.uuid})  # done before its fork's event
-    store.append_event("AgentsForked", {"parent": root.uuid, "count": 2})
+    store.append_event("AgentsForked", {"parent": root.uuid, "count": 2, "at": fast.created_at})
     forked = view.rows(store, started["cursor"])
     assert turns(forked) == {root.uuid: "idle", fast.uuid: "idle", slow.uuid: "streaming"}
     assert turns(TreeView().rows(store)) == turns(forked)  # a new view reads the recent events
