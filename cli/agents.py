@@ -60,7 +60,8 @@ def agents_command(
         bool,
         typer.Option(
             "--json",
-            help="One JSON list: each agent's record, messages, tokens, cost and context share.",
+            help="One JSON list: each agent's record, turn state, messages, tokens, cost and"
+            " context share.",
         ),
     ] = False,
 ) -> None:
