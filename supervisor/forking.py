@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from providers.catalog import ModelSpec
+from supervisor.children import child_records
 from supervisor.tool_rules import narrowed
 
 if TYPE_CHECKING:
@@ -36,7 +37,7 @@ async def fork_child(
     the parent lacks refuses the fork before anything is stored."""
     if core.budget_check is not None:
         core.budget_check(parent, False)
-    (child,) = core.fork_records(parent, model, 1)
+    (child,) = child_records(parent, model, core.store.conversation_end(parent.uuid), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})

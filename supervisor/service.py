@@ -19,7 +19,8 @@ from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
-from supervisor.budget_rules import BUDGET_KEYS, Budget, budgeted, group_entry
+from supervisor.budget_rules import Budget, budgeted
+from supervisor.children import child_records
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
@@ -28,7 +29,7 @@ from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
-from supervisor.tool_rules import INHERITED_TOOL_METADATA, grant_of
+from supervisor.tool_rules import grant_of
 from supervisor.turns import (
     HostClient,
     LiveAgent,
@@ -45,10 +46,6 @@ if TYPE_CHECKING:
 HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
 RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor runs again
-# What a forked child takes over from its parent's record besides the model.
-# `budget_root`: the root whose `budget` the agent draws on; `budget_groups`: the budgets of
-# the fork_many calls it (or an ancestor) came from (supervisor/budget.py).
-INHERITED_METADATA = ("system", *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -145,30 +142,6 @@ class SupervisorCore:
                 found.append(child)
                 stack.append(child.uuid)
         return found
-
-    def fork_records(
-        self, parent: AgentRecord, model: ModelSpec | None, count: int
-    ) -> list[AgentRecord]:
-        point = self.store.conversation_end(parent.uuid)
-        now = time.time()
-        return [
-            AgentRecord(
-                uuid=str(uuidlib.uuid4()),
-                parent_uuid=parent.uuid,
-                role="child",
-                fork_message_id=point,
-                provider=model.provider if model else parent.provider,
-                model=model.model if model else parent.model,
-                thinking_level=model.thinking if model else parent.thinking_level,
-                created_at=now,
-                metadata={
-                    key: parent.metadata[key]
-                    for key in INHERITED_METADATA
-                    if key in parent.metadata
-                },
-            )
-            for _ in range(count)
-        ]
 
     def seed(self, uuid: str, entries: Sequence[tuple[str, str]]) -> list[MessageRecord]:
         """Append `(kind, content)` user and assistant messages to an agent's history in one
@@ -328,23 +301,10 @@ class SupervisorCore:
                 return [known[key] if key in known else next(made) for key in keys]
         if self.budget_check is not None:
             self.budget_check(parent, False)
-        records = self.fork_records(parent, model, len(prompts))
-        groups = parent.metadata.get("budget_groups", [])
-        if budget is not None:
-            groups = [*groups, group_entry(budget, parent.uuid)]
-        extra: list[dict[str, Any]] = [
-            {
-                **({"system": system} if system is not None else {}),
-                **({"budget_groups": groups} if budget is not None else {}),
-                **({"retry_interrupted": True} if retry_interrupted else {}),
-                **({"key": keys[index]} if keys is not None else {}),
-            }
-            for index in range(len(records))
-        ]
-        records = [
-            record.model_copy(update={"metadata": {**record.metadata, **more}}) if more else record
-            for record, more in zip(records, extra, strict=True)
-        ]
+        point = self.store.conversation_end(parent.uuid)
+        records = child_records(
+            parent, model, point, len(prompts), system, budget, retry_interrupted, keys
+        )
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
