@@ -5,6 +5,7 @@ turn state, message count, tokens, cost and share of its context window, each tr
 from __future__ import annotations
 
 import functools
+import math
 import secrets
 import threading
 import time
@@ -32,13 +33,17 @@ AGENT_FIELDS = {
 CONTEXT_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
 # Every agent is read again at least this often, so a change no event names shows up too.
 FULL_READ_EVERY_S = 30.0
+# Full reads (also those a flood of events or a change they do not name asks for) are spaced
+# so that they take at most this share of the time: a tree of 100,000 agents is not read whole
+# every 0.3 s.
+FULL_READ_SHARE = 0.05
 EVENTS_PER_READ = 10_000
 # Events whose agents get new messages but keep their record as it was.
 MESSAGES_ONLY = frozenset({"TurnStarted", "TurnCompleted", "ToolCalled", "ToolResulted"})
 # Payload keys that name an agent.
 NAMING_KEYS = ("agent", "recipient", "sender")
-# Events that change agents they do not name (a kill ends a subtree, a reviewer comes or goes).
-CHANGES_UNNAMED = frozenset({"AgentKilled", "AdvisorToggled", "SupervisorStarted"})
+# Events that change agents they do not name (a reviewer comes or goes, a restart).
+CHANGES_UNNAMED = frozenset({"AdvisorToggled", "SupervisorStarted"})
 TURN_ENDS = frozenset({"TurnCompleted", "TurnInterrupted"})
 # A parent's children, those created since a time if one is given (Store.children).
 Children = Callable[[str, float | None], list[AgentRecord]]
@@ -138,8 +143,11 @@ class TreeView:
     least every `full_read_every_s`. A reader passes the cursor of its last answer and gets only
     the rows and tree totals changed since. Safe to call from several threads."""
 
-    def __init__(self, full_read_every_s: float = FULL_READ_EVERY_S) -> None:
+    def __init__(
+        self, full_read_every_s: float = FULL_READ_EVERY_S, full_read_share: float = FULL_READ_SHARE
+    ) -> None:
         self._full_read_every_s = full_read_every_s
+        self._full_read_share = full_read_share
         self._lock = threading.Lock()
         self._epoch = secrets.token_hex(4)  # a cursor from another view means "every row"
         self._version = 0
@@ -151,7 +159,9 @@ class TreeView:
         self._rows = Changes()
         self._trees = Changes()
         self._after_event: int | None = None  # None: no read yet
-        self._full_read_at: float | None = None
+        self._full_read_at = -math.inf
+        self._full_read_s = 0.0  # how long the last one took
+        self._full_read_wanted = False  # asked for by events, and not yet allowed
 
     def rows(self, store: Store, since: str | None = None) -> dict[str, Any]:
         """`{"agents": [row, ...], "trees": {root uuid: totals}, "cursor": ..., "complete":
@@ -184,20 +194,24 @@ class TreeView:
         children = functools.cache(store.children)
         if self._after_event is None:  # a first read: turns still open in the latest events
             self._after_event = max(0, store.last_event_id() - EVENTS_PER_READ)
-        full = self._full_read_at is None or (
-            time.monotonic() - self._full_read_at >= self._full_read_every_s
-        )
+        wanted = self._full_read_wanted
         turned: list[str] = []
         while True:
             events = store.events(self._after_event, EVENTS_PER_READ)
             self._after_event = events[-1].id if events else self._after_event
             turned += [uuid for event in events for uuid in self._turns.follow(event, children)]
-            full = full or any(event.kind in CHANGES_UNNAMED for event in events)
+            wanted = wanted or any(event.kind in CHANGES_UNNAMED for event in events)
             if len(events) < EVENTS_PER_READ:
                 break
-            full = True  # a flood: cheaper to read every agent than each it names
+            wanted = True  # a flood: cheaper to read every agent than each it names
+        since_full = time.monotonic() - self._full_read_at
+        spacing = self._full_read_s / self._full_read_share
+        full = since_full >= max(self._full_read_every_s, spacing) or (
+            wanted and since_full >= spacing
+        )
+        self._full_read_wanted = wanted and not full
         if full:
-            self._full_read_at = time.monotonic()
+            started = self._full_read_at = time.monotonic()
             self._records = {record.uuid: record for record in store.list_agents(True)}
             self._turns.open -= {uuid for uuid, r in self._records.items() if r.status != "running"}
             self._roots = root_of_each(self._records.values())
@@ -209,6 +223,8 @@ class TreeView:
         else:
             changed = self._named(store, events, turned, children)
         self._read_again(store, changed, all_trees=full)
+        if full:
+            self._full_read_s = time.monotonic() - started
 
     def _read_again(self, store: Store, changed: list[str], all_trees: bool) -> None:
         """Read the new messages of the `changed` agents; make their rows and the totals of
@@ -253,9 +269,10 @@ class TreeView:
         children: Children,
     ) -> list[str]:
         """The agents `events` name or `turned` (their turn began or ended), with the
-        reviewers watching them and a fork's new children; records read again unless the
-        events only added messages."""
+        reviewers watching them, a fork's new children and a killed agent's subtree; records
+        read again unless the events only added messages."""
         named = dict.fromkeys(turned)
+        killed = [event.payload["agent"] for event in events if event.kind == "AgentKilled"]
         for event in events:
             for key in NAMING_KEYS:
                 uuid = event.payload.get(key)
@@ -263,16 +280,42 @@ class TreeView:
                     continue
                 named[uuid] = None
                 if event.kind not in MESSAGES_ONLY or uuid not in self._records:
-                    record = store.get_agent(uuid)
-                    if record is not None:
-                        self._records[uuid] = record
+                    self._read_record(store, uuid)
             if event.kind == "AgentsForked":
                 for child in forked(event, children):
                     if child.uuid not in self._records:
                         self._records[child.uuid] = child
                         named[child.uuid] = None
+        for uuid in self._below([top for top in killed if isinstance(top, str)]):
+            named[uuid] = None
+            self._read_record(store, uuid)
         watching = [uuid for uuid, record in self._records.items() if record.watched_uuid in named]
         return list(dict.fromkeys([*named, *watching]))
+
+    def _read_record(self, store: Store, uuid: str) -> None:
+        record = store.get_agent(uuid)
+        if record is not None:
+            self._records[uuid] = record
+            if record.status != "running":
+                self._turns.open.discard(uuid)  # a killed agent's turn ended with it
+
+    def _below(self, tops: list[str]) -> list[str]:
+        """Every agent known below `tops`: their children, and the reviewers watching any of
+        them, to the bottom."""
+        if not tops:
+            return []
+        below: dict[str, list[str]] = {}
+        for record in self._records.values():
+            above = record.parent_uuid or record.watched_uuid
+            if above is not None:
+                below.setdefault(above, []).append(record.uuid)
+        found, seen = list(tops), set(tops)
+        for uuid in found:  # grows as it goes; an agent met twice is followed once
+            for child in below.get(uuid, ()):
+                if child not in seen:
+                    seen.add(child)
+                    found.append(child)
+        return found[len(tops) :]
 
 
 def agent_row(record: AgentRecord, spent: Spent, in_turn: bool) -> dict[str, Any]:

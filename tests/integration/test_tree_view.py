@@ -5,6 +5,7 @@ and what no event names shows at the next full read.
 
 from __future__ import annotations
 
+import math
 import time
 import uuid as uuid_module
 from collections.abc import Iterator
@@ -98,12 +99,24 @@ def test_a_forks_children_and_a_killed_subtree_show_without_a_full_read(store: S
 def test_a_change_no_event_names_shows_at_the_next_full_read(store: Store) -> None:
     root = agent()
     store.create_agents([root])
-    view = TreeView(full_read_every_s=0.3)
+    view = TreeView(full_read_every_s=0.3, full_read_share=math.inf)
     cursor = view.rows(store)["cursor"]
     reply(store, root, tokens=10, cost=0.0)  # and no event
     assert view.rows(store, cursor)["agents"] == []
     time.sleep(0.35)
     assert [row["tokens"] for row in view.rows(store, cursor)["agents"]] == [20]
+
+
+def test_full_reads_that_events_ask_for_wait_their_share_of_time(store: Store) -> None:
+    root = agent()
+    store.create_agents([root])
+    # One reads whole whenever asked; the other waits a billion times a read's cost.
+    eager, spaced = TreeView(full_read_share=math.inf), TreeView(full_read_share=1e-9)
+    cursors = [view.rows(store)["cursor"] for view in (eager, spaced)]
+    store.update_agent(root.uuid, name="renamed")  # a change no event names, then one that asks
+    store.append_event("SupervisorStarted", {})
+    assert [row["name"] for row in eager.rows(store, cursors[0])["agents"]] == ["renamed"]
+    assert spaced.rows(store, cursors[1])["agents"] == []
 
 
 def test_the_view_answers_as_a_single_read_does(store: Store) -> None:
