@@ -16,7 +16,7 @@ from typing import Any
 from providers.catalog import model_info
 from providers.errors import GroveError
 from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
-from supervisor.usage import UsageTotals, is_billed, root_of_each
+from supervisor.usage import UsageTotals, below, is_billed, root_of_each
 
 AGENT_FIELDS = {
     "uuid",
@@ -272,7 +272,7 @@ class TreeView:
         reviewers watching them, a fork's new children and a killed agent's subtree; records
         read again unless the events only added messages."""
         named = dict.fromkeys(turned)
-        killed = [event.payload["agent"] for event in events if event.kind == "AgentKilled"]
+        killed = [event.payload.get("agent") for event in events if event.kind == "AgentKilled"]
         for event in events:
             for key in NAMING_KEYS:
                 uuid = event.payload.get(key)
@@ -286,9 +286,9 @@ class TreeView:
                     if child.uuid not in self._records:
                         self._records[child.uuid] = child
                         named[child.uuid] = None
-        for uuid in self._below([top for top in killed if isinstance(top, str)]):
-            named[uuid] = None
-            self._read_record(store, uuid)
+        for agent in below(self._records.values(), [top for top in killed if isinstance(top, str)]):
+            named[agent.uuid] = None
+            self._read_record(store, agent.uuid)
         watching = [uuid for uuid, record in self._records.items() if record.watched_uuid in named]
         return list(dict.fromkeys([*named, *watching]))
 
@@ -298,24 +298,6 @@ class TreeView:
             self._records[uuid] = record
             if record.status != "running":
                 self._turns.open.discard(uuid)  # a killed agent's turn ended with it
-
-    def _below(self, tops: list[str]) -> list[str]:
-        """Every agent known below `tops`: their children, and the reviewers watching any of
-        them, to the bottom."""
-        if not tops:
-            return []
-        below: dict[str, list[str]] = {}
-        for record in self._records.values():
-            above = record.parent_uuid or record.watched_uuid
-            if above is not None:
-                below.setdefault(above, []).append(record.uuid)
-        found, seen = list(tops), set(tops)
-        for uuid in found:  # grows as it goes; an agent met twice is followed once
-            for child in below.get(uuid, ()):
-                if child not in seen:
-                    seen.add(child)
-                    found.append(child)
-        return found[len(tops) :]
 
 
 def agent_row(record: AgentRecord, spent: Spent, in_turn: bool) -> dict[str, Any]:

@@ -126,14 +126,27 @@ def root_of_each(agents: Iterable[AgentRecord]) -> dict[str, str]:
 def subtree(store: Store, root: AgentRecord) -> list[AgentRecord]:
     """`root` and every descendant (children, and the reviewers watching any of them), parents
     before children."""
-    below: dict[str, list[AgentRecord]] = {}
-    for agent in store.list_agents(include_ended=True):
+    return [root, *below(store.list_agents(include_ended=True), [root.uuid])]
+
+
+def below(agents: Iterable[AgentRecord], tops: Sequence[str]) -> list[AgentRecord]:
+    """Every agent among `agents` below `tops`: their children, and the reviewers watching any
+    of them, to the bottom; parents before children, an agent met twice followed once."""
+    if not tops:
+        return []
+    under: dict[str, list[AgentRecord]] = {}
+    for agent in agents:
         above = agent.parent_uuid or agent.watched_uuid
         if above is not None:
-            below.setdefault(above, []).append(agent)
-    found = [root]
-    for agent in found:  # grows as it goes: breadth first
-        found.extend(below.get(agent.uuid, ()))
+            under.setdefault(above, []).append(agent)
+    seen, queue = set(tops), list(tops)
+    found: list[AgentRecord] = []
+    for uuid in queue:  # grows as it goes: breadth first
+        for agent in under.get(uuid, ()):
+            if agent.uuid not in seen:
+                seen.add(agent.uuid)
+                found.append(agent)
+                queue.append(agent.uuid)
     return found
 
 
