@@ -169,24 +169,20 @@ class AgentHostCore:
         self._report = report
         self.idle_release_s = idle_release_s
         self.reviewers: dict[str, Reviewer] = {}
-        self._worktrees: dict[str, Worktree] = {}
-        self._unusable: dict[str, str] = {}  # agents whose workspace is not on this node
+        # Each agent's own workspace (None: the host's) and worktree, if it has them.
+        self._workspaces: dict[str, tuple[str | None, Worktree | None]] = {}
 
     def activate(self, activation: Activation, prefix: Sequence[Message] = ()) -> None:
         """Build the agent from its record and conversation (replacing a stale copy).
 
         `prefix` is an inherited conversation already converted once for many agents."""
-        uuid, workspace, worktree = activation.uuid, activation.workspace, activation.worktree
-        self._unusable.pop(uuid, None)
-        if workspace is not None and not os.path.isdir(workspace):
-            self._unusable[uuid] = missing_text(workspace, worktree.repo if worktree else None)
+        uuid, workspace = activation.uuid, activation.workspace
         tools = (
             self._make_tools(uuid, activation.tools, workspace)
-            if self._make_tools and activation.tools and uuid not in self._unusable
+            if self._make_tools and activation.tools and _present(workspace)
             else {}
         )
-        if worktree is not None:
-            self._worktrees[uuid] = worktree
+        self._workspaces[uuid] = (workspace, activation.worktree)
         self.agents[activation.uuid] = Agent(
             activation.uuid,
             activation.choice,
@@ -279,14 +275,15 @@ class AgentHostCore:
             billed = None
             if self._billed is not None:
                 billed = functools.partial(self._billed, run.ticket.ticket_id, uuid)
-            unusable = self._unusable.get(uuid)
-            if unusable is None:
+            workspace, worktree = self._workspaces.get(uuid, (None, None))
+            if _present(workspace):
                 result = await agent.run_turn(run.ticket.user, run.push, billed)
-            else:
-                result = TurnResult(error=unusable)
-            worktree = self._worktrees.get(uuid)
-            if worktree is not None and unusable is None and not result.cancelled:
-                result.worktree = await _settled(worktree, uuid)
+                if worktree is not None and not result.cancelled:
+                    result.worktree = await _settled(worktree, uuid)
+            else:  # a worktree removed, or a repository this node does not share
+                assert workspace is not None
+                repo = worktree.repo if worktree else None
+                result = TurnResult(error=missing_text(workspace, repo))
             self._last_used[uuid] = time.monotonic()
         run.result = result
         run.changed.set()
@@ -386,8 +383,7 @@ class AgentHostCore:
         await self.cancel(uuid)
         agent = self.agents.pop(uuid, None)
         self._locks.pop(uuid, None)
-        self._worktrees.pop(uuid, None)
-        self._unusable.pop(uuid, None)
+        self._workspaces.pop(uuid, None)
         self._last_used.pop(uuid, None)
         if agent is not None and agent.has_provider:
             await agent.provider.aclose()
@@ -434,9 +430,14 @@ class AgentHostCore:
         }
 
 
+def _present(workspace: str | None) -> bool:
+    """Whether an agent's own workspace is here (the host's always is)."""
+    return workspace is None or os.path.isdir(workspace)
+
+
 async def _settled(worktree: Worktree, uuid: str) -> dict[str, str]:
     """Commit the agent's work to its branch; what the turn's result says of it."""
     try:
         return await settle(worktree, uuid)
-    except WorktreeError as exc:
+    except (WorktreeError, OSError) as exc:
         return {"branch": worktree.branch, "diff_stat": f"not committed: {exc}"}
