@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from actors.agent import TurnResult
+from cli.app import app
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
@@ -175,3 +177,54 @@ def test_outside_a_repository_a_worktree_fork_is_refused(
         'workspace="shared"'
     )
     assert len(grove.history(root)) == before
+
+
+def worktrees_cli(store_url: str, *arguments: str) -> tuple[int, str]:
+    env = {"GROVE_STORE": store_url, "GROVE_CONFIG_FILE": "/nonexistent/config.toml"}
+    done = CliRunner().invoke(app, ["worktrees", *arguments], env=env)
+    return done.exit_code, done.output
+
+
+def test_grove_worktrees_lists_and_prunes(
+    grove: Grove, repo: Path, store_url: str, tmp_path: Path
+) -> None:
+    parent = grove.create_root(MODEL, tools=TOOLS, allow=TOOLS).uuid
+    prompts = [sim_call("bash", command=f"echo {n} > w{n}.txt") for n in range(3)]
+    killed, merged, kept = children = grove.fork_many(parent, prompts, workspace="worktree")
+    results(grove, children)
+    code, listed = worktrees_cli(store_url, "--json")
+    rows = {row["agent"]: row for row in map(json.loads, listed.splitlines())}
+    assert code == 0 and set(children) <= set(rows)
+    assert rows[kept]["branch"] == f"grove/{kept[:8]}" and rows[kept]["status"] == "running"
+    assert rows[kept]["diff_stat"] == "1 file changed, 1 insertion(+)"
+    assert not rows[kept]["merged"] and not rows[kept]["dirty"]
+    # One agent ends with work it never committed; one's branch is merged into HEAD.
+    leftover = Path(grove.agent(killed).metadata["worktree"]["path"]) / "left.txt"
+    leftover.write_text("left over\n")
+    assert grove.dispatch(parent, f"/kill {killed} --yes").ok
+    me = ("-c", "user.name=t", "-c", "user.email=t@example.com")
+    git(repo, "add", "-A")  # the parent commits what its children got uncommitted...
+    git(repo, *me, "commit", "-qm", "the parent's own changes")
+    git(repo, *me, "merge", "-q", f"grove/{merged[:8]}")  # ...and merges cleanly
+    code, text = worktrees_cli(store_url)
+    assert code == 0 and f"grove/{killed[:8]}  agent {killed[:8]} dead  not merged  " in text
+    assert f"grove/{merged[:8]}  agent {merged[:8]} running  merged  1 file changed" in text
+    code, pruned = worktrees_cli(store_url, "--prune", "--json")
+    actions = {row["agent"]: row["action"] for row in map(json.loads, pruned.splitlines())}
+    assert code == 0
+    assert actions[killed] == "removed, branch kept" and actions[merged] == "removed"
+    assert actions[kept] == "kept"
+    assert git(repo, "show", f"grove/{killed[:8]}:left.txt") == "left over"  # nothing lost
+    assert f"grove/{merged[:8]}" not in git(repo, "branch", "--list", "grove/*")
+    assert not leftover.parent.exists()
+    listed_after = [
+        json.loads(line)["agent"] for line in worktrees_cli(store_url, "--json")[1].splitlines()
+    ]
+    assert killed not in listed_after and merged not in listed_after and kept in listed_after
+
+
+def test_grove_worktrees_outside_a_repository(store_url: str, tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        code, text = worktrees_cli(store_url)
+    assert code == 1 and f"{tmp_path} is not in a git repository; run this inside one" in text
