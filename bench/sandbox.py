@@ -33,7 +33,7 @@ async def launch_latencies(root: Path, calls: int) -> dict[str, list[float]]:
     for index in range(WARMUP + calls):
         for name, policy in policies.items():
             start = time.perf_counter()
-            code, _ = await run_process(["bash", "-c", "true"], root, policy, 30)
+            code = await run_process(["bash", "-c", "true"], root, policy, 30, lambda _: None)
             elapsed = (time.perf_counter() - start) * 1000
             if code != 0:
                 raise SystemExit(f"sandbox bench: `bash -c true` exited {code} ({name})")

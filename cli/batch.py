@@ -37,6 +37,7 @@ from cli.context import (
     root_tools,
     undecodable_text,
 )
+from cli.printable import printable
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.errors import BUDGET_EXHAUSTED
@@ -207,7 +208,7 @@ def batch_command(
                 runner.close()
                 grove.close()
     if stopped is not None:
-        sys.stderr.write(stopped + "\n")
+        sys.stderr.write(printable(stopped) + "\n")
     sys.stdout.write(
         summary_line(totals, time.monotonic() - started, str(out), interrupted=unfinished) + "\n"
     )

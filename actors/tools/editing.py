@@ -93,6 +93,8 @@ def edit_file(workspace: Workspace, path: str, old: str, new: str, count: int | 
     target = _target(workspace, path)
     if not target.is_file():
         raise ToolError(f"no such file: {path}")
+    if target.stat().st_size > MAX_WRITE_BYTES:
+        raise ToolError(f"{path} is over {MAX_WRITE_BYTES:,} bytes; edit changes smaller files")
     try:
         text = target.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
@@ -124,16 +126,44 @@ async def run_command(
         raise ToolError("`command` is empty")
     if not (0 < timeout_s <= MAX_BASH_TIMEOUT_S):  # also refuses NaN
         raise ToolError(f"`timeout_s` must be above 0 and at most {MAX_BASH_TIMEOUT_S:g}")
+    output = KeptOutput(BASH_OUTPUT_CHARS)
     try:
-        code, output = await run_process(
-            ["bash", "-c", command], workspace.real_root, policy, timeout_s
+        code = await run_process(
+            ["bash", "-c", command], workspace.real_root, policy, timeout_s, output.add
         )
     except TimeoutError:
         raise ToolError(
             f"Command timed out after {timeout_s:g} s; it and its children were killed"
         ) from None
-    text = capped(output.decode("utf-8", errors="replace"), BASH_OUTPUT_CHARS)
-    return f"exit code {code}\n{text}"
+    return f"exit code {code}\n{output.text()}"
+
+
+class KeptOutput:
+    """What is shown of a command's output, however much it writes: its head and its tail
+    (kept as it is read; the middle is only counted)."""
+
+    def __init__(self, limit_chars: int) -> None:
+        self.limit = limit_chars
+        self.keep = limit_chars * 4  # bytes: enough for `limit` characters at either end
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.keep - len(self.head)
+        self.head += chunk[:room]
+        self.tail += chunk[room:]
+        if len(self.tail) > self.keep:
+            self.dropped += len(self.tail) - self.keep
+            del self.tail[: len(self.tail) - self.keep]
+
+    def text(self) -> str:
+        if not self.dropped:
+            return capped((self.head + self.tail).decode("utf-8", errors="replace"), self.limit)
+        head_chars = self.limit * 3 // 4
+        head = self.head.decode("utf-8", errors="replace")[:head_chars]
+        tail = self.tail.decode("utf-8", errors="replace")[-(self.limit - head_chars) :]
+        return f"{head}\n[... more than {self.dropped:,} bytes cut ...]\n{tail}"
 
 
 def _target(workspace: Workspace, path: str) -> Path:

@@ -11,7 +11,7 @@ import contextlib
 import os
 import shutil
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, get_args
@@ -22,6 +22,7 @@ from providers.credentials import API_KEY_ENV, config_dir
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 KILL_GRACE_S = 2.0
+READ_CHUNK_BYTES = 1 << 16
 # Under the home directory: where people keep keys, tokens and cloud credentials.
 HOME_SECRETS = (
     ".ssh",
@@ -208,11 +209,16 @@ def _broken(bwrap: str, problem: str) -> SandboxProblem:
 
 
 async def run_process(
-    command: Sequence[str], root: Path, policy: SandboxPolicy, timeout_s: float
-) -> tuple[int, bytes]:
-    """Run `command` in `root` under `policy` with stdin closed: its exit code and output
-    (stdout and stderr together). At the timeout (TimeoutError) or when cancelled, its whole
-    process group, and with it the sandbox and everything in it, is killed first."""
+    command: Sequence[str],
+    root: Path,
+    policy: SandboxPolicy,
+    timeout_s: float,
+    take: Callable[[bytes], None],
+) -> int:
+    """Run `command` in `root` under `policy` with stdin closed; its output (stdout and
+    stderr together) goes to `take` as it comes; its exit code. At the timeout (TimeoutError)
+    or when cancelled, its whole process group, and with it the sandbox and everything in
+    it, is killed first."""
     environment = command_environment()
     argv = list(command)
     if policy.sandboxed:
@@ -230,12 +236,15 @@ async def run_process(
     )
     try:
         async with asyncio.timeout(timeout_s):
-            output, _ = await process.communicate()
+            assert process.stdout is not None
+            while chunk := await process.stdout.read(READ_CHUNK_BYTES):
+                take(chunk)
+            await process.wait()
     except BaseException:  # the timeout, or the turn was cancelled
         await _kill_group(process)
         raise
     assert process.returncode is not None
-    return process.returncode, output
+    return process.returncode
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:
