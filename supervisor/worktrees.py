@@ -23,6 +23,7 @@ from actors.tools.worktrees import (
     git,
     make_worktrees,
     remove_worktree,
+    repository,
 )
 from supervisor.errors import CommandError
 from supervisor.store.base import Store
@@ -101,17 +102,10 @@ async def worktree_rows(store: Store, workspace: str, prune: bool = False) -> li
     `prune`, those of ended agents (dead, reaped) are removed, and those merged into HEAD
     whose agent is not in a turn; what was not committed is committed to the branch first
     and an unmerged branch is kept, so nothing is lost."""
-    code, found = await git(
-        workspace,
-        "rev-parse",
-        "--path-format=absolute",
-        "--show-toplevel",
-        "--git-common-dir",
-        check=False,
-    )
-    if code != 0:
+    found = await repository(workspace)
+    if found is None:
         raise CommandError(f"{workspace} is not in a git repository; run this inside one")
-    top, common = found.splitlines()[:2]
+    top, common = found[:2]
     home = str(Path(common, *WORKTREES_DIR))
     if prune:
         await git(top, "worktree", "prune")  # forget worktrees whose directory is gone

@@ -104,6 +104,21 @@ async def git(
     return code, output.decode(errors="replace").strip()
 
 
+async def repository(workspace: str, *more: str) -> list[str] | None:
+    """The top of the working tree `workspace` is in and its common git directory (absolute
+    paths), then what `more` asks `git rev-parse`; None outside a repository."""
+    code, found = await git(
+        workspace,
+        "rev-parse",
+        "--path-format=absolute",
+        "--show-toplevel",
+        "--git-common-dir",
+        *more,
+        check=False,
+    )
+    return found.splitlines() if code == 0 else None
+
+
 def _identity(agent: str) -> dict[str, str]:
     """Commits Grove makes are signed as the agent that did the work."""
     name, email = f"grove agent {agent[:8]}", "grove@localhost"
@@ -125,23 +140,13 @@ async def fork_point(workspace: str, parent: str) -> ForkPoint:
             "the supervisor runs; worktrees are made there, so the repository must be on a "
             "path that node shares"
         )
-    code, found = await git(
-        workspace,
-        "rev-parse",
-        "--path-format=absolute",
-        "--show-toplevel",
-        "--git-common-dir",
-        "--git-path",
-        "index",
-        "--show-prefix",
-        check=False,
-    )
-    if code != 0:
+    found = await repository(workspace, "--git-path", "index", "--show-prefix")
+    if found is None:
         raise WorktreeError(
             f'workspace="worktree" needs a git repository, and {workspace} is not in one: '
             'run Grove inside a repository (git init; git commit), or fork with workspace="shared"'
         )
-    top, common_dir, index, prefix = [*found.splitlines(), ""][:4]
+    top, common_dir, index, prefix = [*found, ""][:4]
     code, head = await git(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
     if code != 0:
         raise WorktreeError(
