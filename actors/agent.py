@@ -167,7 +167,7 @@ class TurnResult:
     stop_reason: str | None = None
     error: str | None = None
     cancelled: bool = False
-    # An agent in a worktree: its branch, head commit and diff stat since the fork.
+    # An agent in a worktree: its branch and diff stat since the fork.
     worktree: dict[str, str] | None = None
 
     @property
