@@ -88,6 +88,14 @@ def batch_command(
             help="Attach a reviewer on this model to every task; its advice goes in `advice`.",
         ),
     ] = None,
+    worktrees: Annotated[
+        bool,
+        typer.Option(
+            "--worktrees",
+            help="Each task in a git worktree of its own (branch grove/<uuid8>), committed at "
+            "its end; its record names the branch and the diff stat.",
+        ),
+    ] = False,
     tools: ToolsOption = None,
     allow: AllowOption = None,
     budget_cost: BudgetCostOption = None,
@@ -105,7 +113,8 @@ def batch_command(
     and becomes one user message.
 
     Each finished task appends one line to the output: {"id", "agent", "status": "ok"|"error",
-    "text", "usage", "cost_usd", "error", "advice"}; a malformed input line appends {"id": null,
+    "text", "usage", "cost_usd", "error", "advice"}, and "branch" and "diff_stat" with
+    --worktrees (or [tools] workspace = "worktree"); a malformed input line appends {"id": null,
     "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
     whose last output line is ok and runs the rest; lines are only ever appended, so when an id
     appears more than once its last line counts.
@@ -176,6 +185,7 @@ def batch_command(
                 concurrency,
                 advisor=advisor,
                 batch_key=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16],
+                workspace="worktree" if worktrees else None,
             )
             on_term = signal.signal(signal.SIGTERM, _interrupt)
             try:
@@ -252,8 +262,10 @@ class BatchRunner:
         *,
         advisor: str | None = None,
         batch_key: str = "",
+        workspace: str | None = None,
     ) -> None:
         self.grove = grove
+        self.workspace = workspace  # "worktree", "shared", or None: `[tools] workspace`
         self.batch_key = batch_key
         self.log = log
         self.totals = totals
@@ -343,6 +355,7 @@ class BatchRunner:
                     advisor=self.advisor,
                     retry_interrupted=True,
                     keys=[self.key(task) for task in group],
+                    workspace=self.workspace,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 if is_over_budget(str(exc)):

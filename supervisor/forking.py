@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from providers.catalog import ModelSpec
 from supervisor.children import child_records
 from supervisor.tool_rules import narrowed
+from supervisor.worktrees import chosen_workspace, forget_worktrees, in_worktrees
 
 if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
@@ -31,17 +32,26 @@ async def fork_child(
     prompt: str | None,
     origin: str,
     tools: object = None,
+    workspace: object = None,
     correlation_id: str | None = None,
 ) -> Forked:
     """Fork one child of `parent`. `tools` (a list of names) narrows what it inherits; a name
-    the parent lacks refuses the fork before anything is stored."""
+    the parent lacks refuses the fork before anything is stored. `workspace`: "shared" (the
+    parent's directory) or "worktree" (a git worktree of its own); default: the config's."""
     if core.budget_check is not None:
         core.budget_check(parent, False)
+    chosen = chosen_workspace(workspace, core.fork_workspace)
     (child,) = child_records(parent, model, core.store.conversation_end(parent.uuid), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})
-    core.store.create_agents([child])
+    if chosen == "worktree":
+        (child,) = await in_worktrees(core.store, core.workspace, parent, [child])
+    try:
+        core.store.create_agents([child])
+    except BaseException:
+        await forget_worktrees([child])
+        raise
     await core.children_created([child])
     core.event(
         "AgentForked",

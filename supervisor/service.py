@@ -39,6 +39,7 @@ from supervisor.turns import (
     turn_events,
     turn_messages,
 )
+from supervisor.worktrees import chosen_workspace, forget_worktrees, in_worktrees, worktree_of
 
 if TYPE_CHECKING:
     from supervisor.advice import AdvisorDesk
@@ -86,6 +87,10 @@ class SupervisorCore:
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
         self._background: set[asyncio.Task[None]] = set()
+        # The hosts' workspace (roots work there), and where children work unless their fork
+        # says: "shared" (their parent's directory) or "worktree" (supervisor/worktrees.py).
+        self.workspace = "."
+        self.fork_workspace = "shared"
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -266,6 +271,7 @@ class SupervisorCore:
         retry_interrupted: bool = False,
         keys: Sequence[str] | None = None,
         budget: Budget | None = None,
+        workspace: str | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
@@ -273,10 +279,12 @@ class SupervisorCore:
         child's turn again when its host (or the supervisor) dies under it; `budget` is one
         the children share, besides their tree's. `keys` make the call idempotent: a child
         already forked from this parent under a key is returned as it is, not forked again
-        (a caller repeating a call cut off by a restart)."""
+        (a caller repeating a call cut off by a restart). `workspace="worktree"` gives each
+        child a git worktree of its own (supervisor/worktrees.py)."""
         parent = self.agent(parent_uuid)
         if not prompts:
             return []
+        workspace = chosen_workspace(workspace, self.fork_workspace)
         if keys is not None:
             if len(keys) != len(prompts):
                 raise CommandError("fork_many needs one key per prompt")
@@ -294,6 +302,7 @@ class SupervisorCore:
                         retry_interrupted,
                         [keys[index] for index in fresh],
                         budget,
+                        workspace,
                     )
                     if fresh
                     else []
@@ -308,13 +317,19 @@ class SupervisorCore:
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
-        prompts_stored = self.store.create_agents(
-            records,
-            [
-                NewMessage(agent_uuid=record.uuid, kind="user", content=prompt)
-                for record, prompt in zip(records, prompts, strict=True)
-            ],
-        )
+        if workspace == "worktree":
+            records = await in_worktrees(self.store, self.workspace, parent, records)
+        try:
+            prompts_stored = self.store.create_agents(
+                records,
+                [
+                    NewMessage(agent_uuid=record.uuid, kind="user", content=prompt)
+                    for record, prompt in zip(records, prompts, strict=True)
+                ],
+            )
+        except BaseException:
+            await forget_worktrees(records)
+            raise
         if keys is not None:
             forked = self._keyed_children()
             forked.update(((parent.uuid, key), r) for key, r in zip(keys, records, strict=True))
@@ -345,6 +360,8 @@ class SupervisorCore:
                 system=record.metadata.get("system"),
                 tools=grant,
                 budgeted=budgeted(record.metadata),
+                workspace=record.metadata.get("workspace"),
+                worktree=worktree_of(record.metadata),
             )
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
@@ -442,6 +459,7 @@ class SupervisorCore:
                     usage=Usage(**message.data.get("usage", {})),
                     cost_usd=float(message.data.get("cost_usd", 0.0)),
                     stop_reason=message.data.get("stop_reason"),
+                    worktree=message.data.get("worktree"),
                 )
         return None
 
@@ -454,6 +472,8 @@ class SupervisorCore:
             system=record.metadata.get("system"),
             tools=grant_of(record.metadata),
             budgeted=budgeted(record.metadata),
+            workspace=record.metadata.get("workspace"),
+            worktree=worktree_of(record.metadata),
         )
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:
@@ -680,6 +700,8 @@ class SupervisorCore:
                 results[uuid] = {"status": "done", "text": state.last_result.text}
             else:
                 results[uuid] = {"status": "error", "text": state.last_result.error or ""}
+            if state.last_result is not None and state.last_result.worktree:
+                results[uuid].update(state.last_result.worktree)  # its branch and diff stat
         return results
 
     def last_answer(self, uuid: str) -> str:

@@ -1,5 +1,5 @@
 """Checks the tool tests share: that the event loop kept turning while something ran, and
-waiting (boundedly) for a process to be gone.
+waiting (boundedly) for a process to be gone, by pid or by a word of its command line.
 """
 
 from __future__ import annotations
@@ -46,3 +46,37 @@ async def gone(pid: int, timeout_s: float = 5.0) -> bool:
             return True
         await asyncio.sleep(0.1)
     return not alive(pid)
+
+
+def running_with(marker: str) -> list[int]:
+    """The live processes (seen from here, whatever namespace they run in) whose command line
+    holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            words = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if marker.encode() in words and alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+async def appears(marker: str, timeout_s: float = 10.0) -> bool:
+    """Whether a process whose command line holds `marker` is running within `timeout_s`."""
+    for _ in range(int(timeout_s / 0.05)):
+        if running_with(marker):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+async def all_gone(marker: str, timeout_s: float = 5.0) -> bool:
+    """Whether every process whose command line holds `marker` has ended within `timeout_s`."""
+    for _ in range(int(timeout_s / 0.1)):
+        if not running_with(marker):
+            return True
+        await asyncio.sleep(0.1)
+    return not running_with(marker)
