@@ -1,7 +1,9 @@
 """JSON made from a JSON Schema, for the simulator's structured answers: a value the schema
 accepts (nested objects, arrays, enums, `$ref`/`$defs`, formats, bounds), or a malformed one.
 
-Deterministic: the same schema and seed give the same value. Patterns are not followed.
+Deterministic: the same schema and seed give the same value. Patterns are not followed. Like
+a model, it heeds bounds written into a description (`(minimum=1)`, `{minLength: 2}`), where
+clients put the constraints a provider's schema subset lacks.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import hashlib
 import json
 import math
 import random
+import re
 from typing import Any, TypeGuard
 
 DEEP = 4  # past this depth: only what is required, the shortest arrays, null where allowed
@@ -36,6 +39,10 @@ WORDS = (
     "river", "stone", "green", "signal", "open", "steady", "answer", "plan", "tree",
     "review", "light", "path", "calm", "bright", "note", "field", "value", "line",
 )  # fmt: skip
+_NOTED = re.compile(
+    r"\b(minimum|maximum|exclusiveMinimum|exclusiveMaximum|multipleOf|minLength|maxLength"
+    r"|minItems|maxItems)\s*[=:]\s*(-?[0-9]+(?:\.[0-9]+)?)"
+)
 _TYPES = ("object", "array", "string", "integer", "number", "boolean", "null")
 
 
@@ -122,7 +129,7 @@ class _Maker:
                     merged = _merge(merged, self.flat(part, depth))
                 schema = merged
                 continue
-            return schema
+            return _heeding_description(schema)
         return schema
 
     def value(self, schema: Any, depth: int) -> Any:
@@ -279,6 +286,19 @@ def _bounds(schema: dict[str, Any], *, integer: bool) -> tuple[float, float]:
     if integer:
         low, high = float(math.ceil(low)), float(math.floor(high))
     return low, max(low, high)
+
+
+def _heeding_description(schema: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with the bounds its description states, where it states none itself."""
+    described = schema.get("description")
+    if not isinstance(described, str):
+        return schema
+    noted = {key: _numeral(value) for key, value in _NOTED.findall(described)}
+    return {**noted, **schema} if noted else schema
+
+
+def _numeral(text: str) -> float | int:
+    return float(text) if "." in text else int(text)
 
 
 def _number(value: object) -> TypeGuard[float]:
