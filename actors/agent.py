@@ -169,7 +169,7 @@ class TurnResult:
     stop_reason: str | None = None
     error: str | None = None
     cancelled: bool = False
-    # An agent in a worktree: its branch, head commit and diff stat since the fork.
+    # An agent in a worktree: its branch and diff stat since the fork.
     worktree: dict[str, str] | None = None
     # Typed results: the checked answer (JSON data; the caller's Grove makes it an instance
     # of its model), or why the last answer was not one once the retries ran out, and how

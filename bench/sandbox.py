@@ -97,7 +97,7 @@ def worktree_figures(children: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--children", type=int, default=100)
+    parser.add_argument("--children", type=int, default=100, help="0: no worktree figures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grove-bench-root-") as root:
         samples = asyncio.run(launch_latencies(Path(root), args.calls))
@@ -111,8 +111,9 @@ def main() -> None:
         "ratio_p50": round(sandboxed / unsandboxed, 2),
         "goal_added_ms": GOAL_ADDED_MS,
         "goal_met": sandboxed - unsandboxed <= GOAL_ADDED_MS,
-        "worktrees": worktree_figures(args.children),
     }
+    if args.children:
+        figures["worktrees"] = worktree_figures(args.children)
     print(json.dumps(figures))
 
 

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from providers.catalog import ModelSpec
 from supervisor.children import child_records
 from supervisor.tool_rules import narrowed
-from supervisor.worktrees import chosen_workspace, forget_worktrees, in_worktrees
 
 if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
@@ -40,18 +39,13 @@ async def fork_child(
     parent's directory) or "worktree" (a git worktree of its own); default: the config's."""
     if core.budget_check is not None:
         core.budget_check(parent, False)
-    chosen = chosen_workspace(workspace, core.fork_workspace)
     (child,) = child_records(parent, model, core.store.conversation_end(parent.uuid), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})
-    if chosen == "worktree":
-        (child,) = await in_worktrees(core.store, core.workspace, parent, [child])
-    try:
+    (child,) = await core.workspaces.place(core.store, parent, [child], workspace)
+    async with core.workspaces.stored([child]):
         core.store.create_agents([child])
-    except BaseException:
-        await forget_worktrees([child])
-        raise
     await core.children_created([child])
     core.event(
         "AgentForked",

@@ -45,6 +45,7 @@ from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
 from supervisor.toolbox import decode_source
 from supervisor.turns import TurnTicket
+from supervisor.worktrees import Workspaces
 
 NAMESPACE = "grove"
 HOST_PING_INTERVAL_S = 1.0
@@ -184,8 +185,7 @@ class Supervisor:
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
-        self.core.workspace = settings.host_settings.workspace
-        self.core.fork_workspace = settings.fork_workspace
+        self.core.workspaces = Workspaces(settings.host_settings.workspace, settings.fork_workspace)
         self.budgets = BudgetDesk(self.core)
         self.fleet = FleetLimiter(settings.rate_limits)
         self.core.budget_check = self.budgets.before_turn

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from actors.agent import NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.output import OutputType
+from actors.tools.grant import ToolGrant
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec
@@ -40,7 +41,7 @@ from supervisor.turns import (
     turn_events,
     turn_messages,
 )
-from supervisor.worktrees import chosen_workspace, forget_worktrees, in_worktrees, worktree_of
+from supervisor.worktrees import Workspaces, worktree_of
 
 if TYPE_CHECKING:
     from supervisor.advice import AdvisorDesk
@@ -88,10 +89,7 @@ class SupervisorCore:
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
         self._background: set[asyncio.Task[None]] = set()
-        # The hosts' workspace (roots work there), and where children work unless their fork
-        # says: "shared" (their parent's directory) or "worktree" (supervisor/worktrees.py).
-        self.workspace = "."
-        self.fork_workspace = "shared"
+        self.workspaces = Workspaces()  # where agents work: set by the deployment
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -299,7 +297,6 @@ class SupervisorCore:
         parent = self.agent(parent_uuid)
         if not prompts:
             return []
-        workspace = chosen_workspace(workspace, self.fork_workspace)
         if keys is not None:
             if len(keys) != len(prompts):
                 raise CommandError("fork_many needs one key per prompt")
@@ -333,9 +330,8 @@ class SupervisorCore:
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
-        if workspace == "worktree":
-            records = await in_worktrees(self.store, self.workspace, parent, records)
-        try:
+        records = await self.workspaces.place(self.store, parent, records, workspace)
+        async with self.workspaces.stored(records):
             prompts_stored = self.store.create_agents(
                 records,
                 [
@@ -343,9 +339,6 @@ class SupervisorCore:
                     for record, prompt in zip(records, prompts, strict=True)
                 ],
             )
-        except BaseException:
-            await forget_worktrees(records)
-            raise
         if keys is not None:
             forked = self._keyed_children()
             forked.update(((parent.uuid, key), r) for key, r in zip(keys, records, strict=True))
@@ -370,16 +363,7 @@ class SupervisorCore:
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()
             state.active = True
-            activation = Activation(
-                uuid=record.uuid,
-                choice=choice,
-                history=[],
-                system=record.metadata.get("system"),
-                tools=grant,
-                budgeted=budgeted(record.metadata),
-                workspace=record.metadata.get("workspace"),
-                worktree=worktree_of(record.metadata),
-            )
+            activation = self.activation(record, history=[], tools=grant)
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
         await self.children_created(records)
@@ -483,14 +467,20 @@ class SupervisorCore:
                 )
         return None
 
-    def activation(self, record: AgentRecord) -> Activation:
-        history = self.store.conversation(record.uuid)
+    def activation(
+        self,
+        record: AgentRecord,
+        history: list[MessageRecord] | None = None,
+        tools: ToolGrant | None = None,
+    ) -> Activation:
+        """What a host needs to build the agent: its conversation (read here unless given)
+        and its grant (made here unless given: fork_many shares one among siblings)."""
         return Activation(
             uuid=record.uuid,
             choice=choice_of(record),
-            history=list(history),
+            history=list(self.store.conversation(record.uuid) if history is None else history),
             system=record.metadata.get("system"),
-            tools=grant_of(record.metadata),
+            tools=grant_of(record.metadata) if tools is None else tools,
             budgeted=budgeted(record.metadata),
             workspace=record.metadata.get("workspace"),
             worktree=worktree_of(record.metadata),

@@ -5,8 +5,9 @@ and pruning behind `grove worktrees`, from the store and git alone.
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -23,6 +24,7 @@ from actors.tools.worktrees import (
     git,
     make_worktrees,
     remove_worktree,
+    repository,
 )
 from supervisor.errors import CommandError
 from supervisor.store.base import Store
@@ -33,13 +35,41 @@ WORKSPACE_CHOICES: tuple[str, ...] = get_args(WorkspaceChoice)
 ENDED = ("dead", "reaped")  # statuses whose worktrees `--prune` removes
 
 
-def chosen_workspace(given: object, default: str) -> str:
-    """A fork's `workspace` argument checked, or the deployment's `default` when not given."""
-    if given is None:
-        return default
-    if given not in WORKSPACE_CHOICES:
-        raise CommandError(f'workspace must be "shared" or "worktree", not {given!r}')
-    return str(given)
+@dataclass(frozen=True, slots=True)
+class Workspaces:
+    """Where a deployment's agents work: roots in the hosts' workspace, children where their
+    fork says ("shared": their parent's directory; "worktree": a git worktree of their own),
+    or by `default` (`[tools] workspace`)."""
+
+    hosts: str = "."
+    default: str = "shared"
+
+    def chosen(self, given: object) -> str:
+        """A fork's `workspace` argument checked, or the default when not given."""
+        if given is None:
+            return self.default
+        if given not in WORKSPACE_CHOICES:
+            raise CommandError(f'workspace must be "shared" or "worktree", not {given!r}')
+        return str(given)
+
+    async def place(
+        self, store: Store, parent: AgentRecord, children: list[AgentRecord], given: object
+    ) -> list[AgentRecord]:
+        """The children's records, in worktrees of their own when the fork's `workspace`
+        argument (`given`) or the default says so."""
+        if self.chosen(given) != "worktree":
+            return children
+        workspace = str(parent.metadata.get("workspace") or self.hosts)
+        return await in_worktrees(store, workspace, parent, children)
+
+    @contextlib.asynccontextmanager
+    async def stored(self, children: Sequence[AgentRecord]) -> AsyncIterator[None]:
+        """Around storing the children: if that fails, their worktrees go too."""
+        try:
+            yield
+        except BaseException:
+            await forget_worktrees(children)
+            raise
 
 
 def worktree_of(metadata: dict[str, Any]) -> Worktree | None:
@@ -49,14 +79,12 @@ def worktree_of(metadata: dict[str, Any]) -> Worktree | None:
 
 
 async def in_worktrees(
-    store: Store, hosts_workspace: str, parent: AgentRecord, children: Sequence[AgentRecord]
+    store: Store, workspace: str, parent: AgentRecord, children: Sequence[AgentRecord]
 ) -> list[AgentRecord]:
     """The children's records, each with a worktree of its own made from the parent's
-    workspace (its HEAD and what it has not committed), on branch `grove/<uuid8>`, forked at
-    the parent's conversation end as it is after these awaits. A WorktreeError is a
-    CommandError here: the fork is refused, nothing made. A root works in the hosts'
-    workspace; a child in its parent's, unless it has one of its own."""
-    workspace = str(parent.metadata.get("workspace") or hosts_workspace)
+    `workspace` (its HEAD and what it has not committed), on branch `grove/<uuid8>`, forked
+    at the parent's conversation end as it is after these awaits. A WorktreeError is a
+    CommandError here: the fork is refused, nothing made."""
     try:
         point = await fork_point(workspace, parent.uuid)
         made = await make_worktrees(point, [child.uuid for child in children])
@@ -101,17 +129,10 @@ async def worktree_rows(store: Store, workspace: str, prune: bool = False) -> li
     `prune`, those of ended agents (dead, reaped) are removed, and those merged into HEAD
     whose agent is not in a turn; what was not committed is committed to the branch first
     and an unmerged branch is kept, so nothing is lost."""
-    code, found = await git(
-        workspace,
-        "rev-parse",
-        "--path-format=absolute",
-        "--show-toplevel",
-        "--git-common-dir",
-        check=False,
-    )
-    if code != 0:
+    found = await repository(workspace)
+    if found is None:
         raise CommandError(f"{workspace} is not in a git repository; run this inside one")
-    top, common = found.splitlines()[:2]
+    top, common = found[:2]
     home = str(Path(common, *WORKTREES_DIR))
     if prune:
         await git(top, "worktree", "prune")  # forget worktrees whose directory is gone

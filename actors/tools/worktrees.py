@@ -76,7 +76,7 @@ async def git(
     cwd: str | Path, *arguments: str, env: Mapping[str, str] | None = None, check: bool = True
 ) -> tuple[int, str]:
     """Run git in `cwd`: (exit code, stdout). With `check`, a failure is a WorktreeError
-    holding git's own words."""
+    holding git's own words; without, a failure's stdout is followed by its stderr."""
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
     process = await asyncio.create_subprocess_exec(
         "git",
@@ -98,10 +98,27 @@ async def git(
         raise
     code = process.returncode
     assert code is not None
-    if check and code != 0:
+    if code != 0:
         said = errors.decode(errors="replace").strip() or f"exit code {code}"
-        raise WorktreeError(f"git {arguments[0]} failed in {cwd}: {said}")
+        if check:
+            raise WorktreeError(f"git {arguments[0]} failed in {cwd}: {said}")
+        output += b"\n" + errors
     return code, output.decode(errors="replace").strip()
+
+
+async def repository(workspace: str, *more: str) -> list[str] | None:
+    """The top of the working tree `workspace` is in and its common git directory (absolute
+    paths), then what `more` asks `git rev-parse`; None outside a repository."""
+    code, found = await git(
+        workspace,
+        "rev-parse",
+        "--path-format=absolute",
+        "--show-toplevel",
+        "--git-common-dir",
+        *more,
+        check=False,
+    )
+    return found.splitlines() if code == 0 else None
 
 
 def _identity(agent: str) -> dict[str, str]:
@@ -125,23 +142,13 @@ async def fork_point(workspace: str, parent: str) -> ForkPoint:
             "the supervisor runs; worktrees are made there, so the repository must be on a "
             "path that node shares"
         )
-    code, found = await git(
-        workspace,
-        "rev-parse",
-        "--path-format=absolute",
-        "--show-toplevel",
-        "--git-common-dir",
-        "--git-path",
-        "index",
-        "--show-prefix",
-        check=False,
-    )
-    if code != 0:
+    found = await repository(workspace, "--git-path", "index", "--show-prefix")
+    if found is None:
         raise WorktreeError(
             f'workspace="worktree" needs a git repository, and {workspace} is not in one: '
             'run Grove inside a repository (git init; git commit), or fork with workspace="shared"'
         )
-    top, common_dir, index, prefix = [*found.splitlines(), ""][:4]
+    top, common_dir, index, prefix = [*found, ""][:4]
     code, head = await git(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
     if code != 0:
         raise WorktreeError(
@@ -206,24 +213,29 @@ async def make_worktrees(
 
 
 async def settle(worktree: Worktree, agent: str) -> dict[str, str]:
-    """At the end of a turn: commit what the agent changed to its branch; the branch, its
-    head commit and its diff stat since the fork (`NO_CHANGES` when none)."""
+    """At the end of a turn: commit what the agent changed to its branch; the branch and its
+    diff stat since the fork (`NO_CHANGES` when none). Three git processes."""
     await commit_all(worktree, agent, f"grove: work of agent {agent[:8]}")
-    _, head = await git(worktree.path, "rev-parse", "HEAD")
-    return {"branch": worktree.branch, "commit": head, "diff_stat": await diff_stat(worktree)}
+    return {"branch": worktree.branch, "diff_stat": await diff_stat(worktree)}
 
 
 async def commit_all(worktree: Worktree, agent: str, message: str) -> bool:
     """Commit every change in the worktree (untracked files too) to its branch; whether
     there was anything to commit."""
     await git(worktree.path, "add", "-A")
-    code, _ = await git(worktree.path, "diff", "--cached", "--quiet", check=False)
-    if code == 0:
-        return False
-    await git(
-        worktree.path, "commit", "--quiet", "--no-verify", "-m", message, env=_identity(agent)
+    code, said = await git(
+        worktree.path,
+        "commit",
+        "--quiet",
+        "--no-verify",
+        "-m",
+        message,
+        env=_identity(agent),
+        check=False,
     )
-    return True
+    if code != 0 and "nothing to commit" not in said:
+        raise WorktreeError(f"git commit failed in {worktree.path}: {said}")
+    return code == 0
 
 
 async def diff_stat(worktree: Worktree) -> str:

@@ -5,7 +5,7 @@ waiting (boundedly) for a process to be gone, by pid or by a word of its command
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
@@ -39,13 +39,18 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
+async def eventually(check: Callable[[], bool], timeout_s: float) -> bool:
+    """Whether `check()` holds within `timeout_s` (looked at every TICK_S)."""
+    for _ in range(int(timeout_s / TICK_S)):
+        if check():
+            return True
+        await asyncio.sleep(TICK_S)
+    return check()
+
+
 async def gone(pid: int, timeout_s: float = 5.0) -> bool:
     """Whether process `pid` has ended (or is a zombie) within `timeout_s`."""
-    for _ in range(int(timeout_s / 0.1)):
-        if not alive(pid):
-            return True
-        await asyncio.sleep(0.1)
-    return not alive(pid)
+    return await eventually(lambda: not alive(pid), timeout_s)
 
 
 def running_with(marker: str) -> list[int]:
@@ -66,17 +71,9 @@ def running_with(marker: str) -> list[int]:
 
 async def appears(marker: str, timeout_s: float = 10.0) -> bool:
     """Whether a process whose command line holds `marker` is running within `timeout_s`."""
-    for _ in range(int(timeout_s / 0.05)):
-        if running_with(marker):
-            return True
-        await asyncio.sleep(0.05)
-    return False
+    return await eventually(lambda: bool(running_with(marker)), timeout_s)
 
 
 async def all_gone(marker: str, timeout_s: float = 5.0) -> bool:
     """Whether every process whose command line holds `marker` has ended within `timeout_s`."""
-    for _ in range(int(timeout_s / 0.1)):
-        if not running_with(marker):
-            return True
-        await asyncio.sleep(0.1)
-    return not running_with(marker)
+    return await eventually(lambda: not running_with(marker), timeout_s)
