@@ -114,6 +114,10 @@ def test_the_fork_tool_and_the_api_fork_into_worktrees(grove: Grove, repo: Path)
     assert made["branch"] == f"grove/{made['uuid'][:8]}"
     answer = results(grove, [made["uuid"]])[made["uuid"]]
     assert answer.worktree is not None and answer.worktree["diff_stat"] == "no changes"
+    assert grove.ask(parent, sim_call("wait", uuids=[made["uuid"]], timeout=60)).ok
+    waited = json.loads(tool_results(grove, parent)[-1]["content"])[made["uuid"]]
+    assert waited["status"] == "done" and waited["branch"] == made["branch"]
+    assert waited["diff_stat"] == "no changes"
     child = grove.fork(parent, sim_call("bash", command="echo api > api.txt"), workspace="worktree")
     result = results(grove, [child])[child]
     assert result.worktree is not None and result.worktree["branch"] == f"grove/{child[:8]}"
