@@ -104,21 +104,15 @@ def credentials() -> list[Finding]:
 
 def ray_check(settings: GroveSettings) -> list[Finding]:
     """Ray starts (or the cluster named by --address/RAY_ADDRESS answers), then stops."""
-    from supervisor.local_ray import keep_local_ray_on_loopback, prepare_local_ray
+    from supervisor.local_ray import keep_local_ray_on_loopback, start_ray
 
     keep_local_ray_on_loopback(settings.address)
     import ray
 
     started = time.monotonic()
+    local = None
     try:
-        if not settings.address:
-            prepare_local_ray()
-        ray.init(
-            address=settings.address,
-            include_dashboard=False,
-            log_to_driver=False,
-            configure_logging=False,
-        )
+        local = start_ray(settings.address)  # as Grove starts it
         nodes = len([node for node in ray.nodes() if node["Alive"]])  # type: ignore[no-untyped-call]
     except Exception as exc:  # whatever Ray raises, the doctor reports it
         where = settings.address or "a local Ray"
@@ -126,6 +120,8 @@ def ray_check(settings: GroveSettings) -> list[Finding]:
         return [Finding("FAIL", "ray", f"{where} did not start: {exc}", fix)]
     finally:
         ray.shutdown()
+        if local is not None:
+            local.stop()
     where = settings.address or "local, on 127.0.0.1"
     took = time.monotonic() - started
     return [Finding("ok", "ray", f"{ray.__version__} {where}: {nodes} node(s), {took:.1f} s")]

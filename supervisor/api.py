@@ -36,7 +36,7 @@ from supervisor.config import GroveSettings, load_settings
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, SupervisorError
 from supervisor.fleet import ProviderLimits
-from supervisor.local_ray import prepare_local_ray
+from supervisor.local_ray import LocalRay, start_ray
 from supervisor.output_types import OutputTypeLike, model_of, typed
 from supervisor.output_types import output_type as make_output
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
@@ -201,6 +201,7 @@ class Grove:
         self.hosts = hosts or self.settings.hosts.count or max(os.cpu_count() or 1, 1)
         self._stack = ExitStack()
         self._started_ray = False
+        self._local_ray: LocalRay | None = None
         self._approvers: dict[str, Approver] = {}
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
@@ -215,15 +216,7 @@ class Grove:
 
     def start(self) -> None:
         if not ray.is_initialized():
-            if not (self.settings.address or os.environ.get("RAY_ADDRESS")):
-                prepare_local_ray()
-            ray.init(
-                address=self.settings.address,
-                namespace=NAMESPACE,
-                include_dashboard=False,
-                log_to_driver=False,
-                configure_logging=False,
-            )
+            self._local_ray = start_ray(self.settings.address, NAMESPACE)
             self._started_ray = True
         simulator = self._start_simulator() if self.simulate else self.endpoint
         providers = self.settings.providers
@@ -349,6 +342,9 @@ class Grove:
         if self._started_ray:
             ray.shutdown()
             self._started_ray = False
+        if self._local_ray is not None:
+            self._local_ray.stop()
+            self._local_ray = None
         self._stack.close()
 
     def _call(self, method: str, *args: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:

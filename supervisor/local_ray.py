@@ -1,20 +1,27 @@
 """Ray on this machine for Grove: when Grove starts Ray itself, every Ray service listens on
-127.0.0.1 only, token auth is on, and the token file is readable by its owner only.
+127.0.0.1 only, token auth is on, the token file is readable by its owner only, Ray runs
+without the processes Grove does not use, and nothing of it outlives Grove (`LocalRay`).
 
 Joining a cluster (`--address`, RAY_ADDRESS) changes none of this: see deploy/README.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import secrets
 import stat
+import subprocess
 import sys
 from collections.abc import MutableMapping
 from pathlib import Path
+from typing import Any
 
 from providers.errors import GroveError
+
+REAPER = Path(__file__).with_name("reaper.py")
+REAPER_WAIT_S = 10.0
 
 # Ray reads this once, when it is imported: "0" keeps a node it starts on 127.0.0.1 (its gRPC
 # servers, object manager and agents bind to the node's address) instead of rewriting
@@ -100,3 +107,87 @@ def _owner_only(path: Path, mode: int) -> None:
     status = path.stat()
     if status.st_uid == os.getuid() and stat.S_IMODE(status.st_mode) & 0o077:
         path.chmod(mode)
+
+
+def start_ray(address: str | None, namespace: str | None = None) -> LocalRay | None:
+    """Join the cluster at `address` (or RAY_ADDRESS), or start Ray on this machine and return
+    it (stop it after `ray.shutdown()`)."""
+    import ray
+
+    local = None
+    if not (address or os.environ.get("RAY_ADDRESS")):
+        prepare_local_ray()
+        local = LocalRay.start()
+        address = local.address
+    try:
+        ray.init(address=address, namespace=namespace, log_to_driver=False, configure_logging=False)
+    except BaseException:
+        if local is not None:
+            local.stop()
+        raise
+    return local
+
+
+class LocalRay:
+    """A Ray head node Grove started here, without what Grove does not use (the autoscaler's
+    monitor, the log monitor: their work is for clusters and for logs shown by the driver),
+    and with a reaper (supervisor/reaper.py) that kills whatever is left of it when Grove
+    ends, however it ends. Ray's API server and its two agents are not optional."""
+
+    def __init__(self, node: Any, reaper: subprocess.Popen[bytes]) -> None:
+        self._node = node
+        self._reaper = reaper
+
+    @classmethod
+    def start(cls) -> LocalRay:
+        """Call `prepare_local_ray` first."""
+        from ray._private.node import Node
+        from ray._private.parameter import RayParams
+
+        reaper = subprocess.Popen(
+            [sys.executable, "-S", str(REAPER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # a Ctrl+C or hang-up for Grove's group is not for it
+        )
+        # ray.init turns usage statistics off for the clusters it starts; so does Grove.
+        os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+        try:
+            params = RayParams(
+                node_ip_address="127.0.0.1",
+                include_dashboard=False,
+                no_monitor=True,
+                include_log_monitor=False,  # type: ignore[arg-type]  # a flag, typed str
+            )
+            node = Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True)
+            assert reaper.stdin is not None
+            services = [info.process.pid for infos in node.all_processes.values() for info in infos]
+            reaper.stdin.write("".join(f"{pid}\n" for pid in services).encode())
+            reaper.stdin.flush()
+        except BaseException:
+            _end_reaper(reaper)
+            raise
+        return cls(node, reaper)
+
+    @property
+    def address(self) -> str:
+        address: str = self._node.address
+        return address
+
+    def stop(self) -> None:
+        """Stop Ray's processes, then let the reaper make sure none is left."""
+        try:
+            self._node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
+        finally:
+            _end_reaper(self._reaper, b"done\n")
+
+
+def _end_reaper(reaper: subprocess.Popen[bytes], last: bytes = b"") -> None:
+    """Close the reaper's pipe (it reaps and exits) and wait for it."""
+    assert reaper.stdin is not None
+    with contextlib.suppress(OSError):
+        reaper.stdin.write(last)
+        reaper.stdin.close()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        reaper.wait(REAPER_WAIT_S)

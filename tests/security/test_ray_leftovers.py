@@ -1,0 +1,92 @@
+"""A `grove run` killed with SIGKILL leaves no process behind: Ray's services, its two agents
+(which otherwise wait minutes on a GCS that is gone), the hosts. And the Ray that Grove starts
+has no processes Grove does not use (the autoscaler's monitor, the log monitor).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.security.commands import Place
+from tests.security.test_ray_loopback import process_tree
+
+SLOW_REPLY = "[[sim ttft_ms=120000 reply=late]] take your time"
+AGENTS = {"ray::DashboardAgent", "ray::RuntimeEnvAgent"}
+
+
+def identity(pid: int) -> tuple[int, str] | None:
+    """The process and its start time (so a reused pid is not taken for it); None if gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rpartition(")")[2].split()
+    return (pid, fields[19]) if fields[0] != "Z" else None
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def in_group(group: int) -> list[int]:
+    """The live processes of the process group `group`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rpartition(")")[2].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def test_a_killed_grove_run_leaves_no_process_behind(place: Place) -> None:
+    command = [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-5-mini"]
+    running = subprocess.Popen(
+        [*command, SLOW_REPLY],
+        env=place.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group: the test kills nothing but what it started
+    )
+    try:
+        deadline = time.monotonic() + 180
+        tree: list[int] = []
+        # Up when the agents and a worker are: the reply is 120 s away.
+        while time.monotonic() < deadline:
+            tree = process_tree(running.pid)
+            lines = [command_line(pid) for pid in tree]
+            if {line.strip() for line in lines} >= AGENTS and any(
+                "ray::" in line and line.strip() not in AGENTS for line in lines
+            ):
+                break
+            assert running.poll() is None, "grove run ended early"
+            time.sleep(0.5)
+        else:
+            raise AssertionError(f"Ray never came up: {[command_line(p) for p in tree]}")
+        lines = [command_line(pid) for pid in tree]
+        assert not [line for line in lines if "monitor.py" in line], lines  # nor log_monitor
+        started = {found for pid in tree if (found := identity(pid)) is not None}
+        assert len(started) >= 6  # grove, the reaper, GCS, raylet, two agents, workers
+    finally:
+        os.kill(running.pid, signal.SIGKILL)
+        running.wait()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        left = [found for pid, _ in started if (found := identity(pid)) in started]
+        if not left and not in_group(running.pid):
+            break
+        time.sleep(0.5)
+    leftovers = [command_line(pid) for pid, _ in started if identity(pid) in started]
+    leftovers += [command_line(pid) for pid in in_group(running.pid)]  # started since
+    assert leftovers == [], leftovers
