@@ -5,8 +5,11 @@ Each test module gets its own Grove (and so its own supervisor) with the setting
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import threading
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,6 +62,32 @@ def cli_environment(base: Path, config: Path | None = None) -> dict[str, str]:
         PYTHONPATH=str(REPO_ROOT),
     )
     return env
+
+
+@contextmanager
+def streaming_beside(grove: Grove) -> Iterator[list[float]]:
+    """A root of its own streams a reply (300 tokens at 100 a second) while the block runs:
+    the times its deltas arrived, for the largest gap; the block's end waits for the reply."""
+    streamer = grove.create_root("gpt-5-mini").uuid
+    arrivals: list[float] = []
+
+    def follow() -> None:
+        for _ in grove.send(streamer, "[[sim tokens=300 tps=100]] stream on"):
+            arrivals.append(time.monotonic())
+
+    streaming = threading.Thread(target=follow)
+    streaming.start()
+    time.sleep(0.5)  # under way before the block starts
+    try:
+        yield arrivals
+    finally:
+        streaming.join(60)
+
+
+def largest_gap(arrivals: list[float]) -> float:
+    """The longest wait between two deltas (after at least a few of them arrived)."""
+    assert len(arrivals) > 5, arrivals
+    return max(later - earlier for earlier, later in itertools.pairwise(arrivals))
 
 
 def sim_call(tool: str, **arguments: Any) -> str:

@@ -7,52 +7,27 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from supervisor import Grove
 from tests.integration.groves import running_grove
 from tests.integration.groves import sim_call as call
 from tests.integration.groves import tool_results as results
+from tests.mcp_servers import running, served_over_http
 
 MODEL = "claude-haiku-4-5"
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def http_server() -> Iterator[str]:
-    port = free_port()
-    with subprocess.Popen(
-        [sys.executable, str(CALC), "--http", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    ) as server:
-        url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        try:
-            yield url
-        finally:
-            server.terminate()
-            server.wait(10)
+    with served_over_http(CALC) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -83,16 +58,7 @@ args = ["-c", {json.dumps(broken)}]
 
 
 def server_processes() -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if str(CALC).encode() in command and b"--http" not in command:
-                found.append(int(entry.name))
-    return found
+    return running(CALC, without_word="--http")
 
 
 def test_stdio_and_http_servers_tools_are_called(grove: Grove) -> None:

@@ -7,14 +7,14 @@ a cancelled call stops working (it runs in a thread, which looks at a stop flag 
 from __future__ import annotations
 
 import functools
-import itertools
 import os
 import threading
 import time
 import tracemalloc
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from fnmatch import fnmatchcase
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from hypothesis import given, settings
@@ -26,8 +26,15 @@ from actors.tools.editing import editing_tools
 from actors.tools.readonly import find_files, readonly_tools, search_files
 from actors.tools.workspace import GlobMatcher, Workspace, WorkspaceError
 from supervisor import Grove
-from tests.integration.groves import running_grove, sim_call, tool_results
+from tests.integration.groves import (
+    largest_gap,
+    running_grove,
+    sim_call,
+    streaming_beside,
+    tool_results,
+)
 
+T = TypeVar("T")
 DEPTH = 12
 PATHOLOGICAL = "**/" * 18 + "zz"
 DEEP = "/".join(f"d{level}" for level in range(1, DEPTH + 1))
@@ -137,27 +144,28 @@ def test_a_walk_stops_at_its_entry_limit(workspace: Path) -> None:
     )
 
 
+async def peak_allocated(call: Awaitable[T]) -> tuple[T, int]:
+    """What `call` returns, and the most memory Python held for anything meanwhile."""
+    tracemalloc.start()
+    try:
+        result = await call
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 async def test_a_line_without_end_is_read_in_bounded_memory(tmp_path: Path) -> None:
     (tmp_path / "one-line.txt").write_bytes(b"y" * (64 * 1024 * 1024))
     read = readonly_tools(tmp_path)["read"]
-    tracemalloc.start()
-    try:
-        shown = await read.run({"path": "one-line.txt"})
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    shown, peak = await peak_allocated(read.run({"path": "one-line.txt"}))
     assert shown == "1\t" + "y" * 2000 + " [line cut at 2000 characters]"
     assert peak < 8 * 1024 * 1024, peak
 
 
 async def test_bash_output_is_kept_in_bounded_memory(tmp_path: Path) -> None:
     bash = editing_tools(tmp_path)["bash"]
-    tracemalloc.start()
-    try:
-        shown = await bash.run({"command": "yes grove | head -c 120000000; echo end"})
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    command = "yes grove | head -c 120000000; echo end"
+    shown, peak = await peak_allocated(bash.run({"command": command}))
     assert isinstance(shown, str)
     assert shown.startswith("exit code 0\ngrove\ngrove\n")
     assert shown.endswith("grove\nend\n")
@@ -185,24 +193,12 @@ def grove(tmp_path_factory: pytest.TempPathFactory, workspace: Path) -> Iterator
 
 
 def test_the_pathological_glob_does_not_stall_a_streaming_agent(grove: Grove) -> None:
-    streamer = grove.create_root("gpt-5-mini").uuid
     finder = grove.create_root("gpt-5-mini", tools=["find"]).uuid
-    arrivals: list[float] = []
-
-    def follow() -> None:
-        for _ in grove.send(streamer, "[[sim tokens=300 tps=100]] stream on"):
-            arrivals.append(time.monotonic())
-
-    streaming = threading.Thread(target=follow)
-    streaming.start()
-    time.sleep(0.5)
-    found = grove.ask(finder, sim_call("find", pattern=PATHOLOGICAL), timeout_s=60)
-    streaming.join(60)
+    with streaming_beside(grove) as arrivals:
+        found = grove.ask(finder, sim_call("find", pattern=PATHOLOGICAL), timeout_s=60)
     assert found.ok, found.error
     assert [part["content"] for part in tool_results(grove, finder)] == [f"{DEEP}/zz"]
-    assert len(arrivals) > 5
-    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals)]
-    assert max(gaps) < 2.0, gaps
+    assert largest_gap(arrivals) < 2.0
 
 
 def cpu_seconds(pid: int) -> float:

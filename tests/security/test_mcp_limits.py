@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from supervisor import Grove
 from supervisor.config import ConfigError, load_settings
 from tests.integration.groves import running_grove, sim_call, tool_results
+from tests.mcp_servers import running, served_over_http
 
 HOSTILE = Path(__file__).resolve().parents[1] / "mcp_servers" / "hostile.py"
 MODEL = "claude-haiku-4-5"
@@ -29,31 +27,11 @@ START_LIMIT_S = 2
 CAP = "a message over 16,777,216 bytes, the limit"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def web() -> Iterator[str]:
-    """The hostile server over streamable HTTP with JSON answers, stopped through its handle."""
-    port = free_port()
-    command = [sys.executable, str(HOSTILE), "--http", str(port), "--json"]
-    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) as server:
-        url = f"http://127.0.0.1:{port}/mcp"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(url, timeout=1)
-                break
-            except httpx.HTTPError:
-                time.sleep(0.2)
-        try:
-            yield url
-        finally:
-            server.kill()
-            server.wait(10)
+    """The hostile server over streamable HTTP with JSON answers."""
+    with served_over_http(HOSTILE, "--json") as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -96,16 +74,7 @@ def last_result(grove: Grove, agent: str) -> dict[str, object]:
 
 def mute_servers() -> list[int]:
     """Processes of the server that never starts (the only ones with `--never-start`)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                command = (entry / "cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if str(HOSTILE).encode() in command and b"--never-start" in command:
-                found.append(int(entry.name))
-    return found
+    return running(HOSTILE, with_word="--never-start")
 
 
 @pytest.mark.parametrize("server", ["hostile", "web"])

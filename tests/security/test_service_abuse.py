@@ -25,6 +25,7 @@ import pytest
 from cli.batch_input import MAX_TEXT_BYTES
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
+from tests.integration.test_service import Service as RunningService
 
 TIMEOUT_S = 180
 MAX_STREAMS = 500
@@ -33,26 +34,12 @@ MB = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Service:
-    env: dict[str, str]
-    port: int
-    token: str
-    config: Path
+class Service(RunningService):
     pid: int
 
     @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def api(self) -> httpx.Client:
-        headers = {"authorization": f"Bearer {self.token}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
-
-    def grove(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "cli.entry", *args], capture_output=True, text=True,
-            env=self.env, timeout=TIMEOUT_S, check=False,
-        )  # fmt: skip
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
 
     def status(self, field: str) -> int:
         """A number of /proc/PID/status of the service (kB for sizes)."""
@@ -83,7 +70,7 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     assert up.returncode == 0, up.stderr
     token = up.stdout.strip().splitlines()[-1].split("token=", 1)[1]
     pid = json.loads((config / "service.json").read_text())["pid"]
-    running = Service(env, port, token, config, pid)
+    running = Service(env, f"http://127.0.0.1:{port}", token, config, pid)
     try:
         yield running
     finally:
