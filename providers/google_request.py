@@ -6,6 +6,7 @@ Pure functions, no I/O and no event parsing (providers.google_stream reads the r
 from __future__ import annotations
 
 from providers.base import (
+    CachePoint,
     ImagePart,
     JSONObject,
     Message,
@@ -29,14 +30,15 @@ SIGNATURE_BYPASS = "skip_thought_signature_validator"
 
 
 def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
-    """The request body and the warning lines to show (e.g. thinking cannot be disabled)."""
-    body: JSONObject = {
-        "contents": contents(request.messages, _validates_signatures(request.model))
-    }
-    if request.system:
-        body["systemInstruction"] = {"parts": [{"text": request.system}]}
-    if request.tools:
-        body["tools"] = [{"functionDeclarations": [declaration(t) for t in request.tools]}]
+    """The request body and the warning lines to show (e.g. thinking cannot be disabled).
+    A `CachePoint` naming a `cachedContents` entry stands for the system prompt, the tools and
+    every part before it: the body references the entry and leaves those out."""
+    cached, messages = after_cached_content(request)
+    body: JSONObject = {"contents": contents(messages, _validates_signatures(request.model))}
+    if cached is not None:
+        body["cachedContent"] = cached
+    else:
+        body.update(prefix_fields(request))
     generation: JSONObject = {}
     if request.max_tokens is not None:
         generation["maxOutputTokens"] = request.max_tokens
@@ -46,6 +48,42 @@ def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
     if generation:
         body["generationConfig"] = generation
     return body, (warning,) if warning else ()
+
+
+def prefix_fields(request: Request) -> JSONObject:
+    """`systemInstruction` and `tools`: what a `cachedContents` entry holds besides contents."""
+    fields: JSONObject = {}
+    if request.system:
+        fields["systemInstruction"] = {"parts": [{"text": request.system}]}
+    if request.tools:
+        fields["tools"] = [{"functionDeclarations": [declaration(t) for t in request.tools]}]
+    return fields
+
+
+def cached_content_of(request: Request) -> str | None:
+    """The `cachedContents` entry the request's first fork point names, if caching is on."""
+    if request.cache is None:
+        return None
+    for message in request.messages:
+        for part in message.parts:
+            if isinstance(part, CachePoint) and part.cached_content:
+                return part.cached_content
+    return None
+
+
+def after_cached_content(request: Request) -> tuple[str | None, tuple[Message, ...]]:
+    """The entry the request references and the messages after it (the parts of the message
+    it ends in that follow it); without one, None and every message."""
+    name = cached_content_of(request)
+    if name is None:
+        return None, request.messages
+    for index, message in enumerate(request.messages):
+        for position, part in enumerate(message.parts):
+            if isinstance(part, CachePoint) and part.cached_content == name:
+                rest = message.parts[position + 1 :]
+                tail = (Message(role=message.role, parts=rest),) if rest else ()
+                return name, tail + request.messages[index + 1 :]
+    return None, request.messages
 
 
 def _validates_signatures(model: str) -> bool:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import certifi
 import httpx
 
+from providers import cache_features
 from providers.accumulate import TurnAccumulator
 from providers.aionet import AsyncioTransport
 from providers.base import (
@@ -94,6 +95,10 @@ class Wire(Protocol):
 
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError: ...
 
+    def refused_feature(self, error: ProviderHTTPError) -> str | None:
+        """The cache feature `error` says the server does not take, if it says so."""
+        ...
+
 
 class HTTPProvider:
     """A `Provider` over HTTP + SSE. One instance per agent; it owns its client."""
@@ -145,6 +150,7 @@ class HTTPProvider:
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         attempt = 0
+        refused: set[str] = set()  # cache features this call was refused and went on without
         while True:
             attempt += 1
             accumulator = TurnAccumulator(self.name, request.model)
@@ -152,6 +158,14 @@ class HTTPProvider:
                 async for event in self._attempt(request, accumulator, attempt):
                     yield event
             except ProviderError as exc:
+                feature = self._refused_feature(exc, accumulator, refused)
+                if feature is not None:
+                    refused.add(feature)
+                    base_url = self.endpoint().base_url
+                    if cache_features.drop(self.name, base_url, feature):
+                        text = cache_features.dropped_text(self.name, base_url, feature)
+                        yield ProviderWarning(text=text)
+                    continue
                 if (
                     accumulator.content_seen
                     or not exc.retryable
@@ -165,6 +179,15 @@ class HTTPProvider:
             turn = accumulator.turn(cost_usd(accumulator.model, accumulator.usage))
             yield Finished(turn=turn)
             return
+
+    def _refused_feature(
+        self, exc: ProviderError, accumulator: TurnAccumulator, refused: set[str]
+    ) -> str | None:
+        """The cache feature a refusal names, to go on without (once per feature a call)."""
+        if not isinstance(exc, ProviderHTTPError) or accumulator.content_seen:
+            return None
+        feature = self.wire.refused_feature(exc)
+        return None if feature in refused else feature
 
     async def _attempt(
         self, request: Request, accumulator: TurnAccumulator, attempt: int

@@ -8,6 +8,7 @@ import json
 
 import httpx
 
+from providers import cache_features
 from providers.base import (
     ImagePart,
     JSONObject,
@@ -23,8 +24,9 @@ from providers.base import (
 from providers.catalog import infer_provider
 from providers.errors import ProviderHTTPError
 from providers.http import Endpoint, PreparedRequest
+from providers.openai_cache import FEATURE, CacheKeys
 from providers.openai_chat_parser import ChatParser
-from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error
+from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error, refused_feature
 from providers.thinking import OPENAI_EFFORTS, openai_reasoning
 
 
@@ -33,11 +35,17 @@ class OpenAIChatWire:
 
     provider: ProviderName = PROVIDER
 
+    def __init__(self) -> None:
+        self.cache_keys = CacheKeys()
+
     def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        body = request_body(request)
+        if not cache_features.dropped(PROVIDER, endpoint.base_url, FEATURE):
+            key = self.cache_keys.key_for(request)
+            if key is not None:
+                body["prompt_cache_key"] = key
         return PreparedRequest(
-            path=api_path(endpoint, "chat/completions"),
-            headers=auth_headers(endpoint),
-            body=request_body(request),
+            path=api_path(endpoint, "chat/completions"), headers=auth_headers(endpoint), body=body
         )
 
     def new_parser(self) -> ChatParser:
@@ -45,6 +53,9 @@ class OpenAIChatWire:
 
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
         return map_error(status, headers, body)
+
+    def refused_feature(self, error: ProviderHTTPError) -> str | None:
+        return refused_feature(error)
 
 
 def request_body(request: Request) -> JSONObject:

@@ -10,7 +10,9 @@ import json
 
 import httpx
 
+from providers import cache_features
 from providers.base import (
+    CachePoint,
     ImagePart,
     JSONObject,
     Message,
@@ -24,8 +26,9 @@ from providers.base import (
 )
 from providers.errors import ProviderHTTPError
 from providers.http import Endpoint, PreparedRequest
+from providers.openai_cache import FEATURE, CacheKeys
 from providers.openai_responses_parser import ResponsesParser
-from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error
+from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error, refused_feature
 from providers.thinking import openai_reasoning
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
@@ -36,11 +39,17 @@ class OpenAIResponsesWire:
 
     provider: ProviderName = PROVIDER
 
+    def __init__(self) -> None:
+        self.cache_keys = CacheKeys()
+
     def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        body = request_body(request)
+        if not cache_features.dropped(PROVIDER, endpoint.base_url, FEATURE):
+            key = self.cache_keys.key_for(request)
+            if key is not None:
+                body["prompt_cache_key"] = key
         return PreparedRequest(
-            path=api_path(endpoint, "responses"),
-            headers=auth_headers(endpoint),
-            body=request_body(request),
+            path=api_path(endpoint, "responses"), headers=auth_headers(endpoint), body=body
         )
 
     def new_parser(self) -> ResponsesParser:
@@ -48,6 +57,9 @@ class OpenAIResponsesWire:
 
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
         return map_error(status, headers, body)
+
+    def refused_feature(self, error: ProviderHTTPError) -> str | None:
+        return refused_feature(error)
 
 
 def request_body(request: Request) -> JSONObject:
@@ -96,6 +108,8 @@ def input_items(messages: tuple[Message, ...]) -> list[JSONObject]:
                 continue
             if isinstance(part, ImagePart):
                 texts.append({"type": "input_image", "image_url": part.image.data_url})
+                continue
+            if isinstance(part, CachePoint):
                 continue
             if texts:
                 items.append(_message_item(message.role, texts))

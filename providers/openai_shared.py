@@ -104,6 +104,14 @@ def stream_error(error: JSONObject) -> ProviderStreamError:
     )
 
 
+def refused_feature(error: ProviderHTTPError) -> str | None:
+    """`prompt_cache_key` when a 400 says the server does not take it (an OpenAI-compatible
+    server that knows no such parameter), else None."""
+    if error.status == 400 and "prompt_cache_key" in f"{error} {error.body}":
+        return "prompt_cache_key"
+    return None
+
+
 def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
     """A non-2xx answer. 429 `insufficient_quota`, auth and billing errors are never retried."""
     text = mask(body.decode("utf-8", "replace"))

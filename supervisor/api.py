@@ -6,6 +6,7 @@ Starts or joins Ray, finds or starts the supervisor, and streams turns straight 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
@@ -176,6 +177,7 @@ class Grove:
                 name for name, chosen in self._rate_limits().items() if chosen.any
             ),
             prices=dict(self.settings.models.prices),
+            cache=self.settings.cache.policy(),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -263,6 +265,8 @@ class Grove:
 
     def close(self) -> None:
         if self.supervisor is not None and self._started_ray:
+            with contextlib.suppress(GroveError, ray.exceptions.RayError):
+                self.release_caches()  # a provider-side entry must not outlive its Grove
             ray.kill(self.supervisor)
             self.supervisor = None
         if self._started_ray:
@@ -441,6 +445,13 @@ class Grove:
             return parse_model_spec(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
+
+    def release_caches(self, agent: str | None = None) -> int:
+        """Delete the provider-side cache entries (Gemini `cachedContents`) made for the
+        children of `agent` (of every agent: None); how many. A batch does this at its end;
+        closing a Grove that started Ray does it for all."""
+        released: int = self._call("release_caches", agent)
+        return released
 
     def seed(self, agent: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
         """Append `(kind, content)` user and assistant messages to `agent`'s history in one

@@ -50,6 +50,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
                 )
         tools = objects(body.get("tools"), "tools")
         effort = body.get("reasoning_effort")
+        prefixes = self.prefixes(body, [tools, messages])
         entries = (_entry(message) for message in messages)
         script, step = locate_script(entry for entry in entries if entry is not None)
         return Inbound(
@@ -66,6 +67,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([messages, tools], "openai"),
             body=body,
+            prefixes=prefixes,
         )
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
@@ -208,7 +210,11 @@ def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:
         "prompt_tokens": inbound.input_tokens,
         "completion_tokens": completion,
         "total_tokens": inbound.input_tokens + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens_details": {
+            "cached_tokens": min(plan.cache.read, inbound.input_tokens),
+            "cache_write_tokens": 0,
+            "audio_tokens": 0,
+        },
         "completion_tokens_details": {
             "reasoning_tokens": plan.thinking_tokens,
             "audio_tokens": 0,

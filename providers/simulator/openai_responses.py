@@ -64,6 +64,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
                 "Invalid type for 'reasoning': expected an object.", param="reasoning"
             )
         summary = (reasoning or {}).get("summary") or (reasoning or {}).get("generate_summary")
+        prefixes = self.prefixes(body, [body.get("instructions"), tools, items])
         entries = (_entry(item) for item in items)
         script, step = locate_script(entry for entry in entries if entry is not None)
         return Inbound(
@@ -79,6 +80,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("instructions"), items, tools], "openai"),
             body=body,
+            prefixes=prefixes,
         )
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
@@ -282,7 +284,10 @@ def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:
     output_tokens = plan.content_events
     return {
         "input_tokens": inbound.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": min(plan.cache.read, inbound.input_tokens),
+            "cache_write_tokens": 0,
+        },
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": plan.thinking_tokens},
         "total_tokens": inbound.input_tokens + output_tokens,
