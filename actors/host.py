@@ -41,6 +41,7 @@ from providers.base import (
     TextDelta,
     ThinkingDelta,
 )
+from providers.errors import ProviderError
 from providers.google_cache import CachedContent, create_cached_content, delete_cached_content
 from providers.http import HTTPProvider
 
@@ -438,8 +439,10 @@ class AgentHostCore:
         provider = self._make_provider(activation.choice)
         try:
             if not isinstance(provider, HTTPProvider):
-                raise TypeError("explicit caches are made over HTTP")
+                raise ProviderError("explicit caches are made over HTTP")
             return await create_cached_content(provider, request, ttl_s)
+        except ProviderError as exc:  # as its text: the HTTP error's own fields do not pickle
+            raise ProviderError(str(exc), provider=exc.provider) from None
         finally:
             await provider.aclose()
 

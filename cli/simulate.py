@@ -62,6 +62,15 @@ def simulate_command(
             "0.3 s), to see entries expire.",
         ),
     ] = 1.0,
+    prefill_tps: Annotated[
+        float,
+        typer.Option(
+            "--prefill-tps",
+            min=0,
+            help="Prompt tokens a second processed before the first token, those read from a "
+            "cache aside (0: none), as a cache hit shortens the time to first token.",
+        ),
+    ] = 0.0,
     refuse_cache: Annotated[
         list[str] | None,
         typer.Option(
@@ -97,6 +106,7 @@ def simulate_command(
         rpm=rpm,
         tpm=tpm,
         cache_ttl_scale=cache_ttl_scale,
+        prefill_tps=prefill_tps,
         refuse=frozenset(refuse_cache or ()),
     )
 

@@ -34,15 +34,16 @@ class _Slot:
 def place_breakpoints(body: JSONObject, policy: CachePolicy | None, min_tokens: int) -> None:
     """Put `cache_control` on up to four blocks of `body` (and take the fork marks out), in
     this order of worth: the tail (so the next step of a tool loop reads what this request
-    writes), the previous request's tail when it lies beyond the look-back, the fork points
-    (nearest first: siblings share it), the end of tools + system (shared by the tree)."""
+    writes), the previous request's tail when it lies beyond the look-back, the nearest fork
+    point (siblings share it), the end of tools + system (the tree shares it), the fork
+    points further up."""
     slots = list(_slots(body))
     forks = [index for index, slot in enumerate(slots) if slot.block.pop(FORK_MARK, False)]
     if policy is None or not slots:
         return
-    wanted = [len(slots) - 1, _previous_tail(slots)]
-    wanted += reversed(forks)
-    wanted.append(_last_of(slots, ("tools", "system")))
+    nearest, *outer = reversed(forks) if forks else (None,)
+    wanted = [len(slots) - 1, _previous_tail(slots), nearest, _last_of(slots, ("tools", "system"))]
+    wanted += outer
     chosen: list[int] = []
     for index in wanted:
         if index is None or index in chosen or slots[index].tokens < min_tokens:

@@ -252,7 +252,7 @@ class CompactionSection(_Section):
 class CacheSection(_Section):
     """`[cache]`: provider prompt caching that follows the agent tree (on by default)."""
 
-    enabled: bool = Field(default=True, strict=True, description="Use the providers' caches")
+    enabled: bool = Field(default=True, description="Use the providers' caches")
     ttl: Literal["5m", "1h"] = Field(
         default="5m", description="How long a cached prefix lives (Anthropic; Gemini entries)"
     )

@@ -70,8 +70,9 @@ class ForkCore(Protocol):
 class ForkCaches:
     """The warm-ups and explicit entries of one supervisor (its `[cache]`: `core.cache`)."""
 
-    def __init__(self, core: ForkCore) -> None:
+    def __init__(self, core: ForkCore, wait_s: float = WARM_WAIT_S) -> None:
         self._core = core
+        self.wait_s = wait_s
         self._warm_until: dict[tuple[Any, ...], float] = {}
         self._warming: dict[tuple[Any, ...], asyncio.Event] = {}
         self._made: dict[tuple[Any, ...], _Made] = {}
@@ -116,14 +117,14 @@ class ForkCaches:
         if warming is not None or self._warm_until.get(key, 0.0) > time.monotonic():
             if warming is not None:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(warming.wait(), WARM_WAIT_S)
+                    await asyncio.wait_for(warming.wait(), self.wait_s)
             self._keep_warm(key)
             return await start()
         warming = self._warming[key] = asyncio.Event()
         try:
             result = await start()
             with contextlib.suppress(Exception):  # a failure releases the others at once
-                await asyncio.wait_for(started(result), WARM_WAIT_S)
+                await asyncio.wait_for(started(result), self.wait_s)
             return result
         finally:
             self._keep_warm(key)
@@ -143,7 +144,7 @@ class ForkCaches:
 
         async def started(turn: TurnTicket) -> object:
             host = self._core.live(child.uuid).host
-            return await host.wait_started(turn.ticket.ticket_id, WARM_WAIT_S)
+            return await host.wait_started(turn.ticket.ticket_id, self.wait_s)
 
         return await self.warm_start(prefix, begin, started)
 
@@ -183,7 +184,7 @@ class ForkCaches:
             async def began(failed: BaseException | None) -> object:
                 if failed is not None:
                     return None
-                return await hosts[first_host].wait_started(first[0][0].ticket_id, WARM_WAIT_S)
+                return await hosts[first_host].wait_started(first[0][0].ticket_id, self.wait_s)
 
             outcomes.append((first_host, first, await self.warm_start(prefix, begin, began)))
         results = await asyncio.gather(

@@ -14,7 +14,7 @@ import json
 import random
 import threading
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -114,23 +114,31 @@ class CacheBook:
         self._billed = 0
 
     def bill(
-        self, api: str, model: str, prompt: PromptPrefixes, now: float, ready_at: float
+        self,
+        api: str,
+        model: str,
+        prompt: PromptPrefixes,
+        now: float,
+        ready_at: float | Callable[[int], float],
     ) -> CacheUse:
-        """Read and write `prompt`'s prefixes; what the request is billed for."""
+        """Read and write `prompt`'s prefixes; what the request is billed for. What it writes
+        is readable from `ready_at`: a time, or one made from the tokens it read (a reply
+        begins sooner when less of its prompt is to be processed)."""
+        ready = ready_at if callable(ready_at) else lambda read: float(ready_at)
         with self._lock:
             self._billed += 1
             if self._billed % 1000 == 0:
                 self._sweep(now)
             if prompt.breakpoints:
-                return self._breakpoint_use(prompt, min_tokens(model), now, ready_at)
+                return self._breakpoint_use(prompt, min_tokens(model), now, ready)
             if prompt.explicit:
                 return CacheUse(read=prompt.explicit)
             if prompt.route is not None or api == "google":
-                return self._prefix_use(api, prompt, min_tokens(model), now, ready_at)
+                return self._prefix_use(api, prompt, min_tokens(model), now, ready)
             return CacheUse()
 
     def _breakpoint_use(
-        self, prompt: PromptPrefixes, minimum: int, now: float, ready_at: float
+        self, prompt: PromptPrefixes, minimum: int, now: float, ready: Callable[[int], float]
     ) -> CacheUse:
         """Anthropic: the longest entry found at a breakpoint or up to 20 blocks before one
         is read; from there to the last breakpoint that reaches the minimum is written, an
@@ -148,6 +156,7 @@ class CacheBook:
                     break
         written = written_1h = 0
         covered = read
+        ready_at = ready(read)
         for mark in sorted(prompt.breakpoints, key=lambda mark: mark.index):
             tokens, digest = points[mark.index]
             if tokens < minimum:
@@ -161,7 +170,12 @@ class CacheBook:
         return CacheUse(read=read, written=written, written_1h=written_1h)
 
     def _prefix_use(
-        self, api: str, prompt: PromptPrefixes, minimum: int, now: float, ready_at: float
+        self,
+        api: str,
+        prompt: PromptPrefixes,
+        minimum: int,
+        now: float,
+        ready: Callable[[int], float],
     ) -> CacheUse:
         """OpenAI and Gemini: the longest cached step of the prompt is read (none below the
         minimum); every step is kept, on the machine the request was routed to."""
@@ -174,6 +188,7 @@ class CacheBook:
             if store.find(digest, now, ttl_s):
                 read = tokens
                 break
+        ready_at = ready(read)
         for tokens, digest in prompt.points:
             if tokens >= minimum:
                 store.put(digest, ready_at, ttl_s)

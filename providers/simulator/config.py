@@ -38,6 +38,9 @@ class SimulatorConfig:
     tpm: int | None = None
     # Every cache lifetime times this (0.001: a five-minute entry lasts 0.3 s), to test expiry.
     cache_ttl_scale: float = 1.0
+    # Prompt tokens a second processed before the first token, those read from a cache aside
+    # (0: the time to first token does not depend on the prompt), as caching shortens it.
+    prefill_tps: float = 0.0
     refuse: frozenset[str] = frozenset()  # of CACHE_FEATURES
 
     def __post_init__(self) -> None:
@@ -56,6 +59,8 @@ class SimulatorConfig:
             raise ValueError(f"context_window must be 1 or more, got {self.context_window}")
         if not 0 <= self.tokens <= MAX_TOKENS:
             raise ValueError(f"tokens must be between 0 and {MAX_TOKENS}, got {self.tokens}")
+        if not self.prefill_tps >= 0:
+            raise ValueError(f"prefill_tps must be 0 or more, got {self.prefill_tps}")
         if not self.cache_ttl_scale > 0:
             raise ValueError(f"cache_ttl_scale must be more than 0, got {self.cache_ttl_scale}")
         unknown = sorted(set(self.refuse) - set(CACHE_FEATURES))

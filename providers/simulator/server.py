@@ -228,12 +228,23 @@ class Simulator:
         if fault is not None and fault.kind in STATUS_FAULTS:
             error = api.error(FAULT_PROBLEMS[fault.kind], retry_after=fault.retry_after)
             return await _send(writer, api, error, keep_alive)
-        # What this prompt reads from the caches, and writes: readable once its reply begins.
-        started = received + max(plan.ttft_s, plan.headers_s)
+        # What this prompt reads from the caches and writes, readable once its reply begins:
+        # later when more of the prompt is to be processed (`prefill_tps`).
+        prefill = self.config.prefill_tps
+
+        def first_token(read: int) -> float:
+            processed = max(inbound.input_tokens - read, 0)
+            return plan.ttft_s + (processed / prefill if prefill else 0.0)
+
         now = asyncio.get_running_loop().time()
-        plan = replace(
-            plan, cache=self.caches.bill(api.name, inbound.model, inbound.prefixes, now, started)
+        use = self.caches.bill(
+            api.name,
+            inbound.model,
+            inbound.prefixes,
+            now,
+            lambda read: received + max(first_token(read), plan.headers_s),
         )
+        plan = replace(plan, cache=use, ttft_s=first_token(use.read))
         if not inbound.stream:
             return await self._answer_whole(
                 writer, api, inbound, plan, received, keep_alive, limits
