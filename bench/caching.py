@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2  # the anthropic SDK's own HTTP client
 from harness import ExternalSimulator, Pacing, running_grove, simulator_process
 
 from cli.batch import BatchRunner
@@ -119,18 +120,25 @@ def warm_up_cost(grove: Any, concurrency: int, cold: float) -> dict[str, float]:
     return {"fork_many_s": round(forked, 3), "cold_ttft_s": round(cold, 3)}
 
 
+def sdk_client(simulator: ExternalSimulator, concurrency: int) -> Any:
+    """An AsyncAnthropic whose pool is as large as the concurrency (its default would queue
+    the requests, and the figure would measure that)."""
+    from anthropic import AsyncAnthropic
+
+    limits = httpx2.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
+    return AsyncAnthropic(
+        base_url=simulator.base_url,
+        api_key=simulator.api_key,
+        max_retries=0,
+        http_client=httpx2.AsyncClient(limits=limits, timeout=TIMEOUT_S),
+    )
+
+
 async def anthropic_sdk_round(
     simulator: ExternalSimulator, texts: list[str], concurrency: int
 ) -> dict[str, Any]:
     """The official SDK, the context as a system block with a hand-placed `cache_control`."""
-    from anthropic import AsyncAnthropic
-
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    client = AsyncAnthropic(
-        base_url=simulator.base_url,
-        api_key=simulator.api_key,
-        http_client=httpx.AsyncClient(limits=limits, timeout=TIMEOUT_S),
-    )
+    client = sdk_client(simulator, concurrency)
     system: Any = [
         {
             "type": "text",
@@ -159,17 +167,11 @@ async def pydantic_ai_round(
     simulator: ExternalSimulator, texts: list[str], concurrency: int
 ) -> dict[str, Any]:
     """pydantic-ai, the context as the agent's instructions, cached as its settings offer."""
-    from anthropic import AsyncAnthropic
     from pydantic_ai import Agent
     from pydantic_ai.models.anthropic import AnthropicModel, AnthropicModelSettings
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    client = AsyncAnthropic(
-        base_url=simulator.base_url,
-        api_key=simulator.api_key,
-        http_client=httpx.AsyncClient(limits=limits, timeout=TIMEOUT_S),
-    )
+    client = sdk_client(simulator, concurrency)
     model = AnthropicModel(MODELS["anthropic"], provider=AnthropicProvider(anthropic_client=client))
     settings = AnthropicModelSettings(
         anthropic_cache_instructions=True, anthropic_cache_messages=True, max_tokens=1024
