@@ -38,6 +38,7 @@ from cli.context import (
     root_tools,
     undecodable_text,
 )
+from cli.printable import printable
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from supervisor.errors import BUDGET_EXHAUSTED
@@ -88,6 +89,14 @@ def batch_command(
             help="Attach a reviewer on this model to every task; its advice goes in `advice`.",
         ),
     ] = None,
+    worktrees: Annotated[
+        bool,
+        typer.Option(
+            "--worktrees",
+            help="Each task in a git worktree of its own (branch grove/<uuid8>), committed at "
+            "its end; its record names the branch and the diff stat.",
+        ),
+    ] = False,
     tools: ToolsOption = None,
     allow: AllowOption = None,
     budget_cost: BudgetCostOption = None,
@@ -105,7 +114,8 @@ def batch_command(
     and becomes one user message.
 
     Each finished task appends one line to the output: {"id", "agent", "status": "ok"|"error",
-    "text", "usage", "cost_usd", "saved_usd" (what provider caching saved), "error", "advice"}; a
+    "text", "usage", "cost_usd", "saved_usd" (what provider caching saved), "error", "advice"},
+    and "branch" and "diff_stat" with --worktrees (or [tools] workspace = "worktree"); a
     malformed input line appends {"id": null,
     "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
     whose last output line is ok and runs the rest; lines are only ever appended, so when an id
@@ -177,6 +187,7 @@ def batch_command(
                 concurrency,
                 advisor=advisor,
                 batch_key=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16],
+                workspace="worktree" if worktrees else None,
             )
             on_term = signal.signal(signal.SIGTERM, _interrupt)
             try:
@@ -199,7 +210,7 @@ def batch_command(
                 runner.close()
                 grove.close()
     if stopped is not None:
-        sys.stderr.write(stopped + "\n")
+        sys.stderr.write(printable(stopped) + "\n")
     sys.stdout.write(
         summary_line(totals, time.monotonic() - started, str(out), interrupted=unfinished) + "\n"
     )
@@ -253,8 +264,10 @@ class BatchRunner:
         *,
         advisor: str | None = None,
         batch_key: str = "",
+        workspace: str | None = None,
     ) -> None:
         self.grove = grove
+        self.workspace = workspace  # "worktree", "shared", or None: `[tools] workspace`
         self.batch_key = batch_key
         self.log = log
         self.totals = totals
@@ -352,6 +365,7 @@ class BatchRunner:
                     advisor=self.advisor,
                     retry_interrupted=True,
                     keys=[self.key(task) for task in group],
+                    workspace=self.workspace,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 if is_over_budget(str(exc)):

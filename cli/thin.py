@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+from cli.printable import printable
 from server.files import ServiceState, read_state, service_token
 
 THIN_COMMANDS = frozenset({"run", "batch", "agents", "history", "events", "usage"})
@@ -60,7 +61,7 @@ def run_thin(state: ServiceState, argv: list[str]) -> int:
             handler = HANDLERS[args.command]
             return handler(client, args)
         except ServiceError as exc:
-            sys.stderr.write(f"{exc}\n")
+            sys.stderr.write(printable(str(exc)) + "\n")
             return 1
         except httpx.HTTPError as exc:
             sys.stderr.write(f"The Grove service at {state.url} did not answer: {exc}\n")
@@ -117,16 +118,16 @@ def run_command(client: httpx.Client, args: argparse.Namespace) -> int:
             elif event == "delta" and not args.json:
                 delta = json.loads(data)
                 if delta["kind"] == "text":
-                    sys.stdout.write(delta["text"])
+                    sys.stdout.write(printable(delta["text"]))
                     sys.stdout.flush()
                 elif delta["kind"] == "notice":
-                    sys.stderr.write(delta["text"] + "\n")
+                    sys.stderr.write(printable(delta["text"]) + "\n")
     if args.json:
         sys.stdout.write(json.dumps({**result, "agent": root["uuid"]}) + "\n")
     elif result.get("ok"):
         sys.stdout.write("\n")
     if not result.get("ok"):
-        sys.stderr.write(f"{result.get('error') or 'the turn did not finish'}\n")
+        sys.stderr.write(printable(result.get("error") or "the turn did not finish") + "\n")
         return 1
     return 0
 
@@ -230,7 +231,7 @@ def history_command(client: httpx.Client, args: argparse.Namespace) -> int:
             "" if message["agent_uuid"] == found["agent"] else f"  from {message['agent_uuid']}"
         )
         content = f"\n{message['content']}" if message["content"] else ""
-        sys.stdout.write(f"[{message['id']}] {message['kind']}{origin}{content}\n\n")
+        sys.stdout.write(printable(f"[{message['id']}] {message['kind']}{origin}{content}\n\n"))
     return 0
 
 

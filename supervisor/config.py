@@ -128,6 +128,22 @@ class BudgetSection(_Section):
         return self.model_dump()
 
 
+class SandboxSection(_Section):
+    """`[tools.sandbox]`: where the processes tools start (bash) may write, and what they reach."""
+
+    mode: Literal["workspace-write", "read-only", "off"] = Field(
+        default="workspace-write",
+        description="workspace-write: write in the workspace only; read-only; off: no sandbox",
+    )
+    network: bool = Field(default=False, description="Let sandboxed processes reach the network")
+    writable: list[str] = Field(
+        default_factory=list, description="More paths sandboxed processes may write"
+    )
+    hidden: list[str] = Field(
+        default_factory=list, description="More paths hidden from sandboxed processes"
+    )
+
+
 class ToolsSection(_Section):
     modules: list[str] = Field(
         default_factory=list, description="package.module:attr specs of user tools"
@@ -136,6 +152,11 @@ class ToolsSection(_Section):
         default=None, description="The tools of chat and run roots (default: todo, fork, ...)"
     )
     policy: dict[str, Literal["allow", "ask", "deny"]] = Field(default_factory=dict)
+    workspace: Literal["shared", "worktree"] = Field(
+        default="shared",
+        description="Where forked children work: their parent's directory, or a git worktree",
+    )
+    sandbox: SandboxSection = SandboxSection()
 
 
 class McpServerSection(_Section):
