@@ -34,13 +34,21 @@ from providers.catalog import cost_usd
 
 MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini", "google": "gemini-3.0-flash"}
 APIS = {"anthropic": "anthropic", "openai": "openai-responses", "google": "google"}
-CONTEXT_WORDS = 13_300  # "guide-123 " is 2.5 words a token in the simulator's count: ~20k tokens
+CONTEXT_TOKENS = 20_000
 ANTHROPIC_TTL_S = 300.0
 TIMEOUT_S = 900.0
 
 
-def context_text(words: int) -> str:
-    return " ".join(f"guide-{n}" for n in range(words))
+def context_text(tag: str = "") -> str:
+    """About CONTEXT_TOKENS tokens as the simulator counts them (four characters a token),
+    different for each `tag`."""
+    words, length, n = [tag], len(tag), 0
+    while length < CONTEXT_TOKENS * 4:
+        word = f"guide-{n}"
+        words.append(word)
+        length += len(word) + 1
+        n += 1
+    return " ".join(words)
 
 
 def prompts(n: int) -> list[str]:
@@ -71,13 +79,18 @@ def priced(model: str, billed: dict[str, int]) -> float:
 
 
 def grove_batch(
-    grove: Any, simulator: ExternalSimulator, provider: str, texts: list[str], concurrency: int
+    grove: Any,
+    simulator: ExternalSimulator,
+    provider: str,
+    texts: list[str],
+    concurrency: int,
+    tag: str,
 ) -> dict[str, Any]:
-    """One batch through `grove batch`'s runner: a root holding the context, the tasks forked
-    from it; what the simulator billed for it and what the records say."""
+    """One batch through `grove batch`'s runner: a root holding a context no earlier batch
+    sent (`tag`), the tasks forked from it; what the simulator billed and the records say."""
     model = MODELS[provider]
     root = grove.create_root(model).uuid
-    context = context_text(CONTEXT_WORDS)
+    context = context_text(tag)
     grove.seed(root, [("user", context), ("assistant", "Understood: I will apply the guide.")])
     tasks = [Task(id=n, key=str(n), line=n + 1, prompt=text) for n, text in enumerate(texts)]
     before = stats(simulator)
@@ -110,7 +123,7 @@ def warm_up_cost(grove: Any, concurrency: int, cold: float) -> dict[str, float]:
     """How long `fork_many` of `concurrency` children takes from a cold Anthropic prefix, with
     its warm-up, against the time to first token of a cold request (`cold`)."""
     root = grove.create_root(MODELS["anthropic"]).uuid
-    grove.seed(root, [("user", context_text(CONTEXT_WORDS) + " warm-up"), ("assistant", "OK.")])
+    grove.seed(root, [("user", context_text("warm-up")), ("assistant", "OK.")])
     start = time.perf_counter()
     children = grove.fork_many(root, prompts(concurrency))
     forked = time.perf_counter() - start
@@ -142,7 +155,7 @@ async def anthropic_sdk_round(
     system: Any = [
         {
             "type": "text",
-            "text": context_text(CONTEXT_WORDS) + " sdk",
+            "text": context_text("sdk"),
             "cache_control": {"type": "ephemeral"},
         }
     ]
@@ -176,9 +189,7 @@ async def pydantic_ai_round(
     settings = AnthropicModelSettings(
         anthropic_cache_instructions=True, anthropic_cache_messages=True, max_tokens=1024
     )
-    agent = Agent(
-        model, instructions=context_text(CONTEXT_WORDS) + " pydantic", model_settings=settings
-    )
+    agent = Agent(model, instructions=context_text("pydantic"), model_settings=settings)
     gate = asyncio.Semaphore(concurrency)
 
     async def one(text: str) -> bool:
@@ -241,10 +252,10 @@ def main() -> None:
             with running_grove(simulator, sections=sections) as grove:
                 for provider in chosen:
                     runs[f"{provider}_{mode}"] = grove_batch(
-                        grove, simulator, provider, texts, args.concurrency
+                        grove, simulator, provider, texts, args.concurrency, f"{provider}-{mode}"
                     )
                 if mode == "cached" and "anthropic" in chosen:
-                    cold = pacing.ttft_ms / 1000 + CONTEXT_WORDS / 2.5 / args.prefill_tps
+                    cold = pacing.ttft_ms / 1000 + CONTEXT_TOKENS / args.prefill_tps
                     report["warm_up"] = warm_up_cost(grove, args.concurrency, cold)
         if "anthropic" in chosen:
             for name in ("pydantic_ai", "anthropic_sdk"):

@@ -93,6 +93,12 @@ class AnthropicWire:
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
         return map_error(status, headers, body)
 
+    async def before_send(self, request: Request) -> None:
+        """Nothing to wait for: this wire's caches need no key of their own."""
+
+    def reply_began(self, began: bool) -> None:
+        """Nothing to release."""
+
     def refused_feature(self, error: ProviderHTTPError) -> str | None:
         """`cache_control` when a 400 says the server does not take it (a compatible server)."""
         if error.status == 400 and CACHE_FEATURE in f"{error} {error.body}":

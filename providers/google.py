@@ -70,6 +70,12 @@ class GoogleWire:
             retryable=error.retryable(status),
         )
 
+    async def before_send(self, request: Request) -> None:
+        """Nothing to wait for: this wire's caches need no key of their own."""
+
+    def reply_began(self, began: bool) -> None:
+        """Nothing to release."""
+
     def refused_feature(self, error: ProviderHTTPError) -> str | None:
         """The `cachedContents` entry the last request referenced, when the answer says it is
         gone or not usable (expired, deleted): the request goes again with the context."""

@@ -99,6 +99,14 @@ class Wire(Protocol):
         """The cache feature `error` says the server does not take, if it says so."""
         ...
 
+    async def before_send(self, request: Request) -> None:
+        """Called before each attempt: may wait for a cache it shares to be written first."""
+        ...
+
+    def reply_began(self, began: bool) -> None:
+        """The attempt's reply began (its first content: True), or it ended without (False)."""
+        ...
+
 
 class HTTPProvider:
     """A `Provider` over HTTP + SSE. One instance per agent; it owns its client."""
@@ -193,16 +201,18 @@ class HTTPProvider:
         self, request: Request, accumulator: TurnAccumulator, attempt: int
     ) -> AsyncIterator[StreamEvent]:
         endpoint = self.endpoint()
-        prepared = self.wire.prepare(request, endpoint)
-        for text in prepared.warnings:
-            warning = ProviderWarning(text=text)
-            accumulator.add(warning)
-            if attempt == 1:
-                yield warning
-        url = join_url(endpoint.base_url, prepared.path)
-        parser = self.wire.new_parser()
-        decoder = SSEDecoder()
+        await self.wire.before_send(request)
+        began = False  # the wire hears once, whether the reply began or the attempt failed
         try:
+            prepared = self.wire.prepare(request, endpoint)
+            for text in prepared.warnings:
+                warning = ProviderWarning(text=text)
+                accumulator.add(warning)
+                if attempt == 1:
+                    yield warning
+            url = join_url(endpoint.base_url, prepared.path)
+            parser = self.wire.new_parser()
+            decoder = SSEDecoder()
             async with self.client.stream(
                 "POST", url, headers=prepared.headers, json=prepared.body
             ) as response:
@@ -217,6 +227,9 @@ class HTTPProvider:
                         for event in parser.feed(sse):
                             accumulator.add(event)
                             yield event
+                    if not began and accumulator.content_seen:
+                        began = True
+                        self.wire.reply_began(True)
                 tail = [event for sse in decoder.flush() for event in parser.feed(sse)]
                 for event in tail + parser.finish():
                     accumulator.add(event)
@@ -231,6 +244,9 @@ class HTTPProvider:
                 f"cannot reach {self.name} at {endpoint.base_url}: {type(exc).__name__}",
                 provider=self.name,
             ) from exc
+        finally:
+            if not began:
+                self.wire.reply_began(False)
         if not accumulator.completed:
             raise StreamBroken(
                 f"{self.name} stream ended before its terminal event", provider=self.name

@@ -57,6 +57,12 @@ class OpenAIChatWire:
     def refused_feature(self, error: ProviderHTTPError) -> str | None:
         return refused_feature(error)
 
+    async def before_send(self, request: Request) -> None:
+        await self.cache_keys.admit(request)
+
+    def reply_began(self, began: bool) -> None:
+        self.cache_keys.began(began)
+
 
 def request_body(request: Request) -> JSONObject:
     body: JSONObject = {

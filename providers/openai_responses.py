@@ -61,6 +61,12 @@ class OpenAIResponsesWire:
     def refused_feature(self, error: ProviderHTTPError) -> str | None:
         return refused_feature(error)
 
+    async def before_send(self, request: Request) -> None:
+        await self.cache_keys.admit(request)
+
+    def reply_began(self, began: bool) -> None:
+        self.cache_keys.began(began)
+
 
 def request_body(request: Request) -> JSONObject:
     """The JSON body. With reasoning on, encrypted reasoning is asked for, to be sent back."""

@@ -154,17 +154,20 @@ def test_a_failed_first_child_releases_the_others_at_once(grove: Grove) -> None:
     finish(grove, children)
 
 
-def test_openai_siblings_share_a_prompt_cache_key(grove: Grove, simulator: SimulatorThread) -> None:
+def test_openai_siblings_share_a_prompt_cache_key_name(
+    grove: Grove, simulator: SimulatorThread
+) -> None:
     root = seeded_root(grove, "gpt-5-mini", "openai")
     before = billed(simulator, "openai-responses")
     children = grove.fork_many(root, ["one", "two", "three"])
     results = finish(grove, children)
     bodies = [b for b in simulator.simulator.received if "openai-0" in json.dumps(b)][-3:]
     keys = {body["prompt_cache_key"] for body in bodies}
-    assert len(keys) == 1 and next(iter(keys)).startswith("grove-")
+    assert len({key.split("-")[1] for key in keys}) == 1  # named after their fork point
+    assert len(keys) <= 2  # one key a host (each counts the requests on its own keys)
     spent = delta(billed(simulator, "openai-responses"), before)
     reads = sorted(result.usage.cache_read_tokens for result in results.values())
-    assert reads[0] == 0 and reads[1] > 2_000 and reads[1] % 128 == 0  # warmed by the first
+    assert reads[0] == 0 and reads[-1] > 2_000 and reads[-1] % 128 == 0  # warmed by the first
     assert spent["cache_read_tokens"] == sum(reads)
 
 

@@ -7,6 +7,7 @@ Pure functions and plain objects, called directly (a clock is handed in, never p
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -140,3 +141,25 @@ def test_cache_settings_default_on_and_refuse_wrong_values(
     assert load_settings().cache.policy() == CachePolicy(ttl="1h")
     monkeypatch.setenv("GROVE_CACHE__ENABLED", "false")
     assert load_settings().cache.policy() is None
+
+
+def test_the_first_request_on_a_cold_key_goes_alone() -> None:
+    async def scenario() -> list[str]:
+        spread, order = KeySpread(), []
+        first, second, third = CacheKeys(spread), CacheKeys(spread), CacheKeys(spread)
+        forked = request(CachePoint(key="root:2"))
+
+        async def send(keys: CacheKeys, name: str) -> None:
+            await keys.admit(forked)
+            order.append(f"{name} sent")
+
+        await send(first, "first")  # the key is cold: it goes, and warms it
+        waiting = asyncio.ensure_future(send(second, "second"))
+        await asyncio.sleep(0.05)
+        order.append("first began")
+        first.began(True)
+        await waiting
+        await send(third, "third")  # warm now: no waiting
+        return order
+
+    assert asyncio.run(scenario()) == ["first sent", "first began", "second sent", "third sent"]
