@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
-
-from providers import cache_features
 from providers.base import (
     CachePoint,
     ImagePart,
     JSONObject,
     Message,
-    ProviderName,
     Request,
     TextPart,
     ThinkingPart,
@@ -24,48 +20,23 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.errors import ProviderHTTPError
-from providers.http import Endpoint, PreparedRequest
-from providers.openai_cache import FEATURE, CacheKeys
 from providers.openai_responses_parser import ResponsesParser
-from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error, refused_feature
+from providers.openai_shared import PROVIDER, OpenAIWire
 from providers.thinking import openai_reasoning
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 
-class OpenAIResponsesWire:
+class OpenAIResponsesWire(OpenAIWire):
     """The default OpenAI wire: the Responses API."""
 
-    provider: ProviderName = PROVIDER
+    route = "responses"
 
-    def __init__(self) -> None:
-        self.cache_keys = CacheKeys()
-
-    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
-        body = request_body(request)
-        if not cache_features.dropped(PROVIDER, endpoint.base_url, FEATURE):
-            key = self.cache_keys.key_for(request)
-            if key is not None:
-                body["prompt_cache_key"] = key
-        return PreparedRequest(
-            path=api_path(endpoint, "responses"), headers=auth_headers(endpoint), body=body
-        )
+    def build(self, request: Request) -> JSONObject:
+        return request_body(request)
 
     def new_parser(self) -> ResponsesParser:
         return ResponsesParser()
-
-    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
-        return map_error(status, headers, body)
-
-    def refused_feature(self, error: ProviderHTTPError) -> str | None:
-        return refused_feature(error)
-
-    async def before_send(self, request: Request) -> None:
-        await self.cache_keys.admit(request)
-
-    def reply_began(self, began: bool) -> None:
-        self.cache_keys.began(began)
 
 
 def request_body(request: Request) -> JSONObject:

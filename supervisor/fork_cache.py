@@ -108,8 +108,8 @@ class ForkCaches:
         started: Callable[[T], Awaitable[object]],
     ) -> T:
         """`start()` a child's turn. The first one on a prefix not cached yet goes alone: the
-        others wait (at most WARM_WAIT_S) until `started(its result)` says its reply began, or
-        it failed, then go. Without a prefix, or once it is cached, children go at once."""
+        others wait (at most `wait_s`) until `started(its result)` says its reply began, or it
+        failed, then go. Without a prefix, or once it is cached, children go at once."""
         if prefix is None or self.policy is None:
             return await start()
         key = prefix.key
@@ -125,9 +125,9 @@ class ForkCaches:
             result = await start()
             with contextlib.suppress(Exception):  # a failure releases the others at once
                 await asyncio.wait_for(started(result), self.wait_s)
+            self._keep_warm(key)
             return result
         finally:
-            self._keep_warm(key)
             del self._warming[key]
             warming.set()
 

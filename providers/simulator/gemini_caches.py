@@ -11,28 +11,24 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any, Protocol
+from typing import Any
 
 from providers.simulator.caching import min_tokens
 from providers.simulator.script import estimate_tokens
-from providers.simulator.wire import InvalidRequest, Problem, Reply, objects, random_id
+from providers.simulator.wire import (
+    InvalidRequest,
+    Problem,
+    Reply,
+    SimulatedAPI,
+    objects,
+    random_id,
+)
 
 _PATH = re.compile(r"/v1(?:beta)?/cachedContents(?:/(?P<id>[A-Za-z0-9_-]+))?")
 _TTL = re.compile(r"([0-9]{1,9})(?:\.[0-9]{1,9})?s")
 DEFAULT_TTL_S = 3600.0
 MAX_TTL_S = 7 * 86_400.0
 GONE = "CachedContent not found (or permission denied)"
-
-
-class _Errors(Protocol):
-    def error(
-        self,
-        problem: Problem,
-        message: str | None = None,
-        *,
-        param: str | None = None,
-        retry_after: float | None = None,
-    ) -> Reply: ...
 
 
 @dataclass(slots=True)
@@ -63,10 +59,12 @@ class CachedEntry:
 
 
 class ExplicitCaches:
-    """The `cachedContents` of one simulator. `ttl_scale` shortens every lifetime; with
-    `refuse` every model is one without explicit caching."""
+    """The `cachedContents` of one simulator, its errors in `errors`' (Gemini's) form.
+    `ttl_scale` shortens every lifetime; with `refuse` no model has explicit caching."""
 
-    def __init__(self, errors: _Errors, *, ttl_scale: float = 1.0, refuse: bool = False) -> None:
+    def __init__(
+        self, errors: SimulatedAPI, *, ttl_scale: float = 1.0, refuse: bool = False
+    ) -> None:
         self._errors = errors
         self.ttl_scale = ttl_scale
         self.refuse = refuse
