@@ -110,26 +110,42 @@ class ForkCaches:
         """`start()` a child's turn. The first one on a prefix not cached yet goes alone: the
         others wait (at most `wait_s`) until `started(its result)` says its reply began, or it
         failed, then go. Without a prefix, or once it is cached, children go at once."""
-        if prefix is None or self.policy is None:
+        warming = await self._claim(prefix)
+        if warming is None:
             return await start()
-        key = prefix.key
-        warming = self._warming.get(key)
-        if warming is not None or self._warm_until.get(key, 0.0) > time.monotonic():
-            if warming is not None:
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(warming.wait(), self.wait_s)
-            self._keep_warm(key)
-            return await start()
-        warming = self._warming[key] = asyncio.Event()
+        assert prefix is not None
+        warmed = False
         try:
             result = await start()
             with contextlib.suppress(Exception):  # a failure releases the others at once
                 await asyncio.wait_for(started(result), self.wait_s)
-            self._keep_warm(key)
+            warmed = True
             return result
         finally:
-            del self._warming[key]
-            warming.set()
+            self._release(prefix.key, warming, warmed)
+
+    async def _claim(self, prefix: SharedPrefix | None) -> asyncio.Event | None:
+        """None when a child may go at once (no caching, the prefix is cached, or another
+        child warmed it while this one waited); else this caller warms the prefix, and
+        `_release` lets the others go."""
+        if prefix is None or self.policy is None:
+            return None
+        key = prefix.key
+        warming = self._warming.get(key)
+        if warming is None and self._warm_until.get(key, 0.0) <= time.monotonic():
+            warming = self._warming[key] = asyncio.Event()
+            return warming
+        if warming is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(warming.wait(), self.wait_s)
+        self._keep_warm(key)
+        return None
+
+    def _release(self, key: tuple[Any, ...], warming: asyncio.Event, warmed: bool) -> None:
+        if warmed:
+            self._keep_warm(key)
+        del self._warming[key]
+        warming.set()
 
     async def begin_child(
         self, child: AgentRecord, begin: Callable[[], Awaitable[TurnTicket]]
@@ -170,23 +186,23 @@ class ForkCaches:
 
         outcomes: Started = []
         calls = list(by_host.items())
-        if cached is None and prefix is not None:
+        warming = None if cached is not None else await self._claim(prefix)
+        if warming is not None:  # a cold prefix: its first child goes alone
+            assert prefix is not None
             first_host, items = calls[0]
             first, calls[0] = items[:1], (first_host, items[1:])
-
-            async def begin() -> BaseException | None:
-                try:
-                    await call(first_host, first)
-                except Exception as exc:
-                    return exc
-                return None
-
-            async def began(failed: BaseException | None) -> object:
-                if failed is not None:
-                    return None
-                return await hosts[first_host].wait_started(first[0][0].ticket_id, self.wait_s)
-
-            outcomes.append((first_host, first, await self.warm_start(prefix, begin, began)))
+            failed: BaseException | None = None
+            try:
+                await call(first_host, first)
+            except Exception as exc:
+                failed = exc
+            else:
+                with contextlib.suppress(Exception):
+                    ticket = first[0][0].ticket_id
+                    await hosts[first_host].wait_started(ticket, self.wait_s)
+            finally:
+                self._release(prefix.key, warming, failed is None)
+            outcomes.append((first_host, first, failed))
         results = await asyncio.gather(
             *(call(host_id, items) for host_id, items in calls if items), return_exceptions=True
         )

@@ -50,6 +50,7 @@ async def fan_out(
         async def start() -> int:
             starts.append((number, loop.time() - began))
             if number == 0 and fail_first:
+                await asyncio.sleep(0.05)  # the others are waiting by now
                 raise RuntimeError("first request failed")
             return number
 
