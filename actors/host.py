@@ -27,6 +27,7 @@ from actors.agent import (
     TurnResult,
 )
 from actors.budget_guard import BudgetPort
+from actors.output import OutputType
 from actors.tools.grant import ToolGrant
 from actors.tools.worktrees import Worktree, WorktreeError, missing_text, settle
 from actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
@@ -80,6 +81,7 @@ class Ticket:
     uuid: str
     user: NewEntry | None
     choice: ModelChoice
+    output: OutputType | None = None  # a typed answer: its schema, checked here
 
 
 @dataclass(slots=True)
@@ -301,7 +303,9 @@ class AgentHostCore:
                 billed = functools.partial(self._billed, run.ticket.ticket_id, uuid)
             workspace, worktree = self._workspaces.get(uuid, (None, None))
             if _present(workspace):
-                result = await agent.run_turn(run.ticket.user, run.push, billed)
+                result = await agent.run_turn(
+                    run.ticket.user, run.push, billed, output=run.ticket.output
+                )
                 if worktree is not None and not result.cancelled:
                     result.worktree = await _settled(worktree, uuid)
             else:  # a worktree removed, or a repository this node does not share
@@ -512,5 +516,5 @@ async def _settled(worktree: Worktree, uuid: str) -> dict[str, str]:
     """Commit the agent's work to its branch; what the turn's result says of it."""
     try:
         return await settle(worktree, uuid)
-    except (WorktreeError, OSError) as exc:
+    except WorktreeError as exc:
         return {"branch": worktree.branch, "diff_stat": f"not committed: {exc}"}

@@ -133,9 +133,19 @@ class CachePolicy:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class OutputSchema:
+    """A typed answer asked of the model: JSON matching `schema` (a JSON Schema whose root
+    is an object), known to the model as `name`. Each wire asks for it its own way."""
+
+    name: str
+    schema: JSONObject
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Request:
     """What an agent asks of a model. `thinking=None` means the provider's own default;
-    `cache=None` asks for no caching (its `CachePoint`s are then left out)."""
+    `cache=None` asks for no caching (its `CachePoint`s are then left out); `output`, when
+    set, asks for the final answer as JSON of that schema."""
 
     model: str
     messages: tuple[Message, ...]
@@ -144,6 +154,7 @@ class Request:
     thinking: ThinkingLevel | None = None
     max_tokens: int | None = None
     cache: CachePolicy | None = None
+    output: OutputSchema | None = None
 
 
 # --- usage ----------------------------------------------------------------------------------

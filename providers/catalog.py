@@ -22,6 +22,11 @@ ThinkingStyle = Literal[
     "gemini_level",  # thinkingConfig.thinkingLevel (3.x)
 ]
 
+# How a model takes an output schema: natively (the wire's own JSON-schema field), natively
+# only when the request offers no tools (Gemini 2.5 refuses JSON answers with function
+# calling), or only through a forced final tool (providers/output.py).
+StructuredOutput = Literal["native", "native_without_tools", "tool"]
+
 PROVIDER_PREFIXES: tuple[tuple[str, ProviderName], ...] = (
     ("claude-", "anthropic"),
     ("gpt-", "openai"),
@@ -57,6 +62,7 @@ class ModelInfo:
     supports_tools: bool = True
     supports_images: bool = True  # image input (snapcompact frames need it)
     can_disable_thinking: bool = True
+    structured_output: StructuredOutput = "native"
     known: bool = True
     # The shortest prompt prefix the provider caches for this model (its documentation's
     # minimum cacheable length), in tokens.
@@ -77,6 +83,7 @@ def _model(
     *,
     can_disable_thinking: bool = True,
     cache_min_tokens: int = 1024,
+    structured_output: StructuredOutput = "native",
 ) -> ModelInfo:
     return ModelInfo(
         id=model_id,
@@ -90,6 +97,7 @@ def _model(
         price_cache_write=prices[3],
         can_disable_thinking=can_disable_thinking,
         cache_min_tokens=cache_min_tokens,
+        structured_output=structured_output,
     )
 
 
@@ -133,9 +141,16 @@ _MODELS: tuple[ModelInfo, ...] = (
         65_536,
         "gemini_budget",
         (0.10, 0.40, 0.025, 0.10),
+        structured_output="native_without_tools",
     ),
     _model(
-        "gemini-2.5-flash", "google", 1_048_576, 65_536, "gemini_budget", (0.30, 2.50, 0.075, 0.30)
+        "gemini-2.5-flash",
+        "google",
+        1_048_576,
+        65_536,
+        "gemini_budget",
+        (0.30, 2.50, 0.075, 0.30),
+        structured_output="native_without_tools",
     ),
     _model(
         "gemini-2.5-pro",
@@ -145,11 +160,10 @@ _MODELS: tuple[ModelInfo, ...] = (
         "gemini_budget",
         (1.25, 10.0, 0.31, 1.25),
         can_disable_thinking=False,
+        structured_output="native_without_tools",
         cache_min_tokens=4096,
     ),
-    _model(
-        "gemini-3.0-flash", "google", 1_048_576, 65_536, "gemini_level", (0.50, 3.0, 0.05, 0.50)
-    ),
+    _model("gemini-3.0-flash", "google", 1_048_576, 65_536, "gemini_level", (0.50, 3.0, 0.05, 0.5)),
     _model(
         "gemini-3.0-pro",
         "google",
@@ -243,9 +257,19 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
         price_cache_write=family.price_cache_write,
         supports_tools=family.supports_tools,
         can_disable_thinking=family.can_disable_thinking and "pro" not in model,
+        structured_output=_structured_output(model, family),
         known=False,
         cache_min_tokens=family.cache_min_tokens,
     )
+
+
+def _structured_output(model: str, family: ModelInfo) -> StructuredOutput:
+    """A dated snapshot of a known model takes schemas as the model does; another Claude id
+    (models before 4.5 lack structured outputs) goes through the forced tool, which every
+    Claude model with tools takes."""
+    if family.provider == "anthropic" and not model.startswith(family.id):
+        return "tool"
+    return family.structured_output
 
 
 def _openai_accepts_none(model: str) -> bool:

@@ -37,7 +37,7 @@ def cached_content_body(request: Request, ttl_s: int) -> JSONObject:
     return {
         "model": f"models/{request.model}",
         "contents": body["contents"],
-        **prefix_fields(plain),
+        **prefix_fields(plain.system, plain.tools),
         "ttl": f"{ttl_s}s",
     }
 

@@ -21,6 +21,8 @@ from providers.base import (
 from providers.catalog import model_info
 from providers.errors import UnknownModelError
 from providers.google_stream import TEXT_SIGNATURE_DATA
+from providers.output import output_mode, output_tool, tool_mode_system
+from providers.output_schema import for_provider
 from providers.thinking import google_thinking_config
 
 # Gemini 3 rejects a model turn whose first functionCall carries no thoughtSignature. Calls
@@ -32,14 +34,23 @@ SIGNATURE_BYPASS = "skip_thought_signature_validator"
 def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
     """The request body and the warning lines to show (e.g. thinking cannot be disabled).
     A `CachePoint` naming a `cachedContents` entry stands for the system prompt, the tools and
-    every part before it: the body references the entry and leaves those out."""
+    every part before it: the body references the entry and leaves those out (unless a typed
+    answer is asked for with a final tool, which the entry does not hold)."""
     cached, messages = after_cached_content(request)
     body: JSONObject = {"contents": contents(messages, _validates_signatures(request.model))}
+    system, tools = request.system, request.tools
+    generation: JSONObject = {}
+    if request.output is not None:
+        if output_mode("google", request) == "native":
+            generation["responseMimeType"] = "application/json"
+            generation["responseJsonSchema"] = for_provider(request.output.schema, "google")
+        else:  # Gemini 2.5 with tools: a final function the model must call
+            system, tools = tool_mode_system(system), (*tools, output_tool(request.output))
+            body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY"}}
     if cached is not None:
         body["cachedContent"] = cached
     else:
-        body.update(prefix_fields(request))
-    generation: JSONObject = {}
+        body.update(prefix_fields(system, tools))
     if request.max_tokens is not None:
         generation["maxOutputTokens"] = request.max_tokens
     thinking_config, warning = google_thinking_config(request.model, request.thinking)
@@ -50,19 +61,22 @@ def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
     return body, (warning,) if warning else ()
 
 
-def prefix_fields(request: Request) -> JSONObject:
+def prefix_fields(system: str | None, tools: tuple[ToolSpec, ...]) -> JSONObject:
     """`systemInstruction` and `tools`: what a `cachedContents` entry holds besides contents."""
     fields: JSONObject = {}
-    if request.system:
-        fields["systemInstruction"] = {"parts": [{"text": request.system}]}
-    if request.tools:
-        fields["tools"] = [{"functionDeclarations": [declaration(t) for t in request.tools]}]
+    if system:
+        fields["systemInstruction"] = {"parts": [{"text": system}]}
+    if tools:
+        fields["tools"] = [{"functionDeclarations": [declaration(t) for t in tools]}]
     return fields
 
 
 def cached_content_of(request: Request) -> str | None:
-    """The `cachedContents` entry the request's first fork point names, if caching is on."""
+    """The `cachedContents` entry the request's first fork point names, if caching is on
+    (and no final tool for a typed answer changes the tools the entry holds)."""
     if request.cache is None:
+        return None
+    if request.output is not None and output_mode("google", request) != "native":
         return None
     for message in request.messages:
         for part in message.parts:

@@ -19,7 +19,7 @@ from providers.base import (
 )
 from providers.catalog import infer_provider
 from providers.openai_chat_parser import ChatParser
-from providers.openai_shared import OpenAIWire
+from providers.openai_shared import OpenAIWire, strict_format
 from providers.thinking import OPENAI_EFFORTS, openai_reasoning
 
 
@@ -46,6 +46,11 @@ def request_body(request: Request) -> JSONObject:
         body["tools"] = [tool_definition(tool) for tool in request.tools]
     if request.max_tokens is not None:
         body["max_completion_tokens"] = request.max_tokens
+    if request.output is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": strict_format(request.output),
+        }
     effort = reasoning_effort(request.model, request.thinking)
     if effort is not None:
         body["reasoning_effort"] = effort

@@ -159,6 +159,10 @@ class ToolsSection(_Section):
     sandbox: SandboxSection = SandboxSection()
 
 
+MCP_CALL_TIMEOUT_S = 120.0
+MCP_STARTUP_TIMEOUT_S = 10.0
+
+
 class McpServerSection(_Section):
     """One MCP server: `command` (with `args`, `env`, `cwd`) for stdio, or `url` (with
     `headers`) for streamable HTTP."""
@@ -170,6 +174,12 @@ class McpServerSection(_Section):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
+    timeout_s: float = Field(
+        default=MCP_CALL_TIMEOUT_S, gt=0, le=3600, description="Seconds a call may take"
+    )
+    startup_timeout_s: float = Field(
+        default=MCP_STARTUP_TIMEOUT_S, gt=0, le=600, description="Seconds the server has to start"
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSection:
