@@ -263,6 +263,18 @@ class EventsSection(_Section):
         return self.keep_days * 86_400
 
 
+class ServiceSection(_Section):
+    """`[service]`: what `grove up` serves, and to whom."""
+
+    max_streams: int = Field(
+        default=1000, ge=1, le=100_000, description="Event streams one token may hold open"
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the API answers to besides IP addresses and localhost",
+    )
+
+
 class CompactionSection(_Section):
     """`[compaction]`: when and how an agent's older history is summarised."""
 
@@ -312,6 +324,7 @@ class GroveSettings(BaseSettings):
     budget: BudgetSection = BudgetSection()
     events: EventsSection = EventsSection()
     cache: CacheSection = CacheSection()
+    service: ServiceSection = ServiceSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

@@ -80,5 +80,5 @@ def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.Mo
     assert policy.mode == "read-only" and policy.network and policy.writable == ()
     assert policy.hidden == ("/srv/keys", str(store), f"{store}-wal", f"{store}-shm")
     monkeypatch.setenv("GROVE_TOOLS__SANDBOX__MODE", "sideways")
-    with pytest.raises(ConfigError, match="tools.sandbox.mode: Input should be 'workspace-write'"):
+    with pytest.raises(ConfigError, match=r"tools.sandbox.mode: Input should be 'workspace-write'"):
         load_settings()
