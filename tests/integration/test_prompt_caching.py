@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import signal
 import subprocess
 import sys
 import time
@@ -30,7 +29,7 @@ from providers.catalog import cost_usd
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from supervisor import Grove
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import cli_environment, interrupt_after_lines, running_grove
 
 KEY = "sim-cache-test-key-4411"
 TTFT_MS = 150
@@ -247,18 +246,7 @@ def test_a_gemini_batch_interrupted_deletes_its_cached_content(
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )
-    try:
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and process.poll() is None:
-            if output.exists() and len(output.read_text().splitlines()) >= 3:
-                break
-            time.sleep(0.2)
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    stdout, stderr = interrupt_after_lines(process, output, 3, 120)
     assert process.returncode == 130, stderr
     assert (explicit.created - made, explicit.deleted - deleted) == (1, 1)
     assert "of input from cache)" in stdout and "(caching saved $" in stdout
