@@ -9,6 +9,7 @@ import asyncio
 import json
 import os
 import secrets
+import threading
 import time
 import uuid as uuidlib
 from collections.abc import Callable, Iterator, Sequence
@@ -27,6 +28,8 @@ from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
+from supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
+from supervisor.batch.tasks import Task
 from supervisor.budget_rules import Budget
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
@@ -453,6 +456,24 @@ class Grove:
         result). What an interrupted batch already finished, found again on its rerun."""
         found: dict[str, tuple[str, TurnResult]] = self._call("answered", keys, timeout_s=600)
         return found
+
+    def run_batch(
+        self,
+        root: str,
+        tasks: list[Task],
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        advisor: str | None = None,
+        key: str = "",
+        stop: threading.Event | None = None,
+    ) -> Iterator[Step]:
+        """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
+        a reviewer on each); each finished task's record as it comes, or None when a second
+        passed without one. `key` names the batch: a rerun under it takes the answers an
+        interrupted run left instead of running those tasks again. `stop` ends the run early,
+        cancelling the tasks in flight (supervisor/batch/ holds the stages around this one)."""
+        runner = BatchRunner(self, concurrency, advisor=advisor, key=key, stop=stop)
+        return runner.run(root, tasks)
 
     def set_todo(self, session: str, markdown: str) -> str:
         """Replace the session's focused agent's todo list with `markdown` (the `/todo` form:

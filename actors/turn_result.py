@@ -1,0 +1,34 @@
+"""What a turn hands back: the messages it produced (`NewEntry`) and its `TurnResult`. A leaf,
+so that whoever only reads results (the service's clients) does not load the turn loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from providers.base import Usage
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewEntry:
+    """A message the turn produced, for the supervisor to persist."""
+
+    kind: str
+    content: str
+    data: dict[str, Any]
+
+
+@dataclass(kw_only=True, slots=True)
+class TurnResult:
+    entries: list[NewEntry] = field(default_factory=list)
+    text: str = ""
+    usage: Usage = field(default_factory=Usage)
+    cost_usd: float = 0.0
+    stop_reason: str | None = None
+    error: str | None = None
+    cancelled: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and not self.cancelled
