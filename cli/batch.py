@@ -28,6 +28,7 @@ from cli.context import (
     fail,
     undecodable_text,
 )
+from cli.printable import printable
 from providers.errors import GroveError
 from supervisor.batch.runner import DEFAULT_CONCURRENCY
 
@@ -188,7 +189,7 @@ def batch_command(
                     progress.close()
                 grove.close()
     if stopped is not None:
-        sys.stderr.write(stopped + "\n")
+        sys.stderr.write(printable(stopped) + "\n")
     sys.stdout.write(
         summary_line(totals, time.monotonic() - started, str(out), interrupted=unfinished) + "\n"
     )

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
+from cli.printable import printable
 from cli.styles import RED, styled
 from providers.errors import GroveError
 
@@ -82,8 +83,8 @@ AllowOption = Annotated[
 
 
 def fail(text: str, code: int = 1) -> NoReturn:
-    """Print `text` to stderr and exit with `code`."""
-    sys.stderr.write(styled(sys.stderr, text, RED) + "\n")
+    """Print `text` (made printable: it may hold a provider's words) to stderr and exit."""
+    sys.stderr.write(styled(sys.stderr, printable(text), RED) + "\n")
     raise typer.Exit(code)
 
 

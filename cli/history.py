@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.context import CliContext, fail
+from cli.printable import printable
 from cli.styles import DIM, styled
 from providers.errors import GroveError
 from supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND
@@ -38,9 +39,10 @@ def message_block(message: dict[str, Any], owner: str) -> str:
         )
     for part in data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
-            lines.append(styled(sys.stdout, f"(thinking) {part['text']}", DIM))
+            lines.append(styled(sys.stdout, f"(thinking) {printable(part['text'])}", DIM))
     if message["content"]:
-        lines.append(message["content"])
+        lines.append(printable(message["content"]))
+    lines[0] = printable(lines[0])  # a reply's stop reason is the provider's word
     return "\n".join(lines)
 
 

@@ -8,6 +8,7 @@ import sys
 import threading
 from typing import TYPE_CHECKING, TextIO
 
+from cli.printable import printable
 from cli.styles import DIM, RED, YELLOW, styled
 
 if TYPE_CHECKING:
@@ -19,7 +20,8 @@ TOOL_MARKS = {"tool_call": "→", "tool_result": "←"}
 
 
 class TurnWriter:
-    """Writes turn chunks and whole lines to `out`, thread-safe, lines never glued to a delta."""
+    """Writes turn chunks and whole lines to `out`, thread-safe, lines never glued to a delta;
+    whatever it is given is made printable first (it may come from a model)."""
 
     def __init__(self, out: TextIO, *, styles: bool) -> None:
         self.out = out
@@ -38,6 +40,7 @@ class TurnWriter:
         return styled(self.out, text, style) if self.styles else text
 
     def line(self, text: str, *, error: bool = False) -> None:
+        text = printable(text)
         with self._lock:
             if not self._at_line_start:
                 self._write("\n")
@@ -45,6 +48,7 @@ class TurnWriter:
             self._last_kind = None
 
     def chunk(self, kind: str, text: str) -> None:
+        text = printable(text)
         with self._lock:
             if kind == "notice":
                 sys.stderr.write(styled(sys.stderr, text, YELLOW) + "\n")

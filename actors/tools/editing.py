@@ -24,6 +24,7 @@ DEFAULT_BASH_TIMEOUT_S = 120.0
 MAX_BASH_TIMEOUT_S = 600.0
 BASH_OUTPUT_CHARS = 30_000
 KILL_GRACE_S = 2.0
+READ_CHUNK_BYTES = 1 << 16
 # Names of variables a command never sees: the providers' keys, and anything named like one.
 _SECRET_NAME_PARTS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
 
@@ -94,6 +95,8 @@ def edit_file(workspace: Workspace, path: str, old: str, new: str, count: int | 
     target = _target(workspace, path)
     if not target.is_file():
         raise ToolError(f"no such file: {path}")
+    if target.stat().st_size > MAX_WRITE_BYTES:
+        raise ToolError(f"{path} is over {MAX_WRITE_BYTES:,} bytes; edit changes smaller files")
     try:
         text = target.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
@@ -134,9 +137,13 @@ async def run_command(workspace: Workspace, command: str, timeout_s: float) -> s
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,  # its own process group, killed whole
     )
+    output = KeptOutput(BASH_OUTPUT_CHARS)
     try:
         async with asyncio.timeout(timeout_s):
-            output, _ = await process.communicate()
+            assert process.stdout is not None
+            while chunk := await process.stdout.read(READ_CHUNK_BYTES):
+                output.add(chunk)
+            await process.wait()
     except TimeoutError:
         await _kill_group(process)
         raise ToolError(
@@ -145,8 +152,35 @@ async def run_command(workspace: Workspace, command: str, timeout_s: float) -> s
     except asyncio.CancelledError:
         await _kill_group(process)
         raise
-    text = capped(output.decode("utf-8", errors="replace"), BASH_OUTPUT_CHARS)
-    return f"exit code {process.returncode}\n{text}"
+    return f"exit code {process.returncode}\n{output.text()}"
+
+
+class KeptOutput:
+    """What is shown of a command's output, however much it writes: its head and its tail
+    (kept as it is read; the middle is only counted)."""
+
+    def __init__(self, limit_chars: int) -> None:
+        self.limit = limit_chars
+        self.keep = limit_chars * 4  # bytes: enough for `limit` characters at either end
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.keep - len(self.head)
+        self.head += chunk[:room]
+        self.tail += chunk[room:]
+        if len(self.tail) > self.keep:
+            self.dropped += len(self.tail) - self.keep
+            del self.tail[: len(self.tail) - self.keep]
+
+    def text(self) -> str:
+        if not self.dropped:
+            return capped((self.head + self.tail).decode("utf-8", errors="replace"), self.limit)
+        head_chars = self.limit * 3 // 4
+        head = self.head.decode("utf-8", errors="replace")[:head_chars]
+        tail = self.tail.decode("utf-8", errors="replace")[-(self.limit - head_chars) :]
+        return f"{head}\n[... more than {self.dropped:,} bytes cut ...]\n{tail}"
 
 
 def command_environment() -> dict[str, str]:

@@ -34,21 +34,27 @@ def compile_pattern(
         raise PatternError(
             f"the pattern is {len(pattern):,} characters long; at most {MAX_PATTERN_CHARS:,}"
         )
+    try:
+        return compile_re2(re2.escape(pattern) if literal else pattern, ignore_case=ignore_case)
+    except PatternError as exc:
+        raise PatternError(
+            f"invalid regular expression {pattern!r}: {exc} (the engine is RE2: no "
+            "backreferences or lookaround; pass literal=true to search for the text as it is)"
+        ) from None
+
+
+def compile_re2(expression: str, *, ignore_case: bool = False) -> CompiledPattern:
+    """`expression` compiled by RE2 within MAX_PATTERN_MEMORY; PatternError says RE2's reason."""
     options = re2.Options()
     options.log_errors = False
     options.max_mem = MAX_PATTERN_MEMORY
     options.never_capture = True
     options.case_sensitive = not ignore_case
     try:
-        compiled: CompiledPattern = re2.compile(
-            re2.escape(pattern) if literal else pattern, options
-        )
+        compiled: CompiledPattern = re2.compile(expression, options)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else exc
         if isinstance(reason, bytes):
             reason = reason.decode("utf-8", errors="replace")
-        raise PatternError(
-            f"invalid regular expression {pattern!r}: {reason} (the engine is RE2: no "
-            "backreferences or lookaround; pass literal=true to search for the text as it is)"
-        ) from exc
+        raise PatternError(str(reason)) from None
     return compiled

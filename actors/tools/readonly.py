@@ -1,16 +1,20 @@
 """Read-only workspace tools for reviewers: `read`, `search` and `find`, confined to one root.
 
-Nothing here writes, runs commands or leaves the workspace (see `Workspace.resolve`).
+Nothing here writes, runs commands or leaves the workspace (see `Workspace.resolve`). Each call
+runs in a thread within its `WorkBudget` (time, entries) and stops when its caller stops
+waiting; what it found by then comes back with a note saying why it stopped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import heapq
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from actors.agent import Tool
+from actors.tools.bounds import WorkBudget, WorkStopped
 from actors.tools.patterns import compile_pattern
 from actors.tools.workspace import (
     BINARY_SNIFF_BYTES,
@@ -29,6 +33,10 @@ SEARCH_MAX_MATCHES = 200
 SEARCH_LINE_MAX_CHARS = 500
 SEARCH_MAX_FILE_BYTES = 10 * 1024 * 1024
 FIND_MAX_PATHS = 500
+SPEND_EVERY_LINES = 1024  # how often a long read or search looks at its budget
+STOP_GRACE_S = 5.0  # past its time limit, a call's caller stops waiting for it
+_LINE_MAX_BYTES = LINE_MAX_CHARS * 4 + 4  # enough for LINE_MAX_CHARS characters and one more
+_SKIP_CHUNK_BYTES = 1 << 16
 READONLY_TOOL_NAMES = ("read", "search", "find")
 _JSON_TYPE_NAMES = {"string": "a string", "integer": "an integer", "boolean": "true or false"}
 
@@ -129,13 +137,23 @@ FIND = ToolSpec(
 
 
 def readonly_tools(root: Path) -> dict[str, Tool]:
-    """`read`, `search` and `find` over the workspace at `root`; each runs in a thread."""
+    """`read`, `search` and `find` over the workspace at `root`; each runs in a thread, which
+    stops when the call is cancelled or its caller stops waiting."""
     workspace = Workspace(root)
 
     def bind(spec: ToolSpec, body: Callable[..., str]) -> Tool:
         async def run(arguments: dict[str, Any]) -> str:
             _check_arguments(spec, arguments)
-            return await asyncio.to_thread(body, workspace, **arguments)
+            budget = WorkBudget()
+            try:
+                async with asyncio.timeout(budget.seconds + STOP_GRACE_S):
+                    return await asyncio.to_thread(body, workspace, budget, **arguments)
+            except TimeoutError:
+                raise WorkspaceError(
+                    f"{spec.name} did not finish within {budget.seconds:g} s and was stopped"
+                ) from None
+            finally:
+                budget.cancelled.set()  # the thread ends at its next look, if it still runs
 
         return Tool(spec=spec, run=run)
 
@@ -144,7 +162,11 @@ def readonly_tools(root: Path) -> dict[str, Tool]:
 
 
 def read_file(
-    workspace: Workspace, path: str, offset: int | None = None, limit: int | None = None
+    workspace: Workspace,
+    budget: WorkBudget,
+    path: str,
+    offset: int | None = None,
+    limit: int | None = None,
 ) -> str:
     """Lines `offset..offset+limit-1` of a text file, numbered, with a note when more follow."""
     first = _positive(offset, "offset", 1)
@@ -153,13 +175,13 @@ def read_file(
     lines: list[str] = []
     chars = 0
     note = ""
+    number = 0
     try:
         with real.open("rb") as handle:
             if is_binary(handle.read(BINARY_SNIFF_BYTES)):
                 raise WorkspaceError(f"binary file, not shown: {path}")
             handle.seek(0)
-            number = 0
-            for number, raw in enumerate(handle, 1):
+            for number, raw in enumerate(_bounded_lines(handle, budget), 1):
                 if number < first:
                     continue
                 if len(lines) == count:
@@ -173,6 +195,8 @@ def read_file(
                 chars += len(line) + 1
     except OSError as exc:
         raise WorkspaceError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except WorkStopped as stopped:
+        note = f"[{stopped.reason} at line {number + 1}; read on with offset={number + 1}]"
     if not lines and not note:
         if number == 0:
             return f"({path} is empty)"
@@ -182,6 +206,7 @@ def read_file(
 
 def search_files(
     workspace: Workspace,
+    budget: WorkBudget,
     pattern: str,
     path: str | None = None,
     include: str | None = None,
@@ -193,42 +218,73 @@ def search_files(
     regex = compile_pattern(pattern, literal=literal, ignore_case=ignore_case)
     matcher = GlobMatcher(include) if include else None
     matches: list[str] = []
-    oversized = 0
-    for walked in _search_targets(workspace, path):
-        if matcher is not None and not matcher.matches(walked.within):
-            continue
-        if _size(walked.real) > SEARCH_MAX_FILE_BYTES:
-            oversized += 1
-            continue
-        for number, text in _text_lines(walked.real):
-            if regex.search(text):
-                if len(matches) == SEARCH_MAX_MATCHES:
-                    matches.append(
-                        f"[cut at {SEARCH_MAX_MATCHES} matches; narrow the pattern, path or "
-                        "include]"
-                    )
-                    return "\n".join(matches)
-                shown = _shorten(text, SEARCH_LINE_MAX_CHARS, "cut")
-                matches.append(f"{walked.shown}:{number}: {shown}")
+    oversized = searched = 0
+    try:
+        for walked in _search_targets(workspace, path, budget):
+            if matcher is not None and not matcher.matches(walked.within):
+                continue
+            if _size(walked.real) > SEARCH_MAX_FILE_BYTES:
+                oversized += 1
+                continue
+            searched += 1
+            for number, text in _text_lines(walked.real, budget):
+                if regex.search(text):
+                    if len(matches) == SEARCH_MAX_MATCHES:
+                        matches.append(
+                            f"[cut at {SEARCH_MAX_MATCHES} matches; narrow the pattern, path or "
+                            "include]"
+                        )
+                        return "\n".join(matches)
+                    shown = _shorten(text, SEARCH_LINE_MAX_CHARS, "cut")
+                    matches.append(f"{walked.shown}:{number}: {shown}")
+    except WorkStopped as stopped:
+        matches.append(f"[{stopped.reason}, {searched:,} files in; narrow the path or include]")
     if oversized:
         matches.append(f"[skipped {oversized} files larger than {SEARCH_MAX_FILE_BYTES} bytes]")
     return "\n".join(matches) if matches else f"no matches for {pattern!r} in {path or '.'}"
 
 
-def find_files(workspace: Workspace, pattern: str, path: str | None = None) -> str:
-    """The files below `path` whose path matches the glob, sorted, at most FIND_MAX_PATHS."""
+def find_files(
+    workspace: Workspace, budget: WorkBudget, pattern: str, path: str | None = None
+) -> str:
+    """The files below `path` whose path matches the glob, sorted, at most FIND_MAX_PATHS
+    (only those are kept while the walk goes on)."""
     matcher = GlobMatcher(pattern)
     base = workspace.resolve(path)
     if not base.exists():
         raise WorkspaceError(f"no such directory: {path}")
     if not base.is_dir():
         raise WorkspaceError(f"not a directory: {path}")
-    found = sorted(
-        walked.shown for walked in workspace.walk_files(base) if matcher.matches(walked.within)
-    )
+    walked = workspace.walk_files(base, budget)
+    matching = (found.shown for found in walked if matcher.matches(found.within))
+    kept: list[_Reversed] = []  # a heap of the smallest FIND_MAX_PATHS + 1, largest first (negated)
+    note = ""
+    try:
+        for shown in matching:
+            if len(kept) <= FIND_MAX_PATHS:
+                heapq.heappush(kept, _Reversed(shown))
+            elif shown < kept[0].text:
+                heapq.heapreplace(kept, _Reversed(shown))
+    except WorkStopped as stopped:
+        note = f"[{stopped.reason}; narrow the pattern or path]"
+    found = sorted(item.text for item in kept)
     if len(found) > FIND_MAX_PATHS:
         found[FIND_MAX_PATHS:] = [f"[cut at {FIND_MAX_PATHS} paths; narrow the pattern or path]"]
+    if note:
+        found.append(note)
     return "\n".join(found) if found else f"no files match {pattern!r} in {path or '.'}"
+
+
+class _Reversed:
+    """A path ordered backwards, so that heapq's smallest is the largest path kept."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __lt__(self, other: _Reversed) -> bool:
+        return self.text > other.text
 
 
 def _check_arguments(spec: ToolSpec, arguments: dict[str, Any]) -> None:
@@ -279,10 +335,12 @@ def _existing_file(workspace: Workspace, path: str) -> Path:
     return real
 
 
-def _search_targets(workspace: Workspace, path: str | None) -> Iterator[WalkedFile]:
+def _search_targets(
+    workspace: Workspace, path: str | None, budget: WorkBudget
+) -> Iterator[WalkedFile]:
     base = workspace.resolve(path)
     if base.is_dir():
-        yield from workspace.walk_files(base)
+        yield from workspace.walk_files(base, budget)
         return
     real = _existing_file(workspace, path or ".")
     try:
@@ -295,7 +353,7 @@ def _search_targets(workspace: Workspace, path: str | None) -> Iterator[WalkedFi
     yield WalkedFile(shown=workspace.relative(real), within=real.name, real=real)
 
 
-def _text_lines(real: Path) -> Iterator[tuple[int, str]]:
+def _text_lines(real: Path, budget: WorkBudget) -> Iterator[tuple[int, str]]:
     """Numbered lines of a text file; nothing for a binary or unreadable one."""
     try:
         with real.open("rb") as handle:
@@ -303,9 +361,25 @@ def _text_lines(real: Path) -> Iterator[tuple[int, str]]:
                 return
             handle.seek(0)
             for number, raw in enumerate(handle, 1):
+                if number % SPEND_EVERY_LINES == 0:
+                    budget.spend()
                 yield number, _decode(raw)
     except OSError:
         return
+
+
+def _bounded_lines(handle: IO[bytes], budget: WorkBudget) -> Iterator[bytes]:
+    """The file's lines, each at most _LINE_MAX_BYTES (the rest of a longer line is read past
+    in chunks, never held), the budget looked at as they go."""
+    number = 0
+    while line := handle.readline(_LINE_MAX_BYTES):
+        number += 1
+        if number % SPEND_EVERY_LINES == 0:
+            budget.spend()
+        if len(line) == _LINE_MAX_BYTES and not line.endswith(b"\n"):
+            while (rest := handle.readline(_SKIP_CHUNK_BYTES)) and not rest.endswith(b"\n"):
+                budget.spend()
+        yield line
 
 
 def _size(real: Path) -> int:

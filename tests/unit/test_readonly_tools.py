@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from actors.agent import Tool
+from actors.tools.bounds import WorkBudget
 from actors.tools.readonly import (
     FIND_MAX_PATHS,
     LINE_MAX_CHARS,
@@ -219,7 +220,7 @@ def test_reading_arbitrary_text_paths_never_shows_the_secret(
     shared_workspace: Workspace, text: str
 ) -> None:
     try:
-        output = read_file(shared_workspace, text)
+        output = read_file(shared_workspace, WorkBudget(), text)
     except WorkspaceError as refused:
         assert SECRET not in str(refused)
     else:
