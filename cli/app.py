@@ -86,7 +86,10 @@ class GroveGroup(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # here, not at exit, where a closed pipe is a traceback
         except BrokenPipeError:
             quiet_closed_pipe()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None

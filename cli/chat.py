@@ -189,7 +189,6 @@ class ScriptedRepl(Repl):
             line = raw.strip()
             if line and self.handle(line):
                 break
-        self.grove.wait_turn(self.grove.focus(self.session))  # a turn begun elsewhere, if any
 
     def report(self, text: str, ok: bool) -> None:
         self.rejected += not ok
