@@ -47,11 +47,10 @@ def hoisted(args: list[str]) -> list[str]:
         if arg == "--":
             rest += args[index:]
             break
-        name = arg.partition("=")[0]
-        if seen_command and name in GLOBAL_OPTIONS:
-            taken = 1 if "=" in arg else 2
-            front += args[index : index + taken]
-            index += taken
+        if arg.partition("=")[0] in GLOBAL_OPTIONS:
+            given = args[index : index + (1 if "=" in arg else 2)]
+            (front if seen_command else rest).extend(given)
+            index += len(given)
             continue
         seen_command = seen_command or not arg.startswith("-")
         rest.append(arg)

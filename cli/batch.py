@@ -58,13 +58,6 @@ def batch_command(
         typer.Option("--output", "-o", metavar="OUT.jsonl", help="Default: TASKS.out.jsonl."),
     ] = None,
     simulate: SimulateOption = False,
-    address: Annotated[
-        str | None,
-        typer.Option(
-            "--address",
-            help="Join this Ray cluster (else RAY_ADDRESS), in a Grove of this command's own.",
-        ),
-    ] = None,
     hosts: HostsOption = None,
     advisor: Annotated[
         str | None,
@@ -98,6 +91,7 @@ def batch_command(
 
     A terminal shows a progress bar; otherwise a progress line goes to stderr every 10 s. With a
     service up the tasks run there (and show in its dashboard); the output file is written here.
+    --address ADDRESS (before or after the command) runs them on that Ray cluster instead.
 
     Exit code: 0 when every task is ok, 1 when a task failed or a line is malformed, 2 when the
     command line, the files or the model cannot be used, 130 after Ctrl+C.
@@ -125,8 +119,6 @@ def batch_command(
         problem = undecodable_text(what, str(path)) if path is not None else None
         if problem:
             fail(problem, code=2)
-    if address is not None:
-        context = CliContext(store=context.store, address=address, own=True)
     remote = context.remote(own=simulate or hosts is not None)
     defaults = context.defaults(remote)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)

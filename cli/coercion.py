@@ -52,27 +52,23 @@ def flag(value: Any) -> bool:
     word = str(value).strip().lower()
     if word in TRUE | FALSE:
         return word in TRUE
-    raise ValueError(f"{value!r} is not a valid boolean.")
+    raise ValueError("Input should be a valid boolean, unable to interpret input")
 
 
 def number(kind: type[int] | type[float], low: float | None, high: float | None) -> Convert:
-    noun = "integer" if kind is int else "number"
+    """Typer's number, with its words (pydantic's) for what is wrong."""
+    noun = "an integer" if kind is int else "a number"
 
     def convert(value: Any) -> Any:
         try:
             found = kind(value)
         except (TypeError, ValueError):
-            raise ValueError(f"{value!r} is not a valid {noun}.") from None
-        if (low is not None and found < low) or (high is not None and found > high):
-            bounds = " and ".join(
-                part
-                for part in (
-                    f">= {low}" if low is not None else "",
-                    f"<= {high}" if high is not None else "",
-                )
-                if part
-            )
-            raise ValueError(f"{found} is not in the range {bounds}.")
+            shown = "a valid integer" if kind is int else "a valid number"
+            raise ValueError(f"Input should be {shown}, unable to parse string as {noun}") from None
+        if low is not None and found < low:
+            raise ValueError(f"Input should be greater than or equal to {low}")
+        if high is not None and found > high:
+            raise ValueError(f"Input should be less than or equal to {high}")
         return found
 
     return convert

@@ -15,6 +15,7 @@ from typing import Any
 
 from providers.catalog import model_info
 from providers.errors import GroveError
+from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
 from supervisor.usage import UsageTotals, below, is_billed, root_of_each
 
@@ -200,7 +201,11 @@ class TreeView:
         wanted = self._full_read_wanted
         turned: list[str] = []
         while True:
-            events = store.events(self._after_event, EVENTS_PER_READ)
+            try:
+                events = store.events(self._after_event, EVENTS_PER_READ)
+            except StoreError:  # `grove events` names the bad record; the tree is read whole
+                wanted = True
+                break
             self._after_event = events[-1].id if events else self._after_event
             turned += [uuid for event in events for uuid in self._turns.follow(event, children)]
             wanted = wanted or any(event.kind in CHANGES_UNNAMED for event in events)

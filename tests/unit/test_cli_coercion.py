@@ -48,11 +48,12 @@ def test_each_plain_kind_converts_as_typer_does() -> None:
 @pytest.mark.parametrize(
     ("annotation", "value", "info", "error"),
     [
-        (int, "many", {}, "'many' is not a valid integer."),
-        (int, "0", {"min": 1}, "0 is not in the range >= 1."),
-        (float, "x", {}, "'x' is not a valid number."),
+        (int, "many", {}, "Input should be a valid integer, unable to parse string as an integer"),
+        (int, "0", {"min": 1}, "Input should be greater than or equal to 1"),
+        (int, "70000", {"max": 65535}, "Input should be less than or equal to 65535"),
+        (float, "x", {}, "Input should be a valid number, unable to parse string as a number"),
         (Literal["agent", "day"], "week", {}, "'week' is not one of 'agent', 'day'."),
-        (bool, "perhaps", {}, "'perhaps' is not a valid boolean."),
+        (bool, "perhaps", {}, "Input should be a valid boolean, unable to interpret input"),
     ],
 )
 def test_a_bad_value_is_a_bad_parameter_saying_why(
@@ -71,6 +72,19 @@ def test_what_is_not_plain_is_left_to_typer() -> None:
     assert plain_converter(Path, Info(exists=True)) is None
     assert plain_converter(str, Info(parser=str.upper)) is None
     assert plain_converter(int | str, Info()) is None
+
+
+def test_typer_asked_directly_says_the_same_words() -> None:
+    from typer.main import get_command
+
+    from cli.app import app
+
+    group = get_command(app)
+    context = group.make_context("grove", ["batch"])
+    batch = group.get_command(context, "batch")  # type: ignore[attr-defined]
+    for value, words in (("0", "greater than or equal to 1"), ("x", "a valid integer")):
+        with pytest.raises(typer.BadParameter, match=words):
+            batch.make_context("batch", ["t.jsonl", "--concurrency", value], parent=context)
 
 
 def test_a_command_line_loads_no_pydantic_for_its_options() -> None:

@@ -182,6 +182,8 @@ def test_global_options_after_the_command_move_before_it_but_not_past_a_double_d
     assert hoisted(["run", "--address=a", "hi"]) == ["--address=a", "run", "hi"]
     assert hoisted(["--store", "s", "agents"]) == ["--store", "s", "agents"]
     assert hoisted(["run", "--", "--store", "x"]) == ["run", "--", "--store", "x"]
+    given = ["--store", "s", "agents", "--address", "a"]
+    assert hoisted(given) == ["--address", "a", "--store", "s", "agents"]
 
 
 def test_a_store_in_a_directory_that_does_not_exist_is_an_error_and_is_not_made(
