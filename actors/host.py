@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ from actors.agent import (
 )
 from actors.budget_guard import BudgetPort
 from actors.tools.grant import ToolGrant
+from actors.tools.worktrees import Worktree, WorktreeError, missing_text, settle
 from actors.transcript import Entry, join_messages, to_messages
 from providers.base import (
     AssistantTurn,
@@ -61,6 +63,8 @@ class Activation:
     system: str | None = None
     tools: ToolGrant = field(default_factory=ToolGrant)
     budgeted: bool = False  # its tree has a budget: each request is checked first
+    workspace: str | None = None  # the root of its workspace tools (None: the host's)
+    worktree: Worktree | None = None  # its own worktree, committed to after each turn
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -127,7 +131,7 @@ class TurnRun:
         return chunk
 
 
-ToolsFactory = Callable[[str, ToolGrant], dict[str, Tool]]
+ToolsFactory = Callable[[str, ToolGrant, str | None], dict[str, Tool]]
 ReportResult = Callable[[Ticket, TurnResult], Awaitable[None]]
 
 
@@ -165,16 +169,20 @@ class AgentHostCore:
         self._report = report
         self.idle_release_s = idle_release_s
         self.reviewers: dict[str, Reviewer] = {}
+        # Each agent's own workspace (None: the host's) and worktree, if it has them.
+        self._workspaces: dict[str, tuple[str | None, Worktree | None]] = {}
 
     def activate(self, activation: Activation, prefix: Sequence[Message] = ()) -> None:
         """Build the agent from its record and conversation (replacing a stale copy).
 
         `prefix` is an inherited conversation already converted once for many agents."""
+        uuid, workspace = activation.uuid, activation.workspace
         tools = (
-            self._make_tools(activation.uuid, activation.tools)
-            if self._make_tools and activation.tools
+            self._make_tools(uuid, activation.tools, workspace)
+            if self._make_tools and activation.tools and _present(workspace)
             else {}
         )
+        self._workspaces[uuid] = (workspace, activation.worktree)
         self.agents[activation.uuid] = Agent(
             activation.uuid,
             activation.choice,
@@ -267,7 +275,15 @@ class AgentHostCore:
             billed = None
             if self._billed is not None:
                 billed = functools.partial(self._billed, run.ticket.ticket_id, uuid)
-            result = await agent.run_turn(run.ticket.user, run.push, billed)
+            workspace, worktree = self._workspaces.get(uuid, (None, None))
+            if _present(workspace):
+                result = await agent.run_turn(run.ticket.user, run.push, billed)
+                if worktree is not None and not result.cancelled:
+                    result.worktree = await _settled(worktree, uuid)
+            else:  # a worktree removed, or a repository this node does not share
+                assert workspace is not None
+                repo = worktree.repo if worktree else None
+                result = TurnResult(error=missing_text(workspace, repo))
             self._last_used[uuid] = time.monotonic()
         run.result = result
         run.changed.set()
@@ -367,6 +383,7 @@ class AgentHostCore:
         await self.cancel(uuid)
         agent = self.agents.pop(uuid, None)
         self._locks.pop(uuid, None)
+        self._workspaces.pop(uuid, None)
         self._last_used.pop(uuid, None)
         if agent is not None and agent.has_provider:
             await agent.provider.aclose()
@@ -411,3 +428,16 @@ class AgentHostCore:
             "provider": getattr(provider, "instance", id(provider)),
             "client": None if client is None else id(client),
         }
+
+
+def _present(workspace: str | None) -> bool:
+    """Whether an agent's own workspace is here (the host's always is)."""
+    return workspace is None or os.path.isdir(workspace)
+
+
+async def _settled(worktree: Worktree, uuid: str) -> dict[str, str]:
+    """Commit the agent's work to its branch; what the turn's result says of it."""
+    try:
+        return await settle(worktree, uuid)
+    except (WorktreeError, OSError) as exc:
+        return {"branch": worktree.branch, "diff_stat": f"not committed: {exc}"}

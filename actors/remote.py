@@ -10,7 +10,7 @@ import contextlib
 import math
 import os
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from actors.tools.fanout import WAIT_CAP_S
 from actors.tools.kit import ToolKit
 from actors.tools.mcp import McpServerConfig
 from actors.tools.readonly import readonly_tools
+from actors.tools.sandbox import SandboxPolicy
 from providers.base import AssistantTurn, Provider, RateLimitLeft
 from providers.catalog import set_prices
 from providers.factory import create_provider
@@ -54,6 +55,7 @@ class HostSettings:
     idle_release_s: float = 120.0
     tool_steps: int = MAX_STEPS_PER_TURN
     workspace: str = "."  # the root of the workspace tools: the caller's working directory
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # `[tools.sandbox]`
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
     # `[compaction] threshold` when automatic compaction is on: a turn ending past this share
     # of its model's window asks the supervisor to compact before it ends.
@@ -73,6 +75,14 @@ def provider_factory(settings: HostSettings) -> Any:
         )
 
     return make
+
+
+def _ray_files() -> list[str]:
+    """Ray's directory on this node (its sockets, logs and session files): hidden from the
+    processes tools start, like the secrets (it is under /tmp, which they get their own of,
+    unless Ray was told otherwise)."""
+    node = getattr(ray._private.worker.global_worker, "node", None)
+    return [node.get_temp_dir_path()] if node is not None else []
 
 
 class ToolRefused(ToolError):
@@ -218,7 +228,10 @@ class AgentHost:
         tune_collector()
         set_prices(settings.prices)
         self._reporter = reporter
-        kit = ToolKit(SupervisorToolPort(reporter), Path(settings.workspace), settings.mcp_servers)
+        sandbox = replace(settings.sandbox, hidden=(*settings.sandbox.hidden, *_ray_files()))
+        kit = ToolKit(
+            SupervisorToolPort(reporter), Path(settings.workspace), settings.mcp_servers, sandbox
+        )
         self._reports = ReportBatcher(self._send_reports)
         self._billing = SupervisorBillingPort(reporter)
         self.core = AgentHostCore(

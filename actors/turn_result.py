@@ -28,6 +28,8 @@ class TurnResult:
     stop_reason: str | None = None
     error: str | None = None
     cancelled: bool = False
+    # An agent in a worktree: its branch and diff stat since the fork.
+    worktree: dict[str, str] | None = None
 
     @property
     def ok(self) -> bool:

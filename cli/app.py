@@ -27,6 +27,7 @@ from cli.run import run_command
 from cli.service import down_command, status_command, up_command
 from cli.simulate import simulate_command
 from cli.usage import usage_command
+from cli.worktrees import worktrees_command
 from providers.credentials import warn_if_credentials_exposed
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
@@ -148,6 +149,7 @@ app.command("up")(up_command)
 app.command("status")(status_command)
 app.command("down")(down_command)
 app.command("doctor")(doctor_command)
+app.command("worktrees")(worktrees_command)
 
 
 def show_grove_warnings() -> None:

@@ -67,6 +67,14 @@ def batch_command(
             help="Attach a reviewer on this model to every task; its advice goes in `advice`.",
         ),
     ] = None,
+    worktrees: Annotated[
+        bool,
+        typer.Option(
+            "--worktrees",
+            help="Each task in a git worktree of its own (branch grove/<uuid8>), committed at "
+            "its end; its record names the branch and the diff stat.",
+        ),
+    ] = False,
     tools: ToolsOption = None,
     allow: AllowOption = None,
     budget_cost: BudgetCostOption = None,
@@ -84,7 +92,8 @@ def batch_command(
     and becomes one user message.
 
     Each finished task appends one line to the output: {"id", "agent", "status": "ok"|"error",
-    "text", "usage", "cost_usd", "error", "advice"}; a malformed input line appends {"id": null,
+    "text", "usage", "cost_usd", "error", "advice"}, and "branch" and "diff_stat" with
+    --worktrees (or [tools] workspace = "worktree"); a malformed input line appends {"id": null,
     "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
     whose last output line is ok and runs the rest; lines are only ever appended, so when an id
     appears more than once its last line counts.
@@ -167,7 +176,12 @@ def batch_command(
                     grove.seed(root.uuid, list(seed))
                 progress = progress_display(totals.total)  # rate and ETA count from here
                 steps = grove.run_batch(
-                    root.uuid, todo, concurrency=concurrency, advisor=advisor, key=batch_key(out)
+                    root.uuid,
+                    todo,
+                    concurrency=concurrency,
+                    advisor=advisor,
+                    key=batch_key(out),
+                    workspace="worktree" if worktrees else None,
                 )
                 for _ in record_results(steps, log, totals):
                     progress.update(totals)

@@ -1,5 +1,5 @@
 """`grove doctor`: checks what Grove needs (versions, the configuration, the store, the
-credentials file, Ray, the simulator, a running service) and says what to fix for each.
+credentials file, Ray, the sandbox, the simulator, a running service) and says what to fix.
 """
 
 from __future__ import annotations
@@ -159,6 +159,21 @@ def simulator() -> list[Finding]:
     return [Finding("ok", "simulator", "answers on 127.0.0.1 (grove run --simulate works)")]
 
 
+def sandbox(settings: GroveSettings) -> list[Finding]:
+    """Whether bubblewrap can sandbox the processes tools start (bash)."""
+    from actors.tools.sandbox import sandbox_problem
+
+    if settings.tools.sandbox.mode == "off":
+        fix = 'set [tools.sandbox] mode = "workspace-write" to sandbox them'
+        return [Finding("warn", "sandbox", "off: bash runs with all your rights", fix)]
+    problem = sandbox_problem()
+    if problem is not None:
+        return [Finding("warn", "sandbox", f"bash cannot run: {problem.what}", problem.fix)]
+    network = "with" if settings.tools.sandbox.network else "without"
+    detail = f"{settings.tools.sandbox.mode}, {network} network (bubblewrap)"
+    return [Finding("ok", "sandbox", detail)]
+
+
 def service() -> list[Finding]:
     from server.client import healthy
     from server.files import read_state
@@ -173,8 +188,9 @@ def service() -> list[Finding]:
 
 
 def doctor_command(ctx: typer.Context) -> None:
-    """Check versions, the configuration, the store, the credentials file, Ray, the simulator
-    and a running service; say what to fix. Exit 1 when something must be fixed."""
+    """Check versions, the configuration, the store, the credentials file, Ray, the sandbox,
+    the simulator and a running service; say what to fix. Exit 1 when something must be
+    fixed."""
     context: CliContext = ctx.obj
     findings = versions()
     try:
@@ -188,6 +204,7 @@ def doctor_command(ctx: typer.Context) -> None:
             lambda: store(settings),
             credentials,
             lambda: ray_check(settings),
+            lambda: sandbox(settings),
             simulator,
             service,
         ]

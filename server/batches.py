@@ -12,7 +12,7 @@ import time
 import uuid as uuidlib
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import PlainTextResponse
@@ -105,11 +105,13 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
         root: str | None = None,
         advisor: str | None = None,
         key: str | None = None,
+        workspace: Literal["worktree", "shared"] | None = None,
     ) -> dict[str, Any]:
         """The body is a TASKS.jsonl file; bad lines are refused before anything runs. The
         tasks become children of `root` (an agent made for the batch), else of a new root on
         `model`; `advisor` puts a reviewer on each; `key` names the batch, so that a batch
-        submitted again under it takes the answers an interrupted one left."""
+        submitted again under it takes the answers an interrupted one left; `workspace`:
+        "worktree" puts each task in a git worktree of the service's repository."""
         if not 1 <= concurrency <= 10_000:
             raise HTTPException(400, "concurrency is 1 to 10,000")
         body = await request.body()
@@ -131,7 +133,7 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
         threading.Thread(
             target=run.work,
             args=(grove, tasks.tasks, concurrency),
-            kwargs={"advisor": advisor, "key": key or run.id},
+            kwargs={"advisor": advisor, "key": key or run.id, "workspace": workspace},
             name=f"batch-{run.id}",
             daemon=True,
         ).start()

@@ -296,6 +296,7 @@ class RemoteGrove:
         concurrency: int,
         advisor: str | None = None,
         key: str = "",
+        workspace: str | None = None,
         stop: threading.Event | None = None,
     ) -> Iterator[Step]:
         """As `Grove.run_batch`, run by the service: its records as they come. Leaving early
@@ -306,6 +307,8 @@ class RemoteGrove:
         params = {"root": root, "concurrency": concurrency, "key": key}
         if advisor is not None:
             params["advisor"] = advisor
+        if workspace is not None:
+            params["workspace"] = workspace
         run = self._json("POST", "/api/batches", params=params, content=lines)
         ended = False
         try:

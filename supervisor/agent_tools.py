@@ -86,9 +86,19 @@ async def _fork(core: SupervisorCore, parent: AgentRecord, arguments: dict[str, 
     except ModelSpecError as exc:
         raise CommandError(str(exc)) from exc
     forked = await fork_child(
-        core, parent, spec, prompt=prompt, origin="tool", tools=arguments.get("tools")
+        core,
+        parent,
+        spec,
+        prompt=prompt,
+        origin="tool",
+        tools=arguments.get("tools"),
+        workspace=arguments.get("workspace"),
     )
-    return json.dumps({"uuid": forked.child.uuid})
+    made: dict[str, str] = {"uuid": forked.child.uuid}
+    worktree = forked.child.metadata.get("worktree")
+    if worktree is not None:
+        made["branch"] = worktree["branch"]
+    return json.dumps(made)
 
 
 def depth(core: SupervisorCore, record: AgentRecord) -> int:

@@ -23,6 +23,7 @@ from actors.agent import TurnResult
 from actors.remote import HostSettings
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import list_server_tools
+from actors.tools.sandbox import SandboxPolicy
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
@@ -39,10 +40,12 @@ from supervisor.fleet import ProviderLimits
 from supervisor.local_ray import prepare_local_ray
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
 from supervisor.service import Limits
+from supervisor.store import open_store, store_files
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
+from supervisor.worktrees import WorktreeRow, worktree_rows
 
 CALL_TIMEOUT_S = 60.0
 Approver = Callable[[ApprovalRequest], str]
@@ -171,6 +174,7 @@ class Grove:
             idle_release_s=self.settings.hosts.idle_release_s,
             tool_steps=self.settings.limits.tool_steps,
             workspace=str(Path.cwd()),
+            sandbox=self._sandbox_policy(),
             mcp_servers=mcp_servers(self.settings),
             compaction_threshold=(
                 self.settings.compaction.threshold if self.settings.compaction.enabled else None
@@ -196,6 +200,7 @@ class Grove:
             ),
             compaction=self._compaction_plan(),
             rate_limits=self._rate_limits(),
+            fork_workspace=self.settings.tools.workspace,
         )
         self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
             name=SUPERVISOR_NAME,
@@ -205,6 +210,16 @@ class Grove:
             max_task_retries=0,  # a call cut off by a restart is not replayed blindly
         ).remote(settings)
         ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+
+    def _sandbox_policy(self) -> SandboxPolicy:
+        """`[tools.sandbox]`, hiding the store's files besides what it names."""
+        section = self.settings.tools.sandbox
+        return SandboxPolicy(
+            mode=section.mode,
+            network=section.network,
+            writable=tuple(section.writable),
+            hidden=(*section.hidden, *store_files(self.settings.store)),
+        )
 
     def _rate_limits(self) -> dict[str, ProviderLimits]:
         providers = self.settings.providers
@@ -414,6 +429,7 @@ class Grove:
         retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
+        workspace: str | None = None,
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
@@ -421,7 +437,8 @@ class Grove:
         child's turn again when its host dies under it (its result is still stored once);
         `keys` (one per prompt) name the children so that a repeated call returns them;
         `budget` limits what the children and their descendants spend together (on top of
-        the tree's budget)."""
+        the tree's budget); `workspace="worktree"` puts each child in a git worktree of its
+        own (see `fork`), "shared" in the parent's directory (default: `[tools] workspace`)."""
         spec, reviewer = self._spec(model), self._spec(advisor)
         if keys is None:
             keys = [uuidlib.uuid4().hex for _ in prompts]  # makes the call safe to repeat
@@ -435,9 +452,41 @@ class Grove:
             retry_interrupted,
             keys,
             budget,
+            workspace,
             timeout_s=600,
         )
         return children
+
+    def fork(
+        self,
+        parent: str,
+        prompt: str | None = None,
+        model: str | None = None,
+        *,
+        tools: list[str] | None = None,
+        workspace: str | None = None,
+    ) -> str:
+        """Fork one child of `parent` (its conversation so far, its tools or the named few of
+        them) and, given a prompt, start its first turn; the child's uuid. Its answer:
+        `wait_turn(child)`. `workspace="worktree"`: the child works in a git worktree of the
+        parent's repository on branch `grove/<uuid8>`, made from the parent's HEAD with what
+        it has not committed; each of its turns ends with a commit there, and its result's
+        `worktree` names the branch and the diff stat. "shared": the parent's directory."""
+        child: AgentRecord = self._call(
+            "fork", parent, prompt, self._spec(model), tools, workspace, timeout_s=600
+        )
+        return child.uuid
+
+    def worktrees(self, prune: bool = False, repository: str | None = None) -> list[WorktreeRow]:
+        """Grove's worktrees of the repository at `repository` (default: the working
+        directory), with their agents, branches and diff stats. `prune`: remove those of
+        ended agents and those merged into HEAD (uncommitted work is committed to the branch
+        first; an unmerged branch is kept)."""
+        store = open_store(self.settings.store)
+        try:
+            return asyncio.run(worktree_rows(store, repository or str(Path.cwd()), prune))
+        finally:
+            store.close()
 
     def _spec(self, text: str | None) -> ModelSpec | None:
         try:
@@ -465,14 +514,18 @@ class Grove:
         concurrency: int = DEFAULT_CONCURRENCY,
         advisor: str | None = None,
         key: str = "",
+        workspace: str | None = None,
         stop: threading.Event | None = None,
     ) -> Iterator[Step]:
         """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
         a reviewer on each); each finished task's record as it comes, or None when a second
         passed without one. `key` names the batch: a rerun under it takes the answers an
-        interrupted run left instead of running those tasks again. `stop` ends the run early,
-        cancelling the tasks in flight (supervisor/batch/ holds the stages around this one)."""
-        runner = BatchRunner(self, concurrency, advisor=advisor, key=key, stop=stop)
+        interrupted run left instead of running those tasks again. `workspace`: as fork_many's.
+        `stop` ends the run early, cancelling the tasks in flight (supervisor/batch/ holds the
+        stages around this one)."""
+        runner = BatchRunner(
+            self, concurrency, advisor=advisor, key=key, workspace=workspace, stop=stop
+        )
         return runner.run(root, tasks)
 
     def set_todo(self, session: str, markdown: str) -> str:

@@ -16,8 +16,9 @@ from supervisor.tool_rules import INHERITED_TOOL_METADATA
 
 # What a forked child takes over from its parent's record besides the model.
 # `budget_root`: the root whose `budget` the agent draws on; `budget_groups`: the budgets of
-# the fork_many calls it (or an ancestor) came from (supervisor/budget.py).
-INHERITED_METADATA = ("system", *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
+# the fork_many calls it (or an ancestor) came from (supervisor/budget.py); `workspace`: the
+# directory its tools work in, when not the hosts' (a worktree: supervisor/worktrees.py).
+INHERITED_METADATA = ("system", "workspace", *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
 
 
 def child_records(

@@ -128,6 +128,22 @@ class BudgetSection(_Section):
         return self.model_dump()
 
 
+class SandboxSection(_Section):
+    """`[tools.sandbox]`: where the processes tools start (bash) may write, and what they reach."""
+
+    mode: Literal["workspace-write", "read-only", "off"] = Field(
+        default="workspace-write",
+        description="workspace-write: write in the workspace only; read-only; off: no sandbox",
+    )
+    network: bool = Field(default=False, description="Let sandboxed processes reach the network")
+    writable: list[str] = Field(
+        default_factory=list, description="More paths sandboxed processes may write"
+    )
+    hidden: list[str] = Field(
+        default_factory=list, description="More paths hidden from sandboxed processes"
+    )
+
+
 class ToolsSection(_Section):
     modules: list[str] = Field(
         default_factory=list, description="package.module:attr specs of user tools"
@@ -136,6 +152,15 @@ class ToolsSection(_Section):
         default=None, description="The tools of chat and run roots (default: todo, fork, ...)"
     )
     policy: dict[str, Literal["allow", "ask", "deny"]] = Field(default_factory=dict)
+    workspace: Literal["shared", "worktree"] = Field(
+        default="shared",
+        description="Where forked children work: their parent's directory, or a git worktree",
+    )
+    sandbox: SandboxSection = SandboxSection()
+
+
+MCP_CALL_TIMEOUT_S = 120.0
+MCP_STARTUP_TIMEOUT_S = 10.0
 
 
 class McpServerSection(_Section):
@@ -149,6 +174,12 @@ class McpServerSection(_Section):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     enabled: bool = True
+    timeout_s: float = Field(
+        default=MCP_CALL_TIMEOUT_S, gt=0, le=3600, description="Seconds a call may take"
+    )
+    startup_timeout_s: float = Field(
+        default=MCP_STARTUP_TIMEOUT_S, gt=0, le=600, description="Seconds the server has to start"
+    )
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerSection:

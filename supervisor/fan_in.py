@@ -43,6 +43,8 @@ async def wait_for(
             results[uuid] = {"status": "done", "text": state.last_result.text}
         else:
             results[uuid] = {"status": "error", "text": state.last_result.error or ""}
+        if state.last_result is not None and state.last_result.worktree:
+            results[uuid].update(state.last_result.worktree)  # its branch and diff stat
     return results
 
 

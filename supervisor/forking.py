@@ -31,17 +31,21 @@ async def fork_child(
     prompt: str | None,
     origin: str,
     tools: object = None,
+    workspace: object = None,
     correlation_id: str | None = None,
 ) -> Forked:
     """Fork one child of `parent`. `tools` (a list of names) narrows what it inherits; a name
-    the parent lacks refuses the fork before anything is stored."""
+    the parent lacks refuses the fork before anything is stored. `workspace`: "shared" (the
+    parent's directory) or "worktree" (a git worktree of its own); default: the config's."""
     if core.budget_check is not None:
         core.budget_check(parent, False)
     (child,) = child_records(parent, model, core.store.conversation_end(parent.uuid), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})
-    core.store.create_agents([child])
+    (child,) = await core.workspaces.place(core.store, parent, [child], workspace)
+    async with core.workspaces.stored([child]):
+        core.store.create_agents([child])
     await core.children_created([child])
     core.event(
         "AgentForked",

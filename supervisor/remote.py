@@ -36,6 +36,7 @@ from supervisor.compaction import recover
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError
 from supervisor.fleet import FleetLimiter, ProviderLimits
+from supervisor.forking import fork_child
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
@@ -43,6 +44,7 @@ from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
 from supervisor.toolbox import decode_source
 from supervisor.turns import TurnTicket
+from supervisor.worktrees import Workspaces
 
 NAMESPACE = "grove"
 HOST_PING_INTERVAL_S = 1.0
@@ -62,6 +64,7 @@ class SupervisorSettings:
     restart_policy: RestartPolicy = field(default_factory=RestartPolicy)
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     rate_limits: dict[str, ProviderLimits] = field(default_factory=dict)
+    fork_workspace: str = "shared"  # `[tools] workspace`: where children work by default
 
 
 class RayHostClient:
@@ -181,6 +184,7 @@ class Supervisor:
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
+        self.core.workspaces = Workspaces(settings.host_settings.workspace, settings.fork_workspace)
         self.budgets = BudgetDesk(self.core)
         self.fleet = FleetLimiter(settings.rate_limits)
         self.core.budget_check = self.budgets.before_turn
@@ -431,9 +435,11 @@ class Supervisor:
         retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
+        workspace: str | None = None,
     ) -> list[str]:
         """`advisor`: a reviewer on that model watches every child from its first turn;
-        `budget`: the children (and theirs) draw on it, besides their tree's budget."""
+        `budget`: the children (and theirs) draw on it, besides their tree's budget;
+        `workspace`: "shared" or "worktree" (default: `[tools] workspace`)."""
         self._wake()
 
         async def attach(children: list[AgentRecord]) -> None:
@@ -451,8 +457,26 @@ class Supervisor:
             retry_interrupted=retry_interrupted,
             keys=keys,
             budget=budget,
+            workspace=workspace,
         )
         return [record.uuid for record in children]
+
+    async def fork(
+        self,
+        parent: str,
+        prompt: str | None,
+        model: ModelSpec | None,
+        tools: list[str] | None,
+        workspace: str | None,
+    ) -> AgentRecord:
+        """One child of `parent`, as a model's `fork` tool makes it; its first turn starts
+        when there is a prompt."""
+        self._wake()
+        record = self.core.agent(parent)
+        forked = await fork_child(
+            self.core, record, model, prompt=prompt, origin="api", tools=tools, workspace=workspace
+        )
+        return forked.child
 
     async def answered(self, keys: list[str]) -> dict[str, tuple[str, TurnResult]]:
         return self.core.answered(keys)

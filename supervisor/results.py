@@ -43,6 +43,7 @@ def result_json(result: TurnResult) -> dict[str, Any]:
         "stop_reason": result.stop_reason,
         "usage": result.usage.as_dict(),
         "cost_usd": result.cost_usd,
+        "worktree": result.worktree,
         "entries": [
             {"kind": entry.kind, "content": entry.content, "data": entry.data}
             for entry in result.entries
@@ -62,4 +63,5 @@ def result_from_json(data: dict[str, Any]) -> TurnResult:
         stop_reason=data.get("stop_reason"),
         error=data.get("error"),
         cancelled=bool(data.get("cancelled")),
+        worktree=data.get("worktree"),
     )

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.agent import NewEntry, TurnResult
 from actors.host import Activation, Ticket
+from actors.tools.grant import ToolGrant
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
 from providers.catalog import ModelSpec
@@ -39,6 +40,7 @@ from supervisor.turns import (
     turn_events,
     turn_messages,
 )
+from supervisor.worktrees import Workspaces, worktree_of
 
 if TYPE_CHECKING:
     from supervisor.advice import AdvisorDesk
@@ -86,6 +88,7 @@ class SupervisorCore:
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
         self._background: set[asyncio.Task[None]] = set()
+        self.workspaces = Workspaces()  # where agents work: set by the deployment
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
@@ -266,6 +269,7 @@ class SupervisorCore:
         retry_interrupted: bool = False,
         keys: Sequence[str] | None = None,
         budget: Budget | None = None,
+        workspace: str | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
@@ -273,7 +277,8 @@ class SupervisorCore:
         child's turn again when its host (or the supervisor) dies under it; `budget` is one
         the children share, besides their tree's. `keys` make the call idempotent: a child
         already forked from this parent under a key is returned as it is, not forked again
-        (a caller repeating a call cut off by a restart)."""
+        (a caller repeating a call cut off by a restart). `workspace="worktree"` gives each
+        child a git worktree of its own (supervisor/worktrees.py)."""
         parent = self.agent(parent_uuid)
         if not prompts:
             return []
@@ -294,6 +299,7 @@ class SupervisorCore:
                         retry_interrupted,
                         [keys[index] for index in fresh],
                         budget,
+                        workspace,
                     )
                     if fresh
                     else []
@@ -308,13 +314,15 @@ class SupervisorCore:
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
-        prompts_stored = self.store.create_agents(
-            records,
-            [
-                NewMessage(agent_uuid=record.uuid, kind="user", content=prompt)
-                for record, prompt in zip(records, prompts, strict=True)
-            ],
-        )
+        records = await self.workspaces.place(self.store, parent, records, workspace)
+        async with self.workspaces.stored(records):
+            prompts_stored = self.store.create_agents(
+                records,
+                [
+                    NewMessage(agent_uuid=record.uuid, kind="user", content=prompt)
+                    for record, prompt in zip(records, prompts, strict=True)
+                ],
+            )
         if keys is not None:
             forked = self._keyed_children()
             forked.update(((parent.uuid, key), r) for key, r in zip(keys, records, strict=True))
@@ -338,14 +346,7 @@ class SupervisorCore:
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()
             state.active = True
-            activation = Activation(
-                uuid=record.uuid,
-                choice=choice,
-                history=[],
-                system=record.metadata.get("system"),
-                tools=grant,
-                budgeted=budgeted(record.metadata),
-            )
+            activation = self.activation(record, history=[], tools=grant)
             by_host.setdefault(state.host.host_id, []).append((ticket, activation))
             hosts[state.host.host_id] = state.host
         await self.children_created(records)
@@ -442,18 +443,27 @@ class SupervisorCore:
                     usage=Usage(**message.data.get("usage", {})),
                     cost_usd=float(message.data.get("cost_usd", 0.0)),
                     stop_reason=message.data.get("stop_reason"),
+                    worktree=message.data.get("worktree"),
                 )
         return None
 
-    def activation(self, record: AgentRecord) -> Activation:
-        history = self.store.conversation(record.uuid)
+    def activation(
+        self,
+        record: AgentRecord,
+        history: list[MessageRecord] | None = None,
+        tools: ToolGrant | None = None,
+    ) -> Activation:
+        """What a host needs to build the agent: its conversation (read here unless given)
+        and its grant (made here unless given: fork_many shares one among siblings)."""
         return Activation(
             uuid=record.uuid,
             choice=choice_of(record),
-            history=list(history),
+            history=list(self.store.conversation(record.uuid) if history is None else history),
             system=record.metadata.get("system"),
-            tools=grant_of(record.metadata),
+            tools=grant_of(record.metadata) if tools is None else tools,
             budgeted=budgeted(record.metadata),
+            workspace=record.metadata.get("workspace"),
+            worktree=worktree_of(record.metadata),
         )
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:

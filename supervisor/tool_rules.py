@@ -62,6 +62,8 @@ def mcp_servers(settings: GroveSettings) -> dict[str, McpServerConfig]:
             cwd=server.cwd,
             url=server.url,
             headers=tuple(server.headers.items()),
+            timeout_s=server.timeout_s,
+            startup_timeout_s=server.startup_timeout_s,
         )
         for name, server in settings.mcp.servers.items()
         if server.enabled

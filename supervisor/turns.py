@@ -108,6 +108,11 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
         if STORED not in entry.data
     ]
     if result.ok:
+        answers = [i for i, message in enumerate(new) if message.kind == "assistant"]
+        if result.worktree is not None and answers:  # kept with the answer, to read back
+            last = answers[-1]
+            data = {**new[last].data, "worktree": result.worktree}
+            new[last] = new[last].model_copy(update={"data": data})
         return new
     kept = (
         [] if result.cancelled else [m for m in new if m.kind not in ("assistant", "tool_result")]

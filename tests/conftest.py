@@ -38,6 +38,21 @@ def free_loopback_port() -> int:
         return port
 
 
+def path_without(base: Path, name: str) -> str:
+    """A PATH with every command of this one but `name`: a directory in `base` of links to
+    them (the first of each name, as PATH finds it)."""
+    directory = base / f"path-without-{name}"
+    directory.mkdir()
+    for entry in os.environ.get("PATH", "").split(os.pathsep):
+        if not os.path.isdir(entry):
+            continue
+        for command in os.listdir(entry):
+            link = directory / command
+            if command != name and not os.path.lexists(link):
+                link.symlink_to(os.path.join(entry, command))
+    return str(directory)
+
+
 def _answers_ping(process: subprocess.Popen[bytes], client: redis.Redis) -> bool:
     """Wait until `client` gets an answer to PING; False when the server exited or never did."""
     deadline = time.monotonic() + REDIS_START_TIMEOUT_S

@@ -1,5 +1,6 @@
 """Workspace tools that change things: `write` (a whole file, atomically), `edit` (exact text
-replacement) and `bash` (a command in the workspace root), confined like the read-only tools.
+replacement) and `bash` (a command in the workspace root, in sandbox.py's sandbox), confined
+like the read-only tools; none of them changes `.git` (hooks and config run outside any sandbox).
 
 Each is a typed function made a tool by python.py; their policy (ask by default) is the
 supervisor's. A command's whole process group dies on timeout or when its turn is cancelled.
@@ -7,31 +8,28 @@ supervisor's. A command's whole process group dies on timeout or when its turn i
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import signal
 import tempfile
 from pathlib import Path
 
 from actors.agent import Tool, ToolError
 from actors.tools.python import capped, python_tool, tool
+from actors.tools.sandbox import KILL_GRACE_S, SandboxPolicy, run_process
 from actors.tools.workspace import Workspace, WorkspaceError
-from providers.credentials import API_KEY_ENV
 
 MAX_WRITE_BYTES = 10 * 1024 * 1024
 DEFAULT_BASH_TIMEOUT_S = 120.0
 MAX_BASH_TIMEOUT_S = 600.0
 BASH_OUTPUT_CHARS = 30_000
-KILL_GRACE_S = 2.0
-READ_CHUNK_BYTES = 1 << 16
-# Names of variables a command never sees: the providers' keys, and anything named like one.
-_SECRET_NAME_PARTS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
+EDITING_TOOL_NAMES = ("write", "edit", "bash")
 
 
-def editing_tools(root: Path) -> dict[str, Tool]:
-    """`write`, `edit` and `bash` over the workspace at `root`."""
+def editing_tools(root: Path, sandbox: SandboxPolicy | None = None) -> dict[str, Tool]:
+    """`write`, `edit` and `bash` over the workspace at `root`; bash in `sandbox` (default:
+    the default policy, workspace-write without network)."""
     workspace = Workspace(root)
+    policy = sandbox or SandboxPolicy()
 
     def write(path: str, content: str) -> str:
         """Create or replace a file of the workspace with `content` (the whole file).
@@ -63,7 +61,7 @@ def editing_tools(root: Path) -> dict[str, Tool]:
             command: The command, run by bash.
             timeout_s: Seconds before the command and everything it started are killed.
         """
-        return await run_command(workspace, command, timeout_s)
+        return await run_command(workspace, command, timeout_s, policy)
 
     made = (python_tool(function) for function in (write, edit, bash))
     return {tool.name: tool.as_tool() for tool in made}
@@ -121,38 +119,23 @@ def edit_file(workspace: Workspace, path: str, old: str, new: str, count: int | 
     return f"edited {workspace.relative(target)}: {replaced}"
 
 
-async def run_command(workspace: Workspace, command: str, timeout_s: float) -> str:
+async def run_command(
+    workspace: Workspace, command: str, timeout_s: float, policy: SandboxPolicy
+) -> str:
     if not command.strip():
         raise ToolError("`command` is empty")
     if not (0 < timeout_s <= MAX_BASH_TIMEOUT_S):  # also refuses NaN
         raise ToolError(f"`timeout_s` must be above 0 and at most {MAX_BASH_TIMEOUT_S:g}")
-    process = await asyncio.create_subprocess_exec(
-        "bash",
-        "-c",
-        command,
-        cwd=workspace.real_root,
-        env=command_environment(),
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,  # its own process group, killed whole
-    )
     output = KeptOutput(BASH_OUTPUT_CHARS)
     try:
-        async with asyncio.timeout(timeout_s):
-            assert process.stdout is not None
-            while chunk := await process.stdout.read(READ_CHUNK_BYTES):
-                output.add(chunk)
-            await process.wait()
+        code = await run_process(
+            ["bash", "-c", command], workspace.real_root, policy, timeout_s, output.add
+        )
     except TimeoutError:
-        await _kill_group(process)
         raise ToolError(
             f"Command timed out after {timeout_s:g} s; it and its children were killed"
         ) from None
-    except asyncio.CancelledError:
-        await _kill_group(process)
-        raise
-    return f"exit code {process.returncode}\n{output.text()}"
+    return f"exit code {code}\n{output.text()}"
 
 
 class KeptOutput:
@@ -183,38 +166,14 @@ class KeptOutput:
         return f"{head}\n[... more than {self.dropped:,} bytes cut ...]\n{tail}"
 
 
-def command_environment() -> dict[str, str]:
-    """The host's environment without the providers' keys or anything named like a secret."""
-    keys = {name for names in API_KEY_ENV.values() for name in names}
-    return {
-        name: value
-        for name, value in os.environ.items()
-        if name not in keys and not any(part in name.upper() for part in _SECRET_NAME_PARTS)
-    }
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM to the command's whole process group, SIGKILL after a grace; then reap it."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signum)
-        try:
-            async with asyncio.timeout(KILL_GRACE_S):
-                await process.wait()
-        except TimeoutError:
-            continue
-        if signum == signal.SIGTERM:
-            # The leader is gone; whatever it started in the group gets the SIGKILL too.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-        return
-
-
 def _target(workspace: Workspace, path: str) -> Path:
     try:
-        return workspace.resolve(path)
+        target = workspace.resolve(path)
     except WorkspaceError as exc:
         raise ToolError(str(exc)) from None
+    if ".git" in target.relative_to(workspace.real_root).parts:
+        raise ToolError(f"{path} is in .git, which the workspace tools do not change")
+    return target
 
 
 def _replace(target: Path, data: bytes) -> None:

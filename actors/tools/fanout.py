@@ -32,6 +32,15 @@ FORK = ToolSpec(
                 "items": {"type": "string"},
                 "description": "Only these of this agent's tools for the child; default: all.",
             },
+            "workspace": {
+                "type": "string",
+                "enum": ["shared", "worktree"],
+                "description": (
+                    "worktree: the child works in a git worktree of its own, on a branch "
+                    "named in the answer; shared: in this agent's directory. Default: the "
+                    "configured one."
+                ),
+            },
         },
         "required": ["prompt"],
     },

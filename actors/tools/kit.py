@@ -1,5 +1,6 @@
 """How a host builds an agent's tools from its grant: the supervisor's tools through the port,
-workspace tools on the host's root, shipped Python tools and MCP tools, each behind its policy.
+workspace tools on the agent's root (its worktree, or the host's), shipped Python tools and MCP
+tools, each behind its policy.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from actors.agent import Tool, ToolOutput
-from actors.tools.editing import editing_tools
+from actors.tools.editing import EDITING_TOOL_NAMES, editing_tools
 from actors.tools.fanout import ToolPort, fanout_tools
 from actors.tools.grant import ShippedTool, ToolGrant
 from actors.tools.mcp import McpPool, McpServerConfig
 from actors.tools.python import PythonTool, python_tool
-from actors.tools.readonly import readonly_tools
+from actors.tools.readonly import READONLY_TOOL_NAMES, readonly_tools
+from actors.tools.sandbox import SandboxPolicy
+
+WORKSPACE_TOOL_NAMES = READONLY_TOOL_NAMES + EDITING_TOOL_NAMES
 
 
 class HostPort(ToolPort, Protocol):
@@ -32,20 +36,40 @@ class HostPort(ToolPort, Protocol):
 
 
 class ToolKit:
-    """One per host. Stateless tools are built once and shared by the host's agents; a
-    shipped tool's code is fetched and loaded once per host, on its first call."""
+    """One per host. Stateless tools are built once per workspace root and shared by the
+    host's agents there; a shipped tool's code is fetched and loaded once per host, on its
+    first call. Processes the tools start run in `sandbox` (actors/tools/sandbox.py)."""
 
     def __init__(
-        self, port: HostPort, workspace: Path, mcp_servers: Mapping[str, McpServerConfig]
+        self,
+        port: HostPort,
+        workspace: Path,
+        mcp_servers: Mapping[str, McpServerConfig],
+        sandbox: SandboxPolicy | None = None,
     ) -> None:
         self._port = port
         self.mcp = McpPool(mcp_servers)
-        self._workspace_tools = {**readonly_tools(workspace), **editing_tools(workspace)}
+        self._workspace = str(workspace)
+        self._sandbox = sandbox or SandboxPolicy()
+        self._workspace_tools: dict[str, dict[str, Tool]] = {}
         self._loaded: dict[str, asyncio.Future[PythonTool]] = {}
 
-    def build(self, agent: str, grant: ToolGrant) -> dict[str, Tool]:
+    def workspace_tools(self, root: str | None = None) -> dict[str, Tool]:
+        """The workspace tools on `root` (default: the host's workspace)."""
+        root = root or self._workspace
+        tools = self._workspace_tools.get(root)
+        if tools is None:
+            tools = self._workspace_tools[root] = {
+                **readonly_tools(Path(root)),
+                **editing_tools(Path(root), self._sandbox),
+            }
+        return tools
+
+    def build(self, agent: str, grant: ToolGrant, workspace: str | None = None) -> dict[str, Tool]:
         tools = fanout_tools(self._port, agent, grant.names)
-        tools.update({n: t for n, t in self._workspace_tools.items() if n in grant.names})
+        if any(name in grant.names for name in WORKSPACE_TOOL_NAMES):
+            workspace_tools = self.workspace_tools(workspace)
+            tools.update({n: t for n, t in workspace_tools.items() if n in grant.names})
         tools.update({s.spec.name: self._shipped(agent, s) for s in grant.shipped})
         tools.update({spec.name: self.mcp.tool(spec) for spec in grant.mcp})
         # A denied tool is not offered at all; one to ask about runs once someone says yes.

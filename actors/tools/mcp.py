@@ -1,8 +1,10 @@
 """MCP servers through the official `mcp` SDK: one session per server per process (a host, or
-the caller listing tools), opened on first use, shared, restarted once when a call fails on it.
+the caller listing tools), opened on first use, shared, restarted once when the server is lost.
 
 Tools appear as `mcp__SERVER__TOOL` with the server's own schemas; text and structured results
-come back as text, images as images beside it (each wire carries them to the model).
+come back as text, images as images beside it (each wire carries them to the model). Every
+wait is bounded: the start by `startup_timeout_s`, each call by `timeout_s` (a server that
+misses it is stopped), each message by MAX_MESSAGE_BYTES as it is read.
 """
 
 from __future__ import annotations
@@ -18,21 +20,23 @@ from typing import IO, Any
 
 from actors.agent import Tool, ToolError, ToolOutput
 from actors.tools.grant import MCP_PREFIX
+from actors.tools.mcp_stdio import StdioServer, kill_group, stdio_transport
 from actors.tools.python import capped
 from providers.base import ImageData, ToolSpec
 
-OPEN_TIMEOUT_S = 30.0
-CALL_TIMEOUT_S = 120.0
-CLOSE_GRACE_S = 2.0
+CLOSE_WAIT_S = 5.0  # the SDK's teardown and the server's end, before they are cut short
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 STDERR_TAIL_CHARS = 2_000
 log = logging.getLogger("grove.mcp")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class McpServerConfig:
-    """`[mcp.servers.NAME]`: a command (stdio) or a URL (streamable HTTP)."""
+    """`[mcp.servers.NAME]`: a command (stdio) or a URL (streamable HTTP), and its limits."""
 
     name: str
+    timeout_s: float  # what one call may take
+    startup_timeout_s: float  # what starting the server and its handshake may take
     command: str | None = None
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
@@ -43,6 +47,10 @@ class McpServerConfig:
 
 class McpServerError(ToolError):
     """A server that cannot be started, reached or listed; the text names it."""
+
+
+class McpLost(Exception):
+    """The session's connection ended under a call: the server died or was stopped."""
 
 
 def mcp_tool_name(server: str, tool: str) -> str:
@@ -56,6 +64,8 @@ class _Session:
     config: McpServerConfig
     client: Any = None
     stderr: IO[str] | None = None
+    stdio: StdioServer | None = None
+    oversized_http: list[int] = field(default_factory=list)  # sizes of refused HTTP answers
     task: asyncio.Task[None] | None = None
     ready: asyncio.Event = field(default_factory=asyncio.Event)
     closing: asyncio.Event = field(default_factory=asyncio.Event)
@@ -63,11 +73,13 @@ class _Session:
 
     async def open(self) -> None:
         self.task = asyncio.get_running_loop().create_task(self._hold())
+        limit = self.config.startup_timeout_s
         try:
-            await asyncio.wait_for(self.ready.wait(), OPEN_TIMEOUT_S)
+            await asyncio.wait_for(self.ready.wait(), limit)
         except TimeoutError:
+            problem = self._problem(f"did not start within {limit:g} s (startup_timeout_s)")
             await self.close()
-            raise McpServerError(self._problem("did not start")) from None
+            raise McpServerError(problem) from None
         if self.failure is not None:
             # Before stderr is closed: its tail says more.
             problem = self._problem(f"failed to start: {failure_text(self.failure)}")
@@ -101,17 +113,37 @@ class _Session:
             import httpx2  # the SDK's own HTTP client
             from mcp.client.streamable_http import streamable_http_client
 
-            http = httpx2.AsyncClient(headers=dict(config.headers))
-            return streamable_http_client(config.url, http_client=http)
-        from mcp.client.stdio import StdioServerParameters, stdio_client
+            from actors.tools.mcp_http import capped_transport
 
+            transport = capped_transport(MAX_MESSAGE_BYTES, self.oversized_http)
+            http = httpx2.AsyncClient(
+                headers=dict(config.headers),
+                transport=transport,
+                timeout=httpx2.Timeout(config.startup_timeout_s, read=None),  # calls: timeout_s
+            )
+            return streamable_http_client(
+                config.url, http_client=http, max_sse_event_size=MAX_MESSAGE_BYTES
+            )
         assert config.command is not None
         # Kept open while the server runs (closed with the session): its tail explains a failure.
         self.stderr = tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace")  # noqa: SIM115
-        parameters = StdioServerParameters(
-            command=config.command, args=list(config.args), env=dict(config.env), cwd=config.cwd
+        self.stdio = StdioServer(
+            command=config.command,
+            args=config.args,
+            env=dict(config.env),
+            cwd=config.cwd,
+            max_message_bytes=MAX_MESSAGE_BYTES,
         )
-        return stdio_client(parameters, errlog=self.stderr)
+        return stdio_transport(self.stdio, self.stderr)
+
+    def stopped_text(self) -> str:
+        """What stopping this session does, for the reason given to the model."""
+        if self.config.url is not None:
+            return "its session was closed; the next call opens another"
+        return "it was stopped and starts again on the next call"
+
+    def oversized(self) -> bool:
+        return bool((self.stdio is not None and self.stdio.oversized) or self.oversized_http)
 
     def _problem(self, what: str) -> str:
         tail = ""
@@ -123,14 +155,18 @@ class _Session:
         return f"MCP server {self.config.name} {what}{shown}"
 
     async def close(self) -> None:
+        """End the session and the server, in CLOSE_WAIT_S at most (the SDK's teardown is
+        cut short after that, and a stdio server's process group killed)."""
         self.closing.set()
-        if self.task is not None:
-            # A session still in its handshake does not see `closing`: it is cancelled.
-            done, _ = await asyncio.wait({self.task}, timeout=CLOSE_GRACE_S)
-            if not done:
-                self.task.cancel()
-            with contextlib.suppress(BaseException):
-                await asyncio.wait_for(self.task, OPEN_TIMEOUT_S)
+        task = self.task
+        if task is not None and not task.done():
+            if self.ready.is_set():  # an open session sees `closing` and ends by itself
+                await asyncio.wait({task}, timeout=CLOSE_WAIT_S)
+            if not task.done():  # still in its handshake, or its teardown hangs
+                task.cancel()
+                await asyncio.wait({task}, timeout=CLOSE_WAIT_S)
+        if self.stdio is not None and self.stdio.pid is not None:
+            kill_group(self.stdio.pid)  # a no-op after a clean end
         if self.stderr is not None:
             self.stderr.close()
 
@@ -161,9 +197,48 @@ class McpPool:
                     raise
             return current
 
+    async def _stop(self, name: str, session: _Session) -> None:
+        """Close `session` and forget it (the next call starts the server again)."""
+        async with self._locks.setdefault(name, asyncio.Lock()):
+            if self._sessions.get(name) is session:
+                del self._sessions[name]
+        await session.close()
+
+    async def _request(self, name: str, session: _Session, what: str, request: Any) -> Any:
+        """`request` on `session` within the server's `timeout_s`; a server that misses it, or
+        sends a message over MAX_MESSAGE_BYTES, is stopped and named with the reason; McpLost
+        when its connection ends under the request."""
+        limit = self.servers[name].timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                return await request
+        except TimeoutError:
+            problem = session._problem(
+                f"did not answer {what} within {limit:g} s (timeout_s); {session.stopped_text()}"
+            )
+            await self._stop(name, session)
+            raise McpServerError(problem) from None
+        except Exception as exc:
+            if session.oversized():
+                await self._stop(name, session)
+                raise McpServerError(
+                    f"MCP server {name} answered {what} with a message over "
+                    f"{MAX_MESSAGE_BYTES:,} bytes, the limit; {session.stopped_text()}"
+                ) from None
+            if session.client is None or session.task is None or session.task.done():
+                raise McpLost(str(exc) or type(exc).__name__) from exc
+            raise
+
     async def list_tools(self, name: str) -> list[ToolSpec]:
         session = await self.session(name)
-        listed = await asyncio.wait_for(session.client.list_tools(), OPEN_TIMEOUT_S)
+        try:
+            listed = await self._request(
+                name, session, "the tool list", session.client.list_tools()
+            )
+        except McpLost as lost:
+            raise McpServerError(
+                session._problem(f"ended while listing its tools: {lost}")
+            ) from None
         return [
             ToolSpec(
                 name=mcp_tool_name(name, tool.name),
@@ -174,18 +249,21 @@ class McpPool:
         ]
 
     async def call(self, name: str, tool: str, arguments: dict[str, Any]) -> str | ToolOutput:
-        """The tool's result as text; a server that fails the call is started again once."""
+        """The tool's result as text; a server lost under a call is started again once."""
         for attempt in (1, 2):
             session = await self.session(name, fresh=attempt == 2)
             try:
-                result = await asyncio.wait_for(
-                    session.client.call_tool(tool, arguments), CALL_TIMEOUT_S
+                result = await self._request(
+                    name, session, f"the call to {tool}", session.client.call_tool(tool, arguments)
                 )
                 break
+            except McpServerError:
+                raise
             except Exception as exc:
                 if attempt == 2:
+                    reason = str(exc) or type(exc).__name__
                     raise McpServerError(
-                        session._problem(f"failed the call to {tool}: {exc}")
+                        session._problem(f"failed the call to {tool}: {reason}")
                     ) from None
         text = result_text(result)
         if getattr(result, "is_error", False):
@@ -198,9 +276,9 @@ class McpPool:
         return ToolOutput(text=capped(text), images=images) if images else capped(text)
 
     async def close(self) -> None:
-        for session in list(self._sessions.values()):
-            await session.close()
+        sessions = list(self._sessions.values())
         self._sessions.clear()
+        await asyncio.gather(*(session.close() for session in sessions))
 
     def tool(self, spec: ToolSpec) -> Tool:
         server, _, name = spec.name[len(MCP_PREFIX) :].partition("__")
@@ -243,18 +321,22 @@ def result_text(result: Any) -> str:
 
 
 async def list_server_tools(servers: Mapping[str, McpServerConfig]) -> list[ToolSpec]:
-    """Every configured server's tools, listed from this process and closed again; a server
-    that cannot be started or listed is one warning (with its stderr's tail) and no tools."""
+    """Every configured server's tools, listed from this process (all servers at once) and
+    closed again; a server that cannot be started or listed is one warning (with its stderr's
+    tail) and no tools."""
     pool = McpPool(servers)
-    found: list[ToolSpec] = []
+
+    async def listed(name: str) -> list[ToolSpec]:
+        try:
+            return await pool.list_tools(name)
+        except Exception as exc:  # any failure: warn, go on without
+            log.warning(
+                "%s", exc if isinstance(exc, McpServerError) else f"MCP server {name}: {exc}"
+            )
+            return []
+
     try:
-        for name in servers:
-            try:
-                found += await pool.list_tools(name)
-            except (McpServerError, Exception) as exc:  # any failure: warn, go on without
-                log.warning(
-                    "%s", exc if isinstance(exc, McpServerError) else f"MCP server {name}: {exc}"
-                )
+        found = await asyncio.gather(*(listed(name) for name in servers))
     finally:
         await pool.close()
-    return found
+    return [spec for specs in found for spec in specs]

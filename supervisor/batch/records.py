@@ -24,13 +24,14 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
     if result is None:
         return error_record(task, agent, "the agent ended without a result")
     if not result.ok:
-        return error_record(
+        failed = error_record(
             task,
             agent,
             result.error or "cancelled",
             usage=result.usage.as_dict(),
             cost_usd=result.cost_usd,
         )
+        return {**failed, **worktree_fields(result)}
     return {
         "id": task.id,
         "agent": agent,
@@ -41,7 +42,15 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
         "error": None,
         "advice": [],
         **tool_exchanges(result),
+        **worktree_fields(result),
     }
+
+
+def worktree_fields(result: TurnResult) -> dict[str, str]:
+    """A task in a worktree: its branch and diff stat since the fork."""
+    if result.worktree is None:
+        return {}
+    return {"branch": result.worktree["branch"], "diff_stat": result.worktree["diff_stat"]}
 
 
 def error_record(

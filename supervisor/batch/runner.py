@@ -43,6 +43,7 @@ class BatchGrove(Protocol):
         advisor: str | None = None,
         retry_interrupted: bool = False,
         keys: list[str] | None = None,
+        workspace: str | None = None,
     ) -> list[str]: ...
 
     def wait_any(self, agents: list[str], timeout_s: float) -> dict[str, TurnResult | None]: ...
@@ -69,8 +70,9 @@ def is_over_budget(error: str | None) -> bool:
 class BatchRunner:
     """Runs tasks on `grove` under `root` and yields their records as they finish (a None at
     least every WAIT_TICK_S while none does). Tasks an earlier run of the same `key` finished
-    are not run again: their stored answers come first. Setting `stop` cancels the tasks in
-    flight and ends the run; those run again next time."""
+    are not run again: their stored answers come first. `workspace="worktree"` forks each
+    task into a git worktree of its own. Setting `stop` cancels the tasks in flight and ends
+    the run; those run again next time."""
 
     def __init__(
         self,
@@ -79,9 +81,11 @@ class BatchRunner:
         *,
         advisor: str | None = None,
         key: str = "",
+        workspace: str | None = None,
         stop: threading.Event | None = None,
     ) -> None:
         self.grove = grove
+        self.workspace = workspace  # "worktree", "shared", or None: `[tools] workspace`
         self.concurrency = concurrency
         self.advisor = advisor
         self.key = key
@@ -166,6 +170,7 @@ class BatchRunner:
                     advisor=self.advisor,
                     retry_interrupted=True,
                     keys=[self.child_key(task) for task in group],
+                    workspace=self.workspace,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 if is_over_budget(str(exc)):

@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from supervisor.store.base import Store
-    from supervisor.store.factory import default_store_url, exposed_store_warning, open_store
+    from supervisor.store.factory import (
+        default_store_url,
+        exposed_store_warning,
+        open_store,
+        store_files,
+    )
     from supervisor.store.lease import Lease
     from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
     from supervisor.store.redis import RedisStore
@@ -24,6 +29,7 @@ _HOMES = {
     "default_store_url": "factory",
     "exposed_store_warning": "factory",
     "open_store": "factory",
+    "store_files": "factory",
     "Lease": "lease",
     "AgentRecord": "records",
     "EventRecord": "records",
@@ -53,4 +59,5 @@ __all__ = [
     "default_store_url",
     "exposed_store_warning",
     "open_store",
+    "store_files",
 ]

@@ -36,6 +36,15 @@ def default_store_url() -> str:
     return SQLITE_PREFIX + str(base / "grove" / "grove.sqlite3")
 
 
+def store_files(url: str | None = None) -> list[str]:
+    """The files a SQLite store at `url` keeps (none for Redis): what sandboxes hide."""
+    target = default_store_url() if url is None else url.strip()
+    if not target.startswith(SQLITE_PREFIX) or not target[len(SQLITE_PREFIX) :]:
+        return []
+    path = os.path.abspath(target[len(SQLITE_PREFIX) :])
+    return [path, f"{path}-wal", f"{path}-shm"]
+
+
 def open_store(
     url: str | None = None,
     *,

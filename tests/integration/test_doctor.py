@@ -1,5 +1,6 @@
 """`grove doctor`: each check on its own line with what to fix; a clean setup passes, a
-credentials file others can read and a store that cannot be reached fail, with the fix."""
+credentials file others can read and a store that cannot be reached fail, with the fix, and
+a machine without bubblewrap is told how to get it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import free_loopback_port
+from tests.conftest import free_loopback_port, path_without
 from tests.integration.groves import cli_environment
 
 
@@ -25,10 +26,11 @@ def test_a_clean_setup_passes_every_check(tmp_path: Path) -> None:
     verdicts = {line.split()[1]: line.split()[0] for line in done.stdout.splitlines()
                 if not line.startswith(" ")}  # fmt: skip
     assert set(verdicts) == {
-        "versions", "config", "store", "credentials", "ray", "simulator", "service"
+        "versions", "config", "store", "credentials", "ray", "sandbox", "simulator", "service"
     }  # fmt: skip
     assert verdicts["credentials"] == "warn"  # no provider key: only --simulate works
-    assert all(verdicts[check] == "ok" for check in ("store", "ray", "simulator", "service"))
+    checks = ("store", "ray", "sandbox", "simulator", "service")
+    assert all(verdicts[check] == "ok" for check in checks)
 
 
 def test_what_is_wrong_is_named_with_its_fix(tmp_path: Path) -> None:
@@ -38,6 +40,7 @@ def test_what_is_wrong_is_named_with_its_fix(tmp_path: Path) -> None:
     credentials.write_text(json.dumps({"anthropic": {"api_key": "sk-doctor-test"}}))
     credentials.chmod(0o644)
     env["GROVE_STORE"] = f"redis://127.0.0.1:{free_loopback_port()}/0"  # nothing listens
+    env["PATH"] = path_without(tmp_path, "bwrap")
     done = doctor(env)
     assert done.returncode == 1
     lines = done.stdout.splitlines()
@@ -46,3 +49,6 @@ def test_what_is_wrong_is_named_with_its_fix(tmp_path: Path) -> None:
     assert failed["credentials"] == f"fix: chmod 600 {credentials}"
     assert failed["store"].startswith("fix: start that Redis, or set GROVE_STORE")
     assert "sk-doctor-test" not in done.stdout + done.stderr
+    (sandbox,) = [index for index, line in enumerate(lines) if line.split()[1:2] == ["sandbox"]]
+    assert lines[sandbox].startswith("warn  sandbox     bash cannot run: Tools run commands in")
+    assert lines[sandbox + 1].strip().startswith("fix: Install bubblewrap (Debian, Ubuntu:")

@@ -270,6 +270,46 @@ def test_a_tool_from_a_local_file_runs_on_both_nodes(cluster: LocalCluster, tmp_
     assert len(nodes) == 2, nodes  # the tool ran on the head node and on the worker node
 
 
+def test_batch_tasks_in_worktrees_on_both_nodes(cluster: LocalCluster, tmp_path: Path) -> None:
+    # On one machine both nodes share the file system, as a cluster whose repository is on
+    # a shared path does: every task works and commits in a worktree of its own.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "where_tool.py").write_text(WHERE_TOOL)
+    for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c",
+                    "user.email=t@example.com", "commit", "-qm", "first"]):  # fmt: skip
+        subprocess.run(["git", "-C", str(repo), *command], check=True)
+    tasks = tmp_path / "tasks.jsonl"
+    lines = []
+    for n in range(12):
+        calls = [{"name": "where"}, {"name": "bash", "args": {"command": f"echo {n} > n.txt"}}]
+        prompt = f"[[sim calls='{json.dumps(calls)}' step=1]] task {n}"
+        lines.append(json.dumps({"id": n, "prompt": prompt}) + "\n")
+    tasks.write_text("".join(lines))
+    output = tmp_path / "out.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
+         "claude-sonnet-4-5", "--hosts", "2", "--worktrees", "--tools", "where_tool:where",
+         "--tools", "bash", "--allow", "bash", "--output", str(output)],
+        capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
+        cwd=repo, timeout=BATCH_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert sorted(record["id"] for record in records) == list(range(12))
+    for record in records:
+        assert record["branch"] == f"grove/{record['agent'][:8]}", record
+        assert record["diff_stat"] == "1 file changed, 1 insertion(+)"
+        shown = subprocess.run(
+            ["git", "-C", str(repo), "show", f"{record['branch']}:n.txt"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert shown.stdout == f"{record['id']}\n"
+    nodes = {exchange["content"] for record in records for exchange in record["tool_results"]
+             if exchange["name"] == "where"}  # fmt: skip
+    assert len(nodes) == 2, nodes  # tasks ran, in their worktrees, on both nodes
+
+
 def test_a_strict_budget_holds_for_agents_racing_on_both_nodes(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:

@@ -1,7 +1,8 @@
 """A model's text cannot drive the terminal: a reply, its thinking, tool results (a file read,
-bash output, file names listed) carrying OSC 0 (window title), CSI 2J (clear screen), OSC 52
-(the clipboard), a C1 CSI and a bidi override reach `grove run`, `grove chat` (piped and on a
-terminal) and `grove history` shown, not obeyed; `--json` keeps the exact text.
+bash output, file names listed, an MCP server's answer) carrying OSC 0 (window title), CSI 2J
+(clear screen), OSC 52 (the clipboard), a C1 CSI and a bidi override reach `grove run`, `grove
+chat` (piped and on a terminal) and `grove history` shown, not obeyed; `--json` keeps the exact
+text.
 """
 
 from __future__ import annotations
@@ -31,12 +32,15 @@ SHOWN = "^[]0;pwned^Gtitle ^[[2Jclear ^[]52;c;cHduZWQ=^Gclip <U+009B>2J <U+202E>
 # What no byte stream written to the terminal may hold: the sequences' introducers.
 RAW = ("\x1b]", "\x1b[2J", "\x07", "\x9b", "\u202e")
 EVIL_NAME = "\x1b]0;named\x07.txt"
-# Step 1 runs bash (its output carries OSC 52), find (it lists EVIL_NAME) and reads script.txt,
-# whose directive makes step 2's reply and thinking HOSTILE.
+HOSTILE_SERVER = Path(__file__).resolve().parents[1] / "mcp_servers" / "hostile.py"
+MCP_SHOWN = "^[]0;mcp-title^G^[[2J^[]52;c;bWNw^Gmcp done"  # its `escapes` tool's answer
+# Step 1 runs bash (its output carries OSC 52), find (it lists EVIL_NAME), the MCP server's
+# `escapes` and reads script.txt, whose directive makes step 2's reply and thinking HOSTILE.
 BASH = r'printf "\033]52;c;YmFzaA==\007bash done"'
 CALLS = [
     {"name": "bash", "args": {"command": BASH}},
     {"name": "find", "args": {"pattern": "*.txt"}},
+    {"name": "mcp__hostile__escapes"},
     {"name": "read", "args": {"path": "script.txt"}},
 ]
 PROMPT = f"[[sim calls='{json.dumps(CALLS)}' step=1]] look around"
@@ -99,6 +103,8 @@ def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
     workspace.mkdir()
     (workspace / "script.txt").write_text(f"[[sim reply='{HOSTILE}' thinking='{HOSTILE}']]\n")
     (workspace / EVIL_NAME).write_text("named\n")
+    server = f"[mcp.servers.hostile]\ncommand = {json.dumps(sys.executable)}\n"
+    (base / "config.toml").write_text(server + f"args = [{json.dumps(str(HOSTILE_SERVER))}]\n")
     for place in make_place(base):
         yield Scene(place, workspace)
 
@@ -122,6 +128,7 @@ def test_grove_run_shows_reply_thinking_and_tool_text(
     assert run.stdout.count(SHOWN) >= 3  # the file read, the thinking, the reply
     assert "^[]52;c;YmFzaA==^Gbash done" in run.stdout  # bash's output
     assert "^[]0;named^G.txt" in run.stdout  # the file name find listed
+    assert MCP_SHOWN in run.stdout
     assert "\x1b" not in run.stderr
 
 

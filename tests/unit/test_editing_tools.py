@@ -15,13 +15,9 @@ from typing import Any
 import pytest
 
 from actors.agent import Tool, ToolError
-from actors.tools.editing import (
-    BASH_OUTPUT_CHARS,
-    MAX_WRITE_BYTES,
-    command_environment,
-    editing_tools,
-)
-from tests.unit.loop_checks import gone, with_ticks
+from actors.tools.editing import BASH_OUTPUT_CHARS, MAX_WRITE_BYTES, editing_tools
+from actors.tools.sandbox import SandboxPolicy, command_environment
+from tests.unit.loop_checks import all_gone, appears, with_ticks
 
 
 @pytest.fixture
@@ -133,32 +129,31 @@ async def test_bash_runs_in_the_root_without_provider_keys(
     assert "canary" not in output
 
 
-async def test_a_timeout_kills_the_command_and_what_it_started(
-    root: Path, tools: dict[str, Tool]
-) -> None:
+@pytest.mark.parametrize("mode", ["workspace-write", "off"])
+async def test_a_timeout_kills_the_command_and_what_it_started(root: Path, mode: str) -> None:
+    tools = editing_tools(root, SandboxPolicy(mode=mode))  # type: ignore[arg-type]
+    marker = f"{time.time_ns() % 10**6}.5"  # sleep's argument, for finding it from here
     started = time.monotonic()
     text = await refused(
-        tools, "bash", command="sleep 100 & echo $! > child.pid; sleep 100", timeout_s=0.5
+        tools, "bash", command=f"sleep {marker} & sleep {marker}; echo never", timeout_s=1.5
     )
-    assert text == "Command timed out after 0.5 s; it and its children were killed"
+    assert text == "Command timed out after 1.5 s; it and its children were killed"
     assert time.monotonic() - started < 10
-    assert await gone(int((root / "child.pid").read_text()))
+    assert await all_gone(marker)
 
 
-async def test_cancelling_the_turn_kills_the_command_group(
-    root: Path, tools: dict[str, Tool]
-) -> None:
+@pytest.mark.parametrize("mode", ["workspace-write", "off"])
+async def test_cancelling_the_turn_kills_the_command_group(root: Path, mode: str) -> None:
+    tools = editing_tools(root, SandboxPolicy(mode=mode))  # type: ignore[arg-type]
+    marker = f"{time.time_ns() % 10**6}.25"
     running = asyncio.create_task(
-        run(tools, "bash", command="sleep 100 & echo $! > child.pid; sleep 100")
+        run(tools, "bash", command=f"sleep {marker} & sleep {marker}; echo never")
     )
-    for _ in range(50):
-        if (root / "child.pid").exists() and (root / "child.pid").read_text().strip():
-            break
-        await asyncio.sleep(0.1)
+    assert await appears(marker)
     running.cancel()
     with pytest.raises(asyncio.CancelledError):
         await running
-    assert await gone(int((root / "child.pid").read_text()))
+    assert await all_gone(marker)
 
 
 async def test_bash_output_is_capped_and_the_loop_keeps_running(tools: dict[str, Tool]) -> None:

@@ -1,0 +1,230 @@
+"""Worktrees of forked children, for real (Ray, git, bubblewrap): each child of a fork with
+`workspace="worktree"` works on branch `grove/<uuid8>` made from its parent's HEAD with what the
+parent had not committed, its tools and sandbox rooted there; its answer names the branch and
+the diff stat; `[tools] workspace` sets the default; outside a repository a fork is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from actors.agent import TurnResult
+from cli.app import app
+from supervisor import Grove
+from supervisor.errors import CommandError
+from supervisor.store import open_store
+from tests.integration.groves import running_grove, sim_call, tool_results
+
+MODEL = "claude-haiku-4-5"
+TOOLS = ["bash", "read", "fork", "wait"]
+
+
+def git(repo: Path, *arguments: str) -> str:
+    done = subprocess.run(
+        ["git", "-C", str(repo), *arguments], capture_output=True, text=True, check=True
+    )
+    return done.stdout.rstrip()
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    repo = tmp_path_factory.mktemp("repo")
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "tracked.txt").write_text("as committed\n")
+    (repo / ".gitignore").write_text("*.log\n")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "first")
+    return repo
+
+
+@pytest.fixture(scope="module")
+def grove(repo: Path, tmp_path_factory: pytest.TempPathFactory, store_url: str) -> Iterator[Grove]:
+    """A Grove whose workspace is `repo` and whose forks make worktrees unless told not to."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(repo)
+        env = {"GROVE_TOOLS__WORKSPACE": "worktree"}
+        with running_grove(tmp_path_factory.mktemp("grove"), store_url=store_url, env=env) as made:
+            yield made
+
+
+@pytest.fixture(scope="module")
+def root(grove: Grove) -> str:
+    return grove.create_root(MODEL, tools=TOOLS, allow=TOOLS).uuid
+
+
+def results(grove: Grove, children: list[str]) -> dict[str, TurnResult]:
+    finished: dict[str, TurnResult] = {}
+    for child in children:
+        result = grove.wait_turn(child, timeout_s=120)
+        assert result is not None and result.ok, result
+        finished[child] = result
+    return finished
+
+
+def test_children_work_on_branches_of_their_own(grove: Grove, repo: Path, root: str) -> None:
+    (repo / "tracked.txt").write_text("changed, not committed\n")
+    (repo / "new.txt").write_text("untracked\n")
+    (repo / "noise.log").write_text("ignored\n")
+    escape = f"echo escaped > {repo}/escaped.txt"
+    prompts = [
+        sim_call("bash", command=f"cat tracked.txt new.txt; echo one > mine.txt; {escape}"),
+        sim_call("bash", command="ls noise.log; echo two > mine.txt; echo more >> tracked.txt"),
+    ]
+    first, second = children = grove.fork_many(root, prompts)  # the configured default
+    done = results(grove, children)
+    stats = {"1 file changed, 1 insertion(+)", "2 files changed, 2 insertions(+)"}
+    for child, result in done.items():
+        assert result.worktree is not None
+        assert result.worktree["branch"] == f"grove/{child[:8]}"
+        assert result.worktree["diff_stat"] in stats
+    assert git(repo, "show", f"grove/{first[:8]}:mine.txt") == "one"
+    assert git(repo, "show", f"grove/{second[:8]}:mine.txt") == "two"
+    seen = tool_results(grove, first)[-1]["content"]
+    assert "changed, not committed\nuntracked" in seen  # what the parent had not committed
+    assert not (repo / "escaped.txt").exists()  # the sandbox is rooted in the worktree
+    assert "No such file" in tool_results(grove, second)[-1]["content"]  # ignored: not carried
+    # The parent's own files are as they were: nothing committed there, nothing written.
+    assert git(repo, "status", "--porcelain").splitlines() == [
+        " M tracked.txt",
+        "?? new.txt",
+    ]
+    assert not (repo / "mine.txt").exists() and git(repo, "branch", "--show-current") == "main"
+
+
+def test_shared_children_work_in_the_parent_directory(grove: Grove, repo: Path, root: str) -> None:
+    (child,) = grove.fork_many(
+        root, [sim_call("bash", command="echo shared > shared.txt")], workspace="shared"
+    )
+    assert results(grove, [child])[child].worktree is None
+    assert (repo / "shared.txt").read_text() == "shared\n"
+    (repo / "shared.txt").unlink()
+
+
+def test_the_fork_tool_and_the_api_fork_into_worktrees(grove: Grove, repo: Path) -> None:
+    parent = grove.create_root(MODEL, tools=TOOLS, allow=TOOLS).uuid
+    call = sim_call("fork", prompt="say hi", workspace="worktree")
+    assert grove.ask(parent, call).ok
+    made = json.loads(tool_results(grove, parent)[-1]["content"])
+    assert made["branch"] == f"grove/{made['uuid'][:8]}"
+    answer = results(grove, [made["uuid"]])[made["uuid"]]
+    assert answer.worktree is not None and answer.worktree["diff_stat"] == "no changes"
+    child = grove.fork(parent, sim_call("bash", command="echo api > api.txt"), workspace="worktree")
+    result = results(grove, [child])[child]
+    assert result.worktree is not None and result.worktree["branch"] == f"grove/{child[:8]}"
+    assert result.worktree["diff_stat"] == "1 file changed, 1 insertion(+)"
+    refused = sim_call("fork", prompt="x", workspace="elsewhere")
+    assert grove.ask(parent, refused).ok
+    assert tool_results(grove, parent)[-1]["content"] == (
+        'workspace must be "shared" or "worktree", not \'elsewhere\''
+    )
+
+
+def test_stored_answers_name_the_branch(grove: Grove, root: str, store_url: str) -> None:
+    keys = ["stored-a"]
+    (child,) = grove.fork_many(root, [sim_call("bash", command="touch s.txt")], keys=keys)
+    results(grove, [child])
+    (found, answer) = grove.answered(keys)["stored-a"]
+    assert found == child and answer.worktree is not None
+    assert answer.worktree["diff_stat"] == "1 file changed, 0 insertions(+), 0 deletions(-)"
+    store = open_store(store_url)
+    try:
+        record = store.get_agent(child)
+    finally:
+        store.close()
+    assert record is not None and record.metadata["worktree"]["branch"] == f"grove/{child[:8]}"
+
+
+def test_a_worktree_that_is_gone_or_not_on_the_node_is_named(
+    grove: Grove, repo: Path, root: str
+) -> None:
+    (child,) = grove.fork_many(root, ["[[sim reply=ready]] wait"])
+    results(grove, [child])
+    git(repo, "worktree", "remove", "--force", grove.agent(child).metadata["worktree"]["path"])
+    gone = grove.ask(child, "go on")
+    assert gone.error is not None and "is gone (`grove worktrees --prune`" in gone.error
+    moved = repo.with_name(repo.name + "-elsewhere")
+    repo.rename(moved)  # as a node that does not share the repository's path sees it
+    try:
+        missing = grove.ask(child, "go on")
+    finally:
+        moved.rename(repo)
+    assert missing.error is not None
+    assert "where its host runs: worktrees need the repository on a path every node" in (
+        missing.error
+    )
+
+
+def test_outside_a_repository_a_worktree_fork_is_refused(
+    grove: Grove, repo: Path, root: str
+) -> None:
+    before = len(grove.history(root))
+    (repo / ".git").rename(repo / "git-away")
+    try:
+        with pytest.raises(CommandError) as refused:
+            grove.fork_many(root, ["never"], workspace="worktree")
+    finally:
+        (repo / "git-away").rename(repo / ".git")
+    assert str(refused.value) == (
+        f'fork refused: workspace="worktree" needs a git repository, and {repo} is not in '
+        "one: run Grove inside a repository (git init; git commit), or fork with "
+        'workspace="shared"'
+    )
+    assert len(grove.history(root)) == before
+
+
+def worktrees_cli(store_url: str, *arguments: str) -> tuple[int, str]:
+    env = {"GROVE_STORE": store_url, "GROVE_CONFIG_FILE": "/nonexistent/config.toml"}
+    done = CliRunner().invoke(app, ["worktrees", *arguments], env=env)
+    return done.exit_code, done.output
+
+
+def test_grove_worktrees_lists_and_prunes(
+    grove: Grove, repo: Path, store_url: str, tmp_path: Path
+) -> None:
+    parent = grove.create_root(MODEL, tools=TOOLS, allow=TOOLS).uuid
+    prompts = [sim_call("bash", command=f"echo {n} > w{n}.txt") for n in range(3)]
+    killed, merged, kept = children = grove.fork_many(parent, prompts, workspace="worktree")
+    results(grove, children)
+    code, listed = worktrees_cli(store_url, "--json")
+    rows = {row["agent"]: row for row in map(json.loads, listed.splitlines())}
+    assert code == 0 and set(children) <= set(rows)
+    assert rows[kept]["branch"] == f"grove/{kept[:8]}" and rows[kept]["status"] == "running"
+    assert rows[kept]["diff_stat"] == "1 file changed, 1 insertion(+)"
+    assert not rows[kept]["merged"] and not rows[kept]["dirty"]
+    # One agent ends with work it never committed; one's branch is merged into HEAD.
+    leftover = Path(grove.agent(killed).metadata["worktree"]["path"]) / "left.txt"
+    leftover.write_text("left over\n")
+    assert grove.dispatch(parent, f"/kill {killed} --yes").ok
+    me = ("-c", "user.name=t", "-c", "user.email=t@example.com")
+    git(repo, "add", "-A")  # the parent commits what its children got uncommitted...
+    git(repo, *me, "commit", "--allow-empty", "-qm", "the parent's own changes")
+    git(repo, *me, "merge", "-q", f"grove/{merged[:8]}")  # ...and merges cleanly
+    code, text = worktrees_cli(store_url)
+    assert code == 0 and f"grove/{killed[:8]}  agent {killed[:8]} dead  not merged  " in text
+    assert f"grove/{merged[:8]}  agent {merged[:8]} running  merged  1 file changed" in text
+    code, pruned = worktrees_cli(store_url, "--prune", "--json")
+    actions = {row["agent"]: row["action"] for row in map(json.loads, pruned.splitlines())}
+    assert code == 0
+    assert actions[killed] == "removed, branch kept" and actions[merged] == "removed"
+    assert actions[kept] == "kept"
+    assert git(repo, "show", f"grove/{killed[:8]}:left.txt") == "left over"  # nothing lost
+    assert f"grove/{merged[:8]}" not in git(repo, "branch", "--list", "grove/*")
+    assert not leftover.parent.exists()
+    listed_after = [
+        json.loads(line)["agent"] for line in worktrees_cli(store_url, "--json")[1].splitlines()
+    ]
+    assert killed not in listed_after and merged not in listed_after and kept in listed_after
+    assert [row.agent for row in grove.worktrees()] == listed_after  # the Python API's view
+
+
+def test_grove_worktrees_outside_a_repository(store_url: str, tmp_path: Path) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(tmp_path)
+        code, text = worktrees_cli(store_url)
+    assert code == 1 and f"{tmp_path} is not in a git repository; run this inside one" in text

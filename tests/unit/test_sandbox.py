@@ -1,0 +1,67 @@
+"""The sandbox's launcher (actors/tools/sandbox.py): without a working bubblewrap, `bash` refuses
+and says how to install it or turn the sandbox off; the policy's mounts come in the order that
+makes them hold (fresh /tmp, then the root, then the secrets over everything).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from actors.agent import ToolError
+from actors.tools.editing import editing_tools
+from actors.tools.sandbox import SandboxPolicy, bwrap_arguments, sandbox_problem
+from tests.conftest import path_without
+
+
+async def test_without_bwrap_bash_refuses_and_says_what_to_do(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", path_without(tmp_path, "bwrap"))
+    with pytest.raises(ToolError) as refused:
+        await editing_tools(tmp_path)["bash"].run({"command": "echo hi"})
+    text = str(refused.value)
+    assert text.startswith("Tools run commands in a bubblewrap sandbox, and `bwrap` is not on PATH")
+    assert "sudo apt install bubblewrap" in text and '[tools.sandbox] mode = "off"' in text
+    assert not (tmp_path / "made").exists()
+    off = editing_tools(tmp_path, SandboxPolicy(mode="off"))["bash"]
+    assert await off.run({"command": "echo hi"}) == "exit code 0\nhi\n"
+    problem = sandbox_problem()
+    assert problem is not None and str(problem) == text
+
+
+async def test_a_bwrap_that_cannot_make_namespaces_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{path_without(tmp_path, 'bwrap')}")
+    with pytest.raises(ToolError) as refused:
+        await editing_tools(tmp_path)["bash"].run({"command": "true"})
+    assert str(refused.value).startswith(
+        f"{fake} could not start a sandbox here: bwrap: No permissions to create new namespace."
+    )
+    assert "user namespaces" in str(refused.value)
+
+
+def test_a_working_bwrap_is_no_problem() -> None:
+    assert sandbox_problem() is None
+
+
+def test_secrets_are_hidden_after_the_root_is_mounted(tmp_path: Path) -> None:
+    root, secret, in_tmp = tmp_path / "root", tmp_path / "root" / ".ssh", Path("/tmp/ray")
+    secret.mkdir(parents=True)
+    (root / ".git").mkdir()
+    policy = SandboxPolicy()
+    arguments = bwrap_arguments("bwrap", policy, root, ["true"], [secret, in_tmp])
+    first = arguments.index
+    assert first("/tmp") < first(str(root)) < first(str(root / ".git")) < first(str(secret))
+    assert str(in_tmp) not in arguments  # the sandbox's /tmp is its own: nothing to hide there
+    assert "--unshare-net" in arguments and arguments[-3:] == [str(root), "--", "true"]
+    read_only = bwrap_arguments("bwrap", SandboxPolicy(mode="read-only"), root, ["true"], [])
+    assert "--bind" not in read_only and "--ro-bind" in read_only
+    networked = bwrap_arguments("bwrap", SandboxPolicy(network=True), root, ["true"], [])
+    assert "--unshare-net" not in networked and "/run" not in networked
