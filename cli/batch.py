@@ -9,8 +9,9 @@ import signal
 import sys
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,9 +33,12 @@ from cli.printable import printable
 from providers.errors import GroveError
 from supervisor.batch.runner import DEFAULT_CONCURRENCY
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
     from providers.catalog import ModelSpec
-    from supervisor.batch.tasks import Task, TaskFile
+    from server.client import RemoteGrove
+    from supervisor.api import Grove
+    from supervisor.batch import OutputLog, PreviousRun, Task, TaskFile, Totals
+    from supervisor.command_defaults import CommandDefaults
 
 EXIT_INTERRUPTED = 130
 
@@ -105,19 +109,7 @@ def batch_command(
     Exit code: 0 when every task is ok, 1 when a task failed or a line is malformed, 2 when the
     command line, the files or the model cannot be used, 130 after Ctrl+C.
     """
-    from supervisor.batch import (
-        ContextError,
-        OutputLog,
-        Totals,
-        batch_key,
-        default_output,
-        line_error_record,
-        read_context,
-        read_previous,
-        record_results,
-        still_to_run,
-        summary_line,
-    )
+    from supervisor.batch import OutputLog, batch_key, line_error_record, summary_line
 
     context: CliContext = ctx.obj
     for what, path in (
@@ -131,9 +123,84 @@ def batch_command(
     remote = context.remote(own=simulate or hosts is not None)
     defaults = context.defaults(remote)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    plan = plan_batch(tasks_path, context_path, output_path, model, defaults)
+    started = time.monotonic()
+    ending = Ending()
+    with OutputLog(plan.output) as log:
+        for error in plan.task_file.errors:
+            if (error.line, error.message) not in plan.previous.line_errors:
+                log.append(line_error_record(error))
+        if plan.todo:
+            grove = remote or context.local_grove(simulate=simulate, hosts=hosts)
+            root_options = {
+                "tools": defaults.tools(tools, defaults=False),
+                "allow": allow or (),
+                "budget": budget,
+            }
+            run_options = {
+                "concurrency": concurrency,
+                "advisor": advisor,
+                "key": batch_key(plan.output),
+                "workspace": "worktree" if worktrees else None,
+            }
+            ending = run_plan(grove, plan, log, root_options, run_options)
+    if ending.stopped is not None:
+        sys.stderr.write(printable(ending.stopped) + "\n")
+    elapsed = time.monotonic() - started
+    totals = plan.totals
+    line = summary_line(totals, elapsed, str(plan.output), interrupted=ending.unfinished)
+    sys.stdout.write(line + "\n")
+    if ending.unfinished >= 0:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if totals.failed or totals.malformed or totals.over_budget or ending.stopped is not None:
+        raise typer.Exit(1)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchPlan:
+    """What the read and skip stages found: the tasks, the shared context, the output and
+    what an earlier run left in it, the tasks still to run and their root's model."""
+
+    task_file: TaskFile
+    seed: list[tuple[str, str]]
+    output: Path
+    previous: PreviousRun
+    todo: list[Task]
+    root_model: ModelSpec | None
+    totals: Totals
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a run ended early: tasks left by Ctrl+C (-1: none was), or why it stopped."""
+
+    unfinished: int = -1
+    stopped: str | None = None
+
+
+def plan_batch(
+    tasks_path: Path,
+    context_path: Path | None,
+    output_path: Path | None,
+    model: str | None,
+    defaults: CommandDefaults,
+) -> BatchPlan:
+    """Read the tasks and the context, skip what the output says is done (exit 2 for what
+    cannot be used); the plan's line on stderr."""
+    from supervisor.batch import (
+        ContextError,
+        Totals,
+        default_output,
+        read_context,
+        read_previous,
+        still_to_run,
+    )
+
     task_file = read_task_file(tasks_path, defaults.aliases)
+    seed: list[tuple[str, str]] = []
     try:
-        seed = read_context(context_path) if context_path is not None else []
+        if context_path is not None:
+            seed = list(read_context(context_path))
     except ContextError as exc:
         fail(str(exc), code=2)
     out = output_path or default_output(tasks_path)
@@ -153,56 +220,50 @@ def batch_command(
         f"batch: {len(todo)} task(s) to run, {totals.skipped} skipped (already ok), "
         f"{totals.malformed} malformed line(s); output {out}\n"
     )
-    started = time.monotonic()
-    unfinished = -1
-    stopped: str | None = None
-    with OutputLog(out) as log:
-        for error in task_file.errors:
-            if (error.line, error.message) not in previous.line_errors:
-                log.append(line_error_record(error))
-        if todo:
-            grove = remote or context.local_grove(simulate=simulate, hosts=hosts)
-            progress = None
-            on_term = signal.signal(signal.SIGTERM, _interrupt)
-            try:
-                grove.start()
-                root = grove.create_root(
-                    str(root_model) if root_model else None,
-                    tools=defaults.tools(tools, defaults=False),
-                    allow=allow or (),
-                    budget=budget,
-                )
-                if seed:
-                    grove.seed(root.uuid, list(seed))
-                progress = progress_display(totals.total)  # rate and ETA count from here
-                steps = grove.run_batch(
-                    root.uuid,
-                    todo,
-                    concurrency=concurrency,
-                    advisor=advisor,
-                    key=batch_key(out),
-                    workspace="worktree" if worktrees else None,
-                )
-                for _ in record_results(steps, log, totals):
-                    progress.update(totals)
-            except KeyboardInterrupt:
-                unfinished = totals.total - totals.done
-            except grove_failures() as exc:
-                stopped = f"batch stopped: {failure_text(exc)}"
-            finally:
-                signal.signal(signal.SIGTERM, on_term)
-                if progress is not None:
-                    progress.close()
-                grove.close()
-    if stopped is not None:
-        sys.stderr.write(printable(stopped) + "\n")
-    sys.stdout.write(
-        summary_line(totals, time.monotonic() - started, str(out), interrupted=unfinished) + "\n"
+    return BatchPlan(
+        task_file=task_file,
+        seed=seed,
+        output=out,
+        previous=previous,
+        todo=todo,
+        root_model=root_model,
+        totals=totals,
     )
-    if unfinished >= 0:
-        raise typer.Exit(EXIT_INTERRUPTED)
-    if totals.failed or totals.malformed or totals.over_budget or stopped is not None:
-        raise typer.Exit(1)
+
+
+def run_plan(
+    grove: Grove | RemoteGrove,
+    plan: BatchPlan,
+    log: OutputLog,
+    root_options: dict[str, Any],
+    run_options: dict[str, Any],
+) -> Ending:
+    """The root with the shared context, then the tasks under it, each record to `log` as it
+    comes with the progress shown; Ctrl+C or SIGTERM, or Grove giving out, end it early."""
+    from supervisor.batch import record_results
+
+    progress = None
+    on_term = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        grove.start()
+        model = str(plan.root_model) if plan.root_model else None
+        root = grove.create_root(model, **root_options)
+        if plan.seed:
+            grove.seed(root.uuid, plan.seed)
+        progress = progress_display(plan.totals.total)  # rate and ETA count from here
+        steps = grove.run_batch(root.uuid, plan.todo, **run_options)
+        for totals in record_results(steps, log, plan.totals):
+            progress.update(totals)
+    except KeyboardInterrupt:
+        return Ending(unfinished=plan.totals.total - plan.totals.done)
+    except grove_failures() as exc:
+        return Ending(stopped=f"batch stopped: {failure_text(exc)}")
+    finally:
+        signal.signal(signal.SIGTERM, on_term)
+        if progress is not None:
+            progress.close()
+        grove.close()
+    return Ending()
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -18,7 +18,6 @@ from cli.context import (
     BudgetTimeOption,
     BudgetTokensOption,
     CliContext,
-    HostsOption,
     SimulateOption,
     ToolsOption,
     cli_budget,
@@ -46,7 +45,15 @@ def run_command(
         bool, typer.Option("--json", help="Print one JSON object at the end instead of text.")
     ] = False,
     simulate: SimulateOption = False,
-    hosts: HostsOption = None,
+    hosts: Annotated[
+        int | None,
+        typer.Option(
+            "--hosts",
+            min=1,
+            help="Agent host processes to start (default 1), in a Grove of this command's own "
+            "(also while a service is up).",
+        ),
+    ] = None,
     tools: ToolsOption = None,
     allow: AllowOption = None,
     budget_cost: BudgetCostOption = None,

@@ -236,6 +236,7 @@ PIPED = [
     ["batch", "tasks.jsonl", "--model", MODEL, "--output", "piped.out.jsonl"],
     ["agents"],
     ["events"],
+    ["events", "--follow"],  # ends only because nobody reads
     ["history", "{agent}"],
     ["usage"],
 ]
