@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
+from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
 from actors.transcript import entry_to_message, parts_to_data, to_messages
 from actors.turn_result import NewEntry as NewEntry
 from actors.turn_result import TurnResult as TurnResult
@@ -39,6 +40,7 @@ from providers.base import (
 )
 from providers.catalog import model_info
 from providers.errors import GroveError, ProviderError, is_context_overflow
+from providers.output import answer_message
 from providers.secrets import mask
 
 MAX_STEPS_PER_TURN = 50
@@ -200,6 +202,7 @@ class Agent:
         self._provider: Provider | None = None
         self._steering: list[NewEntry] = []
         self._billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        self._output: OutputType | None = None  # what this turn's answer must be
 
     @property
     def provider(self) -> Provider:
@@ -240,12 +243,15 @@ class Agent:
         user: NewEntry | None,
         emit: Emit,
         billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        output: OutputType | None = None,
     ) -> TurnResult:
         """Run one turn to its end. Failures are reported in the result, never raised.
-        `billed` is told what each request used as soon as it ends."""
+        `billed` is told what each request used as soon as it ends; `output` makes the final
+        answer typed: checked, and sent back with its problems up to its retries."""
         result = TurnResult()
         self.state = AgentState.IN_TURN
         self._billed = billed
+        self._output = output
         try:
             if user is not None:
                 self._append(result, user, entry_to_message(user))
@@ -277,7 +283,7 @@ class Agent:
                 if calls:
                     await self._run_tools(result, calls, emit)
                 steered = self._inject_steering(result)
-                if not calls and not steered:
+                if not calls and not steered and self._answered(result, turn, emit):
                     break
             else:
                 result.error = tool_steps_text(self.max_steps)
@@ -292,7 +298,38 @@ class Agent:
             result.error = mask(str(exc)) or type(exc).__name__
         finally:
             self.state = AgentState.IDLE
+            self._output = None
         return result
+
+    def _answered(self, result: TurnResult, turn: AssistantTurn, emit: Emit) -> bool:
+        """Whether the turn ends with this reply: always without a typed output; with one,
+        when the answer checks out or the retries are spent (then the last problem is kept
+        with the raw text). Otherwise the problem goes back to the model, and False."""
+        output = self._output
+        if output is None:
+            return True
+        answer = result.entries[-1].data  # the reply's stored data carries the outcome
+        try:
+            result.output = answer["output"] = read_answer(turn.text, output)
+        except AnswerError as exc:
+            problem = str(exc)
+            if result.output_retries >= output.retries:
+                result.output_error = answer["output_error"] = problem
+                return True
+            result.output_retries += 1
+            left = output.retries - result.output_retries + 1
+            retry = NewEntry(kind=RETRY_KIND, content=retry_text(problem, left), data={})
+            self._append(result, retry, entry_to_message(retry))
+            emit(
+                ProviderWarning(
+                    text=f"── the answer did not match the schema; asking again "
+                    f"({result.output_retries} of {output.retries}) ──"
+                )
+            )
+            return False
+        if result.output_retries:
+            answer["output_retries"] = result.output_retries
+        return True
 
     async def _step(self, emit: Emit) -> AssistantTurn:
         assert self.choice is not None
@@ -303,6 +340,7 @@ class Agent:
             tools=tuple(tool.spec for tool in self.tools.values()),
             thinking=self.choice.thinking,
             max_tokens=self.max_tokens,
+            output=self._output.request if self._output is not None else None,
         )
         provider = self.choice.provider
         estimate = estimated_input(request, self._tool_chars)
@@ -346,7 +384,10 @@ class Agent:
         try:
             async for event in self.provider.stream(request):
                 if isinstance(event, Finished):
-                    return event.turn
+                    if request.output is None:
+                        return event.turn
+                    # an answer given through the final tool is the reply's text
+                    return replace(event.turn, message=answer_message(event.turn.message))
                 if isinstance(event, RateLimitLeft):
                     left = event
                     continue
@@ -420,6 +461,8 @@ class Agent:
         self._append(result, NewEntry(kind="assistant", content=turn.text, data=data), turn.message)
         result.text = turn.text
         result.usage = result.usage + turn.usage
+        if result.output_retries:
+            result.retry_usage = result.retry_usage + turn.usage
         result.cost_usd += turn.cost_usd
         result.stop_reason = turn.stop_reason
 

@@ -27,6 +27,7 @@ from actors.agent import (
     TurnResult,
 )
 from actors.budget_guard import BudgetPort
+from actors.output import OutputType
 from actors.tools.grant import ToolGrant
 from actors.tools.worktrees import Worktree, WorktreeError, missing_text, settle
 from actors.transcript import Entry, join_messages, to_messages
@@ -75,6 +76,7 @@ class Ticket:
     uuid: str
     user: NewEntry | None
     choice: ModelChoice
+    output: OutputType | None = None  # a typed answer: its schema, checked here
 
 
 @dataclass(slots=True)
@@ -277,7 +279,9 @@ class AgentHostCore:
                 billed = functools.partial(self._billed, run.ticket.ticket_id, uuid)
             workspace, worktree = self._workspaces.get(uuid, (None, None))
             if _present(workspace):
-                result = await agent.run_turn(run.ticket.user, run.push, billed)
+                result = await agent.run_turn(
+                    run.ticket.user, run.push, billed, output=run.ticket.output
+                )
                 if worktree is not None and not result.cancelled:
                     result.worktree = await _settled(worktree, uuid)
             else:  # a worktree removed, or a repository this node does not share
@@ -439,5 +443,5 @@ async def _settled(worktree: Worktree, uuid: str) -> dict[str, str]:
     """Commit the agent's work to its branch; what the turn's result says of it."""
     try:
         return await settle(worktree, uuid)
-    except (WorktreeError, OSError) as exc:
+    except WorktreeError as exc:
         return {"branch": worktree.branch, "diff_stat": f"not committed: {exc}"}

@@ -21,7 +21,13 @@ from providers.base import (
 )
 
 # Entry kinds a model sees as user text, with the line that introduces them.
-USER_TEXT_KINDS = {"user": "", "advisor": "", "steering": "", "mail": "[mail from {sender}] "}
+USER_TEXT_KINDS = {
+    "user": "",
+    "advisor": "",
+    "steering": "",
+    "mail": "[mail from {sender}] ",
+    "output_retry": "",  # a typed answer's problems, sent back (actors/output.py)
+}
 COMPACTION_TEXT = """The earlier conversation was compacted; this summary replaces it:
 
 <summary>

@@ -30,6 +30,14 @@ class TurnResult:
     cancelled: bool = False
     # An agent in a worktree: its branch and diff stat since the fork.
     worktree: dict[str, str] | None = None
+    # Typed results: the checked answer (JSON data; the caller's Grove makes it an instance
+    # of its model), or why the last answer was not one once the retries ran out, and how
+    # many answers went back to the model (their requests are in `usage`, and apart in
+    # `retry_usage`).
+    output: Any = None
+    output_error: str | None = None
+    output_retries: int = 0
+    retry_usage: Usage = field(default_factory=Usage)
 
     @property
     def ok(self) -> bool:

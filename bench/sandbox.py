@@ -1,5 +1,6 @@
 """Benchmark: what the sandbox and worktrees cost. `bash -c true` through the tools' one launch
-path, sandboxed and not (p50 of 200 calls each, interleaved; goal: at most 20 ms more); and
+path, sandboxed and not (p50 of 200 calls each, interleaved; goal: at most 20 ms more; with
+the CPU time each call costs, and the machine's load, since waits grow with it); and
 100 children forked into worktrees of a clone of this repository against 100 sharing its
 directory: the time each worktree adds to the fork and to the children's turns, and its disk.
 
@@ -12,6 +13,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import subprocess
 import tempfile
 import time
@@ -26,12 +28,16 @@ GOAL_ADDED_MS = 20.0
 WARMUP = 10
 
 
-async def launch_latencies(root: Path, calls: int) -> dict[str, list[float]]:
-    """Milliseconds of each `bash -c true`, sandboxed and not, one of each in turn."""
+async def launch_latencies(root: Path, calls: int) -> dict[str, Any]:
+    """Milliseconds of each `bash -c true`, sandboxed and not, one of each in turn; and the
+    CPU time (user and system, of all the processes a call started) per call: what a call
+    costs the machine, which waiting for a busy CPU does not change."""
     policies = {"sandboxed": SandboxPolicy(), "unsandboxed": SandboxPolicy(mode="off")}
     samples: dict[str, list[float]] = {name: [] for name in policies}
+    cpu = dict.fromkeys(policies, 0.0)
     for index in range(WARMUP + calls):
         for name, policy in policies.items():
+            before = children_cpu_s()
             start = time.perf_counter()
             code = await run_process(["bash", "-c", "true"], root, policy, 30, lambda _: None)
             elapsed = (time.perf_counter() - start) * 1000
@@ -39,7 +45,13 @@ async def launch_latencies(root: Path, calls: int) -> dict[str, list[float]]:
                 raise SystemExit(f"sandbox bench: `bash -c true` exited {code} ({name})")
             if index >= WARMUP:
                 samples[name].append(elapsed)
-    return samples
+                cpu[name] += children_cpu_s() - before
+    return {"wall": samples, "cpu_ms": {name: cpu[name] * 1000 / calls for name in cpu}}
+
+
+def children_cpu_s() -> float:
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return used.ru_utime + used.ru_stime
 
 
 def disk_kb(path: Path) -> int:
@@ -100,7 +112,8 @@ def main() -> None:
     parser.add_argument("--children", type=int, default=100, help="0: no worktree figures")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="grove-bench-root-") as root:
-        samples = asyncio.run(launch_latencies(Path(root), args.calls))
+        launched = asyncio.run(launch_latencies(Path(root), args.calls))
+    samples, cpu = launched["wall"], launched["cpu_ms"]
     sandboxed, unsandboxed = (percentile(samples[k], 0.5) for k in ("sandboxed", "unsandboxed"))
     figures: dict[str, Any] = {
         "bench": "sandbox",
@@ -109,6 +122,9 @@ def main() -> None:
         "unsandboxed_p50_ms": round(unsandboxed, 2),
         "added_p50_ms": round(sandboxed - unsandboxed, 2),
         "ratio_p50": round(sandboxed / unsandboxed, 2),
+        "sandboxed_cpu_ms_per_call": round(cpu["sandboxed"], 2),
+        "unsandboxed_cpu_ms_per_call": round(cpu["unsandboxed"], 2),
+        "load_average_1m": os.getloadavg()[0],
         "goal_added_ms": GOAL_ADDED_MS,
         "goal_met": sandboxed - unsandboxed <= GOAL_ADDED_MS,
     }

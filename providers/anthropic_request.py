@@ -21,6 +21,8 @@ from providers.base import (
     ToolSpec,
 )
 from providers.http import Endpoint
+from providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
+from providers.output_schema import for_provider
 from providers.thinking import anthropic_thinking
 
 ANTHROPIC_VERSION = "2023-06-01"
@@ -61,7 +63,27 @@ def request_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
         body["tools"] = [wire_tool(tool) for tool in request.tools]
     if thinking is not None:
         body["thinking"] = thinking
+    if request.output is not None:
+        _ask_for_output(body, request, thinking_on=thinking is not None)
     return body, warnings
+
+
+def _ask_for_output(body: JSONObject, request: Request, *, thinking_on: bool) -> None:
+    """Structured outputs (`output_config.format`) where the model has them, else a final
+    tool the model must call: named when it is the only tool, any tool when there are
+    others. With thinking on, the API forces no tool: the system prompt asks instead."""
+    output = request.output
+    assert output is not None
+    if output_mode("anthropic", request) == "native":
+        schema = for_provider(output.schema, "anthropic")
+        config = body.setdefault("output_config", {})
+        config["format"] = {"type": "json_schema", "schema": schema}
+        return
+    body["tools"] = [*body.get("tools", []), wire_tool(output_tool(output))]
+    body["system"] = tool_mode_system(request.system)
+    if not thinking_on:
+        only = len(body["tools"]) == 1
+        body["tool_choice"] = {"type": "tool", "name": OUTPUT_TOOL} if only else {"type": "any"}
 
 
 def wire_tool(tool: ToolSpec) -> JSONObject:

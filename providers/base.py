@@ -105,8 +105,18 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class OutputSchema:
+    """A typed answer asked of the model: JSON matching `schema` (a JSON Schema whose root
+    is an object), known to the model as `name`. Each wire asks for it its own way."""
+
+    name: str
+    schema: JSONObject
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class Request:
-    """What an agent asks of a model. `thinking=None` means the provider's own default."""
+    """What an agent asks of a model. `thinking=None` means the provider's own default;
+    `output`, when set, asks for the final answer as JSON of that schema."""
 
     model: str
     messages: tuple[Message, ...]
@@ -114,6 +124,7 @@ class Request:
     tools: tuple[ToolSpec, ...] = ()
     thinking: ThinkingLevel | None = None
     max_tokens: int | None = None
+    output: OutputSchema | None = None
 
 
 # --- usage ----------------------------------------------------------------------------------

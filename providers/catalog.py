@@ -22,6 +22,11 @@ ThinkingStyle = Literal[
     "gemini_level",  # thinkingConfig.thinkingLevel (3.x)
 ]
 
+# How a model takes an output schema: natively (the wire's own JSON-schema field), natively
+# only when the request offers no tools (Gemini 2.5 refuses JSON answers with function
+# calling), or only through a forced final tool (providers/output.py).
+StructuredOutput = Literal["native", "native_without_tools", "tool"]
+
 PROVIDER_PREFIXES: tuple[tuple[str, ProviderName], ...] = (
     ("claude-", "anthropic"),
     ("gpt-", "openai"),
@@ -54,6 +59,7 @@ class ModelInfo:
     supports_tools: bool = True
     supports_images: bool = True  # image input (snapcompact frames need it)
     can_disable_thinking: bool = True
+    structured_output: StructuredOutput = "native"
     known: bool = True
 
     @property
@@ -70,6 +76,7 @@ def _model(
     prices: tuple[float, float, float, float],
     *,
     can_disable_thinking: bool = True,
+    structured_output: StructuredOutput = "native",
 ) -> ModelInfo:
     return ModelInfo(
         id=model_id,
@@ -82,6 +89,7 @@ def _model(
         price_cache_read=prices[2],
         price_cache_write=prices[3],
         can_disable_thinking=can_disable_thinking,
+        structured_output=structured_output,
     )
 
 
@@ -111,9 +119,16 @@ _MODELS: tuple[ModelInfo, ...] = (
         65_536,
         "gemini_budget",
         (0.10, 0.40, 0.025, 0.0),
+        structured_output="native_without_tools",
     ),
     _model(
-        "gemini-2.5-flash", "google", 1_048_576, 65_536, "gemini_budget", (0.30, 2.50, 0.075, 0.0)
+        "gemini-2.5-flash",
+        "google",
+        1_048_576,
+        65_536,
+        "gemini_budget",
+        (0.30, 2.50, 0.075, 0.0),
+        structured_output="native_without_tools",
     ),
     _model(
         "gemini-2.5-pro",
@@ -123,6 +138,7 @@ _MODELS: tuple[ModelInfo, ...] = (
         "gemini_budget",
         (1.25, 10.0, 0.31, 0.0),
         can_disable_thinking=False,
+        structured_output="native_without_tools",
     ),
     _model("gemini-3.0-flash", "google", 1_048_576, 65_536, "gemini_level", (0.50, 3.0, 0.05, 0.0)),
     _model(
@@ -217,8 +233,18 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
         price_cache_write=family.price_cache_write,
         supports_tools=family.supports_tools,
         can_disable_thinking=family.can_disable_thinking and "pro" not in model,
+        structured_output=_structured_output(model, family),
         known=False,
     )
+
+
+def _structured_output(model: str, family: ModelInfo) -> StructuredOutput:
+    """A dated snapshot of a known model takes schemas as the model does; another Claude id
+    (models before 4.5 lack structured outputs) goes through the forced tool, which every
+    Claude model with tools takes."""
+    if family.provider == "anthropic" and not model.startswith(family.id):
+        return "tool"
+    return family.structured_output
 
 
 def _openai_accepts_none(model: str) -> bool:

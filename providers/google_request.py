@@ -20,6 +20,8 @@ from providers.base import (
 from providers.catalog import model_info
 from providers.errors import UnknownModelError
 from providers.google_stream import TEXT_SIGNATURE_DATA
+from providers.output import output_mode, output_tool, tool_mode_system
+from providers.output_schema import for_provider
 from providers.thinking import google_thinking_config
 
 # Gemini 3 rejects a model turn whose first functionCall carries no thoughtSignature. Calls
@@ -33,11 +35,19 @@ def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
     body: JSONObject = {
         "contents": contents(request.messages, _validates_signatures(request.model))
     }
-    if request.system:
-        body["systemInstruction"] = {"parts": [{"text": request.system}]}
-    if request.tools:
-        body["tools"] = [{"functionDeclarations": [declaration(t) for t in request.tools]}]
+    system, tools = request.system, request.tools
     generation: JSONObject = {}
+    if request.output is not None:
+        if output_mode("google", request) == "native":
+            generation["responseMimeType"] = "application/json"
+            generation["responseJsonSchema"] = for_provider(request.output.schema, "google")
+        else:  # Gemini 2.5 with tools: a final function the model must call
+            system, tools = tool_mode_system(system), (*tools, output_tool(request.output))
+            body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY"}}
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": system}]}
+    if tools:
+        body["tools"] = [{"functionDeclarations": [declaration(t) for t in tools]}]
     if request.max_tokens is not None:
         generation["maxOutputTokens"] = request.max_tokens
     thinking_config, warning = google_thinking_config(request.model, request.thinking)

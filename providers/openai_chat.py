@@ -24,7 +24,7 @@ from providers.catalog import infer_provider
 from providers.errors import ProviderHTTPError
 from providers.http import Endpoint, PreparedRequest
 from providers.openai_chat_parser import ChatParser
-from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error
+from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error, strict_format
 from providers.thinking import OPENAI_EFFORTS, openai_reasoning
 
 
@@ -58,6 +58,11 @@ def request_body(request: Request) -> JSONObject:
         body["tools"] = [tool_definition(tool) for tool in request.tools]
     if request.max_tokens is not None:
         body["max_completion_tokens"] = request.max_tokens
+    if request.output is not None:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": strict_format(request.output),
+        }
     effort = reasoning_effort(request.model, request.thinking)
     if effort is not None:
         body["reasoning_effort"] = effort

@@ -25,7 +25,7 @@ from providers.base import (
 from providers.errors import ProviderHTTPError
 from providers.http import Endpoint, PreparedRequest
 from providers.openai_responses_parser import ResponsesParser
-from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error
+from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error, strict_format
 from providers.thinking import openai_reasoning
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
@@ -64,6 +64,8 @@ def request_body(request: Request) -> JSONObject:
         body["tools"] = [tool_definition(tool) for tool in request.tools]
     if request.max_tokens is not None:
         body["max_output_tokens"] = request.max_tokens
+    if request.output is not None:
+        body["text"] = {"format": {"type": "json_schema", **strict_format(request.output)}}
     reasoning = openai_reasoning(request.model, request.thinking)
     if reasoning is not None:
         body["reasoning"] = reasoning

@@ -11,9 +11,10 @@ from typing import Any
 import httpx
 
 from providers import wirejson
-from providers.base import JSONObject, ProviderName
+from providers.base import JSONObject, OutputSchema, ProviderName
 from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
 from providers.http import Endpoint
+from providers.output_schema import for_provider
 from providers.retry import retry_after_from_headers
 from providers.secrets import mask
 from providers.sse import ServerSentEvent
@@ -57,6 +58,12 @@ def api_path(endpoint: Endpoint, route: str) -> str:
     if endpoint.base_url.rstrip("/").endswith("/v1"):
         return f"/{route}"
     return f"/v1/{route}"
+
+
+def strict_format(output: OutputSchema) -> JSONObject:
+    """The `json_schema` format both wires take (Responses `text.format`, Chat's
+    `response_format.json_schema`): the schema made strict-compatible, strict on."""
+    return {"name": output.name, "schema": for_provider(output.schema, PROVIDER), "strict": True}
 
 
 def auth_headers(endpoint: Endpoint) -> dict[str, str]:

@@ -18,8 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from pydantic import BaseModel
 
 from actors.agent import TurnResult
+from actors.output import DEFAULT_OUTPUT_RETRIES, OutputType
 from actors.remote import HostSettings
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import list_server_tools
@@ -38,6 +40,8 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, SupervisorError
 from supervisor.fleet import ProviderLimits
 from supervisor.local_ray import prepare_local_ray
+from supervisor.output_types import OutputTypeLike, model_of, typed
+from supervisor.output_types import output_type as make_output
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
 from supervisor.service import Limits
 from supervisor.store import open_store, store_files
@@ -83,8 +87,10 @@ class Turn:
         host: Any,
         supervisor: Any,
         on_approval: Callable[[str], None] | None = None,
+        output_model: type[BaseModel] | None = None,
     ) -> None:
         self.ticket_id = ticket_id
+        self.output_model = output_model  # a typed answer is read into it
         self.agent = agent
         self._host = host
         self._supervisor = supervisor
@@ -118,7 +124,7 @@ class Turn:
                 self._supervisor.wait_turn.remote(self.agent, timeout_s), timeout=timeout_s + 30
             )
             result = fallback if fallback is not None else TurnResult(error="interrupted")
-        return result
+        return typed(result, self.output_model)
 
 
 class Grove:
@@ -141,6 +147,8 @@ class Grove:
         self._stack = ExitStack()
         self._started_ray = False
         self._approvers: dict[str, Approver] = {}
+        # The pydantic models typed answers are read into, by agent (create_root, fork_many).
+        self._output_models: dict[str, type[BaseModel]] = {}
         self.supervisor: Any = None
 
     def __enter__(self) -> Grove:
@@ -322,6 +330,8 @@ class Grove:
         allow: Sequence[str] = (),
         approver: Approver | None = None,
         budget: Budget | None = None,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> AgentRecord:
         """A new root agent; `isolation="process"` gives it a host process of its own.
         `tools`: built-in tool names (fork, send, wait, todo, read, search, find, write, edit,
@@ -329,7 +339,10 @@ class Grove:
         agent to whichever node runs it. `allow` names tools to run without asking, over the
         `[tools.policy]` of the config; `approver` answers for the tools to ask about
         (see `set_approver`). `budget` limits the whole tree (children and reviewers draw on
-        it); without one, `[budget]` of the config applies, if set."""
+        it); without one, `[budget]` of the config applies, if set. `output_type` (a pydantic
+        model or a JSON schema dict) makes every answer of the agent typed: `TurnResult.output`
+        is the checked answer, a malformed one goes back to the model `output_retries`
+        times."""
         text = model or self.settings.defaults.model
         try:
             spec = parse_model_spec(text, self.settings.models.aliases) if text else None
@@ -349,10 +362,33 @@ class Grove:
         limits = budget.as_dict() if budget is not None else self.settings.budget.budget()
         if limits is not None:
             entries["budget"] = limits
+        if output_type is not None:
+            provider = spec.provider if spec else None
+            entries["output"] = make_output(output_type, output_retries, provider).to_data()
         record: AgentRecord = self._call("create_root", spec, system, isolation, entries)
+        self._remember_model([record.uuid], output_type)
         if approver is not None:
             self.set_approver(record.uuid, approver)
         return record
+
+    def _remember_model(self, agents: Sequence[str], output_type: OutputTypeLike | None) -> None:
+        model = model_of(output_type)
+        if model is not None:
+            self._output_models.update(dict.fromkeys(agents, model))
+
+    def _typed(self, agent: str, result: TurnResult) -> TurnResult:
+        return typed(result, self._output_models.get(agent))
+
+    def _output(
+        self, agent: str, output_type: OutputTypeLike | None, retries: int, model: str | None
+    ) -> OutputType | None:
+        """The OutputType of a turn of `agent` (or of its children on `model`), checked for
+        the provider it will run on."""
+        if output_type is None:
+            return None
+        spec = self._spec(model)
+        provider = spec.provider if spec else self.agent(agent).provider
+        return make_output(output_type, retries, provider)  # type: ignore[arg-type]
 
     def _mcp_tools(self, names: Sequence[str]) -> list[dict[str, Any]]:
         """The schemas of the MCP tools `names` grants, listed from the servers now (a server
@@ -375,14 +411,34 @@ class Grove:
         configured = {**self.settings.tools.policy, **dict.fromkeys(allow, "allow")}
         return {name: policy_for(name, configured) for name in names}
 
-    def send(self, agent: str, text: str) -> Turn:
-        """Start a turn (CommandError for the rules: no model, dead agent, ...)."""
-        ticket, host = self._call("begin_turn", agent, text)
-        return self._turn(ticket.ticket.ticket_id, ticket.ticket.uuid, host)
+    def send(
+        self,
+        agent: str,
+        text: str,
+        *,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> Turn:
+        """Start a turn (CommandError for the rules: no model, dead agent, ...). With
+        `output_type` its answer is typed (see `create_root`)."""
+        output = self._output(agent, output_type, output_retries, None)
+        ticket, host = self._call("begin_turn", agent, text, output)
+        uuid = ticket.ticket.uuid
+        model = model_of(output_type) if output_type is not None else None
+        return self._turn(ticket.ticket.ticket_id, uuid, host, model)
 
-    def _turn(self, ticket_id: str, agent: str, host: Any) -> Turn:
+    def _turn(
+        self, ticket_id: str, agent: str, host: Any, model: type[BaseModel] | None = None
+    ) -> Turn:
         approve = self._answer_approval if self._approvers else None
-        return Turn(ticket_id, agent, host, self.supervisor, on_approval=approve)
+        return Turn(
+            ticket_id,
+            agent,
+            host,
+            self.supervisor,
+            on_approval=approve,
+            output_model=model or self._output_models.get(agent),
+        )
 
     def set_approver(self, session: str, approver: Approver | None) -> None:
         """Who answers "may this tool run?" for a session's "ask" tools: a function given
@@ -430,6 +486,8 @@ class Grove:
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
@@ -438,8 +496,11 @@ class Grove:
         `keys` (one per prompt) name the children so that a repeated call returns them;
         `budget` limits what the children and their descendants spend together (on top of
         the tree's budget); `workspace="worktree"` puts each child in a git worktree of its
-        own (see `fork`), "shared" in the parent's directory (default: `[tools] workspace`)."""
+        own (see `fork`), "shared" in the parent's directory (default: `[tools] workspace`);
+        `output_type` makes the children's answers typed (see `create_root`): their results
+        (`wait_any`, `answered`) carry `output`."""
         spec, reviewer = self._spec(model), self._spec(advisor)
+        output = self._output(parent, output_type, output_retries, model)
         if keys is None:
             keys = [uuidlib.uuid4().hex for _ in prompts]  # makes the call safe to repeat
         children: list[str] = self._call(
@@ -453,8 +514,10 @@ class Grove:
             keys,
             budget,
             workspace,
+            output,
             timeout_s=600,
         )
+        self._remember_model(children, output_type)
         return children
 
     def fork(
@@ -504,7 +567,7 @@ class Grove:
         """Children forked under any of `keys` that have a stored answer: key -> (agent,
         result). What an interrupted batch already finished, found again on its rerun."""
         found: dict[str, tuple[str, TurnResult]] = self._call("answered", keys, timeout_s=600)
-        return found
+        return {key: (agent, self._typed(agent, result)) for key, (agent, result) in found.items()}
 
     def run_batch(
         self,
@@ -549,7 +612,10 @@ class Grove:
         done: dict[str, TurnResult | None] = self._call(
             "wait_any", agents, timeout_s, timeout_s=timeout_s + CALL_TIMEOUT_S
         )
-        return done
+        return {
+            agent: None if result is None else self._typed(agent, result)
+            for agent, result in done.items()
+        }
 
     def route_mail(self, mails: list[tuple[str, str, str]]) -> list[int]:
         """Deliver many `(sender, recipient, text)` mails with one supervisor call, one store
@@ -558,8 +624,19 @@ class Grove:
         ids: list[int] = self._call("route_mail", mails, timeout_s=CALL_TIMEOUT_S * 5)
         return ids
 
-    def ask(self, agent: str, text: str, timeout_s: float = 3600.0) -> TurnResult:
-        return self.send(agent, text).result(timeout_s)
+    def ask(
+        self,
+        agent: str,
+        text: str,
+        timeout_s: float = 3600.0,
+        *,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> TurnResult:
+        """Send `text` and wait for the turn's result; `output_type` makes the answer typed:
+        `result.output` is an instance of the model (a dict for a schema dict)."""
+        turn = self.send(agent, text, output_type=output_type, output_retries=output_retries)
+        return turn.result(timeout_s)
 
     def dispatch(self, session: str, line: str, origin: str = "api") -> CommandOutcome:
         outcome: CommandOutcome = self._call("dispatch", session, line, origin, timeout_s=3600)
@@ -599,7 +676,7 @@ class Grove:
 
     def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
         result: TurnResult | None = self._call("wait_turn", agent, timeout_s, timeout_s=timeout_s)
-        return result
+        return None if result is None else self._typed(agent, result)
 
     def host_pids(self) -> dict[str, int]:
         """The process id of each live agent host, by host id."""

@@ -9,6 +9,7 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from typing import Any
 
+from actors.output import OutputType
 from providers.catalog import ModelSpec
 from supervisor.budget_rules import BUDGET_KEYS, Budget, group_entry
 from supervisor.store.records import AgentRecord
@@ -30,11 +31,12 @@ def child_records(
     budget: Budget | None = None,
     retry_interrupted: bool = False,
     keys: Sequence[str] | None = None,
+    output: OutputType | None = None,
 ) -> list[AgentRecord]:
     """`count` children of `parent` forked after its message `point`, all made at one time:
     `model` or the parent's, the metadata they inherit, and what this fork adds: a system
     prompt in place of the parent's, a `budget` they share, retries of interrupted turns, a
-    key each (`keys`)."""
+    key each (`keys`), a typed answer (`output`)."""
     shared: dict[str, Any] = {
         key: parent.metadata[key] for key in INHERITED_METADATA if key in parent.metadata
     }
@@ -45,6 +47,8 @@ def child_records(
         shared["budget_groups"] = [*groups, group_entry(budget, parent.uuid)]
     if retry_interrupted:
         shared["retry_interrupted"] = True
+    if output is not None:
+        shared["output"] = output.to_data()
     now = time.time()
     return [
         AgentRecord(

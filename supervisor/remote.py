@@ -20,6 +20,7 @@ from actors.advisor import ReviewerSpec, ReviewReport
 from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.collector import tune_collector
 from actors.host import Activation, Ticket
+from actors.output import OutputType
 from actors.remote import AgentHost, HostSettings
 from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from providers.base import AssistantTurn, RateLimitLeft
@@ -354,9 +355,11 @@ class Supervisor:
         self._wake()
         return self.approvals.answer(request_id, decision)
 
-    async def begin_turn(self, uuid: str, text: str | None) -> tuple[TurnTicket, Any]:
+    async def begin_turn(
+        self, uuid: str, text: str | None, output: OutputType | None = None
+    ) -> tuple[TurnTicket, Any]:
         self._wake()
-        ticket = await self.core.begin_turn(uuid, text)
+        ticket = await self.core.begin_turn(uuid, text, output=output)
         return ticket, self.host(ticket.host_id)
 
     async def fleet_acquire_many(self, requests: list[tuple[str, int]]) -> list[float]:
@@ -436,10 +439,12 @@ class Supervisor:
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
+        output: OutputType | None = None,
     ) -> list[str]:
         """`advisor`: a reviewer on that model watches every child from its first turn;
         `budget`: the children (and theirs) draw on it, besides their tree's budget;
-        `workspace`: "shared" or "worktree" (default: `[tools] workspace`)."""
+        `workspace`: "shared" or "worktree" (default: `[tools] workspace`); `output`: their
+        answers are typed."""
         self._wake()
 
         async def attach(children: list[AgentRecord]) -> None:
@@ -458,6 +463,7 @@ class Supervisor:
             keys=keys,
             budget=budget,
             workspace=workspace,
+            output=output,
         )
         return [record.uuid for record in children]
 

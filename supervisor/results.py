@@ -44,6 +44,10 @@ def result_json(result: TurnResult) -> dict[str, Any]:
         "usage": result.usage.as_dict(),
         "cost_usd": result.cost_usd,
         "worktree": result.worktree,
+        "output": result.output,
+        "output_error": result.output_error,
+        "output_retries": result.output_retries,
+        "retry_usage": result.retry_usage.as_dict(),
         "entries": [
             {"kind": entry.kind, "content": entry.content, "data": entry.data}
             for entry in result.entries
@@ -64,4 +68,8 @@ def result_from_json(data: dict[str, Any]) -> TurnResult:
         error=data.get("error"),
         cancelled=bool(data.get("cancelled")),
         worktree=data.get("worktree"),
+        output=data.get("output"),
+        output_error=data.get("output_error"),
+        output_retries=int(data.get("output_retries") or 0),
+        retry_usage=Usage(**data.get("retry_usage", {})),
     )

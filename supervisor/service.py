@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.agent import NewEntry, TurnResult
 from actors.host import Activation, Ticket
+from actors.output import OutputType
 from actors.tools.grant import ToolGrant
 from actors.transcript import parts_to_data
 from providers.base import TextPart, Usage
@@ -209,10 +210,16 @@ class SupervisorCore:
     # --- turns ----------------------------------------------------------------------------
 
     async def begin_turn(
-        self, uuid: str, text: str | None, *, entry: NewEntry | None = None
+        self,
+        uuid: str,
+        text: str | None,
+        *,
+        entry: NewEntry | None = None,
+        output: OutputType | None = None,
     ) -> TurnTicket:
         """Check the rules, persist the user message, start the turn on the agent's host.
-        `entry` instead of `text` starts the turn with a message stored already (advice).
+        `entry` instead of `text` starts the turn with a message stored already (advice);
+        `output` makes its answer typed (else the agent's own, if its record has one).
 
         Turns of one agent begin one at a time, in arrival order. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
@@ -243,8 +250,14 @@ class SupervisorCore:
             user: NewEntry | None = entry
             if text is not None:
                 user = stored_entry(self.store.append_message(record.uuid, "user", text))
+            if output is None and "output" in record.metadata:
+                output = OutputType.from_data(record.metadata["output"])
             ticket = Ticket(
-                ticket_id=uuidlib.uuid4().hex, uuid=record.uuid, user=user, choice=choice
+                ticket_id=uuidlib.uuid4().hex,
+                uuid=record.uuid,
+                user=user,
+                choice=choice,
+                output=output,
             )
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()
@@ -270,6 +283,7 @@ class SupervisorCore:
         keys: Sequence[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
+        output: OutputType | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
@@ -278,7 +292,8 @@ class SupervisorCore:
         the children share, besides their tree's. `keys` make the call idempotent: a child
         already forked from this parent under a key is returned as it is, not forked again
         (a caller repeating a call cut off by a restart). `workspace="worktree"` gives each
-        child a git worktree of its own (supervisor/worktrees.py)."""
+        child a git worktree of its own (supervisor/worktrees.py); `output` makes their
+        answers typed."""
         parent = self.agent(parent_uuid)
         if not prompts:
             return []
@@ -300,6 +315,7 @@ class SupervisorCore:
                         [keys[index] for index in fresh],
                         budget,
                         workspace,
+                        output,
                     )
                     if fresh
                     else []
@@ -309,7 +325,7 @@ class SupervisorCore:
             self.budget_check(parent, False)
         point = self.store.conversation_end(parent.uuid)
         records = child_records(
-            parent, model, point, len(prompts), system, budget, retry_interrupted, keys
+            parent, model, point, len(prompts), system, budget, retry_interrupted, keys, output
         )
         choices = [choice_of(record) for record in records]
         if None in choices:
@@ -342,6 +358,7 @@ class SupervisorCore:
                 uuid=record.uuid,
                 user=stored_entry(stored_prompt),
                 choice=choice,
+                output=output,
             )
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()
@@ -444,6 +461,9 @@ class SupervisorCore:
                     cost_usd=float(message.data.get("cost_usd", 0.0)),
                     stop_reason=message.data.get("stop_reason"),
                     worktree=message.data.get("worktree"),
+                    output=message.data.get("output"),
+                    output_error=message.data.get("output_error"),
+                    output_retries=int(message.data.get("output_retries", 0)),
                 )
         return None
 

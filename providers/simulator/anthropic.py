@@ -9,7 +9,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from providers.ratelimit import Admission
-from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
+from providers.simulator.schema_rules import closed_objects_problem
+from providers.simulator.script import (
+    Entry,
+    Inbound,
+    Plan,
+    Structured,
+    estimate_tokens,
+    invalid_answers_left,
+    locate_script,
+)
 from providers.simulator.wire import (
     Frame,
     InvalidRequest,
@@ -80,7 +89,8 @@ class AnthropicMessages:
             if not isinstance(content, str):
                 objects(content, f"messages.{index}.content")
         tools = objects(body.get("tools"), "tools")
-        script, step = locate_script(_entry(message) for message in messages)
+        entries = [_entry(message) for message in messages]
+        script, step = locate_script(entries)
         return Inbound(
             model=model,
             prompt=_last_user_prompt(messages),
@@ -91,6 +101,8 @@ class AnthropicMessages:
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("system"), messages, tools]),
             body=body,
+            structured=_structured(body, tools),
+            invalid_left=invalid_answers_left(entries),
         )
 
     def error(
@@ -217,6 +229,34 @@ class AnthropicMessages:
         return _message(
             random_id("msg_01", 22), inbound, content, _stop_reason(plan), plan.content_events
         )
+
+
+def _structured(body: dict[str, Any], tools: list[dict[str, Any]]) -> Structured | None:
+    """A forced tool (`tool_choice` tool, or any: the last tool), else `output_config.format`
+    (or the beta's `output_format`) with its schema, else None."""
+    choice = body.get("tool_choice")
+    if isinstance(choice, dict) and choice.get("type") in ("tool", "any") and tools:
+        name = choice.get("name") if choice["type"] == "tool" else tools[-1].get("name")
+        tool = next((t for t in tools if t.get("name") == name), None)
+        if tool is None:
+            raise InvalidRequest(f"tool_choice.name: no tool named {name!r} in tools")
+        schema = tool.get("input_schema")
+        return Structured(schema=schema if isinstance(schema, dict) else {}, tool=str(name))
+    config = body.get("output_config")
+    given = [
+        ("output_config.format", config.get("format") if isinstance(config, dict) else None),
+        ("output_format", body.get("output_format")),
+    ]
+    for field, form in given:
+        if form is None:
+            continue
+        if not isinstance(form, dict) or form.get("type") != "json_schema":
+            raise InvalidRequest(f"{field}.type: Input should be 'json_schema'")
+        problem = closed_objects_problem(form.get("schema"), f"{field}.schema")
+        if problem is not None:
+            raise InvalidRequest(problem)
+        return Structured(schema=form["schema"])
+    return None
 
 
 def _last_user_prompt(messages: list[dict[str, Any]]) -> str:

@@ -17,7 +17,10 @@ that tool instead of answering in text), `calls` (a JSON array of `{"name": ...,
 objects, `args` optional: make all these calls in one reply; not with `tool` or `args`), `step`
 (1 or more: the directive applies only to that reply, see below), `model` (a model id: the
 directive applies only to requests for that model, e.g. one of several reviewers), `stop`
-(`length`: the reply ends as one cut off by its output limit, with each wire's own reason).
+(`length`: the reply ends as one cut off by its output limit, with each wire's own reason),
+`invalid_output` (N: the first N answers to a structured request, counted from the message
+that carries it, are malformed JSON; each user message after it counts one answer, as an
+answer sent back with its validation error is followed by one).
 
 Which directives count (script.py applies this): the script is the last user message that
 carries text; the reply to it is step 1, and each tool-result round trip after it adds one. At
@@ -59,6 +62,7 @@ KEYS = (
     "step",
     "model",
     "stop",
+    "invalid_output",
 )
 MAX_TOKENS = 100_000
 MAX_STEP = 10_000
@@ -110,6 +114,7 @@ class Directive:
     step: int | None = None
     model: str | None = None  # only requests for this model id (several reviewers at once)
     stop: Literal["length"] | None = None  # end the reply as cut off by the output limit
+    invalid_output: int | None = None  # the first N structured answers are malformed
 
     @property
     def scripted_calls(self) -> tuple[ScriptedCall, ...]:
@@ -297,6 +302,7 @@ def _directive(source: str, audience: Audience, fields: dict[str, str]) -> Direc
         step=step,
         model=fields.get("model"),
         stop="length" if stop else None,
+        invalid_output=_whole(fields, "invalid_output", MAX_STEP, minimum=1),
     )
 
 

@@ -11,7 +11,15 @@ import re
 from typing import Any
 
 from providers.ratelimit import Admission
-from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
+from providers.simulator.script import (
+    Entry,
+    Inbound,
+    Plan,
+    Structured,
+    estimate_tokens,
+    invalid_answers_left,
+    locate_script,
+)
 from providers.simulator.wire import (
     Frame,
     FrameRole,
@@ -92,8 +100,8 @@ class GeminiGenerateContent:
             declarations = _field(tool, "functionDeclarations", "function_declarations")
             objects(declarations, f"tools.{index}.functionDeclarations")
         system = _field(body, "systemInstruction", "system_instruction")
-        entries = (_entry(content) for content in contents)
-        script, step = locate_script(entry for entry in entries if entry is not None)
+        entries = [entry for content in contents if (entry := _entry(content)) is not None]
+        script, step = locate_script(entries)
         return Inbound(
             model=endpoint["model"],
             prompt=_last_user_prompt(contents),
@@ -104,6 +112,8 @@ class GeminiGenerateContent:
             stream=stream,
             input_tokens=estimate_tokens([system, contents, tools], "google"),
             body=body,
+            structured=_structured(endpoint["model"], body, tools),
+            invalid_left=invalid_answers_left(entries),
         )
 
     def error(
@@ -312,6 +322,60 @@ def _user_text(content: dict[str, Any]) -> str | None:
     parts: list[dict[str, Any]] = content.get("parts") or []
     texts = [str(part["text"]) for part in parts if "text" in part]
     return "\n".join(texts) if texts else None
+
+
+def _structured(model: str, body: dict[str, Any], tools: list[dict[str, Any]]) -> Structured | None:
+    """Function calling in mode ANY (the first allowed function, else the last declared),
+    else a JSON answer (`responseMimeType` application/json, with `responseJsonSchema` or
+    the OpenAPI-style `responseSchema`). Gemini 2.5 refuses JSON answers with functions."""
+    declarations = {
+        str(declaration.get("name")): declaration
+        for tool in tools
+        for declaration in _field(tool, "functionDeclarations", "function_declarations") or []
+    }
+    calling = _field(
+        _field(body, "toolConfig", "tool_config"),
+        "functionCallingConfig",
+        "function_calling_config",
+    )
+    if _field(calling, "mode", "mode") == "ANY" and declarations:
+        allowed = _field(calling, "allowedFunctionNames", "allowed_function_names") or []
+        name = str(allowed[0]) if allowed else list(declarations)[-1]
+        declaration = declarations.get(name, {})
+        schema = _field(declaration, "parametersJsonSchema", "parameters_json_schema")
+        if schema is None:
+            schema = _openapi_to_json_schema(_field(declaration, "parameters", "parameters"))
+        return Structured(schema=schema if isinstance(schema, dict) else {}, tool=name)
+    config = _field(body, "generationConfig", "generation_config")
+    if _field(config, "responseMimeType", "response_mime_type") != "application/json":
+        return None
+    if declarations and model.startswith("gemini-2"):
+        raise InvalidRequest(
+            "Function calling with a response mime type: 'application/json' is unsupported"
+        )
+    schema = _field(config, "responseJsonSchema", "response_json_schema")
+    if schema is None:
+        schema = _openapi_to_json_schema(_field(config, "responseSchema", "response_schema"))
+    return Structured(schema=schema if isinstance(schema, dict) else {"type": "object"})
+
+
+def _openapi_to_json_schema(schema: Any) -> Any:
+    """Gemini's OpenAPI-style Schema (`"type": "OBJECT"`, `nullable`) as JSON Schema."""
+    if isinstance(schema, list):
+        return [_openapi_to_json_schema(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    converted = {
+        key: _openapi_to_json_schema(value) for key, value in schema.items() if key != "nullable"
+    }
+    kind = converted.get("type")
+    if isinstance(kind, str):
+        converted["type"] = kind.lower()
+        if schema.get("nullable") is True:
+            converted["type"] = [kind.lower(), "null"]
+    if "any_of" in converted:
+        converted["anyOf"] = converted.pop("any_of")
+    return converted
 
 
 def _declared_names(tools: list[dict[str, Any]]) -> list[str]:

@@ -10,7 +10,14 @@ import time
 from typing import Any
 
 from providers.simulator import openai_common
-from providers.simulator.script import Entry, Inbound, Plan, estimate_tokens, locate_script
+from providers.simulator.script import (
+    Entry,
+    Inbound,
+    Plan,
+    estimate_tokens,
+    invalid_answers_left,
+    locate_script,
+)
 from providers.simulator.wire import (
     Frame,
     FrameRole,
@@ -50,22 +57,31 @@ class OpenAIChat(openai_common.OpenAIAPI):
                 )
         tools = objects(body.get("tools"), "tools")
         effort = body.get("reasoning_effort")
-        entries = (_entry(message) for message in messages)
-        script, step = locate_script(entry for entry in entries if entry is not None)
+        entries = [entry for message in messages if (entry := _entry(message)) is not None]
+        script, step = locate_script(entries)
+        functions = {
+            str(tool["function"].get("name")): tool["function"].get("parameters")
+            for tool in tools
+            if isinstance(tool.get("function"), dict)
+        }
+        form = body.get("response_format")
+        structured = openai_common.forced_function(body.get("tool_choice"), functions)
+        if structured is None and isinstance(form, dict) and form.get("type") == "json_schema":
+            structured = openai_common.json_schema_format(
+                form.get("json_schema"), "response_format.json_schema"
+            )
         return Inbound(
             model=model,
             prompt=_last_user_prompt(messages),
             script=script,
             step=step,
-            offered_tools=frozenset(
-                str(tool["function"].get("name"))
-                for tool in tools
-                if isinstance(tool.get("function"), dict)
-            ),
+            offered_tools=frozenset(functions),
             thinking=effort is not None and openai_common.reasoning_effort_on(effort),
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([messages, tools], "openai"),
             body=body,
+            structured=structured,
+            invalid_left=invalid_answers_left(entries),
         )
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:

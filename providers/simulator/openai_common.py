@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from providers.ratelimit import Admission
+from providers.simulator.schema_rules import strict_problem
+from providers.simulator.script import Structured
 from providers.simulator.wire import (
     InvalidRequest,
     Problem,
@@ -142,3 +144,42 @@ def openai_duration(seconds: float) -> str:
         return f"{seconds:.3f}".rstrip("0").rstrip(".") + "s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes}m{rest}s"
+
+
+def json_schema_format(form: object, param: str) -> Structured | None:
+    """A `json_schema` format (Responses `text.format`, Chat `response_format.json_schema`
+    with its type beside it) as a structured request; a strict schema OpenAI would refuse
+    gets its 400, as does a format without a name or a schema."""
+    if not isinstance(form, dict):
+        return None
+    name = form.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidRequest(f"Missing required parameter: '{param}.name'.", param=f"{param}.name")
+    schema = form.get("schema")
+    if not isinstance(schema, dict):
+        raise InvalidRequest(
+            f"Missing required parameter: '{param}.schema'.", param=f"{param}.schema"
+        )
+    if form.get("strict") is True:
+        problem = strict_problem(schema)
+        if problem is not None:
+            raise InvalidRequest(
+                f"Invalid schema for response_format '{name}': {problem}", param=param
+            )
+    return Structured(schema=schema)
+
+
+def forced_function(choice: object, functions: dict[str, Any]) -> Structured | None:
+    """`tool_choice` "required" (the last function) or a named function: the call to make,
+    with arguments made from that function's parameters."""
+    if choice == "required" and functions:
+        name = list(functions)[-1]
+    elif isinstance(choice, dict) and choice.get("type") == "function":
+        function = choice.get("function")
+        name = str((function if isinstance(function, dict) else choice).get("name"))
+        if name not in functions:
+            raise InvalidRequest(f"Tool choice '{name}' not found in 'tools' parameter.")
+    else:
+        return None
+    schema = functions[name]
+    return Structured(schema=schema if isinstance(schema, dict) else {}, tool=name)

@@ -15,6 +15,7 @@ from providers.simulator.script import (
     Plan,
     ToolCall,
     estimate_tokens,
+    invalid_answers_left,
     locate_script,
     opaque_token,
 )
@@ -64,21 +65,31 @@ class OpenAIResponses(openai_common.OpenAIAPI):
                 "Invalid type for 'reasoning': expected an object.", param="reasoning"
             )
         summary = (reasoning or {}).get("summary") or (reasoning or {}).get("generate_summary")
-        entries = (_entry(item) for item in items)
-        script, step = locate_script(entry for entry in entries if entry is not None)
+        entries = [entry for item in items if (entry := _entry(item)) is not None]
+        script, step = locate_script(entries)
+        functions = {
+            str(tool.get("name")): tool.get("parameters")
+            for tool in tools
+            if tool.get("type") == "function"
+        }
+        text = body.get("text")
+        form = text.get("format") if isinstance(text, dict) else None
+        structured = openai_common.forced_function(body.get("tool_choice"), functions)
+        if structured is None and isinstance(form, dict) and form.get("type") == "json_schema":
+            structured = openai_common.json_schema_format(form, "text.format")
         return Inbound(
             model=model,
             prompt=_last_user_prompt(items),
             script=script,
             step=step,
-            offered_tools=frozenset(
-                str(tool.get("name")) for tool in tools if tool.get("type") == "function"
-            ),
+            offered_tools=frozenset(functions),
             thinking=summary is not None
             and openai_common.reasoning_effort_on((reasoning or {}).get("effort")),
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("instructions"), items, tools], "openai"),
             body=body,
+            structured=structured,
+            invalid_left=invalid_answers_left(entries),
         )
 
     def frames(self, plan: Plan, inbound: Inbound) -> list[Frame]:
@@ -169,7 +180,7 @@ class _Stream:
             "service_tier": "default",
             "store": body.get("store", True),
             "temperature": 1.0,
-            "text": {"format": {"type": "text"}, "verbosity": "medium"},
+            "text": {"format": {"type": "text"}, "verbosity": "medium", **_text_config(body)},
             "tool_choice": "auto",
             "tools": body.get("tools") or [],
             "top_p": 1.0,
@@ -248,6 +259,11 @@ class _Stream:
         done = {**item, "status": "completed", "arguments": arguments}
         self.add("response.output_item.done", {"output_index": index, "item": done})
         return done
+
+
+def _text_config(body: dict[str, Any]) -> dict[str, Any]:
+    text = body.get("text")
+    return text if isinstance(text, dict) else {}
 
 
 def _last_user_prompt(items: list[dict[str, Any]]) -> str:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,6 +26,7 @@ from providers.simulator.directives import (
     ScriptedCall,
     parse_directives,
 )
+from providers.simulator.schema_json import json_for, malformed_for
 
 REVIEWER_TOOL = "advise"
 ARGUMENT_CHUNK_CHARS = 8
@@ -40,6 +41,15 @@ _WORDS = (
 )  # fmt: skip
 _DELTA = re.compile(r"\s*\S+")
 Entry = Literal["text", "reply", "results"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Structured:
+    """A request for a typed answer: JSON of `schema`, as the reply's text, or as the
+    arguments of a call to `tool` when the request forces one (a final-answer tool)."""
+
+    schema: dict[str, Any]
+    tool: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -58,6 +68,8 @@ class Inbound:
     stream: bool
     input_tokens: int
     body: dict[str, Any]
+    structured: Structured | None = None
+    invalid_left: int = 0  # `invalid_output`: malformed answers still to give
 
     @property
     def max_output(self) -> int | None:
@@ -160,10 +172,17 @@ class Planner:
                 else generated_words("thinking about: " + seed, tokens)
             )
         tool_calls = _tool_calls(directive, inbound)
+        structured = inbound.structured
         if directive is not None and directive.reply is not None:
             text = split_deltas(directive.reply)
         elif tool_calls:
             text = ()
+        elif structured is not None:
+            answer = _structured_answer(structured, inbound, f"{seed}|{inbound.step}")
+            if isinstance(answer, ToolCall):
+                text, tool_calls = (), (answer,)
+            else:
+                text = answer
         else:
             text = generated_words(seed, tokens)
         cut_off = directive is not None and directive.stop == "length"
@@ -202,6 +221,46 @@ class Planner:
         return Fault(
             kind=directive.fault, retry_after=directive.retry_after, after=directive.after or 0
         )
+
+
+def _structured_answer(
+    structured: Structured, inbound: Inbound, seed: str
+) -> tuple[str, ...] | ToolCall:
+    """JSON made from the schema, as text deltas, or as a call to the forced tool; malformed
+    while `invalid_output` says so."""
+    as_call = structured.tool is not None
+    if inbound.invalid_left > 0:
+        text = malformed_for(structured.schema, seed, as_object=as_call)
+    else:
+        text = json.dumps(json_for(structured.schema, seed), ensure_ascii=False)
+    if structured.tool is not None:
+        return _tool_call(ScriptedCall(name=structured.tool, args=json.loads(text)))
+    return tuple(
+        text[i : i + ARGUMENT_CHUNK_CHARS] for i in range(0, len(text), ARGUMENT_CHUNK_CHARS)
+    )
+
+
+def invalid_answers_left(entries: Sequence[tuple[Entry, str]]) -> int:
+    """How many malformed answers `[[sim invalid_output=N]]` still asks for: N, less one for
+    each user text after the message that carries it (an answer sent back with its error)."""
+    left = 0
+    for kind, text in entries:
+        if kind != "text":
+            continue
+        asked = _invalid_output(text)
+        left = asked if asked is not None else max(left - 1, 0)
+    return left
+
+
+def _invalid_output(text: str) -> int | None:
+    if "invalid_output=" not in text:
+        return None
+    try:
+        directives = parse_directives(text).directives
+    except DirectiveError:
+        return None  # the reply to it reports the error
+    found = [d.invalid_output for d in directives if d.invalid_output and d.audience == "agent"]
+    return found[-1] if found else None
 
 
 def locate_script(entries: Iterable[tuple[Entry, str]]) -> tuple[str, int]:
