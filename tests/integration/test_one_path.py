@@ -14,6 +14,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -27,13 +28,11 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from supervisor import Grove
-from tests.integration.groves import cli_environment
+from tests.integration.groves import cli_environment, running_grove
 from tests.integration.services import TIMEOUT_S, Service, grove_service
 
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
-MCP = json.dumps({"calc": {"command": sys.executable, "args": [str(CALC)]}})
 MODEL = "claude-haiku-4-5"
-pytestmark = pytest.mark.grove(env={"GROVE_MCP__SERVERS": MCP})
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 CALL_ID = re.compile(r"\b(?:call|toolu)_[A-Za-z0-9]+\b")
@@ -58,17 +57,37 @@ class Outcome:
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    base = tmp_path_factory.mktemp("served")
-    with grove_service(base, env={"GROVE_MCP__SERVERS": MCP}) as running:
+def mcp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """`[mcp.servers.calc]` as a setting, on a copy of the tests' server of this module's own
+    (test_mcp.py counts the processes of the original)."""
+    server = tmp_path_factory.mktemp("mcp") / "calc.py"
+    shutil.copy(CALC, server)
+    servers = {"calc": {"command": sys.executable, "args": [str(server)]}}
+    return {"GROVE_MCP__SERVERS": json.dumps(servers)}
+
+
+@pytest.fixture(scope="module")
+def grove(
+    tmp_path_factory: pytest.TempPathFactory, store_url: str, mcp: dict[str, str]
+) -> Iterator[Grove]:
+    """The module's Grove (what a command without a service runs on here), with the server."""
+    with running_grove(tmp_path_factory.mktemp("grove"), store_url=store_url, env=mcp) as grove:
+        yield grove
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory, mcp: dict[str, str]) -> Iterator[Service]:
+    with grove_service(tmp_path_factory.mktemp("served"), env=mcp) as running:
         yield running
 
 
 @pytest.fixture(scope="module")
-def local_env(tmp_path_factory: pytest.TempPathFactory, store_url: str) -> dict[str, str]:
+def local_env(
+    tmp_path_factory: pytest.TempPathFactory, store_url: str, mcp: dict[str, str]
+) -> dict[str, str]:
     """The environment of a command with no service up, on the module's Grove and store."""
     env = cli_environment(tmp_path_factory.mktemp("local"))
-    env.update(GROVE_STORE=store_url, GROVE_MCP__SERVERS=MCP)
+    env.update(GROVE_STORE=store_url, **mcp)
     return env
 
 
