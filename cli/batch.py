@@ -96,8 +96,9 @@ def batch_command(
     and becomes one user message.
 
     Each finished task appends one line to the output: {"id", "agent", "status": "ok"|"error",
-    "text", "usage", "cost_usd", "error", "advice"}, and "branch" and "diff_stat" with
-    --worktrees (or [tools] workspace = "worktree"); a malformed input line appends {"id": null,
+    "text", "usage", "cost_usd", "saved_usd" (what provider caching saved), "error", "advice"},
+    and "branch" and "diff_stat" with --worktrees (or [tools] workspace = "worktree"); a
+    malformed input line appends {"id": null,
     "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
     whose last output line is ok and runs the rest; lines are only ever appended, so when an id
     appears more than once its last line counts.

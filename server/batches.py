@@ -20,12 +20,13 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
+from server.files import private_file
 from supervisor.api import Grove
 from supervisor.batch.records import OutputLog, record_results
 from supervisor.batch.summary import Totals
 from supervisor.batch.tasks import Task, read_tasks
 
-MAX_BATCH_BYTES = 64 * 1024 * 1024
+MAX_BATCH_BYTES = 64 * 1024 * 1024  # what server/gates.py's BodyLimit lets a batch be
 TICK_S = 1.0  # a follower hears at least this often while nothing finishes
 
 
@@ -114,9 +115,7 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
         "worktree" puts each task in a git worktree of the service's repository."""
         if not 1 <= concurrency <= 10_000:
             raise HTTPException(400, "concurrency is 1 to 10,000")
-        body = await request.body()
-        if len(body) > MAX_BATCH_BYTES:
-            raise HTTPException(413, f"a batch is at most {MAX_BATCH_BYTES:,} bytes")
+        body = await request.body()  # at most MAX_BATCH_BYTES: server/gates.py's BodyLimit
         tasks = read_tasks(body, grove.settings.models.aliases, what="the batch")
         if tasks.errors:
             lines = [f"line {error.line}: {error.message}" for error in tasks.errors[:20]]
@@ -128,7 +127,8 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
         else:
             parent = await run_in_threadpool(lambda: grove.agent(root).uuid)
         batch_id = uuidlib.uuid4().hex[:12]
-        run = BatchRun(batch_id, parent, len(tasks.tasks), batch_dir / f"{batch_id}.jsonl")
+        output = private_file(batch_dir / f"{batch_id}.jsonl")  # prompts and replies: 0600
+        run = BatchRun(batch_id, parent, len(tasks.tasks), output)
         batches[run.id] = run
         threading.Thread(
             target=run.work,

@@ -5,6 +5,7 @@ finished task handed on as its record. Runs on a `Grove`: the command's own, or 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 import time
@@ -56,6 +57,8 @@ class BatchGrove(Protocol):
 
     def cancel(self, agent: str) -> bool: ...
 
+    def release_caches(self, agent: str | None = None) -> int: ...
+
 
 def batch_key(output: Path) -> str:
     """The key a batch's children are forked under, from its output file: a rerun writing to
@@ -97,31 +100,39 @@ class BatchRunner:
 
     def run(self, root: str, tasks: list[Task]) -> Iterator[Step]:
         pending = deque((yield from self._answered_before(tasks)))
-        while pending or self.in_flight or self.reviewing:
-            if self.stop.is_set():
-                for agent in self.in_flight:
-                    self.grove.cancel(agent)
-                return
-            yield from self._fork(root, pending)
-            if self.over_budget is not None:  # the rest is not run; a rerun picks it up
-                while pending:
-                    yield skipped_record(pending.popleft(), None, self.over_budget)
-            if self.in_flight:
-                done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
-                for agent, result in done.items():
-                    task = self.in_flight.pop(agent)
-                    if result is not None and is_over_budget(result.error):
-                        self.over_budget = str(result.error)
-                        yield skipped_record(task, agent, self.over_budget)
-                    elif self.advisor is None:
-                        yield task_record(task, agent, result)
-                    else:
-                        deadline = time.monotonic() + ADVICE_WAIT_S
-                        self.reviewing[agent] = (task_record(task, agent, result), deadline)
-            elif self.reviewing:
-                time.sleep(REVIEW_POLL_S)
-            yield from self._advised()
-            yield None
+        try:
+            while pending or self.in_flight or self.reviewing:
+                if self.stop.is_set():
+                    for agent in self.in_flight:
+                        self.grove.cancel(agent)
+                    return
+                yield from self._step(root, pending)
+                yield None
+        finally:  # a provider-side copy of the shared context goes with the batch
+            with contextlib.suppress(GroveError):
+                self.grove.release_caches(root)
+
+    def _step(self, root: str, pending: deque[Task]) -> Iterator[Step]:
+        """Fork what the free slots take, then take in what finished (at most one tick)."""
+        yield from self._fork(root, pending)
+        if self.over_budget is not None:  # the rest is not run; a rerun picks it up
+            while pending:
+                yield skipped_record(pending.popleft(), None, self.over_budget)
+        if self.in_flight:
+            done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
+            for agent, result in done.items():
+                task = self.in_flight.pop(agent)
+                if result is not None and is_over_budget(result.error):
+                    self.over_budget = str(result.error)
+                    yield skipped_record(task, agent, self.over_budget)
+                elif self.advisor is None:
+                    yield task_record(task, agent, result)
+                else:
+                    deadline = time.monotonic() + ADVICE_WAIT_S
+                    self.reviewing[agent] = (task_record(task, agent, result), deadline)
+        elif self.reviewing:
+            time.sleep(REVIEW_POLL_S)
+        yield from self._advised()
 
     def child_key(self, task: Task) -> str:
         """The key a task's child is forked under: this batch's key, this task's id."""
