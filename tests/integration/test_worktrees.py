@@ -234,10 +234,17 @@ def test_grove_worktrees_lists_and_prunes(
 
 
 def test_grove_worktrees_outside_a_repository(store_url: str, tmp_path: Path) -> None:
+    (tmp_path / "tasks.jsonl").write_text('{"id": 1, "prompt": "hi"}\n')
+    env = {"GROVE_STORE": store_url, "GROVE_CONFIG_FILE": "/nonexistent/config.toml"}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path)
         code, text = worktrees_cli(store_url)
+        batch = ["batch", "tasks.jsonl", "--worktrees", "--simulate", "-m", MODEL]
+        refused = CliRunner().invoke(app, batch, env=env)
     assert code == 1 and f"{tmp_path} is not in a git repository; run this inside one" in text
+    assert refused.exit_code == 2  # at once: no Ray started, no output written
+    assert f"--worktrees needs a git repository, and {tmp_path} is not in one" in refused.output
+    assert not (tmp_path / "tasks.out.jsonl").exists()
 
 
 def test_batch_and_worktrees_through_a_service(
