@@ -103,6 +103,9 @@ class ForkIn(BaseModel):
     prompts: list[Text] = Field(min_length=1, max_length=10_000)
     model: Name | None = None
     budget: dict[str, Any] | None = None
+    workspace: Literal["shared", "worktree"] | None = Field(
+        default=None, description="worktree: each child in a git worktree of its own"
+    )
 
 
 class SeedIn(BaseModel):
@@ -288,7 +291,10 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     def fork(agent: str, body: ForkIn) -> dict[str, list[str]]:
         budget = Budget.from_dict(body.budget) if body.budget else None
         parent = grove.agent(agent).uuid
-        return {"children": grove.fork_many(parent, body.prompts, body.model, budget=budget)}
+        children = grove.fork_many(
+            parent, body.prompts, body.model, budget=budget, workspace=body.workspace
+        )
+        return {"children": children}
 
     @app.post("/api/agents/{agent}/kill")
     def kill(agent: str) -> dict[str, Any]:

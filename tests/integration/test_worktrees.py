@@ -266,6 +266,17 @@ def test_batch_and_worktrees_through_a_service(
         assert done.returncode == 0, done.stderr
         records = [json.loads(line) for line in output.read_text().splitlines()]
         assert {record["diff_stat"] for record in records} == {"1 file changed, 1 insertion(+)"}
+        with service.api() as api:  # the HTTP API forks into worktrees as well
+            forked = api.post(
+                f"/api/agents/{records[0]['agent']}/fork",
+                json={
+                    "prompts": [sim_call("bash", command="touch h.txt")],
+                    "workspace": "worktree",
+                },
+            )
+            (child,) = forked.json()["children"]
+            answer = api.get(f"/api/agents/{child}/wait", params={"timeout": 120}).json()
+        assert answer["result"]["worktree"]["branch"] == f"grove/{child[:8]}"
         served = CliRunner().invoke(app, ["worktrees", "--json"], env=service.env)
         store = service.env["GROVE_STORE"]
         local = CliRunner().invoke(app, ["--store", store, "worktrees", "--json"], env=service.env)
