@@ -301,3 +301,19 @@ def test_times_counts_a_step_directive_only_where_it_applies() -> None:
 )
 def test_locate_script(entries: list[tuple[Entry, str]], expected: tuple[str, int]) -> None:
     assert locate_script(entries) == expected
+
+
+def test_invalid_output_counts_the_user_messages_after_it() -> None:
+    from providers.simulator.script import invalid_answers_left
+
+    asked = ("text", "Review. [[sim invalid_output=2]]")
+    assert invalid_answers_left([asked]) == 2
+    assert invalid_answers_left([asked, ("reply", ""), ("text", "Not JSON; again.")]) == 1
+    assert (
+        invalid_answers_left(
+            [asked, ("reply", ""), ("results", ""), ("reply", ""), ("text", "again")]
+        )
+        == 0
+    )
+    assert invalid_answers_left([("text", "no directive"), ("reply", ""), ("text", "more")]) == 0
+    assert invalid_answers_left([asked, ("reply", ""), ("text", "[[sim invalid_output=1]]")]) == 1
