@@ -16,13 +16,18 @@ import json
 import time
 from typing import Any, Literal
 
-import httpx2
-from harness import ExternalSimulator, Pacing, running_grove, simulator_process
+from harness import (
+    MODEL,
+    ExternalSimulator,
+    Pacing,
+    pydantic_ai_model,
+    running_grove,
+    simulator_process,
+)
 from pydantic import BaseModel
 
 from cli.batch_input import read_tasks  # moves to supervisor/batch with the batch runner
 
-MODEL = "claude-sonnet-4-5"
 CONCURRENCY = 100
 RETRIES = 2
 TURN_TIMEOUT_S = 600.0
@@ -82,20 +87,10 @@ def grove_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
 
 
 async def pydantic_ai_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
-    from anthropic import AsyncAnthropic
+    """The same tasks as pydantic-ai agents, as many in flight as Grove's batch has."""
     from pydantic_ai import Agent
-    from pydantic_ai.models.anthropic import AnthropicModel
-    from pydantic_ai.providers.anthropic import AnthropicProvider
 
-    # A pool as large as the fan-out: the SDK's default limit would queue the requests and
-    # measure that, not pydantic-ai. The same concurrency as Grove's batch, through a gate.
-    limits = httpx2.Limits(max_connections=n, max_keepalive_connections=n)
-    client = AsyncAnthropic(
-        base_url=simulator.base_url,
-        api_key=simulator.api_key,
-        http_client=httpx2.AsyncClient(limits=limits, timeout=TURN_TIMEOUT_S),
-    )
-    model = AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
+    model = pydantic_ai_model(simulator, n, TURN_TIMEOUT_S)
     agent = Agent(model, output_type=Finding, retries={"output": RETRIES})
     gate = asyncio.Semaphore(CONCURRENCY)
 
