@@ -443,5 +443,5 @@ async def _settled(worktree: Worktree, uuid: str) -> dict[str, str]:
     """Commit the agent's work to its branch; what the turn's result says of it."""
     try:
         return await settle(worktree, uuid)
-    except (WorktreeError, OSError) as exc:
+    except WorktreeError as exc:
         return {"branch": worktree.branch, "diff_stat": f"not committed: {exc}"}

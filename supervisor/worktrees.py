@@ -170,17 +170,20 @@ async def _row(
 ) -> WorktreeRow:
     code, _ = await git(top, "merge-base", "--is-ancestor", branch, "HEAD", check=False)
     merged = code == 0
-    _, changes = await git(path, "status", "--porcelain")
-    dirty = bool(changes)
-    if record is None:
-        worktree = None
-        stat = "?"
+    worktree = worktree_of(record.metadata) if record is not None else None
+    dirty = False
+    if not _is_directory(path):
+        stat, worktree = "its directory is gone (--prune forgets it)", None
+    elif worktree is None:
+        stat = "?"  # no agent of this store made it: nothing says where it started
     else:
-        worktree = worktree_of(record.metadata)
-        assert worktree is not None  # _agents_by_branch holds only agents with worktrees
+        _, changes = await git(path, "status", "--porcelain")
+        dirty = bool(changes)
         stat = await diff_stat(worktree)
         if dirty:
-            stat = f"{stat} (and changes not committed)" if stat != NO_CHANGES else "not committed"
+            stat = (
+                "changes not committed" if stat == NO_CHANGES else f"{stat}, and more not committed"
+            )
     row = WorktreeRow(
         path=path,
         branch=branch,
@@ -202,6 +205,10 @@ async def _row(
     await remove_worktree(worktree, delete_branch=merged)
     action = "removed" if merged else "removed, branch kept"
     return WorktreeRow(**{**row.as_dict(), "merged": merged, "action": action})
+
+
+def _is_directory(path: str) -> bool:
+    return os.path.isdir(path)
 
 
 def _in_turn(store: Store, uuid: str) -> bool:

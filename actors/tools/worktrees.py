@@ -78,16 +78,19 @@ async def git(
     """Run git in `cwd`: (exit code, stdout). With `check`, a failure is a WorktreeError
     holding git's own words; without, a failure's stdout is followed by its stderr."""
     environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
-    process = await asyncio.create_subprocess_exec(
-        "git",
-        *_QUIET,
-        *arguments,
-        cwd=cwd,
-        env=environment,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    try:
+        process = await asyncio.create_subprocess_exec(
+            "git",
+            *_QUIET,
+            *arguments,
+            cwd=cwd,
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as exc:  # no git on PATH, or no such directory
+        raise WorktreeError(f"cannot run git in {cwd}: {exc.strerror}: {exc.filename}") from exc
     try:
         async with asyncio.timeout(GIT_TIMEOUT_S):
             output, errors = await process.communicate()

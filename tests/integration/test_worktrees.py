@@ -7,6 +7,7 @@ the diff stat; `[tools] workspace` sets the default; outside a repository a fork
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -192,8 +193,10 @@ def test_grove_worktrees_lists_and_prunes(
     grove: Grove, repo: Path, store_url: str, tmp_path: Path
 ) -> None:
     parent = grove.create_root(MODEL, tools=TOOLS, allow=TOOLS).uuid
-    prompts = [sim_call("bash", command=f"echo {n} > w{n}.txt") for n in range(3)]
-    killed, merged, kept = children = grove.fork_many(parent, prompts, workspace="worktree")
+    prompts = [sim_call("bash", command=f"echo {n} > w{n}.txt") for n in range(4)]
+    killed, merged, kept, vanished = children = grove.fork_many(
+        parent, prompts, workspace="worktree"
+    )
     results(grove, children)
     code, listed = worktrees_cli(store_url, "--json")
     rows = {row["agent"]: row for row in map(json.loads, listed.splitlines())}
@@ -209,7 +212,9 @@ def test_grove_worktrees_lists_and_prunes(
     git(repo, "add", "-A")  # the parent commits what its children got uncommitted...
     git(repo, *me, "commit", "--allow-empty", "-qm", "the parent's own changes")
     git(repo, *me, "merge", "-q", f"grove/{merged[:8]}")  # ...and merges cleanly
+    shutil.rmtree(grove.agent(vanished).metadata["worktree"]["path"])  # by hand
     code, text = worktrees_cli(store_url)
+    assert f"grove/{vanished[:8]}  agent {vanished[:8]} running  not merged  its directory" in text
     assert code == 0 and f"grove/{killed[:8]}  agent {killed[:8]} dead  not merged  " in text
     assert f"grove/{merged[:8]}  agent {merged[:8]} running  merged  1 file changed" in text
     code, pruned = worktrees_cli(store_url, "--prune", "--json")
@@ -223,7 +228,7 @@ def test_grove_worktrees_lists_and_prunes(
     listed_after = [
         json.loads(line)["agent"] for line in worktrees_cli(store_url, "--json")[1].splitlines()
     ]
-    assert killed not in listed_after and merged not in listed_after and kept in listed_after
+    assert kept in listed_after and not {killed, merged, vanished} & set(listed_after)
     assert [row.agent for row in grove.worktrees()] == listed_after  # the Python API's view
 
 
