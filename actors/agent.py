@@ -20,6 +20,7 @@ from actors.transcript import entry_to_message, parts_to_data, to_messages
 from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
     AssistantTurn,
+    CachePolicy,
     Finished,
     ImageData,
     Message,
@@ -36,7 +37,7 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
-from providers.catalog import model_info
+from providers.catalog import cache_saving_usd, model_info
 from providers.errors import GroveError, ProviderError, is_context_overflow
 from providers.output import answer_message
 from providers.secrets import mask
@@ -94,13 +95,8 @@ Recover = Callable[[str, str, int], Awaitable["list[Any] | None"]]
 
 
 def context_tokens(turn: AssistantTurn) -> int:
-    """The context a request carried and its reply added, as the provider reported them
-    (Anthropic reports cached input apart from `input_tokens`; the others within it)."""
-    usage = turn.usage
-    cached = (
-        usage.cache_read_tokens + usage.cache_write_tokens if turn.provider == "anthropic" else 0
-    )
-    return usage.input_tokens + cached + usage.output_tokens
+    """The context a request carried and its reply added, as the provider reported them."""
+    return turn.usage.input_tokens + turn.usage.output_tokens
 
 
 def estimated_input(request: Request, tool_chars: int = 0) -> int:
@@ -115,10 +111,12 @@ def estimated_input(request: Request, tool_chars: int = 0) -> int:
 
 
 def reply_data(turn: AssistantTurn) -> dict[str, Any]:
-    """What a reply was billed, as its stored data holds it (its parts aside)."""
+    """What a reply was billed, as its stored data holds it (its parts aside), and what
+    caching saved on it (`saved_usd`, against every prompt token at the input price)."""
     return {
         "usage": turn.usage.as_dict(),
         "cost_usd": turn.cost_usd,
+        "saved_usd": cache_saving_usd(turn.model, turn.usage),
         "stop_reason": turn.stop_reason,
         "model": turn.model,
         "provider": turn.provider,
@@ -166,6 +164,7 @@ class TurnResult:
     text: str = ""
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
+    saved_usd: float = 0.0  # what provider caching saved (see reply_data)
     stop_reason: str | None = None
     error: str | None = None
     cancelled: bool = False
@@ -216,8 +215,10 @@ class Agent:
         compaction_threshold: float | None = None,
         budget: BudgetPort | None = None,
         fleet: FleetPort | None = None,
+        cache: CachePolicy | None = None,
     ) -> None:
         self.uuid = uuid
+        self.cache = cache  # `[cache]`: None sends no cache marks
         self.budget = budget
         self.fleet = fleet
         self.recover = recover
@@ -372,6 +373,7 @@ class Agent:
             tools=tuple(tool.spec for tool in self.tools.values()),
             thinking=self.choice.thinking,
             max_tokens=self.max_tokens,
+            cache=self.cache,
             output=self._output.request if self._output is not None else None,
         )
         provider = self.choice.provider
@@ -496,6 +498,7 @@ class Agent:
         if result.output_retries:
             result.retry_usage = result.retry_usage + turn.usage
         result.cost_usd += turn.cost_usd
+        result.saved_usd += billed["saved_usd"]
         result.stop_reason = turn.stop_reason
 
     async def _run_tools(

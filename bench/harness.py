@@ -56,10 +56,14 @@ class ExternalSimulator:
 
 @contextmanager
 def simulator_process(
-    pacing: Pacing, context_window: int | None = None, rpm: int | None = None
+    pacing: Pacing,
+    context_window: int | None = None,
+    rpm: int | None = None,
+    prefill_tps: float | None = None,
 ) -> Iterator[ExternalSimulator]:
     """`grove simulate` in a process of its own on a free port, stopped through its handle;
-    `context_window` overrides every model's window there, `rpm` limits its requests."""
+    `context_window` overrides every model's window there, `rpm` limits its requests,
+    `prefill_tps` makes the time to first token grow with the prompt not read from a cache."""
     key = "bench-" + secrets.token_hex(12)
     command = [
         sys.executable, "-m", "cli.app", "simulate", "--port", "0",
@@ -70,6 +74,8 @@ def simulator_process(
         command += ["--context-window", str(context_window)]
     if rpm is not None:
         command += ["--rpm", str(rpm)]
+    if prefill_tps is not None:
+        command += ["--prefill-tps", str(prefill_tps)]
     process = subprocess.Popen(
         command,
         cwd=REPO_ROOT,

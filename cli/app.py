@@ -6,6 +6,7 @@ Heavy imports (the simulator, Ray, prompt_toolkit) happen inside the commands th
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Annotated
 
 import typer
@@ -13,7 +14,7 @@ import typer
 from cli.agents import agents_command
 from cli.batch import batch_command
 from cli.chat import chat_command
-from cli.context import CliContext
+from cli.context import CliContext, show_error
 from cli.doctor import doctor_command
 from cli.events import events_command
 from cli.history import history_command
@@ -23,6 +24,7 @@ from cli.simulate import simulate_command
 from cli.usage import usage_command
 from cli.worktrees import worktrees_command
 from providers.credentials import warn_if_credentials_exposed
+from providers.errors import GroveError
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
 CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch"})
@@ -86,7 +88,11 @@ def show_grove_warnings() -> None:
 
 def main() -> None:
     show_grove_warnings()
-    app()
+    try:
+        app()
+    except GroveError as exc:  # a problem Grove explains in a sentence: no traceback
+        show_error(str(exc))
+        sys.exit(1)
 
 
 if __name__ == "__main__":

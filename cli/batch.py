@@ -4,6 +4,7 @@ context, at most --concurrency in flight, one output record per task as it finis
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import signal
 import sys
@@ -113,8 +114,9 @@ def batch_command(
     and becomes one user message.
 
     Each finished task appends one line to the output: {"id", "agent", "status": "ok"|"error",
-    "text", "usage", "cost_usd", "error", "advice"}, and "branch" and "diff_stat" with
-    --worktrees (or [tools] workspace = "worktree"); a malformed input line appends {"id": null,
+    "text", "usage", "cost_usd", "saved_usd" (what provider caching saved), "error", "advice"},
+    and "branch" and "diff_stat" with --worktrees (or [tools] workspace = "worktree"); a
+    malformed input line appends {"id": null,
     "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
     whose last output line is ok and runs the rest; lines are only ever appended, so when an id
     appears more than once its last line counts.
@@ -285,28 +287,36 @@ class BatchRunner:
             else PlainProgress(sys.stderr)
         )
         pending = deque(self._already_answered(tasks))
-        while pending or self.in_flight or self.reviewing:
-            self._fork(root, pending)
-            if self.over_budget is not None:  # the rest is not run; a rerun picks it up
-                while pending:
-                    self._finish(skipped_record(pending.popleft(), None, self.over_budget))
-            if self.in_flight:
-                done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
-                for agent, result in done.items():
-                    task = self.in_flight.pop(agent)
-                    if result is not None and is_over_budget(result.error):
-                        self.over_budget = str(result.error)
-                        self._finish(skipped_record(task, agent, self.over_budget))
-                        continue
-                    record = task_record(task, agent, result)
-                    if self.advisor is None:
-                        self._finish(record)
-                    else:
-                        self.reviewing[agent] = (record, time.monotonic() + ADVICE_WAIT_S)
-            elif self.reviewing:
-                time.sleep(REVIEW_POLL_S)
-            self._collect_advice()
-            progress.update(self.totals)
+        try:
+            while pending or self.in_flight or self.reviewing:
+                self._step(root, pending)
+                progress.update(self.totals)
+        finally:  # a provider-side copy of the shared context goes with the batch
+            with contextlib.suppress(GroveError):
+                self.grove.release_caches(root)
+
+    def _step(self, root: str, pending: deque[Task]) -> None:
+        """Fork what the free slots take, then take in what finished (at most one tick)."""
+        self._fork(root, pending)
+        if self.over_budget is not None:  # the rest is not run; a rerun picks it up
+            while pending:
+                self._finish(skipped_record(pending.popleft(), None, self.over_budget))
+        if self.in_flight:
+            done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
+            for agent, result in done.items():
+                task = self.in_flight.pop(agent)
+                if result is not None and is_over_budget(result.error):
+                    self.over_budget = str(result.error)
+                    self._finish(skipped_record(task, agent, self.over_budget))
+                    continue
+                record = task_record(task, agent, result)
+                if self.advisor is None:
+                    self._finish(record)
+                else:
+                    self.reviewing[agent] = (record, time.monotonic() + ADVICE_WAIT_S)
+        elif self.reviewing:
+            time.sleep(REVIEW_POLL_S)
+        self._collect_advice()
 
     def key(self, task: Task) -> str:
         """The key a task's child is forked under: this output file's batch, this task."""

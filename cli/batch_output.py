@@ -39,6 +39,7 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
             result.error or "cancelled",
             usage=result.usage.as_dict(),
             cost_usd=result.cost_usd,
+            saved_usd=result.saved_usd,
         )
         return {**failed, **worktree_fields(result)}
     return {
@@ -48,6 +49,7 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
         "text": result.text,
         "usage": result.usage.as_dict(),
         "cost_usd": result.cost_usd,
+        "saved_usd": round(result.saved_usd, 8),
         "error": None,
         "advice": [],
         **tool_exchanges(result),
@@ -69,6 +71,7 @@ def error_record(
     *,
     usage: dict[str, int] | None = None,
     cost_usd: float = 0.0,
+    saved_usd: float = 0.0,
 ) -> dict[str, Any]:
     return {
         "id": task.id,
@@ -77,6 +80,7 @@ def error_record(
         "text": "",
         "usage": usage or {},
         "cost_usd": cost_usd,
+        "saved_usd": round(saved_usd, 8),
         "error": error,
         "advice": [],
         "tool_calls": [],

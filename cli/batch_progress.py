@@ -24,7 +24,9 @@ class Totals:
     over_budget: int = 0  # not run: the tree's budget was spent
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0  # of input_tokens
     cost_usd: float = 0.0
+    saved_usd: float = 0.0  # what provider caching saved
 
     @property
     def done(self) -> int:
@@ -45,7 +47,9 @@ class Totals:
         usage = record.get("usage") or {}
         self.input_tokens += int(usage.get("input_tokens", 0))
         self.output_tokens += int(usage.get("output_tokens", 0))
+        self.cache_read_tokens += int(usage.get("cache_read_tokens", 0))
         self.cost_usd += float(record.get("cost_usd") or 0.0)
+        self.saved_usd += float(record.get("saved_usd") or 0.0)
 
 
 def duration_text(seconds: float) -> str:
@@ -84,8 +88,8 @@ def summary_line(totals: Totals, wall_s: float, output: str, *, interrupted: int
     )
     text = (
         f"{head}: {totals.ok} ok, {totals.failed + totals.malformed} failed{malformed}, "
-        f"{totals.skipped} skipped (already ok), {totals.tokens:,} tokens, "
-        f"${totals.cost_usd:.4f}, {wall_s:.1f}s. Output: {output}"
+        f"{totals.skipped} skipped (already ok), {totals.tokens:,} tokens{cached_text(totals)}, "
+        f"${totals.cost_usd:.4f}{saved_text(totals)}, {wall_s:.1f}s. Output: {output}"
     )
     if totals.over_budget:
         text += (
@@ -95,6 +99,22 @@ def summary_line(totals: Totals, wall_s: float, output: str, *, interrupted: int
     if interrupted > 0:
         text += f". {interrupted} unfinished task(s) run again on the next run"
     return text
+
+
+def cached_text(totals: Totals) -> str:
+    """` (95% of input from cache)` when caching read any of it."""
+    if not totals.cache_read_tokens or not totals.input_tokens:
+        return ""
+    return f" ({totals.cache_read_tokens / totals.input_tokens:.0%} of input from cache)"
+
+
+def saved_text(totals: Totals) -> str:
+    """` (caching saved $54.10)` when it saved or cost anything."""
+    if not totals.saved_usd:
+        return ""
+    if totals.saved_usd < 0:
+        return f" (caching cost ${-totals.saved_usd:.4f} more)"
+    return f" (caching saved ${totals.saved_usd:.4f})"
 
 
 class Progress(Protocol):

@@ -102,9 +102,14 @@ def root_tools(settings: GroveSettings, flags: list[str] | None, *, defaults: bo
 
 
 def fail(text: str, code: int = 1) -> NoReturn:
-    """Print `text` (made printable: it may hold a provider's words) to stderr and exit."""
-    sys.stderr.write(styled(sys.stderr, printable(text), RED) + "\n")
+    """Print `text` as an error and exit with `code`."""
+    show_error(text)
     raise typer.Exit(code)
+
+
+def show_error(text: str) -> None:
+    """`text` on stderr, red on a terminal, made printable (it may hold a provider's words)."""
+    sys.stderr.write(styled(sys.stderr, printable(text), RED) + "\n")
 
 
 def undecodable_text(what: str, text: str) -> str | None:

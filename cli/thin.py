@@ -253,7 +253,17 @@ def usage_command(client: httpx.Client, args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json.dumps(report) + "\n")
         return 0
-    fields = ("requests", "input_tokens", "output_tokens", "cost_usd", "seconds")
+    fields = (
+        "requests",
+        "input_tokens",
+        "output_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cache_hit_share",
+        "cost_usd",
+        "saved_usd",
+        "seconds",
+    )
     sys.stdout.write(f"{report['by']:<38} " + " ".join(f"{f:>13}" for f in fields) + "\n")
     for name, row in [*report["rows"].items(), ("total", report["total"])]:
         sys.stdout.write(f"{name:<38} " + " ".join(f"{row[f]:>13,}" for f in fields) + "\n")

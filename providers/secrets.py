@@ -5,9 +5,10 @@ and the `user:password@` of URLs.
 
 from __future__ import annotations
 
+import base64
 import re
 import threading
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 MASK = "***"
 # Shorter values are too likely to be ordinary words to be hidden everywhere they occur.
@@ -53,13 +54,20 @@ mask = _LOADED.mask
 
 
 def remember_url_secrets(url: str) -> None:
-    """The user and password a URL carries, remembered as secrets."""
+    """The user and password a URL carries, remembered as secrets, and the `Authorization:
+    Basic` value an HTTP client makes of them (a server may echo that back)."""
     try:
         parts = urlsplit(url)
     except ValueError:
         return
     remember_secret(parts.password)
     remember_secret(parts.username)
+    if parts.password is not None:
+        for user, password in {
+            (parts.username or "", parts.password),
+            (unquote(parts.username or ""), unquote(parts.password)),
+        }:
+            remember_secret(base64.b64encode(f"{user}:{password}".encode()).decode())
 
 
 def without_userinfo(url: str) -> str:

@@ -2,36 +2,39 @@
 forks, kills, the tree, history, advice, usage, batches and the event log, over one `Grove`.
 
 Every route but /healthz needs the bearer token (a header, or `?token=` for the dashboard's
-own page and event streams, which browsers cannot give headers to).
+own page and event streams, which browsers cannot give headers to); server/gates.py checks
+that, the Host, body sizes and open streams. Streams wait on the event loop, never in a thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
-from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.concurrency import run_in_threadpool
 
 from actors.agent import TurnResult
 from cli.batch import BatchRunner
-from cli.batch_input import read_tasks
+from cli.batch_input import MAX_TEXT_BYTES, read_tasks
 from cli.batch_output import OutputLog
 from cli.batch_progress import Totals
 from providers.errors import GroveError
-from server.files import token_matches
+from server.feeds import EventFeed
+from server.files import private_file
+from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
 from supervisor.api import Grove
 from supervisor.budget_rules import Budget
 from supervisor.store import EventRecord, Store, open_store
@@ -41,30 +44,44 @@ from supervisor.usage import GROUPINGS, subtree, usage_report
 STATIC = Path(__file__).parent / "static"
 EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again
 TREE_EVERY_S = 0.3  # the tree's stream sends what changed at most this often
-OPEN_PATHS = frozenset({"/healthz"})
 MAX_BATCH_BYTES = 64 * 1024 * 1024
+MAX_NAME_CHARS = 200
+MAX_NAMES = 256
+
+
+def _within_text_limit(text: str) -> str:
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise ValueError(f"is {size:,} bytes; the limit is {MAX_TEXT_BYTES:,}")
+    return text
+
+
+# Every text a root or a prompt takes: a prompt's size (as a batch task's), or a name's.
+Text = Annotated[str, AfterValidator(_within_text_limit)]
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+Names = Annotated[list[Name], Field(max_length=MAX_NAMES)]
 
 
 class RootIn(BaseModel):
-    model: str | None = Field(default=None, description="MODEL[/THINKING]; else [defaults]")
-    system: str | None = None
-    tools: list[str] | None = Field(default=None, description="built-in tool names")
-    allow: list[str] = Field(default_factory=list, description="tools that need no asking")
+    model: Name | None = Field(default=None, description="MODEL[/THINKING]; else [defaults]")
+    system: Text | None = None
+    tools: Names | None = Field(default=None, description="built-in tool names")
+    allow: Names = Field(default_factory=list, description="tools that need no asking")
     budget: dict[str, Any] | None = Field(default=None, description="Budget(...) fields")
 
 
 class PromptIn(BaseModel):
-    text: str = Field(min_length=1)
+    text: Text = Field(min_length=1)
     stream: bool = Field(default=False, description="true: Server-Sent Events of the deltas")
 
 
 class CommandIn(BaseModel):
-    line: str = Field(min_length=1, description="a command line, as typed in the chat")
+    line: Text = Field(min_length=1, description="a command line, as typed in the chat")
     origin: str = Field(default="api", max_length=40, description="who typed it, for events")
 
 
 class TodoIn(BaseModel):
-    markdown: str
+    markdown: Text
 
 
 class AttendIn(BaseModel):
@@ -76,8 +93,8 @@ class DecisionIn(BaseModel):
 
 
 class ForkIn(BaseModel):
-    prompts: list[str] = Field(min_length=1, max_length=10_000)
-    model: str | None = None
+    prompts: list[Text] = Field(min_length=1, max_length=10_000)
+    model: Name | None = None
     budget: dict[str, Any] | None = None
 
 
@@ -113,12 +130,25 @@ class BatchRun:
 
 def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     """The API over a started `grove`; batches write their records under `batch_dir`."""
+    feed = EventFeed(lambda: open_store(grove.settings.store))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        await feed.close()
+
     app = FastAPI(
         title="Grove",
         summary="Many LLM agents as actors: roots, forks, advisors, batches, budgets.",
         version="1",
+        lifespan=lifespan,
     )
+    service = grove.settings.service
+    # The last added runs first: Host, then the token, then open streams and body sizes.
+    app.add_middleware(BodyLimit, limits={("POST", "/api/batches"): MAX_BATCH_BYTES})
+    app.add_middleware(StreamLimit, per_token=service.max_streams)
     app.add_middleware(BearerTokenGate, token=token)
+    app.add_middleware(HostGate, allowed=service.allowed_hosts)
     batches: dict[str, BatchRun] = {}
     tree = TreeView()  # the dashboard asks for the tree often: unchanged agents are not read
 
@@ -184,30 +214,30 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         return {"uuid": record.uuid}
 
     @app.post("/api/agents/{agent}/prompts", response_model=None)
-    def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
-        uuid = grove.agent(agent).uuid
-        turn = grove.send(uuid, body.text)
+    async def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
+        turn = await run_in_threadpool(lambda: grove.send(grove.agent(agent).uuid, body.text))
         if not body.stream:
-            return result_json(turn.result())
+            return result_json(await turn.result_async())
 
-        def deltas() -> Iterator[dict[str, str]]:
-            for kind, text in turn:
+        async def deltas() -> AsyncIterator[dict[str, str]]:
+            async for kind, text in turn.deltas():
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
-            yield {"event": "result", "data": json.dumps(result_json(turn.result()))}
+            result = await turn.result_async()
+            yield {"event": "result", "data": json.dumps(result_json(result))}
 
-        return EventSourceResponse(iterate_in_threadpool(deltas()))
+        return EventSourceResponse(deltas())
 
     @app.get("/api/agents/{agent}/stream")
     def watch(agent: str) -> EventSourceResponse:
         """The deltas of the agent's turn in progress, to its end (then `end`)."""
         uuid = grove.agent(agent).uuid
 
-        def deltas() -> Iterator[dict[str, str]]:
-            for kind, text in grove.watch(uuid):
+        async def deltas() -> AsyncIterator[dict[str, str]]:
+            async for kind, text in grove.watch_async(uuid):
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
             yield {"event": "end", "data": "{}"}
 
-        return EventSourceResponse(iterate_in_threadpool(deltas()))
+        return EventSourceResponse(deltas())
 
     @app.post("/api/agents/{agent}/commands")
     def command(agent: str, body: CommandIn) -> dict[str, Any]:
@@ -221,11 +251,11 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         return record
 
     @app.get("/api/agents/{agent}/wait")
-    def wait(agent: str, timeout: float = 60.0) -> dict[str, Any]:
+    async def wait(agent: str, timeout: float = 60.0) -> dict[str, Any]:  # noqa: ASYNC109
         """The result of the agent's turn in progress once it ends (or of its last turn);
         `result` is null when none ended within `timeout` seconds."""
-        uuid = grove.agent(agent).uuid
-        result = grove.wait_turn(uuid, max(0.0, min(timeout, 3600.0)))
+        uuid = (await run_in_threadpool(grove.agent, agent)).uuid
+        result = await grove.wait_turn_async(uuid, max(0.0, min(timeout, 3600.0)))
         return {"agent": uuid, "result": None if result is None else result_json(result)}
 
     @app.post("/api/agents/{agent}/cancel")
@@ -301,9 +331,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         """The body is a TASKS.jsonl file; bad lines are refused before anything runs."""
         if not 1 <= concurrency <= 10_000:
             raise HTTPException(400, "concurrency is 1 to 10,000")
-        body = await request.body()
-        if len(body) > MAX_BATCH_BYTES:
-            raise HTTPException(413, f"a batch is at most {MAX_BATCH_BYTES:,} bytes")
+        body = await request.body()  # at most MAX_BATCH_BYTES: BodyLimit stops a longer one
         tasks = read_tasks(body, grove.settings.models.aliases, what="the batch")
         if tasks.errors:
             lines = [f"line {error.line}: {error.message}" for error in tasks.errors[:20]]
@@ -312,7 +340,8 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
             raise HTTPException(400, "the batch holds no tasks")
         root = await run_in_threadpool(lambda: grove.create_root(model).uuid)
         batch_id = uuidlib.uuid4().hex[:12]
-        run = BatchRun(batch_id, root, len(tasks.tasks), batch_dir / f"{batch_id}.jsonl")
+        output = private_file(batch_dir / f"{batch_id}.jsonl")  # prompts and replies: 0600
+        run = BatchRun(batch_id, root, len(tasks.tasks), output)
         batches[run.id] = run
 
         def work() -> None:
@@ -359,16 +388,13 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         start = int(resume) if resume and resume.isdigit() else after
 
         async def follow() -> AsyncIterator[bytes]:
-            opened = await run_in_threadpool(store)
-            try:
-                last = start
-                while not await request.is_disconnected():
-                    batch = await run_in_threadpool(opened.wait_events, last, EVENT_WAIT_S)
-                    if batch:  # one write for the lot
-                        last = batch[-1].id
-                        yield b"".join(map(event_bytes, batch))
-            finally:
-                opened.close()
+            await feed.start()
+            last = start
+            while not await request.is_disconnected():
+                batch = await feed.after(last, EVENT_WAIT_S)
+                if batch:  # one write for the lot
+                    last = batch[-1].id
+                    yield b"".join(map(event_bytes, batch))
 
         return EventSourceResponse(follow())
 
@@ -402,27 +428,3 @@ def event_bytes(event: EventRecord) -> bytes:
     """The event as one Server-Sent Event, its id the event's."""
     data = json.dumps(event_json(event))
     return ServerSentEvent(id=str(event.id), event=event.kind, data=data).encode()
-
-
-class BearerTokenGate:
-    """ASGI middleware: a request without the token (a bearer header, or `?token=`) gets 401,
-    except on OPEN_PATHS. Plain ASGI, so streamed answers pass through untouched."""
-
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app = app
-        self.token = token
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["path"] not in OPEN_PATHS:
-            request = Request(scope)
-            header = request.headers.get("authorization", "")
-            given = header[7:] if header.lower().startswith("bearer ") else None
-            if not token_matches(given or request.query_params.get("token"), self.token):
-                refused = JSONResponse(
-                    {"error": "a bearer token is needed: Authorization: Bearer TOKEN"},
-                    status_code=401,
-                    headers={"www-authenticate": "Bearer"},
-                )
-                await refused(scope, receive, send)
-                return
-        await self.app(scope, receive, send)

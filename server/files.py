@@ -35,6 +35,16 @@ def service_token(directory: Path | None = None) -> str:
     return token
 
 
+def private_file(path: Path) -> Path:
+    """`path`, made if missing, readable by its owner only, in a directory only its owner may
+    enter (both tightened when they already existed)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.parent.chmod(0o700)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    path.chmod(0o600)
+    return path
+
+
 def token_matches(given: str | None, expected: str) -> bool:
     """In constant time: whether `given` is the token."""
     return given is not None and hmac.compare_digest(given.encode(), expected.encode())

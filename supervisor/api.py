@@ -6,12 +6,13 @@ Starts or joins Ray, finds or starts the supervisor, and streams turns straight 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
 import time
 import uuid as uuidlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -71,6 +72,38 @@ REPEATABLE_CALLS = frozenset(
 )
 
 
+HOST_DIED = ("notice", "the agent's host died; the turn is reported as interrupted")
+
+
+async def _awaited_deltas(stream: Any) -> AsyncIterator[tuple[str, str]]:
+    """The deltas of a host's streaming generator, each chunk awaited; a host's death ends
+    them with a notice."""
+    try:
+        async for ref in stream:
+            for delta in await asyncio.wait_for(ref, CALL_TIMEOUT_S * 10):
+                yield delta
+    except ray.exceptions.RayActorError:
+        yield HOST_DIED
+
+
+def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> None:
+    """After a supervisor call failed with `exc`: raise what its caller is to see (a Grove
+    error as itself), or return when the call is to be repeated after the restart."""
+    if isinstance(exc, ray.exceptions.RayTaskError):
+        if isinstance(exc.cause, GroveError):
+            raise exc.cause from None
+        raise exc
+    if method not in REPEATABLE_CALLS:
+        raise SupervisorError(
+            f"the supervisor restarted during {method}; it may or may not have "
+            "taken effect (check `grove agents`)"
+        ) from exc
+    if time.monotonic() > deadline:
+        raise SupervisorError(
+            f"the supervisor did not come back within {SUPERVISOR_RESTART_WAIT_S:g} s"
+        ) from exc
+
+
 class Turn:
     """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end.
 
@@ -106,7 +139,17 @@ class Turn:
                     else:
                         yield kind, text
         except ray.exceptions.RayActorError:
-            yield ("notice", "the agent's host died; the turn is reported as interrupted")
+            yield HOST_DIED
+
+    async def deltas(self) -> AsyncIterator[tuple[str, str]]:
+        """The same deltas for an asyncio caller (the service): nothing waits in a thread."""
+        self._read = True
+        stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
+        async for kind, text in _awaited_deltas(stream):
+            if kind == "approval" and self._on_approval is not None:
+                self._on_approval(text)
+            else:
+                yield kind, text
 
     def result(self, timeout_s: float = 3600.0) -> TurnResult:
         if self._on_approval is not None and not self._read:
@@ -122,6 +165,22 @@ class Turn:
             )
             result = fallback if fallback is not None else TurnResult(error="interrupted")
         return typed(result, self.output_model)
+
+    async def result_async(self, timeout_s: float = 3600.0) -> TurnResult:
+        """`result` for an asyncio caller (the service): nothing waits in a thread."""
+        if self._on_approval is not None and not self._read:
+            async for _ in self.deltas():
+                pass
+        try:
+            result: TurnResult = await asyncio.wait_for(
+                self._host.result.remote(self.ticket_id), timeout_s
+            )
+        except ray.exceptions.RayActorError:
+            fallback = await asyncio.wait_for(
+                self._supervisor.wait_turn.remote(self.agent, timeout_s), timeout_s + 30
+            )
+            result = fallback if fallback is not None else TurnResult(error="interrupted")
+        return result
 
 
 class Grove:
@@ -188,6 +247,7 @@ class Grove:
                 name for name, chosen in self._rate_limits().items() if chosen.any
             ),
             prices=dict(self.settings.models.prices),
+            cache=self.settings.cache.policy(),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -286,6 +346,8 @@ class Grove:
 
     def close(self) -> None:
         if self.supervisor is not None and self._started_ray:
+            with contextlib.suppress(GroveError, ray.exceptions.RayError):
+                self.release_caches()  # a provider-side entry must not outlive its Grove
             ray.kill(self.supervisor)
             self.supervisor = None
         if self._started_ray:
@@ -301,21 +363,20 @@ class Grove:
         while True:
             try:
                 return ray.get(getattr(self.supervisor, method).remote(*args), timeout=timeout_s)
-            except ray.exceptions.RayTaskError as exc:
-                if isinstance(exc.cause, GroveError):
-                    raise exc.cause from None
-                raise
-            except ray.exceptions.RayActorError as exc:
-                if method not in REPEATABLE_CALLS:
-                    raise SupervisorError(
-                        f"the supervisor restarted during {method}; it may or may not have "
-                        "taken effect (check `grove agents`)"
-                    ) from exc
-                if time.monotonic() > deadline:
-                    raise SupervisorError(
-                        f"the supervisor did not come back within {SUPERVISOR_RESTART_WAIT_S:g} s"
-                    ) from exc
-                time.sleep(0.5)
+            except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
+                _raise_unless_repeatable(method, exc, deadline)
+            time.sleep(0.5)
+
+    async def _call_async(self, method: str, *args: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
+        """`_call` for an asyncio caller (the service): nothing waits in a thread."""
+        deadline = time.monotonic() + SUPERVISOR_RESTART_WAIT_S
+        while True:
+            try:
+                call = getattr(self.supervisor, method).remote(*args)
+                return await asyncio.wait_for(call, timeout_s)
+            except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
+                _raise_unless_repeatable(method, exc, deadline)
+            await asyncio.sleep(0.5)
 
     def create_root(
         self,
@@ -554,6 +615,13 @@ class Grove:
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
 
+    def release_caches(self, agent: str | None = None) -> int:
+        """Delete the provider-side cache entries (Gemini `cachedContents`) made for the
+        children of `agent` (of every agent: None); how many. A batch does this at its end;
+        closing a Grove that started Ray does it for all."""
+        released: int = self._call("release_caches", agent)
+        return released
+
     def seed(self, agent: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
         """Append `(kind, content)` user and assistant messages to `agent`'s history in one
         store call, running no turn: a shared context for the children it will fork."""
@@ -643,7 +711,15 @@ class Grove:
             for ref in host.watch.options(num_returns="streaming").remote(agent):
                 yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
         except ray.exceptions.RayActorError:
-            yield ("notice", "the agent's host died; the turn is reported as interrupted")
+            yield HOST_DIED
+
+    async def watch_async(self, agent: str) -> AsyncIterator[tuple[str, str]]:
+        """`watch` for an asyncio caller (the service): nothing waits in a thread."""
+        host = await self._call_async("turn_host", agent)
+        if host is not None:
+            stream = host.watch.options(num_returns="streaming").remote(agent)
+            async for delta in _awaited_deltas(stream):
+                yield delta
 
     def cancel(self, agent: str) -> bool:
         cancelled: bool = self._call("cancel", agent)
@@ -652,6 +728,13 @@ class Grove:
     def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
         result: TurnResult | None = self._call("wait_turn", agent, timeout_s, timeout_s=timeout_s)
         return None if result is None else self._typed(agent, result)
+
+    async def wait_turn_async(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
+        """`wait_turn` for an asyncio caller (the service): nothing waits in a thread."""
+        result: TurnResult | None = await self._call_async(
+            "wait_turn", agent, timeout_s, timeout_s=timeout_s + CALL_TIMEOUT_S
+        )
+        return result
 
     def host_pids(self) -> dict[str, int]:
         """The process id of each live agent host, by host id."""

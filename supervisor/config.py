@@ -26,7 +26,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from providers.base import ProviderName
+from providers.base import CachePolicy, ProviderName
 from providers.catalog import checked_prices, parse_model_spec
 from providers.credentials import BASE_URL_ENV, base_url_problem, config_dir
 from providers.errors import GroveError, ModelSpecError
@@ -263,6 +263,18 @@ class EventsSection(_Section):
         return self.keep_days * 86_400
 
 
+class ServiceSection(_Section):
+    """`[service]`: what `grove up` serves, and to whom."""
+
+    max_streams: int = Field(
+        default=1000, ge=1, le=100_000, description="Event streams one token may hold open"
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host names the API answers to besides IP addresses and localhost",
+    )
+
+
 class CompactionSection(_Section):
     """`[compaction]`: when and how an agent's older history is summarised."""
 
@@ -278,6 +290,19 @@ class CompactionSection(_Section):
         default="summary",
         description="summary: a model writes one; snapcompact: history printed on images",
     )
+
+
+class CacheSection(_Section):
+    """`[cache]`: provider prompt caching that follows the agent tree (on by default)."""
+
+    enabled: bool = Field(default=True, description="Use the providers' caches")
+    ttl: Literal["5m", "1h"] = Field(
+        default="5m", description="How long a cached prefix lives (Anthropic; Gemini entries)"
+    )
+
+    def policy(self) -> CachePolicy | None:
+        """What the requests ask for; None when caching is off."""
+        return CachePolicy(ttl=self.ttl) if self.enabled else None
 
 
 class GroveSettings(BaseSettings):
@@ -298,6 +323,8 @@ class GroveSettings(BaseSettings):
     compaction: CompactionSection = CompactionSection()
     budget: BudgetSection = BudgetSection()
     events: EventsSection = EventsSection()
+    cache: CacheSection = CacheSection()
+    service: ServiceSection = ServiceSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

@@ -14,6 +14,8 @@ import sys
 from collections.abc import MutableMapping
 from pathlib import Path
 
+from providers.errors import GroveError
+
 # Ray reads this once, when it is imported: "0" keeps a node it starts on 127.0.0.1 (its gRPC
 # servers, object manager and agents bind to the node's address) instead of rewriting
 # 127.0.0.1 to the machine's address, where they would listen on every interface.
@@ -61,21 +63,34 @@ def default_token_path() -> Path:
     return Path.home() / ".ray" / "auth_token"
 
 
+class RayTokenError(GroveError):
+    """The token file cannot be made where it is to be; the text says where and why."""
+
+
 def secure_token(environ: MutableMapping[str, str] = os.environ) -> None:
-    """With token auth on, the token file, made here when missing, is 0600 and Ray's own
-    directory for it 0700. A token given in the environment is left as it is."""
+    """With token auth on, the token file, made here when missing (with its directories, 0700),
+    is 0600 and Ray's own directory for it 0700. A token given in the environment is left as
+    it is."""
     if environ.get(AUTH_MODE_VARIABLE, "").lower() != "token" or environ.get(TOKEN_VARIABLE):
         return
     chosen = environ.get(TOKEN_PATH_VARIABLE)
     path = Path(chosen) if chosen else default_token_path()
-    if not chosen:
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _owner_only(path.parent, 0o700)
+    where = f"{TOKEN_PATH_VARIABLE}={chosen}" if chosen else str(path)
+    if path.parent.exists() and not path.parent.is_dir():
+        raise RayTokenError(f"cannot make Ray's token file ({where}): {path.parent} is a file")
     try:
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        _owner_only(path, 0o600)
-        return
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not chosen:  # Ray's own directory; one the user chose is left as it is
+            _owner_only(path.parent, 0o700)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            _owner_only(path, 0o600)
+            return
+    except OSError as exc:
+        raise RayTokenError(
+            f"cannot make Ray's token file ({where}): {exc.strerror or exc}"
+        ) from None
     with os.fdopen(descriptor, "w") as token_file:
         token_file.write(secrets.token_hex(32))
 

@@ -18,7 +18,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.tools.grant import ToolGrant
 from actors.transcript import parts_to_data
-from providers.base import TextPart, Usage
+from providers.base import CachePolicy, TextPart, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
@@ -26,6 +26,7 @@ from supervisor.children import child_records
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
+from supervisor.fork_cache import ForkCaches
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -85,6 +86,8 @@ class SupervisorCore:
         self._forked_keys: dict[tuple[str, str], AgentRecord] | None = None
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
         self.compaction = CompactionPlan()  # `[compaction]`, set by the deployment
+        self.cache: CachePolicy | None = None  # `[cache]`, set by the deployment
+        self.fork_caches = ForkCaches(self)  # warm-ups before fan-out, explicit entries
         # Refuses a new turn (count=True) or fork in a tree whose budget is spent; set by the
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
@@ -343,7 +346,7 @@ class SupervisorCore:
             forked = self._keyed_children()
             forked.update(((parent.uuid, key), r) for key, r in zip(keys, records, strict=True))
         # Read now, before any await: later the parent may have moved past the fork point.
-        shared = self.prefixes.get(
+        shared, tokens = self.prefixes.get(
             parent.uuid, records[0].fork_message_id, lambda: self.store.conversation(parent.uuid)
         )
         by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
@@ -369,14 +372,9 @@ class SupervisorCore:
         await self.children_created(records)
         if before_start is not None:
             await before_start(records)
-        outcomes = await asyncio.gather(
-            *(
-                asyncio.wait_for(hosts[host_id].start_many(items, shared), HOST_CALL_TIMEOUT_S)
-                for host_id, items in by_host.items()
-            ),
-            return_exceptions=True,
-        )
-        for (host_id, items), outcome in zip(by_host.items(), outcomes, strict=True):
+        prefix = self.fork_caches.prefix(records[0], records[0].fork_message_id, tokens)
+        started = await self.fork_caches.start_many(prefix, by_host, hosts, shared)
+        for host_id, items, outcome in started:
             if isinstance(outcome, HostDiedError) and retry_interrupted:
                 self._retry_unseen(host_id, [ticket for ticket, _ in items])
             elif isinstance(outcome, BaseException):

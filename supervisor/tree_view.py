@@ -30,7 +30,7 @@ AGENT_FIELDS = {
     "thinking_level",
     "created_at",
 }
-CONTEXT_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+CONTEXT_FIELDS = ("input_tokens", "output_tokens")  # input counts cached tokens too
 # Every agent is read again at least this often, so a change no event names shows up too.
 FULL_READ_EVERY_S = 30.0
 # Full reads (also those a flood of events or a change they do not name asks for) are spaced

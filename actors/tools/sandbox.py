@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import shutil
 import signal
 from collections.abc import Callable, Mapping, Sequence
@@ -41,6 +42,8 @@ HOME_SECRETS = (
 SECRET_FILE_VARIABLES = ("RAY_AUTH_TOKEN_PATH", "GROVE_CONFIG_FILE")
 # Names of variables a process never sees: the providers' keys, and anything named like one.
 _SECRET_NAME_PARTS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
+# A URL with a password in it (a store's `redis://:PASSWORD@host`, a database's URL).
+_URL_WITH_PASSWORD = re.compile(r"://[^/\s@:]*:[^/\s@]+@")
 
 
 class SandboxUnavailable(ToolError):
@@ -126,12 +129,15 @@ def _under(path: Path, directories: Sequence[str]) -> bool:
 
 
 def command_environment() -> dict[str, str]:
-    """The host's environment without the providers' keys or anything named like a secret."""
+    """The host's environment without the providers' keys, anything named like a secret, or a
+    URL with a password in it (GROVE_STORE's, for one)."""
     keys = {name for names in API_KEY_ENV.values() for name in names}
     return {
         name: value
         for name, value in os.environ.items()
-        if name not in keys and not any(part in name.upper() for part in _SECRET_NAME_PARTS)
+        if name not in keys
+        and not any(part in name.upper() for part in _SECRET_NAME_PARTS)
+        and not _URL_WITH_PASSWORD.search(value)
     }
 
 

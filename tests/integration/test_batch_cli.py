@@ -169,6 +169,7 @@ def test_first_run_writes_one_record_per_task_and_exits_1(runs: Runs) -> None:
             "text",
             "usage",
             "cost_usd",
+            "saved_usd",
             "error",
             "advice",
             "tool_calls",

@@ -356,6 +356,15 @@ def test_the_dashboard_shows_a_batch_and_a_streaming_agent_live(
                 page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
                 assert turn.result(timeout=60).json()["ok"]
             page.wait_for_selector(".message.assistant:has-text('word by word')")
+
+            # A tree whose second turn reads the first's prompt from the provider's cache.
+            cached = api.post("/api/roots", json={"model": "claude-sonnet-4-5"}).json()["uuid"]
+            long_prompt = "[[sim tokens=3]] " + " ".join(f"note-{n}" for n in range(2_000))
+            for text in (long_prompt, "[[sim tokens=3]] and again"):
+                api.post(f"/api/agents/{cached}/prompts", json={"text": text})
+            cache_cell = page.locator(f"tr[data-uuid='{cached}'] td.cache")
+            cache_cell.filter(has_text="saved").wait_for(timeout=30_000)
+            assert "%" in cache_cell.inner_text()
         finally:
             browser.close()
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000

@@ -1,6 +1,6 @@
 """A provider-shaped server that answers every request 401 and echoes the credentials it was
-sent (key headers, a `key` query parameter, Basic auth from a URL's user info) in each vendor's
-own error body: what a careless or hostile endpoint does with a key.
+sent (key headers, a `key` query parameter, Basic auth from a URL's user info, as sent and
+decoded) in each vendor's own error body: what a careless or hostile endpoint does with a key.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ class _EchoHandler(BaseHTTPRequestHandler):
         found = [self.headers.get(name, "") for name in ("x-api-key", "x-goog-api-key")]
         authorization = self.headers.get("authorization", "")
         scheme, _, value = authorization.partition(" ")
+        found.append(authorization)
         if scheme.lower() == "basic":
-            value = base64.b64decode(value).decode("utf-8", errors="replace")
-        found.append(value)
+            found.append(base64.b64decode(value).decode("utf-8", errors="replace"))
         found.extend(parse_qs(urlsplit(self.path).query).get("key", []))
         found.append(f"path={self.path}")
         return [item for item in found if item]

@@ -1,10 +1,12 @@
 """Loaded credentials are masked by their exact value, whatever they look like: against a server
-that echoes the key (and a base URL's password) in its 401 body, on all three wires, neither
-reaches the output, the store (with its WAL), the event log or a batch's output.
+that echoes the key (and a base URL's password, decoded and as the Basic auth header carries
+it) in its 401 body, on all three wires, neither reaches the output, the store (with its WAL),
+the event log or a batch's output.
 """
 
 from __future__ import annotations
 
+import base64
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.secrets import MASK, MIN_SECRET_CHARS, Secrets
+from providers.secrets import MASK, MIN_SECRET_CHARS, Secrets, mask, remember_url_secrets
 from tests.security.commands import Place
 from tests.security.echo_server import EchoServer
 
@@ -21,7 +23,8 @@ PLAIN_KEY = "CANARYPLAINKEY0123456789"
 HEX_KEY = secrets.token_hex(16)
 OPENAI_KEY = "CANARYOPENAI" + secrets.token_hex(8)
 URL_PASSWORD = "CANARYURLSECRET" + secrets.token_hex(4)
-CANARIES = (PLAIN_KEY, HEX_KEY, OPENAI_KEY, URL_PASSWORD)
+BASIC_AUTH = base64.b64encode(f"grove:{URL_PASSWORD}".encode()).decode()  # what is sent
+CANARIES = (PLAIN_KEY, HEX_KEY, OPENAI_KEY, URL_PASSWORD, BASIC_AUTH)
 MODELS = ("claude-haiku-4-5", "gpt-5-mini", "gemini-3.0-flash")
 
 
@@ -110,3 +113,10 @@ def test_exact_values_shapes_and_url_user_info_are_masked() -> None:
         "AIzaSyA1234567890123456789012345678901 at https://me:pw@host.test/v1 shortie"
     )
     assert registry.mask(text) == ("bad key *** and sk-*** and *** at https://host.test/v1 shortie")
+
+
+def test_the_basic_auth_value_of_a_url_is_masked_as_sent_and_as_written() -> None:
+    remember_url_secrets("http://us%40er:p%40ss-canary-8d2f@host.test/v1")
+    for user, password in (("us@er", "p@ss-canary-8d2f"), ("us%40er", "p%40ss-canary-8d2f")):
+        basic = base64.b64encode(f"{user}:{password}".encode()).decode()
+        assert mask(f"echoed: Basic {basic}") == "echoed: Basic ***"

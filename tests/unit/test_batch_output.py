@@ -32,6 +32,7 @@ def test_records_have_the_documented_fields() -> None:
         "text": "Fine.",
         "usage": usage.as_dict(),
         "cost_usd": 0.25,
+        "saved_usd": 0.0,
         "error": None,
         "advice": [],
         "tool_calls": [],

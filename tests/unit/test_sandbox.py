@@ -65,3 +65,20 @@ def test_secrets_are_hidden_after_the_root_is_mounted(tmp_path: Path) -> None:
     assert "--bind" not in read_only and "--ro-bind" in read_only
     networked = bwrap_arguments("bwrap", SandboxPolicy(network=True), root, ["true"], [])
     assert "--unshare-net" not in networked and "/run" not in networked
+
+
+def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from supervisor import Grove
+    from supervisor.config import ConfigError, load_settings
+
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "config.toml"))
+    (tmp_path / "config.toml").write_text(
+        '[tools.sandbox]\nmode = "read-only"\nnetwork = true\nhidden = ["/srv/keys"]\n'
+    )
+    store = tmp_path / "grove.sqlite3"
+    policy = Grove(settings=load_settings(store=f"sqlite:///{store}"))._sandbox_policy()
+    assert policy.mode == "read-only" and policy.network and policy.writable == ()
+    assert policy.hidden == ("/srv/keys", str(store), f"{store}-wal", f"{store}-shm")
+    monkeypatch.setenv("GROVE_TOOLS__SANDBOX__MODE", "sideways")
+    with pytest.raises(ConfigError, match=r"tools.sandbox.mode: Input should be 'workspace-write'"):
+        load_settings()
