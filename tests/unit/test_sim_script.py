@@ -4,7 +4,7 @@ calls, and `times=N` counting under concurrency."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -304,9 +304,9 @@ def test_locate_script(entries: list[tuple[Entry, str]], expected: tuple[str, in
 
 
 def test_invalid_output_counts_the_user_messages_after_it() -> None:
-    from providers.simulator.script import Entry, invalid_answers_left
+    from providers.simulator.script import invalid_answers_left
 
-    asked: tuple[Entry, str] = ("text", "Review. [[sim invalid_output=2]]")
+    asked: tuple[Literal["text"], str] = ("text", "Review. [[sim invalid_output=2]]")
     assert invalid_answers_left([asked]) == 2
     assert invalid_answers_left([asked, ("reply", ""), ("text", "Not JSON; again.")]) == 1
     assert (
