@@ -94,6 +94,11 @@ class DecisionIn(BaseModel):
     decision: Literal["y", "n", "a"] = Field(description="yes, no, or always for the session")
 
 
+class WorktreesIn(BaseModel):
+    repository: str = Field(min_length=1, max_length=4096, description="a path in the repository")
+    prune: bool = False
+
+
 class ForkIn(BaseModel):
     prompts: list[Text] = Field(min_length=1, max_length=10_000)
     model: Name | None = None
@@ -326,6 +331,14 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         every hour)."""
         with reads() as opened:
             return opened.trim_events()
+
+    @app.post("/api/worktrees")
+    def worktrees(body: WorktreesIn) -> dict[str, Any]:
+        """Grove's worktrees of the repository at `repository` (a path on the service's
+        machine), with their agents, branches and diff stats; `prune` removes those of ended
+        agents and those merged into HEAD, as `grove worktrees --prune` does."""
+        with reads() as opened:
+            return {"worktrees": opened.worktrees(body.repository, body.prune)}
 
     @app.get("/api/events/stream")
     async def event_stream(request: Request, after: int = 0) -> EventSourceResponse:
