@@ -11,12 +11,14 @@ import enum
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
 from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
 from actors.transcript import entry_to_message, parts_to_data, to_messages
+from actors.turn_result import NewEntry as NewEntry
+from actors.turn_result import TurnResult as TurnResult
 from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
     AssistantTurn,
@@ -147,41 +149,6 @@ class FleetPort(Protocol):
 
 class ContextRecoveryError(Exception):
     """The context was compacted and the request still did not fit, or it could not be."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class NewEntry:
-    """A message the turn produced, for the supervisor to persist."""
-
-    kind: str
-    content: str
-    data: dict[str, Any]
-
-
-@dataclass(kw_only=True, slots=True)
-class TurnResult:
-    entries: list[NewEntry] = field(default_factory=list)
-    text: str = ""
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
-    saved_usd: float = 0.0  # what provider caching saved (see reply_data)
-    stop_reason: str | None = None
-    error: str | None = None
-    cancelled: bool = False
-    # An agent in a worktree: its branch and diff stat since the fork.
-    worktree: dict[str, str] | None = None
-    # Typed results: the checked answer (JSON data; the caller's Grove makes it an instance
-    # of its model), or why the last answer was not one once the retries ran out, and how
-    # many answers went back to the model (their requests are in `usage`, and apart in
-    # `retry_usage`).
-    output: Any = None
-    output_error: str | None = None
-    output_retries: int = 0
-    retry_usage: Usage = field(default_factory=Usage)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and not self.cancelled
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -25,12 +25,11 @@ import httpx
 import httpx2  # the anthropic SDK's own HTTP client
 from harness import ExternalSimulator, Pacing, running_grove, simulator_process
 
-from cli.batch import BatchRunner
-from cli.batch_input import Task
-from cli.batch_output import OutputLog
-from cli.batch_progress import Totals
 from providers.base import Usage
 from providers.catalog import cost_usd
+from supervisor.batch.records import OutputLog, record_results
+from supervisor.batch.summary import Totals
+from supervisor.batch.tasks import Task
 
 MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini", "google": "gemini-3.0-flash"}
 APIS = {"anthropic": "anthropic", "openai": "openai-responses", "google": "google"}
@@ -99,8 +98,10 @@ def grove_batch(
         totals = Totals(total=len(tasks))
         start = time.perf_counter()
         with OutputLog(output) as log:
-            runner = BatchRunner(grove, log, totals, concurrency, batch_key=f"{provider}-{root}")
-            runner.run(root, tasks)
+            key = f"{provider}-{root}"
+            steps = grove.run_batch(root, tasks, concurrency=concurrency, key=key)
+            for _ in record_results(steps, log, totals):
+                pass
         wall = time.perf_counter() - start
         records = [json.loads(line) for line in output.read_text().splitlines()]
     billed = billed_since(simulator, before, APIS[provider])

@@ -10,6 +10,7 @@ import contextlib
 import json
 import os
 import secrets
+import threading
 import time
 import uuid as uuidlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -31,6 +32,8 @@ from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
+from supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
+from supervisor.batch.tasks import Task
 from supervisor.budget_rules import Budget
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
@@ -633,6 +636,28 @@ class Grove:
         result). What an interrupted batch already finished, found again on its rerun."""
         found: dict[str, tuple[str, TurnResult]] = self._call("answered", keys, timeout_s=600)
         return {key: (agent, self._typed(agent, result)) for key, (agent, result) in found.items()}
+
+    def run_batch(
+        self,
+        root: str,
+        tasks: list[Task],
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        advisor: str | None = None,
+        key: str = "",
+        workspace: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[Step]:
+        """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
+        a reviewer on each); each finished task's record as it comes, or None when a second
+        passed without one. `key` names the batch: a rerun under it takes the answers an
+        interrupted run left instead of running those tasks again. `workspace`: as fork_many's.
+        `stop` ends the run early, cancelling the tasks in flight (supervisor/batch/ holds the
+        stages around this one)."""
+        runner = BatchRunner(
+            self, concurrency, advisor=advisor, key=key, workspace=workspace, stop=stop
+        )
+        return runner.run(root, tasks)
 
     def set_todo(self, session: str, markdown: str) -> str:
         """Replace the session's focused agent's todo list with `markdown` (the `/todo` form:

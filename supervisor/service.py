@@ -679,44 +679,10 @@ class SupervisorCore:
         self.event("MailDelivered", sender=sender, recipient=record.uuid, message_id=message.id)
         return message
 
-    async def wait_for(
-        self, waiter: str, uuids: Sequence[str], timeout_s: float
-    ) -> dict[str, dict[str, Any]]:
-        """Fan-in: each named agent's result or status, or else the waiter's first mail."""
-        if not uuids:
-            try:
-                mail = await asyncio.wait_for(self.live(waiter).mail.get(), timeout_s)
-            except TimeoutError:
-                return {}
-            sender = str(mail.data.get("sender", "?"))
-            return {sender: {"status": "mail", "text": mail.content}}
-        waits = [asyncio.ensure_future(self.live(uuid).turn_done.wait()) for uuid in uuids]
-        _, pending = await asyncio.wait(waits, timeout=timeout_s)
-        for waiting in pending:
-            waiting.cancel()
-        results: dict[str, dict[str, Any]] = {}
-        for uuid in uuids:
-            state = self.live(uuid)
-            record = self.agent(uuid)
-            if state.ticket_id is not None:
-                results[uuid] = {"status": "running"}
-            elif record.status != "running":
-                results[uuid] = {"status": record.status}
-            elif state.last_result is None:
-                results[uuid] = {"status": "idle", "text": self.last_answer(uuid)}
-            elif state.last_result.ok:
-                results[uuid] = {"status": "done", "text": state.last_result.text}
-            else:
-                results[uuid] = {"status": "error", "text": state.last_result.error or ""}
-            if state.last_result is not None and state.last_result.worktree:
-                results[uuid].update(state.last_result.worktree)  # its branch and diff stat
-        return results
-
-    def last_answer(self, uuid: str) -> str:
-        for message in reversed(self.store.agent_messages(uuid)):
-            if message.kind == "assistant":
-                return message.content
-        return ""
+    def turn_end(self, uuid: str) -> asyncio.Event | None:
+        """What is set when the agent's turn in flight (or its retry) ends; None: it has none."""
+        state = self._live.get(uuid)
+        return None if state is None or state.turn_done.is_set() else state.turn_done
 
     # --- events ---------------------------------------------------------------------------
 

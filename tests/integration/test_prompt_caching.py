@@ -20,15 +20,14 @@ from typing import Any
 
 import pytest
 
-from cli.batch import BatchRunner
-from cli.batch_input import Task
-from cli.batch_output import OutputLog
-from cli.batch_progress import Totals
 from providers.base import Usage
 from providers.catalog import cost_usd
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from supervisor import Grove
+from supervisor.batch.records import OutputLog, record_results
+from supervisor.batch.summary import Totals
+from supervisor.batch.tasks import Task
 from tests.integration.groves import cli_environment, interrupt_after_lines, running_grove
 
 KEY = "sim-cache-test-key-4411"
@@ -183,9 +182,9 @@ def test_a_gemini_batch_makes_one_cached_content_and_deletes_it(
     made, deleted = explicit.created, explicit.deleted
     totals = Totals(total=12)
     with OutputLog(tmp_path / "out.jsonl") as log:
-        BatchRunner(grove, log, totals, concurrency=4, batch_key="gemini").run(
-            root, gemini_tasks(12)
-        )
+        steps = grove.run_batch(root, gemini_tasks(12), concurrency=4, key="gemini")
+        for _ in record_results(steps, log, totals):
+            pass
     assert (explicit.created - made, explicit.deleted - deleted, explicit.live) == (1, 1, 0)
     records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
     assert len(records) == 12 and all(r["status"] == "ok" for r in records)

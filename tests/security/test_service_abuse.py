@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.batch_input import MAX_TEXT_BYTES
+from supervisor.batch.tasks import MAX_TEXT_BYTES
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
 

@@ -8,16 +8,12 @@ import json
 from pathlib import Path
 
 from actors.agent import TurnResult
-from cli.batch_input import Task, TaskLineError
-from cli.batch_output import (
-    OutputLog,
-    error_record,
-    line_error_record,
-    read_previous,
-    task_record,
-)
-from cli.batch_progress import PlainProgress, Totals, duration_text, progress_line, summary_line
+from cli.batch_progress import PlainProgress
 from providers.base import Usage
+from supervisor.batch.done import read_previous
+from supervisor.batch.records import OutputLog, error_record, line_error_record, task_record
+from supervisor.batch.summary import Totals, duration_text, progress_line, summary_line
+from supervisor.batch.tasks import Task, TaskLineError
 
 TASK = Task(id=7, key="7", line=3, prompt="Review this")
 
