@@ -11,15 +11,18 @@ import enum
 import json
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
 from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
 from actors.transcript import entry_to_message, parts_to_data, to_messages
+from actors.turn_result import NewEntry as NewEntry
+from actors.turn_result import TurnResult as TurnResult
 from providers.accumulate import INVALID_ARGUMENTS
 from providers.base import (
     AssistantTurn,
+    CachePolicy,
     Finished,
     ImageData,
     Message,
@@ -36,7 +39,7 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
-from providers.catalog import model_info
+from providers.catalog import cache_saving_usd, model_info
 from providers.errors import GroveError, ProviderError, is_context_overflow
 from providers.output import answer_message
 from providers.secrets import mask
@@ -94,13 +97,8 @@ Recover = Callable[[str, str, int], Awaitable["list[Any] | None"]]
 
 
 def context_tokens(turn: AssistantTurn) -> int:
-    """The context a request carried and its reply added, as the provider reported them
-    (Anthropic reports cached input apart from `input_tokens`; the others within it)."""
-    usage = turn.usage
-    cached = (
-        usage.cache_read_tokens + usage.cache_write_tokens if turn.provider == "anthropic" else 0
-    )
-    return usage.input_tokens + cached + usage.output_tokens
+    """The context a request carried and its reply added, as the provider reported them."""
+    return turn.usage.input_tokens + turn.usage.output_tokens
 
 
 def estimated_input(request: Request, tool_chars: int = 0) -> int:
@@ -115,10 +113,12 @@ def estimated_input(request: Request, tool_chars: int = 0) -> int:
 
 
 def reply_data(turn: AssistantTurn) -> dict[str, Any]:
-    """What a reply was billed, as its stored data holds it (its parts aside)."""
+    """What a reply was billed, as its stored data holds it (its parts aside), and what
+    caching saved on it (`saved_usd`, against every prompt token at the input price)."""
     return {
         "usage": turn.usage.as_dict(),
         "cost_usd": turn.cost_usd,
+        "saved_usd": cache_saving_usd(turn.model, turn.usage),
         "stop_reason": turn.stop_reason,
         "model": turn.model,
         "provider": turn.provider,
@@ -152,40 +152,6 @@ class ContextRecoveryError(Exception):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class NewEntry:
-    """A message the turn produced, for the supervisor to persist."""
-
-    kind: str
-    content: str
-    data: dict[str, Any]
-
-
-@dataclass(kw_only=True, slots=True)
-class TurnResult:
-    entries: list[NewEntry] = field(default_factory=list)
-    text: str = ""
-    usage: Usage = field(default_factory=Usage)
-    cost_usd: float = 0.0
-    stop_reason: str | None = None
-    error: str | None = None
-    cancelled: bool = False
-    # An agent in a worktree: its branch and diff stat since the fork.
-    worktree: dict[str, str] | None = None
-    # Typed results: the checked answer (JSON data; the caller's Grove makes it an instance
-    # of its model), or why the last answer was not one once the retries ran out, and how
-    # many answers went back to the model (their requests are in `usage`, and apart in
-    # `retry_usage`).
-    output: Any = None
-    output_error: str | None = None
-    output_retries: int = 0
-    retry_usage: Usage = field(default_factory=Usage)
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and not self.cancelled
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
 class ToolActivity:
     """A tool call starting or its result, as one short line for whoever watches the turn."""
 
@@ -216,8 +182,10 @@ class Agent:
         compaction_threshold: float | None = None,
         budget: BudgetPort | None = None,
         fleet: FleetPort | None = None,
+        cache: CachePolicy | None = None,
     ) -> None:
         self.uuid = uuid
+        self.cache = cache  # `[cache]`: None sends no cache marks
         self.budget = budget
         self.fleet = fleet
         self.recover = recover
@@ -372,6 +340,7 @@ class Agent:
             tools=tuple(tool.spec for tool in self.tools.values()),
             thinking=self.choice.thinking,
             max_tokens=self.max_tokens,
+            cache=self.cache,
             output=self._output.request if self._output is not None else None,
         )
         provider = self.choice.provider
@@ -496,6 +465,7 @@ class Agent:
         if result.output_retries:
             result.retry_usage = result.retry_usage + turn.usage
         result.cost_usd += turn.cost_usd
+        result.saved_usd += billed["saved_usd"]
         result.stop_reason = turn.stop_reason
 
     async def _run_tools(

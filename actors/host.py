@@ -30,9 +30,11 @@ from actors.budget_guard import BudgetPort
 from actors.output import OutputType
 from actors.tools.grant import ToolGrant
 from actors.tools.worktrees import Worktree, WorktreeError, missing_text, settle
-from actors.transcript import Entry, join_messages, to_messages
+from actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
 from providers.base import (
+    CONTENT_EVENT_KINDS,
     AssistantTurn,
+    CachePolicy,
     Message,
     Provider,
     ProviderWarning,
@@ -42,6 +44,9 @@ from providers.base import (
     TextDelta,
     ThinkingDelta,
 )
+from providers.errors import ProviderError
+from providers.google_cache import CachedContent, create_cached_content, delete_cached_content
+from providers.http import HTTPProvider
 
 # Tells the supervisor what a request of a turn was billed, as soon as it ends: (ticket id,
 # agent, the data its reply is stored with, without its parts).
@@ -94,8 +99,13 @@ class TurnRun:
     # Every delta so far (the fragments pending holds too, not copies): what a watcher who
     # comes in mid-turn is shown first.
     so_far: list[tuple[str, str]] = field(default_factory=list)
+    # Set when the turn's first reply began to stream (or an attempt failed, or the turn
+    # ended): what a warm-up before fan-out waits for (supervisor/warmup.py).
+    started: asyncio.Event = field(default_factory=asyncio.Event)
 
     def push(self, event: StreamEvent | ToolActivity) -> None:
+        if event.kind in CONTENT_EVENT_KINDS or event.kind == "retrying":
+            self.started.set()
         match event:
             case TextDelta(text=text):
                 self._add("text", text)
@@ -154,8 +164,10 @@ class AgentHostCore:
         budget: BudgetPort | None = None,
         fleet: FleetPort | None = None,
         billed: Billed | None = None,
+        cache: CachePolicy | None = None,
     ) -> None:
         self.host_id = host_id
+        self.cache = cache  # `[cache]` of every agent here (None: caching off)
         self._billed = billed
         self.tool_steps = tool_steps
         self.agents: dict[str, Agent] = {}
@@ -184,11 +196,15 @@ class AgentHostCore:
             if self._make_tools and activation.tools and _present(workspace)
             else {}
         )
+        history = to_messages(activation.history, fork_points=True)
+        last = activation.history[-1] if activation.history else None
+        if last is not None and getattr(last, "agent_uuid", activation.uuid) != activation.uuid:
+            add_part(history, fork_point(last))  # a child yet to speak: all it has is inherited
         self._workspaces[uuid] = (workspace, activation.worktree)
         self.agents[activation.uuid] = Agent(
             activation.uuid,
             activation.choice,
-            join_messages(prefix, to_messages(activation.history)),
+            join_messages(prefix, history),
             self._make_provider,
             system=activation.system,
             tools=tools,
@@ -197,6 +213,7 @@ class AgentHostCore:
             compaction_threshold=self._compaction_threshold,
             budget=self._budget if activation.budgeted else None,
             fleet=self._fleet,
+            cache=self.cache,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 
@@ -211,6 +228,7 @@ class AgentHostCore:
             tools=tools,
             budget=self._budget if spec.budgeted else None,
             fleet=self._fleet,
+            cache=self.cache,
         )
         self.reviewers[spec.uuid] = Reviewer(
             spec.uuid, agent, report, context_window=spec.context_window
@@ -255,10 +273,16 @@ class AgentHostCore:
         self._start(ticket)
 
     def start_many(
-        self, items: Sequence[tuple[Ticket, Activation]], prefix: Sequence[Entry]
+        self,
+        items: Sequence[tuple[Ticket, Activation]],
+        prefix: Sequence[Entry],
+        cached_content: str | None = None,
     ) -> None:
-        """Activate and start many forked agents that share one inherited `prefix`."""
-        shared = to_messages(prefix)
+        """Activate and start many forked agents that share one inherited `prefix`, which
+        ends at their fork point (`cached_content`: a provider-side copy of it, by name)."""
+        shared = to_messages(prefix, fork_points=True)
+        if prefix:
+            add_part(shared, fork_point(prefix[-1], cached_content))
         for ticket, activation in items:
             self.activate(activation, shared)
             self._start(ticket)
@@ -291,6 +315,7 @@ class AgentHostCore:
             self._last_used[uuid] = time.monotonic()
         run.result = result
         run.changed.set()
+        run.started.set()
         for queue in run.watchers:
             queue.put_nowait(None)
         await self._report(run.ticket, result)
@@ -337,6 +362,18 @@ class AgentHostCore:
                     yield chunk
         finally:
             run.watchers.remove(queue)
+
+    async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
+        """Wait until the turn's first reply has begun (its first content arrived), an attempt
+        of it failed, or it ended; False when `timeout_s` passed first (or it is unknown)."""
+        run = self.runs.get(ticket_id)
+        if run is None:
+            return False
+        try:
+            await asyncio.wait_for(run.started.wait(), timeout_s)
+        except TimeoutError:
+            return False
+        return True
 
     async def result(self, ticket_id: str) -> TurnResult:
         run = self.runs[ticket_id]
@@ -402,6 +439,42 @@ class AgentHostCore:
                 del self._last_used[uuid]
                 released += 1
         return released
+
+    async def create_cache(
+        self, activation: Activation, prefix: Sequence[Entry], ttl_s: int
+    ) -> CachedContent:
+        """A provider-side copy (Gemini `cachedContents`) of what `activation`'s agent sends
+        before its own first message: its system prompt, its tools and `prefix`."""
+        assert activation.choice is not None, "a cache is made for an agent with a model"
+        tools = (
+            self._make_tools(activation.uuid, activation.tools, activation.workspace)
+            if self._make_tools and activation.tools
+            else {}
+        )
+        request = Request(
+            model=activation.choice.model,
+            messages=tuple(to_messages(prefix)),
+            system=activation.system,
+            tools=tuple(tool.spec for tool in tools.values()),
+        )
+        provider = self._make_provider(activation.choice)
+        try:
+            if not isinstance(provider, HTTPProvider):
+                raise ProviderError("explicit caches are made over HTTP")
+            return await create_cached_content(provider, request, ttl_s)
+        except ProviderError as exc:  # as its text: the HTTP error's own fields do not pickle
+            raise ProviderError(str(exc), provider=exc.provider) from None
+        finally:
+            await provider.aclose()
+
+    async def drop_cache(self, choice: ModelChoice, name: str) -> None:
+        """Delete a provider-side cache `create_cache` made."""
+        provider = self._make_provider(choice)
+        try:
+            if isinstance(provider, HTTPProvider):
+                await delete_cached_content(provider, name)
+        finally:
+            await provider.aclose()
 
     async def complete(
         self, choice: ModelChoice, system: str, prompt: str, max_tokens: int

@@ -34,9 +34,10 @@ from actors.tools.kit import ToolKit
 from actors.tools.mcp import McpServerConfig
 from actors.tools.readonly import readonly_tools
 from actors.tools.sandbox import SandboxPolicy
-from providers.base import AssistantTurn, Provider, RateLimitLeft
+from providers.base import AssistantTurn, CachePolicy, Provider, RateLimitLeft
 from providers.catalog import set_prices
 from providers.factory import create_provider
+from providers.google_cache import CachedContent
 from providers.http import Endpoint
 
 REPORT_TIMEOUT_S = 30.0
@@ -63,6 +64,7 @@ class HostSettings:
     # Providers whose requests wait for the supervisor's fleet limits first.
     limited_providers: frozenset[str] = frozenset()
     prices: dict[str, list[float]] = field(default_factory=dict)  # `[models] prices`
+    cache: CachePolicy | None = field(default_factory=CachePolicy)  # `[cache]`; None: off
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -246,6 +248,7 @@ class AgentHost:
             budget=SupervisorBudgetPort(reporter),
             fleet=SupervisorFleetPort(reporter, settings.limited_providers),
             billed=self._billing.tell,
+            cache=settings.cache,
         )
         self._janitor: asyncio.Task[None] | None = None
 
@@ -290,10 +293,26 @@ class AgentHost:
         self._ensure_janitor()
         self.core.start_turn(ticket, activation)
 
-    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: list[Any]) -> None:
+    async def start_many(
+        self,
+        items: list[tuple[Ticket, Activation]],
+        prefix: list[Any],
+        cached_content: str | None = None,
+    ) -> None:
         """`prefix` arrives from the object store: put there once, read by every host."""
         self._ensure_janitor()
-        self.core.start_many(items, prefix)
+        self.core.start_many(items, prefix, cached_content)
+
+    async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
+        return await self.core.wait_started(ticket_id, timeout_s)
+
+    async def create_cache(
+        self, activation: Activation, prefix: list[Any], ttl_s: int
+    ) -> CachedContent:
+        return await self.core.create_cache(activation, prefix, ttl_s)
+
+    async def drop_cache(self, choice: ModelChoice, name: str) -> None:
+        await self.core.drop_cache(choice, name)
 
     async def activate(self, activation: Activation) -> None:
         self.core.activate(activation)

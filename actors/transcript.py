@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
 from providers.base import (
+    CachePoint,
     ImageData,
     ImagePart,
     JSONObject,
@@ -81,6 +82,8 @@ def part_to_data(part: Part) -> JSONObject:
             return data
         case ImagePart(image=image):
             return {"kind": "image", "media_type": image.media_type, "data": image.data}
+        case CachePoint():
+            raise ValueError("a cache point marks a request; it is never stored")
 
 
 def part_from_data(data: JSONObject) -> Part:
@@ -155,10 +158,21 @@ def entry_to_message(entry: Entry) -> Message | None:
     return Message.user(prefix.format(sender=sender) + entry.content)
 
 
-def to_messages(entries: Iterable[Entry]) -> list[Message]:
-    """Provider messages for a conversation; consecutive same-role messages are merged."""
+def to_messages(entries: Iterable[Entry], *, fork_points: bool = False) -> list[Message]:
+    """Provider messages for a conversation; consecutive same-role messages are merged.
+
+    With `fork_points`, a `CachePoint` follows each run of one agent's entries that another
+    agent's follow (where a child was forked: a stored conversation is its ancestors'
+    prefixes, then its own messages), named after the run's last entry."""
     messages: list[Message] = []
+    run: Entry | None = None  # the last entry that names its agent
     for entry in entries:
+        owner = getattr(entry, "agent_uuid", None)
+        ran = getattr(run, "agent_uuid", None)
+        if fork_points and run is not None and owner is not None and owner != ran:
+            add_part(messages, fork_point(run))
+        if owner is not None:
+            run = entry
         message = entry_to_message(entry)
         if message is None or not message.parts:
             continue
@@ -167,6 +181,22 @@ def to_messages(entries: Iterable[Entry]) -> list[Message]:
             message = Message(role=message.role, parts=previous.parts + message.parts)
         messages.append(message)
     return messages
+
+
+def fork_point(entry: Entry, cached_content: str | None = None) -> CachePoint:
+    """The mark after a stored entry where a fork happened: named by its agent and id, the
+    same for every child forked there."""
+    return CachePoint(
+        key=f"{getattr(entry, 'agent_uuid', '')}:{getattr(entry, 'id', '')}",
+        cached_content=cached_content,
+    )
+
+
+def add_part(messages: list[Message], part: Part) -> None:
+    """Put `part` at the end of the last message (nothing when there is none)."""
+    if messages:
+        last = messages[-1]
+        messages[-1] = Message(role=last.role, parts=(*last.parts, part))
 
 
 def join_messages(first: Sequence[Message], second: Sequence[Message]) -> list[Message]:

@@ -28,10 +28,9 @@ from harness import (
     simulator_process,
 )
 
-from cli.batch import BatchRunner
-from cli.batch_input import read_tasks
-from cli.batch_output import OutputLog
-from cli.batch_progress import Totals
+from supervisor.batch.records import OutputLog, record_results
+from supervisor.batch.summary import Totals
+from supervisor.batch.tasks import read_tasks
 
 COMMAND_TIMEOUT_S = 900.0
 CONTEXT = [
@@ -63,16 +62,17 @@ def ok_ids(output: Path) -> list[Any]:
 def runner_seconds(
     simulator: ExternalSimulator, tasks: Path, output: Path, concurrency: int
 ) -> float:
-    """The BatchRunner of `grove batch` on a started Grove: Ray's start-up is not counted."""
+    """The batch runner of `grove batch` on a started Grove: Ray's start-up is not counted."""
     task_file = read_tasks(tasks.read_bytes())
     with running_grove(simulator) as grove, OutputLog(output) as log:
         root = grove.create_root(MODEL).uuid
         grove.seed(root, CONTEXT)
-        runner = BatchRunner(grove, log, Totals(total=len(task_file.tasks)), concurrency)
+        totals = Totals(total=len(task_file.tasks))
         start = time.perf_counter()
-        runner.run(root, task_file.tasks)
+        steps = grove.run_batch(root, task_file.tasks, concurrency=concurrency)
+        for _ in record_results(steps, log, totals):
+            pass
         seconds = time.perf_counter() - start
-        runner.close()
     return seconds
 
 

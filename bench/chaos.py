@@ -2,7 +2,7 @@
 host SIGKILLed every few seconds) against the same batch without faults, in one invocation.
 
 How the batch runs is how a user runs `grove batch`: pass 1 is `grove batch`'s own runner
-(`BatchRunner`: keyed `fork_many` with `retry_interrupted=True`, `wait_any`) on a Grove started
+(`Grove.run_batch`: keyed `fork_many` with `retry_interrupted=True`, `wait_any`) on a Grove started
 for it; the simulator runs in a process of its own. A stream broken after content is not
 retried by the provider (by design), so those tasks' records say error. Then, as a user
 reruns the same command, each further pass starts a new Grove on the same store and the same
@@ -57,11 +57,11 @@ from harness import (
     simulator_stats,
 )
 
-from cli.batch import BatchRunner
-from cli.batch_input import Task, id_key, read_tasks
-from cli.batch_output import OutputLog, read_previous
-from cli.batch_progress import Totals
 from providers.errors import GroveError
+from supervisor.batch.done import read_previous
+from supervisor.batch.records import OutputLog, record_results
+from supervisor.batch.summary import Totals
+from supervisor.batch.tasks import Task, id_key, read_tasks
 from supervisor.store import open_store
 from supervisor.usage import billed_messages, usage_report
 
@@ -197,12 +197,12 @@ def run_batch(
             grove.seed(root, CONTEXT)
             totals = Totals(total=len(todo))
             with OutputLog(output) as log, HostKiller(grove, kill_every_s) as killer:
-                runner = BatchRunner(grove, log, totals, concurrency, batch_key=BATCH_KEY)
                 start_s = time.perf_counter() - started
                 begun = time.perf_counter()
-                runner.run(root, todo)
+                steps = grove.run_batch(root, todo, concurrency=concurrency, key=BATCH_KEY)
+                for _ in record_results(steps, log, totals):
+                    pass
                 seconds = time.perf_counter() - begun
-                runner.close()
         ran = {task.key for task in todo}
         errors = Counter(
             short_error(record)

@@ -6,7 +6,9 @@ Prints one JSON line. Run from the repository root: `python bench/fanout.py --n 
 `--with-tools` also forks, in each round, from a root holding the default tool set and two
 Python tools (offered in every request, never called), against the same without (goal: 1.05x);
 `--no-compaction` turns automatic compaction off, to compare its cost on turns that never
-compact (goal: the ratio with it within 1.05x of the ratio without); `--fleet-control` sets a
+compact (goal: the ratio with it within 1.05x of the ratio without); `--no-cache` turns
+provider caching off (`[cache] enabled = false`), to compare what its marks and warm-up cost
+a fan-out (goal: the ratio with it within 1.05x of the ratio without); `--fleet-control` sets a
 budget and provider rate limits that never bind (goal: the ratio with them within 1.05x of
 the ratio without).
 """
@@ -169,6 +171,11 @@ def main() -> None:
         help="[compaction] enabled = false (to compare: compaction must not slow turns)",
     )
     parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="[cache] enabled = false (to compare: caching must not slow a fan-out)",
+    )
+    parser.add_argument(
         "--fleet-control",
         action="store_true",
         help="a [budget] and [providers.anthropic] rate limits far above what the run uses "
@@ -185,6 +192,8 @@ def main() -> None:
     forks: list[float] = []
     completed = stored = events = 0
     sections: dict[str, Any] = {"compaction": {"enabled": False}} if args.no_compaction else {}
+    if args.no_cache:
+        sections["cache"] = {"enabled": False}
     if args.fleet_control:
         sections |= FLEET_CONTROL
     with (
@@ -226,6 +235,7 @@ def main() -> None:
         "n": args.n,
         "isolation": args.isolation,
         "compaction": not args.no_compaction,
+        "cache": not args.no_cache,
         "fleet_control": args.fleet_control,
         "rounds": args.rounds,
         "simulator": pacing.as_dict(),

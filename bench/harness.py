@@ -56,10 +56,14 @@ class ExternalSimulator:
 
 @contextmanager
 def simulator_process(
-    pacing: Pacing, context_window: int | None = None, rpm: int | None = None
+    pacing: Pacing,
+    context_window: int | None = None,
+    rpm: int | None = None,
+    prefill_tps: float | None = None,
 ) -> Iterator[ExternalSimulator]:
     """`grove simulate` in a process of its own on a free port, stopped through its handle;
-    `context_window` overrides every model's window there, `rpm` limits its requests."""
+    `context_window` overrides every model's window there, `rpm` limits its requests,
+    `prefill_tps` makes the time to first token grow with the prompt not read from a cache."""
     key = "bench-" + secrets.token_hex(12)
     command = [
         sys.executable, "-m", "cli.app", "simulate", "--port", "0",
@@ -70,6 +74,8 @@ def simulator_process(
         command += ["--context-window", str(context_window)]
     if rpm is not None:
         command += ["--rpm", str(rpm)]
+    if prefill_tps is not None:
+        command += ["--prefill-tps", str(prefill_tps)]
     process = subprocess.Popen(
         command,
         cwd=REPO_ROOT,
@@ -317,3 +323,21 @@ def simulator_stats(simulator: ExternalSimulator) -> dict[str, Any]:
 
     stats: dict[str, Any] = httpx.get(simulator.base_url + "/_simulator/stats", timeout=10).json()
     return stats
+
+
+def pydantic_ai_model(simulator: ExternalSimulator, n: int, timeout_s: float) -> Any:
+    """A pydantic-ai AnthropicModel on the simulator, its SDK client given a pool as large as
+    the fan-out of `n` (the default limit would queue the requests and measure that, not
+    pydantic-ai). Imported here: only benchmarks that compare with it need the bench extra."""
+    import httpx2  # the anthropic SDK's own HTTP client
+    from anthropic import AsyncAnthropic
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    limits = httpx2.Limits(max_connections=n, max_keepalive_connections=n)
+    client = AsyncAnthropic(
+        base_url=simulator.base_url,
+        api_key=simulator.api_key,
+        http_client=httpx2.AsyncClient(limits=limits, timeout=timeout_s),
+    )
+    return AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))

@@ -28,10 +28,9 @@ from harness import (
     simulator_stats,
 )
 
-from cli.batch import BatchRunner
-from cli.batch_input import read_tasks
-from cli.batch_output import OutputLog
-from cli.batch_progress import Totals
+from supervisor.batch.records import OutputLog, record_results
+from supervisor.batch.summary import Totals
+from supervisor.batch.tasks import read_tasks
 
 PACING = Pacing(ttft_ms=200, tps=100.0, tokens=10)
 PHASES = ("grove_limited", "grove_unlimited", "anthropic_sdk")
@@ -53,11 +52,11 @@ def grove_batch(
     output = directory / f"out-{rpm or 'off'}.jsonl"
     with running_grove(simulator, sections=sections) as grove, OutputLog(output) as log:
         root = grove.create_root(MODEL).uuid
-        runner = BatchRunner(grove, log, Totals(total=n), concurrency)
         start = time.perf_counter()
-        runner.run(root, tasks)
+        steps = grove.run_batch(root, tasks, concurrency=concurrency)
+        for _ in record_results(steps, log, Totals(total=n)):
+            pass
         seconds = time.perf_counter() - start
-        runner.close()
     records = [json.loads(line) for line in output.read_text().splitlines() if line.strip()]
     ok = sum(record["status"] == "ok" for record in records)
     return {"s": round(seconds, 2), "ok": ok, "failed": n - ok}

@@ -1,49 +1,43 @@
-"""`grove agents`: the agent tree, read from the store directly (no Ray, no supervisor).
-
-Presentation only; the tree's records and rules belong to supervisor/store.
+"""`grove agents`: the agent tree, from the service or read from the store (no Ray), the same
+either way. Presentation only; the rows are supervisor/tree_view.py's.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any
 
 import typer
 
 from cli.context import CliContext, fail
-from supervisor.errors import StoreError
-
-if TYPE_CHECKING:  # imported where used: `grove --help` stays quick
-    from supervisor.store import AgentRecord, Store
+from providers.errors import GroveError
 
 
-def describe_model(record: AgentRecord) -> str:
-    if record.model is None:
+def describe_model(row: dict[str, Any]) -> str:
+    if row["model"] is None:
         return "no model"
-    return f"{record.provider}/{record.model}/{record.thinking_level or 'default'}"
+    return f"{row['provider']}/{row['model']}/{row['thinking_level'] or 'default'}"
 
 
-def tree_lines(store: Store, include_ended: bool, unreadable: list[str]) -> list[str]:
-    """One line per agent, children indented under their parent, in creation order; the
-    errors of records that cannot be read go to `unreadable` (a child of one shows as a root)."""
-    agents = store.list_agents(include_ended=include_ended, unreadable=unreadable)
-    known = {agent.uuid for agent in agents}
-    children: dict[str | None, list[AgentRecord]] = {}
-    for agent in agents:
-        parent = agent.parent_uuid if agent.parent_uuid in known else None
-        children.setdefault(parent, []).append(agent)
-    counts = store.message_counts(known)
+def tree_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per agent, children indented under their parent, in the order of `rows` (an
+    agent whose parent is not among them shows as a root)."""
+    known = {row["uuid"] for row in rows}
+    children: dict[str | None, list[dict[str, Any]]] = {}
+    for row in rows:
+        parent = row["parent_uuid"] if row["parent_uuid"] in known else None
+        children.setdefault(parent, []).append(row)
     lines: list[str] = []
 
-    def walk(record: AgentRecord, depth: int) -> None:
-        count = counts[record.uuid]
+    def walk(row: dict[str, Any], depth: int) -> None:
+        count = row["messages"]
         noun = "message" if count == 1 else "messages"
         lines.append(
-            f"{'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
-            f"{describe_model(record)}  {count} {noun}"
+            f"{'  ' * depth}{row['uuid']}  {row['role']}  {row['status']}  "
+            f"{describe_model(row)}  {count} {noun}"
         )
-        for child in children.get(record.uuid, []):
+        for child in children.get(row["uuid"], []):
             walk(child, depth + 1)
 
     for root in children.get(None, []):
@@ -65,35 +59,20 @@ def agents_command(
         ),
     ] = False,
 ) -> None:
-    """Show the agent tree: uuid, role, status, model, message count."""
-    from supervisor.store import open_store
-    from supervisor.tree_view import tree_rows
-
+    """Show the agent tree: uuid, role, status, model, message count (oldest first)."""
     context: CliContext = ctx.obj
-    if as_json:
+    with context.reads() as reads:
         try:
-            store = open_store(context.settings().store)
-            try:
-                rows = tree_rows(store, include_ended)["agents"]
-            finally:
-                store.close()
-        except StoreError as exc:
+            found = reads.agents(include_ended)
+        except GroveError as exc:
             fail(str(exc))
+    rows, unreadable = found["agents"], found["unreadable"]
+    if as_json:
         sys.stdout.write(json.dumps(rows) + "\n")
-        return
-    unreadable: list[str] = []
-    try:
-        store = open_store(context.settings().store)
-        context.warn_if_store_exposed()
-        try:
-            lines = tree_lines(store, include_ended, unreadable)
-        finally:
-            store.close()
-    except StoreError as exc:
-        fail(str(exc))
-    sys.stdout.write(
-        "".join(f"{line}\n" for line in lines) if lines or unreadable else "No agents\n"
-    )
+    else:
+        lines = tree_lines(rows)
+        shown = "".join(f"{line}\n" for line in lines)
+        sys.stdout.write(shown if lines or unreadable else "No agents\n")
     if unreadable:
         for error in unreadable:
             sys.stderr.write(f"Skipped an unreadable agent record: {error}\n")

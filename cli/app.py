@@ -1,19 +1,24 @@
-"""The `grove` command line: one Typer app, each command in its own module.
+"""The `grove` command line: one Typer app, each command in its own module, each written once
+against the Grove interface and handed a running service's Grove or one of its own.
 
 Heavy imports (the simulator, Ray, prompt_toolkit) happen inside the commands that need them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from cli.agents import agents_command
 from cli.batch import batch_command
 from cli.chat import chat_command
+from cli.coercion import lighten
 from cli.context import CliContext, show_error
 from cli.doctor import doctor_command
 from cli.events import events_command
@@ -28,10 +33,75 @@ from providers.errors import GroveError
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
 CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch"})
+# Options of every command, taken before or after the command's name.
+GLOBAL_OPTIONS = ("--store", "--address")
+EXIT_BROKEN_PIPE = 141  # what a shell reports for a process a closed pipe stopped
+
+
+def hoisted(args: list[str]) -> list[str]:
+    """`args` with the global options given after the command moved before it (`grove agents
+    --store URL` is `grove --store URL agents`); nothing after `--` moves."""
+    front: list[str] = []
+    rest: list[str] = []
+    index, seen_command = 0, False
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            rest += args[index:]
+            break
+        if arg.partition("=")[0] in GLOBAL_OPTIONS:
+            given = args[index : index + (1 if "=" in arg else 2)]
+            (front if seen_command else rest).extend(given)
+            index += len(given)
+            continue
+        seen_command = seen_command or not arg.startswith("-")
+        rest.append(arg)
+        index += 1
+    return front + rest
+
+
+def quiet_closed_pipe() -> None:
+    """Whoever read our output has gone (`grove agents | head -1`): what is still buffered
+    goes nowhere, so the exit is quiet."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        # Not a real file (a test's capture): nothing to quiet.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(devnull, stream.fileno())
+    os.close(devnull)
+
+
+class GroveGroup(TyperGroup):
+    """Global options after the command name, plain options converted without pydantic
+    (cli/coercion.py), and a closed pipe ending quietly with 141."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        lighten(self, ctx)
+        return super().parse_args(ctx, hoisted(args))
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            lighten(command, ctx)
+        return name, command, rest
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # here, not at exit, where a closed pipe is a traceback
+        except BrokenPipeError:
+            quiet_closed_pipe()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
+
 
 app = typer.Typer(
     name="grove",
-    help="Grove: run many LLM agents as actors — forks, advisor reviewers, batch jobs.",
+    cls=GroveGroup,
+    help="Grove: run many LLM agents as actors — forks, advisor reviewers, batch jobs. While a "
+    "service is up (grove up), run, chat, batch, agents, history, events and usage use it; "
+    "--store or --address (before or after the command) give a command a Grove of its own.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,  # help texts are plain: MODEL[/THINKING] is not a markup tag
@@ -46,16 +116,24 @@ def options(
         typer.Option(
             "--store",
             envvar="GROVE_STORE",
-            help="Where agents and messages live: sqlite:///path (default), redis://host/db.",
+            help="Where agents and messages live: sqlite:///path (default), redis://host/db. "
+            "Given on the command line, the command uses this store itself, not a service.",
         ),
     ] = None,
     address: Annotated[
         str | None,
-        typer.Option("--address", envvar="RAY_ADDRESS", help="Join this Ray cluster."),
+        typer.Option(
+            "--address",
+            envvar="RAY_ADDRESS",
+            help="Join this Ray cluster. Given on the command line, the command joins it "
+            "itself, not through a service.",
+        ),
     ] = None,
 ) -> None:
     """Options shared by every command."""
-    ctx.obj = CliContext(store=store, address=address)
+    sources = [ctx.get_parameter_source(name) for name in ("store", "address")]
+    typed = any(source is not None and source.name == "COMMANDLINE" for source in sources)
+    ctx.obj = CliContext(store=store, address=address, own=typed)
     if ctx.invoked_subcommand in CREDENTIAL_COMMANDS:
         warn_if_credentials_exposed()
 

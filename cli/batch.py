@@ -1,54 +1,45 @@
 """`grove batch`: every task of a JSONL file as a forked child of one root holding the shared
-context, at most --concurrency in flight, one output record per task as it finishes.
+context, walked once through the pipeline of supervisor/batch/ (read, skip what is done, run,
+record, sum up) on a running service's Grove or one of its own, the same either way.
 """
 
 from __future__ import annotations
 
-import hashlib
 import signal
 import sys
 import time
-from collections import deque
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.batch_input import ContextError, InputTooLarge, Task, read_context, read_tasks
-from cli.batch_output import (
-    OutputLog,
-    error_record,
-    line_error_record,
-    read_previous,
-    skipped_record,
-    task_record,
-)
-from cli.batch_progress import PlainProgress, Progress, RichProgress, Totals, summary_line
+from cli.batch_progress import progress_display
 from cli.context import (
     AllowOption,
     BudgetCostOption,
     BudgetTimeOption,
     BudgetTokensOption,
     CliContext,
+    HostsOption,
+    SimulateOption,
     ToolsOption,
     cli_budget,
     fail,
-    root_tools,
     undecodable_text,
 )
 from cli.printable import printable
-from providers.catalog import ModelSpec, parse_model_spec
-from providers.errors import GroveError, ModelSpecError
-from supervisor.errors import BUDGET_EXHAUSTED
+from providers.errors import GroveError
+from supervisor.batch.runner import DEFAULT_CONCURRENCY
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
+    from providers.catalog import ModelSpec
+    from server.client import RemoteGrove
     from supervisor.api import Grove
+    from supervisor.batch import OutputLog, PreviousRun, Task, TaskFile, Totals
+    from supervisor.command_defaults import CommandDefaults
 
-DEFAULT_CONCURRENCY = 32
-WAIT_TICK_S = 1.0  # how often the progress display hears from a run with nothing finishing
-ADVICE_WAIT_S = 120.0  # the longest a finished task's record waits for its reviewer
-REVIEW_POLL_S = 0.1
 EXIT_INTERRUPTED = 130
 
 
@@ -70,16 +61,8 @@ def batch_command(
         Path | None,
         typer.Option("--output", "-o", metavar="OUT.jsonl", help="Default: TASKS.out.jsonl."),
     ] = None,
-    simulate: Annotated[
-        bool,
-        typer.Option("--simulate", help="Answer from the built-in provider simulator (offline)."),
-    ] = False,
-    address: Annotated[
-        str | None, typer.Option("--address", help="Join this Ray cluster (else RAY_ADDRESS).")
-    ] = None,
-    hosts: Annotated[
-        int | None, typer.Option("--hosts", min=1, help="Agent host actors to start.")
-    ] = None,
+    simulate: SimulateOption = False,
+    hosts: HostsOption = None,
     advisor: Annotated[
         str | None,
         typer.Option(
@@ -113,15 +96,22 @@ def batch_command(
     and becomes one user message.
 
     Each finished task appends one line to the output: {"id", "agent", "status": "ok"|"error",
-    "text", "usage", "cost_usd", "error", "advice"}, and "branch" and "diff_stat" with
-    --worktrees (or [tools] workspace = "worktree"); a malformed input line appends {"id": null,
+    "text", "usage", "cost_usd", "saved_usd" (what provider caching saved), "error", "advice"},
+    and "branch" and "diff_stat" with --worktrees (or [tools] workspace = "worktree"); a
+    malformed input line appends {"id": null,
     "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
     whose last output line is ok and runs the rest; lines are only ever appended, so when an id
     appears more than once its last line counts.
 
+    A terminal shows a progress bar; otherwise a progress line goes to stderr every 10 s. With a
+    service up the tasks run there (and show in its dashboard); the output file is written here.
+    --address ADDRESS (before or after the command) runs them on that Ray cluster instead.
+
     Exit code: 0 when every task is ok, 1 when a task failed or a line is malformed, 2 when the
     command line, the files or the model cannot be used, 130 after Ctrl+C.
     """
+    from supervisor.batch import OutputLog, batch_key, line_error_record, summary_line
+
     context: CliContext = ctx.obj
     for what, path in (
         ("tasks file path", tasks_path),
@@ -131,19 +121,103 @@ def batch_command(
         problem = undecodable_text(what, str(path)) if path is not None else None
         if problem:
             fail(problem, code=2)
-    batch_context = CliContext(store=context.store, address=address or context.address)
-    settings = batch_context.settings()
-    budget = cli_budget(settings, budget_cost, budget_tokens, budget_time)
-    aliases = settings.models.aliases
+    remote = context.remote(own=simulate or hosts is not None)
+    if worktrees and remote is None:  # a service makes them in its own directory
+        needs_repository(Path.cwd())
+    defaults = context.defaults(remote)
+    budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    plan = plan_batch(tasks_path, context_path, output_path, model, defaults)
+    started = time.monotonic()
+    ending = Ending()
+    with OutputLog(plan.output) as log:
+        for error in plan.task_file.errors:
+            if (error.line, error.message) not in plan.previous.line_errors:
+                log.append(line_error_record(error))
+        if plan.todo:
+            grove = remote or context.local_grove(simulate=simulate, hosts=hosts)
+            root_options = {
+                "tools": defaults.tools(tools, defaults=False),
+                "allow": allow or (),
+                "budget": budget,
+            }
+            run_options = {
+                "concurrency": concurrency,
+                "advisor": advisor,
+                "key": batch_key(plan.output),
+                "workspace": "worktree" if worktrees else None,
+            }
+            ending = run_plan(grove, plan, log, root_options, run_options)
+    if ending.stopped is not None:
+        sys.stderr.write(printable(ending.stopped) + "\n")
+    elapsed = time.monotonic() - started
+    totals = plan.totals
+    line = summary_line(totals, elapsed, str(plan.output), interrupted=ending.unfinished)
+    sys.stdout.write(line + "\n")
+    if ending.unfinished >= 0:
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if totals.failed or totals.malformed or totals.over_budget or ending.stopped is not None:
+        raise typer.Exit(1)
+
+
+def needs_repository(directory: Path) -> None:
+    """--worktrees outside a git repository: exit 2 at once, before Ray starts."""
+    import asyncio
+
+    from actors.tools.worktrees import repository
+
+    if asyncio.run(repository(str(directory))) is None:
+        fail(
+            f"--worktrees needs a git repository, and {directory} is not in one: run the batch "
+            "inside a repository (git init; git commit), or leave --worktrees off",
+            code=2,
+        )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BatchPlan:
+    """What the read and skip stages found: the tasks, the shared context, the output and
+    what an earlier run left in it, the tasks still to run and their root's model."""
+
+    task_file: TaskFile
+    seed: list[tuple[str, str]]
+    output: Path
+    previous: PreviousRun
+    todo: list[Task]
+    root_model: ModelSpec | None
+    totals: Totals
+
+
+@dataclass(frozen=True, slots=True)
+class Ending:
+    """How a run ended early: tasks left by Ctrl+C (-1: none was), or why it stopped."""
+
+    unfinished: int = -1
+    stopped: str | None = None
+
+
+def plan_batch(
+    tasks_path: Path,
+    context_path: Path | None,
+    output_path: Path | None,
+    model: str | None,
+    defaults: CommandDefaults,
+) -> BatchPlan:
+    """Read the tasks and the context, skip what the output says is done (exit 2 for what
+    cannot be used); the plan's line on stderr."""
+    from supervisor.batch import (
+        ContextError,
+        Totals,
+        default_output,
+        read_context,
+        read_previous,
+        still_to_run,
+    )
+
+    task_file = read_task_file(tasks_path, defaults.aliases)
+    seed: list[tuple[str, str]] = []
     try:
-        with tasks_path.open("rb") as stream:
-            task_file = read_tasks(stream, aliases, what=str(tasks_path))
-    except OSError as exc:
-        fail(f"cannot read {tasks_path}: {exc.strerror or exc}", code=2)
-    except InputTooLarge as exc:
-        fail(f"{exc}; split the tasks into several files", code=2)
-    try:
-        seed = read_context(context_path) if context_path is not None else []
+        if context_path is not None:
+            seed = list(read_context(context_path))
     except ContextError as exc:
         fail(str(exc), code=2)
     out = output_path or default_output(tasks_path)
@@ -152,8 +226,8 @@ def batch_command(
     previous = read_previous(out)
     if previous.unreadable:
         sys.stderr.write(f"{out}: {previous.unreadable} unreadable line(s) ignored\n")
-    todo = [task for task in task_file.tasks if task.key not in previous.done]
-    root_model = resolve_root_model(model or settings.defaults.model, aliases, todo)
+    todo = still_to_run(task_file.tasks, previous)
+    root_model = resolve_root_model(model or defaults.model, defaults.aliases, todo)
     totals = Totals(
         total=len(todo),
         malformed=len(task_file.errors),
@@ -163,59 +237,50 @@ def batch_command(
         f"batch: {len(todo)} task(s) to run, {totals.skipped} skipped (already ok), "
         f"{totals.malformed} malformed line(s); output {out}\n"
     )
-    started = time.monotonic()
-    unfinished = -1
-    stopped: str | None = None
-    with OutputLog(out) as log:
-        for error in task_file.errors:
-            if (error.line, error.message) not in previous.line_errors:
-                log.append(line_error_record(error))
-        if todo:
-            from ray.exceptions import RayError
-
-            batch_context.checked_store()
-
-            from supervisor.api import Grove
-
-            grove = Grove(settings=settings, simulate=simulate, hosts=hosts)
-            runner = BatchRunner(
-                grove,
-                log,
-                totals,
-                concurrency,
-                advisor=advisor,
-                batch_key=hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16],
-                workspace="worktree" if worktrees else None,
-            )
-            on_term = signal.signal(signal.SIGTERM, _interrupt)
-            try:
-                grove.start()
-                root = grove.create_root(
-                    str(root_model) if root_model else None,
-                    tools=root_tools(settings, tools, defaults=False),
-                    allow=allow or (),
-                    budget=budget,
-                )
-                if seed:
-                    grove.seed(root.uuid, list(seed))
-                runner.run(root.uuid, todo)
-            except KeyboardInterrupt:
-                unfinished = totals.total - totals.done
-            except (GroveError, RayError) as exc:  # Ray or the supervisor gave out
-                stopped = f"batch stopped: {type(exc).__name__}: {exc}"
-            finally:
-                signal.signal(signal.SIGTERM, on_term)
-                runner.close()
-                grove.close()
-    if stopped is not None:
-        sys.stderr.write(printable(stopped) + "\n")
-    sys.stdout.write(
-        summary_line(totals, time.monotonic() - started, str(out), interrupted=unfinished) + "\n"
+    return BatchPlan(
+        task_file=task_file,
+        seed=seed,
+        output=out,
+        previous=previous,
+        todo=todo,
+        root_model=root_model,
+        totals=totals,
     )
-    if unfinished >= 0:
-        raise typer.Exit(EXIT_INTERRUPTED)
-    if totals.failed or totals.malformed or totals.over_budget or stopped is not None:
-        raise typer.Exit(1)
+
+
+def run_plan(
+    grove: Grove | RemoteGrove,
+    plan: BatchPlan,
+    log: OutputLog,
+    root_options: dict[str, Any],
+    run_options: dict[str, Any],
+) -> Ending:
+    """The root with the shared context, then the tasks under it, each record to `log` as it
+    comes with the progress shown; Ctrl+C or SIGTERM, or Grove giving out, end it early."""
+    from supervisor.batch import record_results
+
+    progress = None
+    on_term = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        grove.start()
+        model = str(plan.root_model) if plan.root_model else None
+        root = grove.create_root(model, **root_options)
+        if plan.seed:
+            grove.seed(root.uuid, plan.seed)
+        progress = progress_display(plan.totals.total)  # rate and ETA count from here
+        steps = grove.run_batch(root.uuid, plan.todo, **run_options)
+        for totals in record_results(steps, log, plan.totals):
+            progress.update(totals)
+    except KeyboardInterrupt:
+        return Ending(unfinished=plan.totals.total - plan.totals.done)
+    except grove_failures() as exc:
+        return Ending(stopped=f"batch stopped: {failure_text(exc)}")
+    finally:
+        signal.signal(signal.SIGTERM, on_term)
+        if progress is not None:
+            progress.close()
+        grove.close()
+    return Ending()
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -223,16 +288,25 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def default_output(tasks_path: Path) -> Path:
-    """TASKS.jsonl -> TASKS.out.jsonl beside it (any other name gets `.out.jsonl` added)."""
-    stem = tasks_path.name.removesuffix(".jsonl")
-    return tasks_path.with_name(f"{stem}.out.jsonl")
+def read_task_file(tasks_path: Path, aliases: dict[str, str]) -> TaskFile:
+    from supervisor.batch.tasks import InputTooLarge, read_tasks
+
+    try:
+        with tasks_path.open("rb") as stream:
+            return read_tasks(stream, aliases, what=str(tasks_path))
+    except OSError as exc:
+        fail(f"cannot read {tasks_path}: {exc.strerror or exc}", code=2)
+    except InputTooLarge as exc:
+        fail(f"{exc}; split the tasks into several files", code=2)
 
 
 def resolve_root_model(
     text: str | None, aliases: dict[str, str], tasks: Iterable[Task]
 ) -> ModelSpec | None:
     """The root's model; None is fine only when every task to run names its own."""
+    from providers.catalog import parse_model_spec
+    from providers.errors import ModelSpecError
+
     if not text:
         if any(task.model is None for task in tasks):
             from supervisor.rules import NO_MODEL_FLAG_TEXT
@@ -245,131 +319,18 @@ def resolve_root_model(
         fail(str(exc), code=2)
 
 
-def is_over_budget(error: str | None) -> bool:
-    return error is not None and error.startswith(BUDGET_EXHAUSTED)
+def grove_failures() -> tuple[type[Exception], ...]:
+    """What stops a batch with a report instead of a traceback: Grove giving out, and Ray
+    when the batch runs on a Grove of its own (only then is Ray loaded)."""
+    if "ray" not in sys.modules:
+        return (GroveError,)
+    from ray.exceptions import RayError
+
+    return (GroveError, RayError)
 
 
-class BatchRunner:
-    """Keeps at most `concurrency` tasks in flight: forks the next ones in chunks (one
-    fork_many per model and system prompt) as earlier ones finish, and records each result."""
+def failure_text(exc: Exception) -> str:
+    """`Type: text`; a batch that the service's run of it stopped says that as it is."""
+    from server.client import BatchStopped
 
-    def __init__(
-        self,
-        grove: Grove,
-        log: OutputLog,
-        totals: Totals,
-        concurrency: int,
-        *,
-        advisor: str | None = None,
-        batch_key: str = "",
-        workspace: str | None = None,
-    ) -> None:
-        self.grove = grove
-        self.workspace = workspace  # "worktree", "shared", or None: `[tools] workspace`
-        self.batch_key = batch_key
-        self.log = log
-        self.totals = totals
-        self.concurrency = concurrency
-        self.advisor = advisor
-        self.in_flight: dict[str, Task] = {}
-        # Finished tasks whose reviewer is still at work: their records wait for its advice.
-        self.reviewing: dict[str, tuple[dict[str, Any], float]] = {}
-        self.progress: Progress | None = None
-        self.over_budget: str | None = None  # why no more tasks are scheduled
-
-    def run(self, root: str, tasks: list[Task]) -> None:
-        """Run `tasks` to their end; rate and ETA count from here, after Ray has started."""
-        progress = self.progress = (
-            RichProgress(sys.stderr, self.totals.total)
-            if sys.stderr.isatty()
-            else PlainProgress(sys.stderr)
-        )
-        pending = deque(self._already_answered(tasks))
-        while pending or self.in_flight or self.reviewing:
-            self._fork(root, pending)
-            if self.over_budget is not None:  # the rest is not run; a rerun picks it up
-                while pending:
-                    self._finish(skipped_record(pending.popleft(), None, self.over_budget))
-            if self.in_flight:
-                done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
-                for agent, result in done.items():
-                    task = self.in_flight.pop(agent)
-                    if result is not None and is_over_budget(result.error):
-                        self.over_budget = str(result.error)
-                        self._finish(skipped_record(task, agent, self.over_budget))
-                        continue
-                    record = task_record(task, agent, result)
-                    if self.advisor is None:
-                        self._finish(record)
-                    else:
-                        self.reviewing[agent] = (record, time.monotonic() + ADVICE_WAIT_S)
-            elif self.reviewing:
-                time.sleep(REVIEW_POLL_S)
-            self._collect_advice()
-            progress.update(self.totals)
-
-    def key(self, task: Task) -> str:
-        """The key a task's child is forked under: this output file's batch, this task."""
-        return f"batch:{self.batch_key}:{task.key}"
-
-    def _already_answered(self, tasks: list[Task]) -> list[Task]:
-        """Tasks an earlier, interrupted run of this batch finished without writing their
-        record get it now from the store; only the others run (none runs twice)."""
-        found = self.grove.answered([self.key(task) for task in tasks])
-        left = []
-        for task in tasks:
-            hit = found.get(self.key(task))
-            if hit is None:
-                left.append(task)
-            else:
-                self._finish(task_record(task, hit[0], hit[1]))
-        return left
-
-    def _collect_advice(self) -> None:
-        """Records of tasks whose reviewer is done (or out of time) go out with the advice."""
-        for agent, (record, deadline) in list(self.reviewing.items()):
-            if self.grove.wait_reviews(agent, 0.0) == 0 or time.monotonic() > deadline:
-                del self.reviewing[agent]
-                record["advice"] = [
-                    {"reviewer": card.data.get("reviewer"), "severity": severity, "note": note}
-                    for card in self.grove.advice(agent)
-                    for severity, note in card.data.get("notes", [])
-                ]
-                self._finish(record)
-
-    def _fork(self, root: str, pending: deque[Task]) -> None:
-        if self.over_budget is not None:
-            return
-        free = min(self.concurrency - len(self.in_flight), len(pending))
-        groups: dict[tuple[str | None, str | None], list[Task]] = {}
-        for _ in range(free):
-            task = pending.popleft()
-            groups.setdefault((task.model, task.system), []).append(task)
-        for (model, system), group in groups.items():
-            try:
-                agents = self.grove.fork_many(
-                    root,
-                    [task.prompt for task in group],
-                    model,
-                    system=system,
-                    advisor=self.advisor,
-                    retry_interrupted=True,
-                    keys=[self.key(task) for task in group],
-                    workspace=self.workspace,
-                )
-            except GroveError as exc:  # refused for these tasks: their records say why
-                if is_over_budget(str(exc)):
-                    self.over_budget = str(exc)
-                for task in group:
-                    make = skipped_record if self.over_budget else error_record
-                    self._finish(make(task, None, str(exc)))
-                continue
-            self.in_flight.update(zip(agents, group, strict=True))
-
-    def _finish(self, record: dict[str, Any]) -> None:
-        self.log.append(record)
-        self.totals.count(record)
-
-    def close(self) -> None:
-        if self.progress is not None:
-            self.progress.close()
+    return str(exc) if isinstance(exc, BatchStopped) else f"{type(exc).__name__}: {exc}"

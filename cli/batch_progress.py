@@ -1,100 +1,17 @@
-"""`grove batch` progress: a rich bar on a terminal, periodic plain lines otherwise, the summary.
-Presentation only: counting is `Totals`, running tasks is batch.py's business.
+"""`grove batch` progress on screen: a rich bar on a terminal, a plain line every 10 s
+otherwise. Presentation only: counting and texts are supervisor/batch/summary.py's.
 """
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
+
+from supervisor.batch.summary import Totals, progress_line, rate_and_eta
 
 PLAIN_EVERY_S = 10.0
-
-
-@dataclass(kw_only=True, slots=True)
-class Totals:
-    """What this run has done so far. `total` counts the tasks it set out to run."""
-
-    total: int = 0
-    ok: int = 0
-    failed: int = 0
-    malformed: int = 0
-    skipped: int = 0
-    over_budget: int = 0  # not run: the tree's budget was spent
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cost_usd: float = 0.0
-
-    @property
-    def done(self) -> int:
-        return self.ok + self.failed + self.over_budget
-
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    def count(self, record: dict[str, Any]) -> None:
-        """Count one task record of this run."""
-        if record["status"] == "ok":
-            self.ok += 1
-        elif record["status"] == "skipped":
-            self.over_budget += 1
-        else:
-            self.failed += 1
-        usage = record.get("usage") or {}
-        self.input_tokens += int(usage.get("input_tokens", 0))
-        self.output_tokens += int(usage.get("output_tokens", 0))
-        self.cost_usd += float(record.get("cost_usd") or 0.0)
-
-
-def duration_text(seconds: float) -> str:
-    """`42s`, `3m05s`, `2h07m`."""
-    whole = max(round(seconds), 0)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-
-
-def rate_and_eta(totals: Totals, elapsed_s: float) -> tuple[str, str]:
-    """Tasks per second so far and the time left at that rate ('?' before the first result)."""
-    if totals.done == 0 or elapsed_s <= 0:
-        return "? tasks/s", "?"
-    rate = totals.done / elapsed_s
-    return f"{rate:.1f} tasks/s", duration_text((totals.total - totals.done) / rate)
-
-
-def progress_line(totals: Totals, elapsed_s: float) -> str:
-    rate, eta = rate_and_eta(totals, elapsed_s)
-    return (
-        f"batch: {totals.done}/{totals.total} done, {totals.failed} failed, {rate}, "
-        f"ETA {eta}, {totals.tokens:,} tokens, ${totals.cost_usd:.4f}"
-    )
-
-
-def summary_line(totals: Totals, wall_s: float, output: str, *, interrupted: int = -1) -> str:
-    """The last line of every run; `interrupted` counts the tasks left in flight by Ctrl+C."""
-    head = "Batch interrupted" if interrupted >= 0 else "Batch finished"
-    malformed = (
-        f" ({totals.malformed} malformed line{'s' if totals.malformed != 1 else ''})"
-        if totals.malformed
-        else ""
-    )
-    text = (
-        f"{head}: {totals.ok} ok, {totals.failed + totals.malformed} failed{malformed}, "
-        f"{totals.skipped} skipped (already ok), {totals.tokens:,} tokens, "
-        f"${totals.cost_usd:.4f}, {wall_s:.1f}s. Output: {output}"
-    )
-    if totals.over_budget:
-        text += (
-            f". {totals.over_budget} task(s) skipped: the budget was spent; a rerun with a larger "
-            "budget runs just those"
-        )
-    if interrupted > 0:
-        text += f". {interrupted} unfinished task(s) run again on the next run"
-    return text
 
 
 class Progress(Protocol):
@@ -169,3 +86,8 @@ class RichProgress:
 
     def close(self) -> None:
         self.bar.stop()
+
+
+def progress_display(total: int) -> Progress:
+    """A bar when stderr is a terminal, else a plain line every PLAIN_EVERY_S seconds."""
+    return RichProgress(sys.stderr, total) if sys.stderr.isatty() else PlainProgress(sys.stderr)

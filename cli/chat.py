@@ -1,6 +1,6 @@
 """`grove chat`: the REPL over a root agent, interactive in a terminal, line by line otherwise.
 
-Talks to Grove only through `supervisor.Grove`, or a running service's `cli.remote.RemoteGrove`;
+Talks to Grove only through `supervisor.Grove`, or a running service's `server.client.RemoteGrove`;
 the rules and texts live in supervisor/.
 """
 
@@ -11,31 +11,30 @@ import shlex
 import subprocess
 import sys
 import tempfile
-import threading
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 
 import typer
 
-from cli.batch_input import TaskLineError, decode_lines
 from cli.context import (
     AllowOption,
     BudgetCostOption,
     BudgetTimeOption,
     BudgetTokensOption,
     CliContext,
+    HostsOption,
+    SimulateOption,
     ToolsOption,
     cli_budget,
     fail,
-    root_tools,
 )
 from cli.render import TurnWriter
 from providers.errors import GroveError
 from supervisor.errors import CommandError
 
 if TYPE_CHECKING:
-    from cli.remote import RemoteGrove, RemoteTurn
+    from server.client import RemoteGrove, RemoteTurn
     from supervisor.api import Grove, Turn
     from supervisor.approvals import ApprovalRequest
     from supervisor.budget_rules import Budget
@@ -52,13 +51,8 @@ def chat_command(
     resume: Annotated[
         str | None, typer.Option("--resume", help="Resume this agent's session (uuid or prefix).")
     ] = None,
-    simulate: Annotated[
-        bool,
-        typer.Option("--simulate", help="Answer from the built-in provider simulator (offline)."),
-    ] = False,
-    hosts: Annotated[
-        int | None, typer.Option("--hosts", min=1, help="Agent host actors to start.")
-    ] = None,
+    simulate: SimulateOption = False,
+    hosts: HostsOption = None,
     tools: ToolsOption = None,
     allow: AllowOption = None,
     budget_cost: BudgetCostOption = None,
@@ -66,25 +60,18 @@ def chat_command(
     budget_time: BudgetTimeOption = None,
 ) -> None:
     """Talk to a root agent; lines starting with / are commands (/help lists them). With a
-    Grove service up (`grove up`), the session lives there (no --simulate, --hosts)."""
-    from server.files import read_state
+    Grove service up (`grove up`), the session lives there.
 
+    With stdin not a terminal, each line runs in order as typed at the prompt: a prompt's turn
+    (and a /fork's with a prompt) ends before the next line is read."""
     context: CliContext = ctx.obj
-    service = None if simulate or hosts is not None or context.address else read_state()
-    budget = cli_budget(context.settings(), budget_cost, budget_tokens, budget_time)
-    grove: Grove | RemoteGrove
-    if service is not None:
-        from cli.remote import RemoteGrove
-
-        grove = RemoteGrove(service)
-    else:
-        context.checked_store()
-        from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
-
-        grove = Grove(settings=context.settings(), simulate=simulate, hosts=hosts)
+    remote = context.remote(own=simulate or hosts is not None)
+    defaults = context.defaults(remote)
+    budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    grove = remote or context.local_grove(simulate=simulate, hosts=hosts)
     try:
         grove.start()
-        given = root_tools(context.settings(), tools, defaults=True)
+        given = defaults.tools(tools, defaults=True)
         session = open_session(grove, model, resume, given, allow or [], budget)
     except GroveError as exc:
         grove.close()
@@ -180,19 +167,20 @@ class Repl(ABC):
 
 
 class ScriptedRepl(Repl):
-    """stdin is not a terminal: commands run in order while turns stream from threads."""
+    """stdin is not a terminal: the lines run in order as if typed at the prompt, each turn a
+    line starts (a prompt's, a /fork's with a prompt) streamed to its end before the next."""
 
     def __init__(self, grove: Grove | RemoteGrove, session: str, out: TextIO) -> None:
         self.grove = grove
         self.session = session
         self.writer = TurnWriter(out, styles=False)
-        self.streams: list[threading.Thread] = []
-        self.started: set[str] = set()  # agents whose turns this REPL started
         self.rejected = 0  # lines refused: a script reading the exit status is told
 
     def run(self, source: BinaryIO) -> None:
         """Every line of `source`, each capped in length as it is read (a longer one is
         rejected, not held in memory)."""
+        from supervisor.batch.tasks import TaskLineError, decode_lines
+
         for number, raw in decode_lines(source, what="stdin", max_bytes=None):
             if isinstance(raw, TaskLineError):
                 self.rejected += 1
@@ -201,11 +189,6 @@ class ScriptedRepl(Repl):
             line = raw.strip()
             if line and self.handle(line):
                 break
-        self.started.add(self.grove.focus(self.session))
-        for stream in self.streams:
-            stream.join()
-        for agent in sorted(self.started):
-            self.grove.wait_turn(agent)
 
     def report(self, text: str, ok: bool) -> None:
         self.rejected += not ok
@@ -236,13 +219,7 @@ class ScriptedRepl(Repl):
         self._follow(turn)
 
     def _follow(self, turn: Turn | RemoteTurn) -> None:
-        """Print the turn's reply from a thread of its own while the next lines run."""
-        self.started.add(turn.agent)
-        stream = threading.Thread(target=self._stream, args=(turn,), daemon=True)
-        stream.start()
-        self.streams.append(stream)
-
-    def _stream(self, turn: Turn | RemoteTurn) -> None:
+        """Print the turn's reply to its end, as a person at the prompt would see it."""
         try:
             self.writer.stream(turn)
         except Exception as exc:  # a lost host or Ray error: report it, keep the REPL

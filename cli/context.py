@@ -1,14 +1,14 @@
-"""The typed context every command receives in `ctx.obj`, and the one way to fail.
-
-Global options land here; nothing in cli/ keeps module-level mutable state.
+"""The typed context every command receives in `ctx.obj`: the global options, and the Grove a
+command runs on (a running service's `RemoteGrove`, else one of its own), and the one way to
+fail. Nothing in cli/ keeps module-level mutable state.
 """
 
 from __future__ import annotations
 
 import re
-import secrets
 import sys
-from contextlib import ExitStack
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
@@ -19,10 +19,12 @@ from cli.styles import RED, styled
 from providers.errors import GroveError
 
 if TYPE_CHECKING:  # the rest is imported where it is used: `grove --help` stays quick
-    from providers.base import ProviderName
-    from providers.http import Endpoint
+    from server.client import RemoteGrove
+    from supervisor.api import Grove
     from supervisor.budget_rules import Budget
+    from supervisor.command_defaults import CommandDefaults
     from supervisor.config import GroveSettings
+    from supervisor.reads import StoreReads
 
 ToolsOption = Annotated[
     list[str] | None,
@@ -50,31 +52,22 @@ _UNIT_SECONDS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
 def cli_budget(
-    settings: GroveSettings, cost: float | None, tokens: int | None, duration: str | None
+    defaults: CommandDefaults, cost: float | None, tokens: int | None, duration: str | None
 ) -> Budget | None:
     """The budget the --budget-* options give, kept as `[budget]` says (reserve_output, strict,
     hard_stop, soft); None: none given, the config's applies."""
-    from supervisor.budget_rules import Budget  # only when a budget is asked for
-
     if cost is None and tokens is None and duration is None:
         return None
+    from supervisor.budget_rules import Budget  # only when a budget is asked for
+
     seconds = None
     if duration is not None:
         match = _DURATION.fullmatch(duration.strip())
         if match is None:
             fail(f"--budget-time: use seconds or a number with s, m or h; got {duration!r}", code=2)
         seconds = float(match["number"]) * _UNIT_SECONDS[match["unit"]]
-    keeping = settings.budget
     try:
-        return Budget(
-            tokens=tokens,
-            cost_usd=cost,
-            seconds=seconds,
-            soft=keeping.soft,
-            reserve_output=keeping.reserve_output,
-            strict=keeping.strict,
-            hard_stop=keeping.hard_stop,
-        )
+        return Budget(tokens=tokens, cost_usd=cost, seconds=seconds, **defaults.budget_keeping)
     except ValueError as exc:
         fail(str(exc), code=2)
 
@@ -87,18 +80,6 @@ AllowOption = Annotated[
         help="Let this tool run without asking (e.g. bash); repeatable.",
     ),
 ]
-
-
-def root_tools(settings: GroveSettings, flags: list[str] | None, *, defaults: bool) -> list[str]:
-    """The tools of a root the command line makes: the default set of chat and run roots
-    (`[tools] default`; todo, fork, send and wait unless set), then `[tools] modules`, the
-    MCP servers' tools, then `--tools`. Batch tasks get the user and MCP tools only."""
-    from supervisor.tool_rules import DEFAULT_ROOT_TOOLS
-
-    chosen = settings.tools.default if settings.tools.default is not None else DEFAULT_ROOT_TOOLS
-    base = list(chosen) if defaults else []
-    servers = [f"mcp__{name}" for name, server in settings.mcp.servers.items() if server.enabled]
-    return list(dict.fromkeys([*base, *settings.tools.modules, *servers, *(flags or [])]))
 
 
 def fail(text: str, code: int = 1) -> NoReturn:
@@ -125,10 +106,33 @@ def undecodable_text(what: str, text: str) -> str | None:
     return None
 
 
+SimulateOption = Annotated[
+    bool,
+    typer.Option(
+        "--simulate",
+        help="Answer from the built-in provider simulator (offline), in a Grove of this "
+        "command's own (also while a service is up).",
+    ),
+]
+HostsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--hosts",
+        min=1,
+        help="Agent host processes to start, in a Grove of this command's own (also while a "
+        "service is up); default: [hosts] count, else one per CPU.",
+    ),
+]
+
+
 @dataclass
 class CliContext:
+    """The global options. `own`: --store or --address was given on the command line, so
+    every command uses a Grove of its own (or reads that store), never a running service."""
+
     store: str | None = None
     address: str | None = None
+    own: bool = False
     _settings: GroveSettings | None = field(default=None, repr=False)
 
     def settings(self) -> GroveSettings:
@@ -142,6 +146,63 @@ class CliContext:
                 fail(str(exc), code=2)
             keep_local_ray_on_loopback(self._settings.address)
         return self._settings
+
+    def remote(self, *, own: bool = False) -> RemoteGrove | None:
+        """The running service's Grove (`grove up`), unless none is up or this command asked
+        for a Grove of its own (`own`, or --store / --address)."""
+        if own or self.own:
+            return None
+        from server.files import read_state
+
+        state = read_state()
+        if state is None:
+            return None
+        from server.client import RemoteGrove
+
+        return RemoteGrove(state)
+
+    def defaults(self, remote: RemoteGrove | None) -> CommandDefaults:
+        """What the configuration gives the command: the service's, or this process's."""
+        if remote is not None:
+            try:
+                return remote.defaults()
+            except GroveError as exc:
+                remote.close()
+                fail(str(exc))
+        from supervisor.command_defaults import command_defaults
+
+        return command_defaults(self.settings())
+
+    def local_grove(self, *, simulate: bool = False, hosts: int | None = None) -> Grove:
+        """A Grove of this command's own, not started; its store checked first (exit 2)."""
+        settings = self.settings()
+        self.checked_store()
+        from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+
+        return Grove(settings=settings, simulate=simulate, hosts=hosts)
+
+    @contextmanager
+    def reads(self) -> Iterator[StoreReads | RemoteGrove]:
+        """What agents, history, events and usage read: the service, or the store itself
+        (no Ray): exit 2 when no store is there, 1 when it cannot be read."""
+        remote = self.remote()
+        if remote is not None:
+            with remote:
+                yield remote
+            return
+        from supervisor.errors import NoStoreError
+        from supervisor.reads import StoreReads
+
+        settings = self.settings()
+        try:
+            opened = StoreReads(settings.store, keep_days=settings.events.keep_days)
+        except NoStoreError as exc:
+            fail(str(exc), code=2)
+        except GroveError as exc:
+            fail(str(exc))
+        self.warn_if_store_exposed()
+        with opened:
+            yield opened
 
     def checked_store(self) -> None:
         """Before Ray starts (run, chat, batch): an unusable store fails here with one line
@@ -162,12 +223,3 @@ class CliContext:
         warning = exposed_store_warning(self.settings().store)
         if warning:
             sys.stderr.write(styled(sys.stderr, warning, RED) + "\n")
-
-    def simulator_endpoint(self, stack: ExitStack, provider: ProviderName) -> Endpoint:
-        """Start the simulator in this process for the life of `stack`; a throwaway key."""
-        from providers.http import Endpoint
-        from providers.simulator import SimulatorConfig, SimulatorThread
-
-        key = "sim-" + secrets.token_hex(16)
-        simulator = stack.enter_context(SimulatorThread(SimulatorConfig(port=0, api_key=key)))
-        return Endpoint(base_url=simulator.base_url, api_key=key)

@@ -4,7 +4,6 @@ credentials file, Ray, the sandbox, the simulator, a running service) and says w
 
 from __future__ import annotations
 
-import importlib.metadata
 import sys
 import time
 from collections.abc import Callable
@@ -14,14 +13,7 @@ from typing import TYPE_CHECKING, Literal
 import typer
 
 from cli.context import CliContext
-from providers.credentials import (
-    API_KEY_ENV,
-    CREDENTIALS_FILE,
-    config_dir,
-    credentials_file_problem,
-    load_api_key,
-)
-from providers.errors import GroveError, MissingCredentialsError
+from providers.errors import GroveError
 
 if TYPE_CHECKING:
     from supervisor.config import GroveSettings
@@ -39,6 +31,8 @@ class Finding:
 
 
 def versions() -> list[Finding]:
+    import importlib.metadata
+
     found = []
     for package in PACKAGES:
         try:
@@ -56,7 +50,7 @@ def versions() -> list[Finding]:
 
 
 def store(settings: GroveSettings) -> list[Finding]:
-    from supervisor.store import exposed_store_warning, open_store
+    from supervisor.store import default_store_url, exposed_store_warning, open_store
 
     try:
         opened = open_store(settings.store)
@@ -67,7 +61,8 @@ def store(settings: GroveSettings) -> list[Finding]:
     except GroveError as exc:
         fix = "start that Redis, or set GROVE_STORE (sqlite:///path needs nothing installed)"
         return [Finding("FAIL", "store", str(exc), fix)]
-    findings = [Finding("ok", "store", f"{settings.store}: {count} agents")]
+    url = settings.store or default_store_url()
+    findings = [Finding("ok", "store", f"{url}: {count} agents")]
     exposed = exposed_store_warning(settings.store)
     if exposed:
         findings.append(Finding("warn", "store", exposed, "chmod 600 the store file"))
@@ -75,6 +70,15 @@ def store(settings: GroveSettings) -> list[Finding]:
 
 
 def credentials() -> list[Finding]:
+    from providers.credentials import (
+        API_KEY_ENV,
+        CREDENTIALS_FILE,
+        config_dir,
+        credentials_file_problem,
+        load_api_key,
+    )
+    from providers.errors import MissingCredentialsError
+
     path = config_dir() / CREDENTIALS_FILE
     findings = []
     problem = credentials_file_problem(path)
@@ -167,7 +171,7 @@ def sandbox(settings: GroveSettings) -> list[Finding]:
 
 
 def service() -> list[Finding]:
-    from cli.thin import healthy
+    from server.client import healthy
     from server.files import read_state
 
     state = read_state()

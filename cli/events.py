@@ -1,6 +1,5 @@
-"""`grove events`: the event log as JSON lines, optionally followed as it grows.
-
-Reads the store directly; events are a projection and nothing here acts on them.
+"""`grove events`: the event log as JSON lines, optionally followed as it grows; from the service
+or read from the store, the same either way. Events are a projection: nothing here acts on them.
 """
 
 from __future__ import annotations
@@ -8,41 +7,35 @@ from __future__ import annotations
 import contextlib
 import json
 import sys
-import time
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cli.context import CliContext, fail
-from supervisor.errors import StoreError
+from providers.errors import GroveError
 
-if TYPE_CHECKING:  # imported where used: `grove --help` stays quick
-    from supervisor.store import EventRecord, Store
+if TYPE_CHECKING:
+    from server.client import RemoteGrove
+    from supervisor.reads import StoreReads
 
-FOLLOW_POLL_S = 1.0
-
-
-def event_json(event: EventRecord) -> str:
-    return json.dumps(
-        {
-            "id": event.id,
-            "kind": event.kind,
-            "payload": event.payload,
-            "created_at": event.created_at,
-        },
-        sort_keys=True,
-    )
+FOLLOW_WAIT_S = 1.0
+PAGE = 1000
 
 
-def print_events(store: Store, after: int, follow: bool) -> None:
-    while True:
-        batch = store.wait_events(after, FOLLOW_POLL_S) if follow else store.events(after)
-        for event in batch:
-            sys.stdout.write(event_json(event) + "\n")
-            after = event.id
-        sys.stdout.flush()
-        if not follow and not batch:
-            return
+def event_line(event: dict[str, Any]) -> str:
+    return json.dumps(event, sort_keys=True)
+
+
+def print_events(reads: StoreReads | RemoteGrove, after: int, follow: bool) -> None:
+    """The events after `after`, a page at a time; then, following, each as it comes."""
+    while page := reads.events(after, PAGE):
+        sys.stdout.write("".join(event_line(event) + "\n" for event in page))
+        after = page[-1]["id"]
+    sys.stdout.flush()
+    if follow:
+        for found in reads.follow_events(after, FOLLOW_WAIT_S):
+            sys.stdout.write("".join(event_line(event) + "\n" for event in found))
+            sys.stdout.flush()
 
 
 def events_command(
@@ -61,22 +54,15 @@ def events_command(
     ] = False,
 ) -> None:
     """Print the event log as JSON lines, oldest first."""
-    from supervisor.store import open_store
-
     context: CliContext = ctx.obj
-    settings = context.settings()
-    try:
-        store = open_store(settings.store)
-        context.warn_if_store_exposed()
+    with context.reads() as reads:
         try:
             if compact:
-                removed = store.trim_events(time.time() - settings.events.keep_s)
-                days = settings.events.keep_days
+                trimmed = reads.trim_events()
+                removed, days = trimmed["removed"], trimmed["keep_days"]
                 sys.stdout.write(f"Deleted {removed:,} events older than {days:g} days\n")
                 return
             with contextlib.suppress(KeyboardInterrupt):
-                print_events(store, after, follow)
-        finally:
-            store.close()
-    except StoreError as exc:
-        fail(str(exc))
+                print_events(reads, after, follow)
+        except GroveError as exc:
+            fail(str(exc))

@@ -1,14 +1,15 @@
 """`grove history UUID`: an agent's whole conversation (inherited messages included, and what
 compactions summarised, each compaction marked where it happened).
 
-Reads the store directly; what a conversation is belongs to supervisor/store.
+From the service or read from the store, the same either way; what a conversation is belongs
+to supervisor/store.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -16,35 +17,31 @@ from cli.context import CliContext, fail
 from cli.printable import printable
 from cli.styles import DIM, styled
 from providers.errors import GroveError
-
-if TYPE_CHECKING:  # imported where used: `grove --help` stays quick
-    from supervisor.store import MessageRecord
+from supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND
 
 
-def message_block(message: MessageRecord, owner: str) -> str:
+def message_block(message: dict[str, Any], owner: str) -> str:
     """`[id] kind` (plus `from <uuid>` when inherited), then its thinking and content."""
-    from supervisor.store.base import SPENT_KIND
-
-    origin = "" if message.agent_uuid == owner else f"  from {message.agent_uuid}"
-    lines = [f"[{message.id}] {message.kind}{origin}"]
-    if message.kind == "compaction":
-        data = message.data
+    origin = "" if message["agent_uuid"] == owner else f"  from {message['agent_uuid']}"
+    kind, data = message["kind"], message["data"]
+    lines = [f"[{message['id']}] {kind}{origin}"]
+    if kind == COMPACTION_KIND:
         kept = data.get("first_kept_message_id") or "none"
         lines[0] += (
             f"  ({data.get('reason', '?')}: {data.get('tokens_before', 0):,} -> "
             f"{data.get('tokens_after', 0):,} tokens; the model sees this summary, then the "
             f"messages from [{kept}] on)"
         )
-    elif message.kind == SPENT_KIND:
-        stopped = message.data.get("stop_reason") or "?"
+    elif kind == SPENT_KIND:
+        stopped = data.get("stop_reason") or "?"
         lines[0] += (
             f"  (a reply of a turn that failed, {stopped}: counted, the model does not see it)"
         )
-    for part in message.data.get("parts", []):
+    for part in data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
             lines.append(styled(sys.stdout, f"(thinking) {printable(part['text'])}", DIM))
-    if message.content:
-        lines.append(printable(message.content))
+    if message["content"]:
+        lines.append(printable(message["content"]))
     lines[0] = printable(lines[0])  # a reply's stop reason is the provider's word
     return "\n".join(lines)
 
@@ -58,24 +55,15 @@ def history_command(
     ] = False,
 ) -> None:
     """Show an agent's whole conversation, compactions marked where they happened."""
-    from supervisor.store import open_store
-    from supervisor.tree_view import message_json
-
     context: CliContext = ctx.obj
-    try:
-        store = open_store(context.settings().store)
-        context.warn_if_store_exposed()
+    with context.reads() as reads:
         try:
-            record = store.resolve_agent(agent)
-            messages = store.conversation(record.uuid, compacted=False)
-        finally:
-            store.close()
-    except GroveError as exc:
-        fail(str(exc))
+            found = reads.history(agent)
+        except GroveError as exc:
+            fail(str(exc))
     if as_json:
-        rows = [message_json(message) for message in messages]
-        sys.stdout.write(json.dumps({"agent": record.uuid, "messages": rows}) + "\n")
+        sys.stdout.write(json.dumps(found) + "\n")
         return
-    sys.stdout.write(f"Agent {record.uuid}\n")
-    for message in messages:
-        sys.stdout.write(message_block(message, record.uuid) + "\n\n")
+    sys.stdout.write(f"Agent {found['agent']}\n")
+    for message in found["messages"]:
+        sys.stdout.write(message_block(message, found["agent"]) + "\n\n")

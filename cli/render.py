@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from cli.printable import printable
 from cli.styles import DIM, RED, YELLOW, styled
 
 if TYPE_CHECKING:
-    from actors.agent import TurnResult
-    from cli.remote import RemoteTurn
+    from server.client import RemoteTurn
     from supervisor.api import Turn
 
 
@@ -82,25 +81,3 @@ class TurnWriter:
             self.line("Cancelled")
         elif result.error is not None:
             self.line(result.error, error=True)
-
-
-def tool_exchanges(result: TurnResult) -> dict[str, list[dict[str, Any]]]:
-    """A turn's tool calls and their results, for `--json` output and batch records."""
-    parts = [(entry.kind, part) for entry in result.entries for part in entry.data.get("parts", [])]
-    return {
-        "tool_calls": [
-            {"call_id": p["call_id"], "name": p["name"], "arguments": p["arguments"]}
-            for kind, p in parts
-            if kind == "assistant" and p["kind"] == "tool_call"
-        ],
-        "tool_results": [
-            {
-                "call_id": p["call_id"],
-                "name": p["name"],
-                "content": p["content"],
-                "is_error": p["is_error"],
-            }
-            for kind, p in parts
-            if kind == "tool_result"
-        ],
-    }

@@ -1,4 +1,5 @@
-"""`grove run`: one prompt through a new root agent, streamed, or one JSON object with `--json`.
+"""`grove run`: one prompt through a new root agent, streamed, or one JSON object with `--json`;
+on a running service's Grove or one of its own, the same either way.
 
 Exit codes: 0 success, 1 the turn failed, 2 the command line or model cannot be used.
 """
@@ -17,19 +18,19 @@ from cli.context import (
     BudgetTimeOption,
     BudgetTokensOption,
     CliContext,
+    SimulateOption,
     ToolsOption,
     cli_budget,
     fail,
-    root_tools,
     undecodable_text,
 )
-from cli.render import TurnWriter, tool_exchanges
-from providers.catalog import ModelSpec, parse_model_spec
-from providers.errors import GroveError, ModelSpecError
+from cli.render import TurnWriter
+from providers.errors import GroveError
 
 if TYPE_CHECKING:
-    from actors.agent import TurnResult
-    from supervisor.config import GroveSettings
+    from actors.turn_result import TurnResult
+    from providers.catalog import ModelSpec
+    from supervisor.command_defaults import CommandDefaults
 
 
 def run_command(
@@ -43,35 +44,41 @@ def run_command(
     json_output: Annotated[
         bool, typer.Option("--json", help="Print one JSON object at the end instead of text.")
     ] = False,
-    simulate: Annotated[
-        bool,
-        typer.Option("--simulate", help="Answer from the built-in provider simulator (offline)."),
-    ] = False,
+    simulate: SimulateOption = False,
     hosts: Annotated[
-        int, typer.Option("--hosts", min=1, help="Agent host processes to start.")
-    ] = 1,
+        int | None,
+        typer.Option(
+            "--hosts",
+            min=1,
+            help="Agent host processes to start (default 1), in a Grove of this command's own "
+            "(also while a service is up).",
+        ),
+    ] = None,
     tools: ToolsOption = None,
     allow: AllowOption = None,
     budget_cost: BudgetCostOption = None,
     budget_tokens: BudgetTokensOption = None,
     budget_time: BudgetTimeOption = None,
 ) -> None:
-    """Send one prompt to a model through a new root agent and stream the reply."""
+    """Send one prompt to a model through a new root agent and stream the reply.
+
+    The root has the tools todo, fork, send and wait ([tools] default), the configured user
+    and MCP tools, and those of --tools. --json prints one object: provider, model, thinking,
+    text, thinking_text, tool_calls, tool_results, usage, cost_usd, stop_reason, agent."""
     context: CliContext = ctx.obj
     for what, text in (("prompt", prompt), ("--system text", system)):
         problem = None if text is None else undecodable_text(what, text)
         if problem:
             fail(problem, code=2)
-    settings = context.settings()
-    from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
-
-    budget = cli_budget(settings, budget_cost, budget_tokens, budget_time)
-    spec = resolve_model(model, settings)
+    remote = context.remote(own=simulate or hosts is not None)
+    defaults = context.defaults(remote)
+    budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    spec = resolve_model(model, defaults)
     writer = TurnWriter(sys.stdout, styles=True)
-    context.checked_store()
-    with Grove(settings=settings, simulate=simulate, hosts=hosts) as grove:
+    grove = remote or context.local_grove(simulate=simulate, hosts=hosts or 1)
+    with grove:
         try:
-            given = root_tools(settings, tools, defaults=True)
+            given = defaults.tools(tools, defaults=True)
             root = grove.create_root(
                 str(spec), system=system, tools=given, allow=allow or (), budget=budget
             )
@@ -79,36 +86,41 @@ def run_command(
             fail(str(exc), code=2)
         try:
             turn = grove.send(root.uuid, prompt)
+            if json_output:
+                result = turn.result()
+            else:
+                for kind, text in turn:
+                    writer.chunk(kind, text)
+                writer.end_turn()
+                result = turn.result()
         except GroveError as exc:
             fail(str(exc), code=1)
-        if json_output:
-            result = turn.result()
-        else:
-            for kind, text in turn:
-                writer.chunk(kind, text)
-            writer.end_turn()
-            result = turn.result()
     if result.error is not None:
         fail(result.error, code=1)
     if json_output:
         sys.stdout.write(json.dumps(turn_json(spec, result, agent=root.uuid)) + "\n")
 
 
-def resolve_model(flag: str | None, settings: GroveSettings) -> ModelSpec:
+def resolve_model(flag: str | None, defaults: CommandDefaults) -> ModelSpec:
     """The flag, else the config's default; the reference's texts when neither works."""
-    text = flag or settings.defaults.model
+    from providers.catalog import parse_model_spec
+    from providers.errors import ModelSpecError
+
+    text = flag or defaults.model
     if not text:
         from supervisor.rules import NO_MODEL_FLAG_TEXT
 
         fail(NO_MODEL_FLAG_TEXT, code=2)
     try:
-        return parse_model_spec(text, settings.models.aliases)
+        return parse_model_spec(text, defaults.aliases)
     except ModelSpecError as exc:
         fail(str(exc), code=2)
 
 
 def turn_json(spec: ModelSpec, result: TurnResult, agent: str | None) -> dict[str, Any]:
     """The `--json` object, from what the turn stored (its assistant steps)."""
+    from supervisor.results import tool_exchanges
+
     parts = [
         part
         for entry in result.entries

@@ -5,6 +5,7 @@ HTTP API and dashboard) started in the background, reported, and stopped with al
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import signal
 import subprocess
@@ -15,9 +16,10 @@ from typing import Annotated
 
 import typer
 
-from cli.context import fail
+from cli.context import CliContext, fail
 from server.files import (
     DEFAULT_PORT,
+    TOKEN_FILE,
     ServiceState,
     grove_dir,
     process_alive,
@@ -30,6 +32,7 @@ LOG_FILE = "service.log"
 
 
 def up_command(
+    ctx: typer.Context,
     port: Annotated[
         int, typer.Option("--port", min=1, max=65535, help="Where the API listens.")
     ] = (DEFAULT_PORT),
@@ -46,7 +49,9 @@ def up_command(
     ] = False,
 ) -> None:
     """Start a long-lived Grove in the background: Ray, the supervisor, the HTTP API and the
-    dashboard. While it is up, run, agents, history, events and usage use it over HTTP."""
+    dashboard. While it is up, run, chat, batch, agents, history, events and usage use it over
+    HTTP, with its configuration (read now) and its store (--store, else GROVE_STORE)."""
+    context: CliContext = ctx.obj
     running = read_state()
     if running is not None:
         fail(f"Grove is already up at {running.url} (pid {running.pid}); `grove down` stops it")
@@ -66,6 +71,7 @@ def up_command(
     if simulate:
         command.append("--simulate")
     start = log_path.stat().st_size if log_path.exists() else 0  # what this start writes follows
+    env = {**os.environ, **({"GROVE_STORE": context.store} if context.store else {})}
     with log_path.open("ab") as log:
         process = subprocess.Popen(
             command,
@@ -74,16 +80,17 @@ def up_command(
             stderr=subprocess.STDOUT,
             start_new_session=True,  # it outlives this command and its terminal
             cwd=Path.cwd(),
+            env=env,
         )
     state = wait_until_up(process, log_path, start)
-    from cli.thin import dashboard_url
+    from server.client import dashboard_url
 
     sys.stdout.write(f"Grove is up (pid {state.pid}). Dashboard and API:\n{dashboard_url(state)}\n")
 
 
 def wait_until_up(process: subprocess.Popen[bytes], log_path: Path, start: int) -> ServiceState:
     """The service's record once it answers /healthz; fails with its log's end if it exits."""
-    from cli.thin import healthy
+    from server.client import healthy
 
     deadline = time.monotonic() + UP_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -100,11 +107,51 @@ def wait_until_up(process: subprocess.Popen[bytes], log_path: Path, start: int) 
     fail(f"Grove did not answer within {UP_TIMEOUT_S:.0f} s; see {log_path}")
 
 
-def status_command() -> None:
-    """Whether a Grove service is up: its address (with the token), pid and agents."""
-    from cli.thin import show_status
+def status_command(
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="One JSON object: url, host, port, pid, started, uptime_s, agents, token, "
+            "token_file, dashboard.",
+        ),
+    ] = False,
+) -> None:
+    """Whether a Grove service is up: its address (with the token), pid and agents. Exit 1
+    when none is up or it does not answer."""
+    from server.client import RemoteError, RemoteGrove, dashboard_url, healthy
+    from server.files import service_token
 
-    raise typer.Exit(show_status())
+    state = read_state()
+    if state is None:
+        fail("No Grove service is up; `grove up` starts one")
+    if not healthy(state):
+        fail(f"Grove (pid {state.pid}) does not answer at {state.url}; `grove down` stops it")
+    try:
+        with RemoteGrove(state) as remote:
+            agents: int | None = len(remote.agents(include_ended=True)["agents"])
+    except RemoteError:
+        agents = None
+    uptime = time.time() - state.started
+    if as_json:
+        found = {
+            "url": state.url,
+            "host": state.host,
+            "port": state.port,
+            "pid": state.pid,
+            "started": state.started,
+            "uptime_s": round(uptime, 1),
+            "agents": agents,
+            "token": service_token(),
+            "token_file": str(grove_dir() / TOKEN_FILE),
+            "dashboard": dashboard_url(state),
+        }
+        sys.stdout.write(json.dumps(found) + "\n")
+        return
+    count = "?" if agents is None else agents
+    sys.stdout.write(
+        f"Grove is up (pid {state.pid}, {uptime:,.0f} s, {count} agents):\n{dashboard_url(state)}\n"
+    )
 
 
 def down_command() -> None:

@@ -53,9 +53,46 @@ def simulate_command(
         int | None,
         typer.Option("--tpm", min=1, help="Input tokens a minute over all clients (as --rpm)."),
     ] = None,
+    cache_ttl_scale: Annotated[
+        float,
+        typer.Option(
+            "--cache-ttl-scale",
+            min=0.000001,
+            help="Every prompt cache lifetime times this (0.001: a five-minute entry lasts "
+            "0.3 s), to see entries expire.",
+        ),
+    ] = 1.0,
+    prefill_tps: Annotated[
+        float,
+        typer.Option(
+            "--prefill-tps",
+            min=0,
+            help="Prompt tokens a second processed before the first token, those read from a "
+            "cache aside (0: none), as a cache hit shortens the time to first token.",
+        ),
+    ] = 0.0,
+    refuse_cache: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--refuse-cache",
+            metavar="FEATURE",
+            help="Answer as a server without this cache feature does: cache_control "
+            "(Anthropic), prompt_cache_key (OpenAI) or cached_contents (Gemini). Repeatable.",
+        ),
+    ] = None,
 ) -> None:
-    """Run the provider simulator until interrupted (Ctrl+C)."""
+    """Run the provider simulator until interrupted (Ctrl+C). It caches prompts and bills
+    it as each provider does (Anthropic breakpoints, OpenAI and Gemini prefixes, Gemini
+    `cachedContents`)."""
     from providers.simulator import SimulatorConfig, run_forever
+    from providers.simulator.config import CACHE_FEATURES
+
+    unknown = sorted(set(refuse_cache or ()) - set(CACHE_FEATURES))
+    if unknown:
+        sys.stderr.write(
+            f"--refuse-cache takes {', '.join(CACHE_FEATURES)}; not {', '.join(unknown)}\n"
+        )
+        raise typer.Exit(2)
 
     config = SimulatorConfig(
         host=host,
@@ -68,6 +105,9 @@ def simulate_command(
         context_window=context_window,
         rpm=rpm,
         tpm=tpm,
+        cache_ttl_scale=cache_ttl_scale,
+        prefill_tps=prefill_tps,
+        refuse=frozenset(refuse_cache or ()),
     )
 
     def ready(url: str) -> None:

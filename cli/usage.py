@@ -1,5 +1,5 @@
 """`grove usage`: requests, tokens, cost and time per agent, model, provider or day, with each
-tree's total; read from the store directly (no Ray). The sums belong to supervisor/usage.py.
+tree's total; from the service or read from the store (no Ray). The sums are supervisor/usage.py's.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import typer
 
 from cli.context import CliContext, fail
 from providers.errors import GroveError
+from supervisor.usage_table import report_lines
 
 
 def usage_command(
@@ -30,25 +31,13 @@ def usage_command(
 ) -> None:
     """What the stored requests used: requests, input, output, thinking, cache read and cache
     write tokens, cost and time (a model's replies and compaction summaries)."""
-    from supervisor.store import open_store
-    from supervisor.usage import report_lines, subtree, usage_report
-
     context: CliContext = ctx.obj
-    try:
-        store = open_store(context.settings().store)
-        context.warn_if_store_exposed()
+    with context.reads() as reads:
         try:
-            agents = (
-                subtree(store, store.resolve_agent(agent))
-                if agent
-                else store.list_agents(include_ended=True)
-            )
-            report = usage_report(store, agents, by)
-        finally:
-            store.close()
-    except GroveError as exc:
-        fail(str(exc))
+            report = reads.usage(agent, by)
+        except GroveError as exc:
+            fail(str(exc))
     if as_json:
-        sys.stdout.write(json.dumps(report.as_dict()) + "\n")
+        sys.stdout.write(json.dumps(report) + "\n")
         return
     sys.stdout.write("".join(f"{line}\n" for line in report_lines(report)))

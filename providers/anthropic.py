@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from typing import Any
 
 import httpx
 
-from providers import wirejson
+from providers import cache_features, wirejson
 from providers.anthropic_request import MESSAGES_PATH, request_body, request_headers
 from providers.base import (
     Completed,
@@ -38,6 +39,7 @@ from providers.sse import ServerSentEvent
 from providers.wirejson import json_int, json_object, json_str
 
 PROVIDER: ProviderName = "anthropic"
+CACHE_FEATURE = "cache_control"
 # Stream error types that describe a passing condition on Anthropic's side.
 RETRYABLE_STREAM_ERRORS = frozenset(
     {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
@@ -78,6 +80,8 @@ class AnthropicWire:
     provider: ProviderName = PROVIDER
 
     def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        if cache_features.dropped(PROVIDER, endpoint.base_url, CACHE_FEATURE):
+            request = replace(request, cache=None)
         body, warnings = request_body(request)
         return PreparedRequest(
             path=MESSAGES_PATH, headers=request_headers(endpoint), body=body, warnings=warnings
@@ -88,6 +92,18 @@ class AnthropicWire:
 
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
         return map_error(status, headers, body)
+
+    async def before_send(self, request: Request) -> None:
+        """Nothing to wait for: this wire's caches need no key of their own."""
+
+    def reply_began(self, began: bool) -> None:
+        """Nothing to release."""
+
+    def refused_feature(self, error: ProviderHTTPError) -> str | None:
+        """`cache_control` when a 400 says the server does not take it (a compatible server)."""
+        if error.status == 400 and CACHE_FEATURE in f"{error} {error.body}":
+            return CACHE_FEATURE
+        return None
 
 
 class AnthropicStreamParser:
@@ -194,13 +210,19 @@ class AnthropicStreamParser:
 
 
 def grove_usage(native: JSONObject) -> Usage:
-    """Grove's reading of an Anthropic usage object (input excludes cached tokens there too)."""
+    """Grove's reading of an Anthropic usage object, where `input_tokens` counts only what
+    follows the last cache breakpoint: Grove's counts the whole prompt."""
+    read = json_int(native, "cache_read_input_tokens")
+    written = json_int(native, "cache_creation_input_tokens")
     return Usage(
-        input_tokens=json_int(native, "input_tokens"),
+        input_tokens=json_int(native, "input_tokens") + read + written,
         output_tokens=json_int(native, "output_tokens"),
         thinking_tokens=json_int(json_object(native, "output_tokens_details"), "thinking_tokens"),
-        cache_read_tokens=json_int(native, "cache_read_input_tokens"),
-        cache_write_tokens=json_int(native, "cache_creation_input_tokens"),
+        cache_read_tokens=read,
+        cache_write_tokens=written,
+        cache_write_1h_tokens=json_int(
+            json_object(native, "cache_creation"), "ephemeral_1h_input_tokens"
+        ),
     )
 
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from providers.anthropic_cache import FORK_MARK, place_breakpoints
 from providers.base import (
+    CachePoint,
     ImagePart,
     JSONObject,
     Message,
@@ -20,12 +22,15 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
+from providers.catalog import model_info
+from providers.errors import UnknownModelError
 from providers.http import Endpoint
 from providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
 from providers.output_schema import for_provider
 from providers.thinking import anthropic_thinking
 
 ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_FAMILY = "claude-sonnet-4-5"
 MESSAGES_PATH = "/v1/messages"
 # The API accepts tool_use ids of these characters only; ids made by other providers are
 # rewritten the same way on the call and on its result, so the pair still matches.
@@ -65,7 +70,16 @@ def request_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
         body["thinking"] = thinking
     if request.output is not None:
         _ask_for_output(body, request, thinking_on=thinking is not None)
+    place_breakpoints(body, request.cache, cache_min_tokens(request.model))
     return body, warnings
+
+
+def cache_min_tokens(model: str) -> int:
+    """The model's minimum cacheable length (a compatible server's model: its family's)."""
+    try:
+        return model_info(model, "anthropic").cache_min_tokens
+    except UnknownModelError:
+        return model_info(DEFAULT_FAMILY).cache_min_tokens
 
 
 def _ask_for_output(body: JSONObject, request: Request, *, thinking_on: bool) -> None:
@@ -95,10 +109,18 @@ def wire_messages(messages: Iterable[Message]) -> list[JSONObject]:
 
     Left out: empty text, thinking from other providers (their signatures are rejected) and
     unsigned thinking. In a user message the tool results come first, as the API requires.
+    A `CachePoint` marks the block before it (anthropic_cache.py places the breakpoints).
     """
     wire: list[JSONObject] = []
     for message in messages:
-        blocks = [block for part in message.parts if (block := wire_block(message, part))]
+        blocks: list[JSONObject] = []
+        for part in message.parts:
+            if isinstance(part, CachePoint):
+                before = blocks or (wire[-1]["content"] if wire else [])
+                if before:
+                    before[-1][FORK_MARK] = True
+            elif block := wire_block(message, part):
+                blocks.append(block)
         if not blocks:
             continue
         if wire and wire[-1]["role"] == message.role:
@@ -147,6 +169,8 @@ def wire_block(message: Message, part: Part) -> JSONObject | None:
             if is_error:
                 block["is_error"] = True
             return block
+        case CachePoint():
+            return None
 
 
 def _thinking_block(part: ThinkingPart) -> JSONObject | None:

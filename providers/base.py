@@ -78,7 +78,20 @@ class ImagePart:
     kind: Literal["image"] = "image"
 
 
-Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CachePoint:
+    """A mark after the part before it: what comes up to here is shared (a fork point), worth
+    a provider's cache. `key` names the shared prefix, the same for every agent that shares
+    it; `cached_content` names a provider-side copy of everything up to here (a Gemini
+    `cachedContents` entry), which the request then references instead of sending it. Wire
+    modules render or skip these; they are never stored."""
+
+    key: str
+    cached_content: str | None = None
+    kind: Literal["cache_point"] = "cache_point"
+
+
+Part = TextPart | ThinkingPart | ToolCallPart | ToolResultPart | ImagePart | CachePoint
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -104,6 +117,21 @@ class ToolSpec:
     parameters: JSONObject
 
 
+CacheTTL = Literal["5m", "1h"]
+CACHE_TTL_SECONDS: dict[CacheTTL, int] = {"5m": 300, "1h": 3600}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CachePolicy:
+    """How a request asks for provider caching (`[cache]`): how long entries should live."""
+
+    ttl: CacheTTL = "5m"
+
+    @property
+    def seconds(self) -> int:
+        return CACHE_TTL_SECONDS[self.ttl]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OutputSchema:
     """A typed answer asked of the model: JSON matching `schema` (a JSON Schema whose root
@@ -116,7 +144,8 @@ class OutputSchema:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Request:
     """What an agent asks of a model. `thinking=None` means the provider's own default;
-    `output`, when set, asks for the final answer as JSON of that schema."""
+    `cache=None` asks for no caching (its `CachePoint`s are then left out); `output`, when
+    set, asks for the final answer as JSON of that schema."""
 
     model: str
     messages: tuple[Message, ...]
@@ -124,6 +153,7 @@ class Request:
     tools: tuple[ToolSpec, ...] = ()
     thinking: ThinkingLevel | None = None
     max_tokens: int | None = None
+    cache: CachePolicy | None = None
     output: OutputSchema | None = None
 
 
@@ -132,11 +162,22 @@ class Request:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Usage:
+    """Tokens of one request, alike for every provider: `input_tokens` counts the whole
+    prompt, those read from a cache (`cache_read_tokens`) and written to one
+    (`cache_write_tokens`, of which `cache_write_1h_tokens` for an hour) included; thinking
+    tokens are counted within `output_tokens` too."""
+
     input_tokens: int = 0
     output_tokens: int = 0
     thinking_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    cache_write_1h_tokens: int = 0
+
+    @property
+    def uncached_input_tokens(self) -> int:
+        """Prompt tokens neither read from a cache nor written to one."""
+        return max(self.input_tokens - self.cache_read_tokens - self.cache_write_tokens, 0)
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -145,16 +186,21 @@ class Usage:
             thinking_tokens=self.thinking_tokens + other.thinking_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cache_write_1h_tokens=self.cache_write_1h_tokens + other.cache_write_1h_tokens,
         )
 
     def as_dict(self) -> dict[str, int]:
-        return {
+        """The counts; the hour-long writes only when there are some."""
+        counts = {
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "thinking_tokens": self.thinking_tokens,
             "cache_read_tokens": self.cache_read_tokens,
             "cache_write_tokens": self.cache_write_tokens,
         }
+        if self.cache_write_1h_tokens:
+            counts["cache_write_1h_tokens"] = self.cache_write_1h_tokens
+        return counts
 
 
 # --- stream events --------------------------------------------------------------------------

@@ -41,6 +41,9 @@ PROVIDER_TITLES: dict[ProviderName, str] = {
 
 # USD per million input, output, cache-read and cache-write tokens.
 Prices = tuple[float, float, float, float]
+# An Anthropic cache entry kept for an hour is written at twice the input price (five
+# minutes: the catalog's cache-write price, 1.25 times the input price).
+ANTHROPIC_1H_WRITE_FACTOR = 2.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -61,6 +64,9 @@ class ModelInfo:
     can_disable_thinking: bool = True
     structured_output: StructuredOutput = "native"
     known: bool = True
+    # The shortest prompt prefix the provider caches for this model (its documentation's
+    # minimum cacheable length), in tokens.
+    cache_min_tokens: int = 1024
 
     @property
     def prices(self) -> Prices:
@@ -76,6 +82,7 @@ def _model(
     prices: tuple[float, float, float, float],
     *,
     can_disable_thinking: bool = True,
+    cache_min_tokens: int = 1024,
     structured_output: StructuredOutput = "native",
 ) -> ModelInfo:
     return ModelInfo(
@@ -89,13 +96,22 @@ def _model(
         price_cache_read=prices[2],
         price_cache_write=prices[3],
         can_disable_thinking=can_disable_thinking,
+        cache_min_tokens=cache_min_tokens,
         structured_output=structured_output,
     )
 
 
+# Cache-write prices: Anthropic's five-minute entries at 1.25 times the input price; OpenAI
+# and Gemini charge no more than the input price for what their caches take in.
 _MODELS: tuple[ModelInfo, ...] = (
     _model(
-        "claude-haiku-4-5", "anthropic", 200_000, 64_000, "anthropic_budget", (1.0, 5.0, 0.10, 1.25)
+        "claude-haiku-4-5",
+        "anthropic",
+        200_000,
+        64_000,
+        "anthropic_budget",
+        (1.0, 5.0, 0.10, 1.25),
+        cache_min_tokens=4096,
     ),
     _model(
         "claude-sonnet-4-5",
@@ -106,19 +122,25 @@ _MODELS: tuple[ModelInfo, ...] = (
         (3.0, 15.0, 0.30, 3.75),
     ),
     _model(
-        "claude-opus-4-5", "anthropic", 200_000, 64_000, "anthropic_budget", (5.0, 25.0, 0.50, 6.25)
+        "claude-opus-4-5",
+        "anthropic",
+        200_000,
+        64_000,
+        "anthropic_budget",
+        (5.0, 25.0, 0.50, 6.25),
+        cache_min_tokens=4096,
     ),
-    _model("gpt-5-nano", "openai", 400_000, 128_000, "openai_effort", (0.05, 0.40, 0.005, 0.0)),
-    _model("gpt-5-mini", "openai", 400_000, 128_000, "openai_effort", (0.25, 2.0, 0.025, 0.0)),
-    _model("gpt-5", "openai", 400_000, 128_000, "openai_effort", (1.25, 10.0, 0.125, 0.0)),
-    _model("gpt-5.1", "openai", 400_000, 128_000, "openai_effort_none", (1.25, 10.0, 0.125, 0.0)),
+    _model("gpt-5-nano", "openai", 400_000, 128_000, "openai_effort", (0.05, 0.40, 0.005, 0.05)),
+    _model("gpt-5-mini", "openai", 400_000, 128_000, "openai_effort", (0.25, 2.0, 0.025, 0.25)),
+    _model("gpt-5", "openai", 400_000, 128_000, "openai_effort", (1.25, 10.0, 0.125, 1.25)),
+    _model("gpt-5.1", "openai", 400_000, 128_000, "openai_effort_none", (1.25, 10.0, 0.125, 1.25)),
     _model(
         "gemini-2.5-flash-lite",
         "google",
         1_048_576,
         65_536,
         "gemini_budget",
-        (0.10, 0.40, 0.025, 0.0),
+        (0.10, 0.40, 0.025, 0.10),
         structured_output="native_without_tools",
     ),
     _model(
@@ -127,7 +149,7 @@ _MODELS: tuple[ModelInfo, ...] = (
         1_048_576,
         65_536,
         "gemini_budget",
-        (0.30, 2.50, 0.075, 0.0),
+        (0.30, 2.50, 0.075, 0.30),
         structured_output="native_without_tools",
     ),
     _model(
@@ -136,19 +158,21 @@ _MODELS: tuple[ModelInfo, ...] = (
         1_048_576,
         65_536,
         "gemini_budget",
-        (1.25, 10.0, 0.31, 0.0),
+        (1.25, 10.0, 0.31, 1.25),
         can_disable_thinking=False,
         structured_output="native_without_tools",
+        cache_min_tokens=4096,
     ),
-    _model("gemini-3.0-flash", "google", 1_048_576, 65_536, "gemini_level", (0.50, 3.0, 0.05, 0.0)),
+    _model("gemini-3.0-flash", "google", 1_048_576, 65_536, "gemini_level", (0.50, 3.0, 0.05, 0.5)),
     _model(
         "gemini-3.0-pro",
         "google",
         1_048_576,
         65_536,
         "gemini_level",
-        (2.0, 12.0, 0.20, 0.0),
+        (2.0, 12.0, 0.20, 2.0),
         can_disable_thinking=False,
+        cache_min_tokens=4096,
     ),
 )
 MODELS: dict[str, ModelInfo] = {info.id: info for info in _MODELS}
@@ -235,6 +259,7 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
         can_disable_thinking=family.can_disable_thinking and "pro" not in model,
         structured_output=_structured_output(model, family),
         known=False,
+        cache_min_tokens=family.cache_min_tokens,
     )
 
 
@@ -362,23 +387,42 @@ def priced(model: str) -> bool:
 
 
 def cost_usd(model: str, usage: Usage) -> float:
-    """The price of one turn. Thinking tokens are billed as output and already counted there."""
-    prices = _SET_PRICES.get(model)
-    provider: str | None = infer_provider(model)
-    if prices is None:
-        try:
-            info = model_info(model)
-        except UnknownModelError:
-            return 0.0
-        provider = info.provider
-        prices = info.prices
-    uncached_input = max(usage.input_tokens - usage.cache_read_tokens, 0)
-    if provider == "anthropic":
-        uncached_input = usage.input_tokens  # Anthropic reports cache reads apart from input
+    """The price of one request: prompt tokens read from a cache and written to one at their
+    prices, the rest at the input price. Thinking tokens are billed as output and already
+    counted there."""
+    found = _prices(model)
+    if found is None:
+        return 0.0
+    prices, provider = found
+    long_write = prices[0] * ANTHROPIC_1H_WRITE_FACTOR if provider == "anthropic" else prices[3]
+    short_writes = max(usage.cache_write_tokens - usage.cache_write_1h_tokens, 0)
     total = (
-        uncached_input * prices[0]
+        usage.uncached_input_tokens * prices[0]
         + usage.output_tokens * prices[1]
         + usage.cache_read_tokens * prices[2]
-        + usage.cache_write_tokens * prices[3]
+        + short_writes * prices[3]
+        + usage.cache_write_1h_tokens * long_write
     )
     return round(total / 1_000_000, 8)
+
+
+def cache_saving_usd(model: str, usage: Usage) -> float:
+    """What caching saved on one request: its price with every prompt token at the input
+    price, less what it cost (below zero when it wrote more than it read)."""
+    if not usage.cache_read_tokens and not usage.cache_write_tokens:
+        return 0.0
+    plain = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
+    return round(cost_usd(model, plain) - cost_usd(model, usage), 8)
+
+
+def _prices(model: str) -> tuple[Prices, ProviderName | None] | None:
+    """The prices of `model` (the configuration's over the catalog's) and its provider."""
+    provider = infer_provider(model)
+    prices = _SET_PRICES.get(model)
+    if prices is not None:
+        return prices, provider
+    try:
+        info = model_info(model)
+    except UnknownModelError:
+        return None
+    return info.prices, info.provider

@@ -7,15 +7,17 @@ maps HTTP errors; the API key travels only in the `x-goog-api-key` header, never
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 
+from providers import cache_features
 from providers.base import ProviderName, Request
 from providers.errors import ProviderHTTPError
 from providers.google_errors import GoogleError
-from providers.google_request import build_body
+from providers.google_request import build_body, cached_content_of
 from providers.google_stream import GeminiStreamParser
 from providers.http import Endpoint, PreparedRequest
 from providers.retry import retry_after_from_headers
@@ -31,7 +33,15 @@ class GoogleWire:
 
     provider: ProviderName = "google"
 
+    def __init__(self) -> None:
+        self._referenced: str | None = None  # the cachedContents entry the last request named
+
     def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        cached = cached_content_of(request)
+        if cached is not None and cache_features.dropped(self.provider, endpoint.base_url, cached):
+            messages = cache_features.without_cached_content(request.messages, cached)
+            request, cached = replace(request, messages=messages), None
+        self._referenced = cached
         body, warnings = build_body(request)
         return PreparedRequest(
             path=stream_path(request.model),
@@ -59,6 +69,19 @@ class GoogleWire:
             retry_after=retry_after,
             retryable=error.retryable(status),
         )
+
+    async def before_send(self, request: Request) -> None:
+        """Nothing to wait for: this wire's caches need no key of their own."""
+
+    def reply_began(self, began: bool) -> None:
+        """Nothing to release."""
+
+    def refused_feature(self, error: ProviderHTTPError) -> str | None:
+        """The `cachedContents` entry the last request referenced, when the answer says it is
+        gone or not usable (expired, deleted): the request goes again with the context."""
+        if self._referenced is None or error.status not in (400, 403, 404):
+            return None
+        return self._referenced if "cachedcontent" in f"{error} {error.body}".lower() else None
 
 
 def _error_object(text: str) -> Any:

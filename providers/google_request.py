@@ -6,6 +6,7 @@ Pure functions, no I/O and no event parsing (providers.google_stream reads the r
 from __future__ import annotations
 
 from providers.base import (
+    CachePoint,
     ImagePart,
     JSONObject,
     Message,
@@ -31,10 +32,12 @@ SIGNATURE_BYPASS = "skip_thought_signature_validator"
 
 
 def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
-    """The request body and the warning lines to show (e.g. thinking cannot be disabled)."""
-    body: JSONObject = {
-        "contents": contents(request.messages, _validates_signatures(request.model))
-    }
+    """The request body and the warning lines to show (e.g. thinking cannot be disabled).
+    A `CachePoint` naming a `cachedContents` entry stands for the system prompt, the tools and
+    every part before it: the body references the entry and leaves those out (unless a typed
+    answer is asked for with a final tool, which the entry does not hold)."""
+    cached, messages = after_cached_content(request)
+    body: JSONObject = {"contents": contents(messages, _validates_signatures(request.model))}
     system, tools = request.system, request.tools
     generation: JSONObject = {}
     if request.output is not None:
@@ -44,10 +47,10 @@ def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
         else:  # Gemini 2.5 with tools: a final function the model must call
             system, tools = tool_mode_system(system), (*tools, output_tool(request.output))
             body["toolConfig"] = {"functionCallingConfig": {"mode": "ANY"}}
-    if system:
-        body["systemInstruction"] = {"parts": [{"text": system}]}
-    if tools:
-        body["tools"] = [{"functionDeclarations": [declaration(t) for t in tools]}]
+    if cached is not None:
+        body["cachedContent"] = cached
+    else:
+        body.update(prefix_fields(system, tools))
     if request.max_tokens is not None:
         generation["maxOutputTokens"] = request.max_tokens
     thinking_config, warning = google_thinking_config(request.model, request.thinking)
@@ -56,6 +59,45 @@ def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
     if generation:
         body["generationConfig"] = generation
     return body, (warning,) if warning else ()
+
+
+def prefix_fields(system: str | None, tools: tuple[ToolSpec, ...]) -> JSONObject:
+    """`systemInstruction` and `tools`: what a `cachedContents` entry holds besides contents."""
+    fields: JSONObject = {}
+    if system:
+        fields["systemInstruction"] = {"parts": [{"text": system}]}
+    if tools:
+        fields["tools"] = [{"functionDeclarations": [declaration(t) for t in tools]}]
+    return fields
+
+
+def cached_content_of(request: Request) -> str | None:
+    """The `cachedContents` entry the request's first fork point names, if caching is on
+    (and no final tool for a typed answer changes the tools the entry holds)."""
+    if request.cache is None:
+        return None
+    if request.output is not None and output_mode("google", request) != "native":
+        return None
+    for message in request.messages:
+        for part in message.parts:
+            if isinstance(part, CachePoint) and part.cached_content:
+                return part.cached_content
+    return None
+
+
+def after_cached_content(request: Request) -> tuple[str | None, tuple[Message, ...]]:
+    """The entry the request references and the messages after it (the parts of the message
+    it ends in that follow it); without one, None and every message."""
+    name = cached_content_of(request)
+    if name is None:
+        return None, request.messages
+    for index, message in enumerate(request.messages):
+        for position, part in enumerate(message.parts):
+            if isinstance(part, CachePoint) and part.cached_content == name:
+                rest = message.parts[position + 1 :]
+                tail = (Message(role=message.role, parts=rest),) if rest else ()
+                return name, tail + request.messages[index + 1 :]
+    return None, request.messages
 
 
 def _validates_signatures(model: str) -> bool:

@@ -134,8 +134,8 @@ def _count(meta: JSONObject, key: str) -> int:
 def gemini_usage(meta: JSONObject) -> Usage:
     """Grove's reading of usageMetadata.
 
-    promptTokenCount includes cached tokens (cost_usd subtracts cache reads for non-Anthropic
-    wires) and toolUsePromptTokenCount is billed as input too. candidatesTokenCount excludes
+    promptTokenCount includes cached tokens, as Grove's input_tokens does, and
+    toolUsePromptTokenCount is billed as input too. candidatesTokenCount excludes
     thoughts; Grove's output_tokens counts all billed output, thinking included, as the other
     wires do, and thinking_tokens says how much of it was thinking.
     """

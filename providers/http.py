@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import certifi
 import httpx
 
+from providers import cache_features
 from providers.accumulate import TurnAccumulator
 from providers.aionet import AsyncioTransport
 from providers.base import (
@@ -94,6 +95,18 @@ class Wire(Protocol):
 
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError: ...
 
+    def refused_feature(self, error: ProviderHTTPError) -> str | None:
+        """The cache feature `error` says the server does not take, if it says so."""
+        ...
+
+    async def before_send(self, request: Request) -> None:
+        """Called before each attempt: may wait for a cache it shares to be written first."""
+        ...
+
+    def reply_began(self, began: bool) -> None:
+        """The attempt's reply began (its first content: True), or it ended without (False)."""
+        ...
+
 
 class HTTPProvider:
     """A `Provider` over HTTP + SSE. One instance per agent; it owns its client."""
@@ -145,6 +158,7 @@ class HTTPProvider:
 
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         attempt = 0
+        refused: set[str] = set()  # cache features this call was refused and went on without
         while True:
             attempt += 1
             accumulator = TurnAccumulator(self.name, request.model)
@@ -152,6 +166,14 @@ class HTTPProvider:
                 async for event in self._attempt(request, accumulator, attempt):
                     yield event
             except ProviderError as exc:
+                feature = self._refused_feature(exc, accumulator, refused)
+                if feature is not None:
+                    refused.add(feature)
+                    base_url = self.endpoint().base_url
+                    if cache_features.drop(self.name, base_url, feature):
+                        text = cache_features.dropped_text(self.name, base_url, feature)
+                        yield ProviderWarning(text=text)
+                    continue
                 if (
                     accumulator.content_seen
                     or not exc.retryable
@@ -166,20 +188,31 @@ class HTTPProvider:
             yield Finished(turn=turn)
             return
 
+    def _refused_feature(
+        self, exc: ProviderError, accumulator: TurnAccumulator, refused: set[str]
+    ) -> str | None:
+        """The cache feature a refusal names, to go on without (once per feature a call)."""
+        if not isinstance(exc, ProviderHTTPError) or accumulator.content_seen:
+            return None
+        feature = self.wire.refused_feature(exc)
+        return None if feature in refused else feature
+
     async def _attempt(
         self, request: Request, accumulator: TurnAccumulator, attempt: int
     ) -> AsyncIterator[StreamEvent]:
         endpoint = self.endpoint()
-        prepared = self.wire.prepare(request, endpoint)
-        for text in prepared.warnings:
-            warning = ProviderWarning(text=text)
-            accumulator.add(warning)
-            if attempt == 1:
-                yield warning
-        url = join_url(endpoint.base_url, prepared.path)
-        parser = self.wire.new_parser()
-        decoder = SSEDecoder()
+        await self.wire.before_send(request)
+        began = False  # the wire hears once, whether the reply began or the attempt failed
         try:
+            prepared = self.wire.prepare(request, endpoint)
+            for text in prepared.warnings:
+                warning = ProviderWarning(text=text)
+                accumulator.add(warning)
+                if attempt == 1:
+                    yield warning
+            url = join_url(endpoint.base_url, prepared.path)
+            parser = self.wire.new_parser()
+            decoder = SSEDecoder()
             async with self.client.stream(
                 "POST", url, headers=prepared.headers, json=prepared.body
             ) as response:
@@ -194,6 +227,9 @@ class HTTPProvider:
                         for event in parser.feed(sse):
                             accumulator.add(event)
                             yield event
+                    if not began and accumulator.content_seen:
+                        began = True
+                        self.wire.reply_began(True)
                 tail = [event for sse in decoder.flush() for event in parser.feed(sse)]
                 for event in tail + parser.finish():
                     accumulator.add(event)
@@ -208,6 +244,9 @@ class HTTPProvider:
                 f"cannot reach {self.name} at {endpoint.base_url}: {type(exc).__name__}",
                 provider=self.name,
             ) from exc
+        finally:
+            if not began:
+                self.wire.reply_began(False)
         if not accumulator.completed:
             raise StreamBroken(
                 f"{self.name} stream ended before its terminal event", provider=self.name

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import json
 
-import httpx
-
 from providers.base import (
     ImagePart,
     JSONObject,
     Message,
-    ProviderName,
     Request,
     TextPart,
     ThinkingLevel,
@@ -21,30 +18,21 @@ from providers.base import (
     ToolSpec,
 )
 from providers.catalog import infer_provider
-from providers.errors import ProviderHTTPError
-from providers.http import Endpoint, PreparedRequest
 from providers.openai_chat_parser import ChatParser
-from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error, strict_format
+from providers.openai_shared import OpenAIWire, strict_format
 from providers.thinking import OPENAI_EFFORTS, openai_reasoning
 
 
-class OpenAIChatWire:
+class OpenAIChatWire(OpenAIWire):
     """Chat Completions, for servers that speak OpenAI's older API (vLLM, llama.cpp, ...)."""
 
-    provider: ProviderName = PROVIDER
+    route = "chat/completions"
 
-    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
-        return PreparedRequest(
-            path=api_path(endpoint, "chat/completions"),
-            headers=auth_headers(endpoint),
-            body=request_body(request),
-        )
+    def build(self, request: Request) -> JSONObject:
+        return request_body(request)
 
     def new_parser(self) -> ChatParser:
         return ChatParser()
-
-    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
-        return map_error(status, headers, body)
 
 
 def request_body(request: Request) -> JSONObject:

@@ -141,6 +141,7 @@ def read_usage(native: JSONObject) -> Usage:
         output_tokens=json_int(native, "completion_tokens"),
         thinking_tokens=json_int(completion_details, "reasoning_tokens"),
         cache_read_tokens=json_int(prompt_details, "cached_tokens"),
+        cache_write_tokens=json_int(prompt_details, "cache_write_tokens"),
     )
 
 

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
-
 from providers.base import (
+    CachePoint,
     ImagePart,
     JSONObject,
     Message,
-    ProviderName,
     Request,
     TextPart,
     ThinkingPart,
@@ -22,32 +20,23 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.errors import ProviderHTTPError
-from providers.http import Endpoint, PreparedRequest
 from providers.openai_responses_parser import ResponsesParser
-from providers.openai_shared import PROVIDER, api_path, auth_headers, map_error, strict_format
+from providers.openai_shared import PROVIDER, OpenAIWire, strict_format
 from providers.thinking import openai_reasoning
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 
 
-class OpenAIResponsesWire:
+class OpenAIResponsesWire(OpenAIWire):
     """The default OpenAI wire: the Responses API."""
 
-    provider: ProviderName = PROVIDER
+    route = "responses"
 
-    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
-        return PreparedRequest(
-            path=api_path(endpoint, "responses"),
-            headers=auth_headers(endpoint),
-            body=request_body(request),
-        )
+    def build(self, request: Request) -> JSONObject:
+        return request_body(request)
 
     def new_parser(self) -> ResponsesParser:
         return ResponsesParser()
-
-    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
-        return map_error(status, headers, body)
 
 
 def request_body(request: Request) -> JSONObject:
@@ -98,6 +87,8 @@ def input_items(messages: tuple[Message, ...]) -> list[JSONObject]:
                 continue
             if isinstance(part, ImagePart):
                 texts.append({"type": "input_image", "image_url": part.image.data_url})
+                continue
+            if isinstance(part, CachePoint):
                 continue
             if texts:
                 items.append(_message_item(message.role, texts))

@@ -1,4 +1,5 @@
-"""What both OpenAI wires share: headers, URL paths, event JSON, and OpenAI's errors mapped.
+"""What both OpenAI wires share: the wire's frame (`OpenAIWire`: paths, headers, errors, the
+`prompt_cache_key`), event JSON, and OpenAI's errors mapped.
 
 Request bodies and stream events belong to openai_responses / openai_chat, never here.
 """
@@ -10,10 +11,11 @@ from typing import Any
 
 import httpx
 
-from providers import wirejson
-from providers.base import JSONObject, OutputSchema, ProviderName
+from providers import cache_features, wirejson
+from providers.base import JSONObject, OutputSchema, ProviderName, Request
 from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
-from providers.http import Endpoint
+from providers.http import Endpoint, PreparedRequest
+from providers.openai_cache import FEATURE, CacheKeys
 from providers.output_schema import for_provider
 from providers.retry import retry_after_from_headers
 from providers.secrets import mask
@@ -51,6 +53,43 @@ RETRYABLE_STREAM_CODES = frozenset(
     }
 )
 MAX_MESSAGE_CHARS = 500
+
+
+class OpenAIWire:
+    """The frame of both OpenAI wires: a subclass names its `route` and builds its body."""
+
+    provider: ProviderName = PROVIDER
+    route: str  # "responses" or "chat/completions"
+
+    def __init__(self) -> None:
+        self.cache_keys = CacheKeys()
+
+    def build(self, request: Request) -> JSONObject:
+        raise NotImplementedError
+
+    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
+        """The body, with a `prompt_cache_key` when the request has a fork point (and the
+        server has not refused one)."""
+        body = self.build(request)
+        if not cache_features.dropped(PROVIDER, endpoint.base_url, FEATURE):
+            key = self.cache_keys.key_for(request)
+            if key is not None:
+                body["prompt_cache_key"] = key
+        return PreparedRequest(
+            path=api_path(endpoint, self.route), headers=auth_headers(endpoint), body=body
+        )
+
+    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
+        return map_error(status, headers, body)
+
+    def refused_feature(self, error: ProviderHTTPError) -> str | None:
+        return refused_feature(error)
+
+    async def before_send(self, request: Request) -> None:
+        await self.cache_keys.admit(request)
+
+    def reply_began(self, began: bool) -> None:
+        self.cache_keys.began(began)
 
 
 def api_path(endpoint: Endpoint, route: str) -> str:
@@ -109,6 +148,14 @@ def stream_error(error: JSONObject) -> ProviderStreamError:
         kind=kind,
         retryable=retryable,
     )
+
+
+def refused_feature(error: ProviderHTTPError) -> str | None:
+    """`prompt_cache_key` when a 400 says the server does not take it (an OpenAI-compatible
+    server that knows no such parameter), else None."""
+    if error.status == 400 and "prompt_cache_key" in f"{error} {error.body}":
+        return "prompt_cache_key"
+    return None
 
 
 def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:

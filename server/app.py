@@ -11,40 +11,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import threading
-import time
-import uuid as uuidlib
 from collections.abc import AsyncIterator
-from dataclasses import asdict
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from fastapi import FastAPI, HTTPException, Request
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, JSONResponse
 from pydantic import AfterValidator, BaseModel, Field
 from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from actors.agent import TurnResult
-from cli.batch import BatchRunner
-from cli.batch_input import MAX_TEXT_BYTES, read_tasks
-from cli.batch_output import OutputLog
-from cli.batch_progress import Totals
 from providers.errors import GroveError
+from server.batches import MAX_BATCH_BYTES, batch_router
 from server.feeds import EventFeed
-from server.files import private_file
 from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
 from supervisor.api import Grove
+from supervisor.batch.tasks import MAX_TEXT_BYTES
 from supervisor.budget_rules import Budget
+from supervisor.command_defaults import command_defaults
+from supervisor.reads import StoreReads, event_json
+from supervisor.results import result_json
 from supervisor.store import EventRecord, Store, open_store
-from supervisor.tree_view import AGENT_FIELDS, TreeView, message_json
-from supervisor.usage import GROUPINGS, subtree, usage_report
+from supervisor.tool_files import importable
+from supervisor.tree_view import AGENT_FIELDS, TreeView, listing, message_json
+from supervisor.usage import GROUPINGS
 
 STATIC = Path(__file__).parent / "static"
 EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again
 TREE_EVERY_S = 0.3  # the tree's stream sends what changed at most this often
-MAX_BATCH_BYTES = 64 * 1024 * 1024
 MAX_NAME_CHARS = 200
 MAX_NAMES = 256
 
@@ -65,7 +60,14 @@ Names = Annotated[list[Name], Field(max_length=MAX_NAMES)]
 class RootIn(BaseModel):
     model: Name | None = Field(default=None, description="MODEL[/THINKING]; else [defaults]")
     system: Text | None = None
-    tools: Names | None = Field(default=None, description="built-in tool names")
+    tools: Names | None = Field(
+        default=None, description="built-in names, mcp__SERVER, package.module:attr"
+    )
+    tool_files: dict[Name, str] = Field(
+        default_factory=dict,
+        description="source files of the tools' modules by relative path (modules the "
+        "service cannot import itself)",
+    )
     allow: Names = Field(default_factory=list, description="tools that need no asking")
     budget: dict[str, Any] | None = Field(default=None, description="Budget(...) fields")
 
@@ -92,40 +94,24 @@ class DecisionIn(BaseModel):
     decision: Literal["y", "n", "a"] = Field(description="yes, no, or always for the session")
 
 
+class WorktreesIn(BaseModel):
+    repository: str = Field(min_length=1, max_length=4096, description="a path in the repository")
+    prune: bool = False
+
+
 class ForkIn(BaseModel):
     prompts: list[Text] = Field(min_length=1, max_length=10_000)
     model: Name | None = None
     budget: dict[str, Any] | None = None
+    workspace: Literal["shared", "worktree"] | None = Field(
+        default=None, description="worktree: each child in a git worktree of its own"
+    )
 
 
-class BatchRun:
-    """A batch the service runs in a thread of its own: its progress and its records."""
-
-    def __init__(self, batch_id: str, root: str, total: int, output: Path) -> None:
-        self.id = batch_id
-        self.root = root
-        self.totals = Totals(total=total)
-        self.output = output
-        self.started = time.time()
-        self.finished: float | None = None
-        self.error: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        totals = self.totals
-        return {
-            "id": self.id,
-            "root": self.root,
-            "total": totals.total,
-            "done": totals.done,
-            "ok": totals.ok,
-            "failed": totals.failed,
-            "skipped": totals.over_budget,
-            "tokens": totals.tokens,
-            "cost_usd": round(totals.cost_usd, 6),
-            "started": self.started,
-            "finished": self.finished,
-            "error": self.error,
-        }
+class SeedIn(BaseModel):
+    messages: list[tuple[Literal["user", "assistant"], str]] = Field(
+        min_length=1, description="(kind, content) pairs appended to the history, no turn run"
+    )
 
 
 def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
@@ -149,11 +135,14 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     app.add_middleware(StreamLimit, per_token=service.max_streams)
     app.add_middleware(BearerTokenGate, token=token)
     app.add_middleware(HostGate, allowed=service.allowed_hosts)
-    batches: dict[str, BatchRun] = {}
+    app.include_router(batch_router(grove, batch_dir))
     tree = TreeView()  # the dashboard asks for the tree often: unchanged agents are not read
 
     def store() -> Store:
         return open_store(grove.settings.store)
+
+    def reads() -> StoreReads:
+        return StoreReads(grove.settings.store, keep_days=grove.settings.events.keep_days)
 
     @app.exception_handler(GroveError)
     async def grove_error(request: Request, exc: GroveError) -> JSONResponse:
@@ -169,16 +158,24 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     def dashboard() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html")
 
+    @app.get("/api/settings")
+    def settings() -> dict[str, Any]:
+        """What a command line takes from the service's configuration: the default model,
+        aliases, the roots' default tools, how a budget given with it is kept."""
+        return command_defaults(grove.settings).as_dict()
+
     @app.get("/api/agents")
-    def agents(since: str | None = None) -> dict[str, Any]:
+    def agents(since: str | None = None, include_ended: bool | None = None) -> dict[str, Any]:
         """Every agent with its tokens, cost and share of its context window, each tree's
         totals, and a `cursor`: given as `since`, only the agents changed after that answer
-        come (`complete` is false then)."""
+        come (`complete` is false then). With `include_ended`, the list `grove agents` shows:
+        oldest first, only running agents unless it is true."""
         opened = store()
         try:
-            return tree.rows(opened, since)
+            answer = tree.rows(opened, since)
         finally:
             opened.close()
+        return answer if include_ended is None else listing(answer, include_ended)
 
     @app.get("/api/tree/stream")
     async def tree_stream(request: Request, since: str | None = None) -> EventSourceResponse:
@@ -206,12 +203,20 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         return EventSourceResponse(follow())
 
     @app.post("/api/roots", status_code=201)
-    def create_root(body: RootIn) -> dict[str, str]:
-        budget = Budget.from_dict(body.budget) if body.budget else None
-        record = grove.create_root(
-            body.model, system=body.system, tools=body.tools or (), allow=body.allow, budget=budget
-        )
-        return {"uuid": record.uuid}
+    def create_root(body: RootIn) -> dict[str, Any]:
+        try:
+            budget = Budget.from_dict(body.budget) if body.budget else None
+        except ValueError as exc:
+            raise HTTPException(400, str(exc)) from exc
+        with importable(body.tool_files):
+            record = grove.create_root(
+                body.model,
+                system=body.system,
+                tools=body.tools or (),
+                allow=body.allow,
+                budget=budget,
+            )
+        return record.model_dump(include=AGENT_FIELDS)
 
     @app.post("/api/agents/{agent}/prompts", response_model=None)
     async def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
@@ -286,7 +291,10 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     def fork(agent: str, body: ForkIn) -> dict[str, list[str]]:
         budget = Budget.from_dict(body.budget) if body.budget else None
         parent = grove.agent(agent).uuid
-        return {"children": grove.fork_many(parent, body.prompts, body.model, budget=budget)}
+        children = grove.fork_many(
+            parent, body.prompts, body.model, budget=budget, workspace=body.workspace
+        )
+        return {"children": children}
 
     @app.post("/api/agents/{agent}/kill")
     def kill(agent: str) -> dict[str, Any]:
@@ -294,15 +302,17 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         outcome = grove.dispatch(uuid, f"/kill {uuid} --yes")
         return {"ok": outcome.ok, "text": outcome.text}
 
+    @app.post("/api/agents/{agent}/seed", status_code=201)
+    def seed(agent: str, body: SeedIn) -> dict[str, list[int]]:
+        """Messages appended to the agent's history at once, running no turn: a shared
+        context its children inherit (`grove batch --context`)."""
+        stored = grove.seed(grove.agent(agent).uuid, list(body.messages))
+        return {"ids": [message.id for message in stored]}
+
     @app.get("/api/agents/{agent}/history")
     def history(agent: str) -> dict[str, Any]:
-        uuid = grove.agent(agent).uuid
-        opened = store()
-        try:
-            messages = opened.conversation(uuid, compacted=False)
-        finally:
-            opened.close()
-        return {"agent": uuid, "messages": [message_json(m) for m in messages]}
+        with reads() as opened:
+            return opened.history(agent)
 
     @app.get("/api/agents/{agent}/advice")
     def advice(agent: str) -> dict[str, Any]:
@@ -313,73 +323,28 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     def usage(by: str = "agent", agent: str | None = None) -> dict[str, Any]:
         if by not in GROUPINGS:
             raise HTTPException(400, f"by is one of {', '.join(GROUPINGS)}, not {by!r}")
-        opened = store()
-        try:
-            if agent is None:
-                chosen = opened.list_agents(include_ended=True)
-            else:
-                chosen = subtree(opened, opened.resolve_agent(agent))
-            report = usage_report(opened, chosen, by)
-        finally:
-            opened.close()
-        return report.as_dict()
-
-    @app.post("/api/batches", status_code=202)
-    async def submit_batch(
-        request: Request, model: str | None = None, concurrency: int = 16
-    ) -> dict[str, Any]:
-        """The body is a TASKS.jsonl file; bad lines are refused before anything runs."""
-        if not 1 <= concurrency <= 10_000:
-            raise HTTPException(400, "concurrency is 1 to 10,000")
-        body = await request.body()  # at most MAX_BATCH_BYTES: BodyLimit stops a longer one
-        tasks = read_tasks(body, grove.settings.models.aliases, what="the batch")
-        if tasks.errors:
-            lines = [f"line {error.line}: {error.message}" for error in tasks.errors[:20]]
-            raise HTTPException(400, {"error": "the batch has bad lines", "lines": lines})
-        if not tasks.tasks:
-            raise HTTPException(400, "the batch holds no tasks")
-        root = await run_in_threadpool(lambda: grove.create_root(model).uuid)
-        batch_id = uuidlib.uuid4().hex[:12]
-        output = private_file(batch_dir / f"{batch_id}.jsonl")  # prompts and replies: 0600
-        run = BatchRun(batch_id, root, len(tasks.tasks), output)
-        batches[run.id] = run
-
-        def work() -> None:
-            try:
-                with OutputLog(run.output) as log:
-                    runner = BatchRunner(grove, log, run.totals, concurrency, batch_key=run.id)
-                    runner.run(root, tasks.tasks)
-                    runner.close()
-            except Exception as exc:  # the batch's end, reported by its progress
-                run.error = str(exc) or type(exc).__name__
-            finally:
-                run.finished = time.time()
-
-        threading.Thread(target=work, name=f"batch-{run.id}", daemon=True).start()
-        return run.as_dict()
-
-    @app.get("/api/batches")
-    def list_batches() -> dict[str, list[dict[str, Any]]]:
-        return {"batches": [run.as_dict() for run in batches.values()]}
-
-    @app.get("/api/batches/{batch}")
-    def batch_progress(batch: str) -> dict[str, Any]:
-        return known_batch(batches, batch).as_dict()
-
-    @app.get("/api/batches/{batch}/results")
-    def batch_results(batch: str) -> PlainTextResponse:
-        run = known_batch(batches, batch)
-        text = run.output.read_text() if run.output.exists() else ""
-        return PlainTextResponse(text, media_type="application/x-ndjson")
+        with reads() as opened:
+            return opened.usage(agent, by)
 
     @app.get("/api/events")
     def events(after: int = 0, limit: int = 1000) -> dict[str, Any]:
-        opened = store()
-        try:
-            found = opened.events(after, max(1, min(limit, 10_000)))
-        finally:
-            opened.close()
-        return {"events": [event_json(event) for event in found]}
+        with reads() as opened:
+            return {"events": opened.events(after, max(1, min(limit, 10_000)))}
+
+    @app.post("/api/events/trim")
+    def trim_events() -> dict[str, Any]:
+        """Delete the events older than [events] keep_days now (the service also does it
+        every hour)."""
+        with reads() as opened:
+            return opened.trim_events()
+
+    @app.post("/api/worktrees")
+    def worktrees(body: WorktreesIn) -> dict[str, Any]:
+        """Grove's worktrees of the repository at `repository` (a path on the service's
+        machine), with their agents, branches and diff stats; `prune` removes those of ended
+        agents and those merged into HEAD, as `grove worktrees --prune` does."""
+        with reads() as opened:
+            return {"worktrees": opened.worktrees(body.repository, body.prune)}
 
     @app.get("/api/events/stream")
     async def event_stream(request: Request, after: int = 0) -> EventSourceResponse:
@@ -399,29 +364,6 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         return EventSourceResponse(follow())
 
     return app
-
-
-def known_batch(batches: dict[str, BatchRun], batch: str) -> BatchRun:
-    run = batches.get(batch)
-    if run is None:
-        raise HTTPException(404, f"Unknown batch: {batch}")
-    return run
-
-
-def result_json(result: TurnResult) -> dict[str, Any]:
-    return {
-        "ok": result.ok,
-        "text": result.text,
-        "error": result.error,
-        "cancelled": result.cancelled,
-        "stop_reason": result.stop_reason,
-        "usage": asdict(result.usage),
-        "cost_usd": result.cost_usd,
-    }
-
-
-def event_json(event: EventRecord) -> dict[str, Any]:
-    return event.model_dump()
 
 
 def event_bytes(event: EventRecord) -> bytes:

@@ -11,6 +11,7 @@ from actors.tools.todo import TodoError, apply_todo, from_data, to_data
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError
+from supervisor.fan_in import wait_for
 from supervisor.forking import fork_child
 from supervisor.rules import checked_seconds
 from supervisor.store.records import AgentRecord
@@ -40,7 +41,8 @@ async def tool_call(core: SupervisorCore, agent: str, tool: str, arguments: dict
             raise CommandError("wait needs `uuids` as a list of strings")
         timeout = checked_seconds(arguments.get("timeout", DEFAULT_TOOL_WAIT_S), "wait's `timeout`")
         resolved = [core.agent(uuid).uuid for uuid in uuids]
-        return json.dumps(await core.wait_for(caller.uuid, resolved, timeout))
+        waited = await wait_for(core, caller.uuid, resolved, timeout, own_turn=False)
+        return json.dumps(waited)
     if tool == "todo":
         return _todo(core, caller, arguments)
     raise CommandError(f"unknown tool: {tool}")

@@ -6,9 +6,11 @@ Starts or joins Ray, finds or starts the supervisor, and streams turns straight 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import secrets
+import threading
 import time
 import uuid as uuidlib
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -30,6 +32,8 @@ from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
+from supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
+from supervisor.batch.tasks import Task
 from supervisor.budget_rules import Budget
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
@@ -239,6 +243,7 @@ class Grove:
                 name for name, chosen in self._rate_limits().items() if chosen.any
             ),
             prices=dict(self.settings.models.prices),
+            cache=self.settings.cache.policy(),
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -337,6 +342,8 @@ class Grove:
 
     def close(self) -> None:
         if self.supervisor is not None and self._started_ray:
+            with contextlib.suppress(GroveError, ray.exceptions.RayError):
+                self.release_caches()  # a provider-side entry must not outlive its Grove
             ray.kill(self.supervisor)
             self.supervisor = None
         if self._started_ray:
@@ -607,6 +614,13 @@ class Grove:
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
 
+    def release_caches(self, agent: str | None = None) -> int:
+        """Delete the provider-side cache entries (Gemini `cachedContents`) made for the
+        children of `agent` (of every agent: None); how many. A batch does this at its end;
+        closing a Grove that started Ray does it for all."""
+        released: int = self._call("release_caches", agent)
+        return released
+
     def seed(self, agent: str, entries: list[tuple[str, str]]) -> list[MessageRecord]:
         """Append `(kind, content)` user and assistant messages to `agent`'s history in one
         store call, running no turn: a shared context for the children it will fork."""
@@ -618,6 +632,28 @@ class Grove:
         result). What an interrupted batch already finished, found again on its rerun."""
         found: dict[str, tuple[str, TurnResult]] = self._call("answered", keys, timeout_s=600)
         return {key: (agent, self._typed(agent, result)) for key, (agent, result) in found.items()}
+
+    def run_batch(
+        self,
+        root: str,
+        tasks: list[Task],
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        advisor: str | None = None,
+        key: str = "",
+        workspace: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[Step]:
+        """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
+        a reviewer on each); each finished task's record as it comes, or None when a second
+        passed without one. `key` names the batch: a rerun under it takes the answers an
+        interrupted run left instead of running those tasks again. `workspace`: as fork_many's.
+        `stop` ends the run early, cancelling the tasks in flight (supervisor/batch/ holds the
+        stages around this one)."""
+        runner = BatchRunner(
+            self, concurrency, advisor=advisor, key=key, workspace=workspace, stop=stop
+        )
+        return runner.run(root, tasks)
 
     def set_todo(self, session: str, markdown: str) -> str:
         """Replace the session's focused agent's todo list with `markdown` (the `/todo` form:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from providers import catalog
-from providers.base import Usage
+from providers.base import CachePolicy, Usage
 from providers.errors import GroveError
 from supervisor.budget_rules import LIMITS, Budget
 from supervisor.errors import BUDGET_EXHAUSTED, CommandError
@@ -190,7 +190,8 @@ class BudgetDesk:
         warning = None
         for scope, spend in pairs:
             warning = spend.check(scope.budget, new_turn=False) or warning
-        rooms = [output_room(spend, scope.budget, model, tokens) for scope, spend in pairs]
+        prompt = prompt_usage(tokens, self._core.cache)
+        rooms = [output_room(spend, scope.budget, model, prompt) for scope, spend in pairs]
         output = int(min(wanted, *rooms))
         if output <= 0:
             if any(spend.holds for _, spend in pairs):
@@ -198,7 +199,7 @@ class BudgetDesk:
             scope, spend = pairs[rooms.index(min(rooms))]
             raise BudgetExhausted(exhausted_text(scope.budget, spend, tokens))
         need_tokens = tokens + output
-        need_cost = catalog.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
+        need_cost = catalog.cost_usd(model, replace(prompt, output_tokens=output))
         for _, spend in pairs:
             spend.take(need_tokens, need_cost)
             spend.holds += 1
@@ -252,12 +253,21 @@ class BudgetDesk:
                 spend.turns += 1
 
 
-def output_room(spend: TreeSpend, budget: Budget, model: str, tokens: int) -> float:
-    """The reply tokens a request of `tokens` input could hold in this budget now."""
+def prompt_usage(tokens: int, cache: CachePolicy | None) -> Usage:
+    """The dearest `tokens` of prompt can be: with caching on, all of it written to a cache
+    (on Anthropic a write costs more than input: 1.25 times, or twice for an hour)."""
+    if cache is None:
+        return Usage(input_tokens=tokens)
+    hour = tokens if cache.ttl == "1h" else 0
+    return Usage(input_tokens=tokens, cache_write_tokens=tokens, cache_write_1h_tokens=hour)
+
+
+def output_room(spend: TreeSpend, budget: Budget, model: str, prompt: Usage) -> float:
+    """The reply tokens a request of `prompt` could hold in this budget now."""
     tokens_left, cost_left = spend.room(budget)
-    room = tokens_left - tokens
+    room = tokens_left - prompt.input_tokens
     if budget.cost_usd is not None:
-        input_cost = catalog.cost_usd(model, Usage(input_tokens=tokens))
+        input_cost = catalog.cost_usd(model, prompt)
         per_output = catalog.cost_usd(model, Usage(output_tokens=1_000_000)) / 1_000_000
         room = min(room, math.floor((cost_left - input_cost) / per_output))
     return room

@@ -26,7 +26,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from providers.base import ProviderName
+from providers.base import CachePolicy, ProviderName
 from providers.catalog import checked_prices, parse_model_spec
 from providers.credentials import BASE_URL_ENV, base_url_problem, config_dir
 from providers.errors import GroveError, ModelSpecError
@@ -292,6 +292,19 @@ class CompactionSection(_Section):
     )
 
 
+class CacheSection(_Section):
+    """`[cache]`: provider prompt caching that follows the agent tree (on by default)."""
+
+    enabled: bool = Field(default=True, description="Use the providers' caches")
+    ttl: Literal["5m", "1h"] = Field(
+        default="5m", description="How long a cached prefix lives (Anthropic; Gemini entries)"
+    )
+
+    def policy(self) -> CachePolicy | None:
+        """What the requests ask for; None when caching is off."""
+        return CachePolicy(ttl=self.ttl) if self.enabled else None
+
+
 class GroveSettings(BaseSettings):
     """Everything configurable. `load_settings()` builds it with the file and the environment."""
 
@@ -310,6 +323,7 @@ class GroveSettings(BaseSettings):
     compaction: CompactionSection = CompactionSection()
     budget: BudgetSection = BudgetSection()
     events: EventsSection = EventsSection()
+    cache: CacheSection = CacheSection()
     service: ServiceSection = ServiceSection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")

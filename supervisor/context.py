@@ -88,10 +88,7 @@ def context_usage(view: Sequence[MessageRecord], system: str | None, window: int
         message = view[index]
         if message.kind == "assistant" and message.id > since:
             usage = message.data.get("usage") or {}
-            reported = sum(
-                int(usage.get(key) or 0)
-                for key in ("input_tokens", "cache_read_tokens", "cache_write_tokens")
-            )
+            reported = int(usage.get("input_tokens") or 0)  # cached tokens included
             if reported:
                 reported += int(usage.get("output_tokens") or 0)
                 anchor = index

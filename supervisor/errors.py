@@ -3,6 +3,7 @@
     GroveError                  (providers.errors)
      +-- CommandError           a command the user cannot run as asked: exact user-facing text
      +-- StoreError             the store refused a write, holds a record it cannot read, or is down
+     |    +-- NoStoreError      no store where the URL points (a reader never makes one)
      +-- SupervisorError        the control plane could not do its job (timeouts, lost leases...)
           +-- HostDiedError     an agent host died under a call (the supervisor replaces it)
 
@@ -26,6 +27,10 @@ class CommandError(GroveError):
 
 class StoreError(GroveError):
     """The store refused an operation (and changed nothing) or holds a record it cannot read."""
+
+
+class NoStoreError(StoreError):
+    """No store where the URL points, and the command only reads: none was made."""
 
 
 class SupervisorError(GroveError):

@@ -60,4 +60,5 @@ async def fork_child(
     if child.model is None:
         core.store.append_message(child.uuid, "user", prompt)
         return Forked(child, None)
-    return Forked(child, await core.begin_turn(child.uuid, prompt))
+    turn = await core.fork_caches.begin_child(child, lambda: core.begin_turn(child.uuid, prompt))
+    return Forked(child, turn)

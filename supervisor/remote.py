@@ -26,6 +26,7 @@ from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from providers.base import AssistantTurn, RateLimitLeft
 from providers.catalog import ModelSpec, set_prices
 from providers.errors import GroveError
+from providers.google_cache import CachedContent
 from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from supervisor.agent_tools import tool_call
 from supervisor.approvals import ApprovalDesk
@@ -107,8 +108,25 @@ class RayHostClient:
     async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None:
         await self._call("start_turn", ticket, activation)
 
-    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: Any) -> None:
-        await self._call("start_many", items, prefix)
+    async def start_many(
+        self, items: list[tuple[Ticket, Activation]], prefix: Any, cached_content: str | None
+    ) -> None:
+        await self._call("start_many", items, prefix, cached_content)
+
+    async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
+        started: bool = await self._call(
+            "wait_started", ticket_id, timeout_s, timeout_s=timeout_s + HOST_CALL_TIMEOUT_S
+        )
+        return started
+
+    async def create_cache(self, activation: Activation, prefix: Any, ttl_s: int) -> CachedContent:
+        entry: CachedContent = await self._call(
+            "create_cache", activation, prefix, ttl_s, timeout_s=ONE_REQUEST_TIMEOUT_S
+        )
+        return entry
+
+    async def drop_cache(self, choice: ModelChoice, name: str) -> None:
+        await self._call("drop_cache", choice, name)
 
     async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
         await self._call("switch_model", uuid, choice)
@@ -185,6 +203,7 @@ class Supervisor:
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
+        self.core.cache = settings.host_settings.cache
         self.core.workspaces = Workspaces(settings.host_settings.workspace, settings.fork_workspace)
         self.budgets = BudgetDesk(self.core)
         self.fleet = FleetLimiter(settings.rate_limits)
@@ -466,6 +485,10 @@ class Supervisor:
             output=output,
         )
         return [record.uuid for record in children]
+
+    async def release_caches(self, agent: str | None) -> int:
+        parent = None if agent is None else self.core.agent(agent).uuid
+        return await self.core.fork_caches.release(parent)
 
     async def fork(
         self,

@@ -18,7 +18,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.tools.grant import ToolGrant
 from actors.transcript import parts_to_data
-from providers.base import TextPart, Usage
+from providers.base import CachePolicy, TextPart, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
@@ -26,6 +26,7 @@ from supervisor.children import child_records
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
+from supervisor.fork_cache import ForkCaches
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -85,6 +86,8 @@ class SupervisorCore:
         self._forked_keys: dict[tuple[str, str], AgentRecord] | None = None
         self.advisors: AdvisorDesk | None = None  # set when the deployment has reviewers
         self.compaction = CompactionPlan()  # `[compaction]`, set by the deployment
+        self.cache: CachePolicy | None = None  # `[cache]`, set by the deployment
+        self.fork_caches = ForkCaches(self)  # warm-ups before fan-out, explicit entries
         # Refuses a new turn (count=True) or fork in a tree whose budget is spent; set by the
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
@@ -343,7 +346,7 @@ class SupervisorCore:
             forked = self._keyed_children()
             forked.update(((parent.uuid, key), r) for key, r in zip(keys, records, strict=True))
         # Read now, before any await: later the parent may have moved past the fork point.
-        shared = self.prefixes.get(
+        shared, tokens = self.prefixes.get(
             parent.uuid, records[0].fork_message_id, lambda: self.store.conversation(parent.uuid)
         )
         by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
@@ -369,14 +372,9 @@ class SupervisorCore:
         await self.children_created(records)
         if before_start is not None:
             await before_start(records)
-        outcomes = await asyncio.gather(
-            *(
-                asyncio.wait_for(hosts[host_id].start_many(items, shared), HOST_CALL_TIMEOUT_S)
-                for host_id, items in by_host.items()
-            ),
-            return_exceptions=True,
-        )
-        for (host_id, items), outcome in zip(by_host.items(), outcomes, strict=True):
+        prefix = self.fork_caches.prefix(records[0], records[0].fork_message_id, tokens)
+        started = await self.fork_caches.start_many(prefix, by_host, hosts, shared)
+        for host_id, items, outcome in started:
             if isinstance(outcome, HostDiedError) and retry_interrupted:
                 self._retry_unseen(host_id, [ticket for ticket, _ in items])
             elif isinstance(outcome, BaseException):
@@ -681,44 +679,10 @@ class SupervisorCore:
         self.event("MailDelivered", sender=sender, recipient=record.uuid, message_id=message.id)
         return message
 
-    async def wait_for(
-        self, waiter: str, uuids: Sequence[str], timeout_s: float
-    ) -> dict[str, dict[str, Any]]:
-        """Fan-in: each named agent's result or status, or else the waiter's first mail."""
-        if not uuids:
-            try:
-                mail = await asyncio.wait_for(self.live(waiter).mail.get(), timeout_s)
-            except TimeoutError:
-                return {}
-            sender = str(mail.data.get("sender", "?"))
-            return {sender: {"status": "mail", "text": mail.content}}
-        waits = [asyncio.ensure_future(self.live(uuid).turn_done.wait()) for uuid in uuids]
-        _, pending = await asyncio.wait(waits, timeout=timeout_s)
-        for waiting in pending:
-            waiting.cancel()
-        results: dict[str, dict[str, Any]] = {}
-        for uuid in uuids:
-            state = self.live(uuid)
-            record = self.agent(uuid)
-            if state.ticket_id is not None:
-                results[uuid] = {"status": "running"}
-            elif record.status != "running":
-                results[uuid] = {"status": record.status}
-            elif state.last_result is None:
-                results[uuid] = {"status": "idle", "text": self.last_answer(uuid)}
-            elif state.last_result.ok:
-                results[uuid] = {"status": "done", "text": state.last_result.text}
-            else:
-                results[uuid] = {"status": "error", "text": state.last_result.error or ""}
-            if state.last_result is not None and state.last_result.worktree:
-                results[uuid].update(state.last_result.worktree)  # its branch and diff stat
-        return results
-
-    def last_answer(self, uuid: str) -> str:
-        for message in reversed(self.store.agent_messages(uuid)):
-            if message.kind == "assistant":
-                return message.content
-        return ""
+    def turn_end(self, uuid: str) -> asyncio.Event | None:
+        """What is set when the agent's turn in flight (or its retry) ends; None: it has none."""
+        state = self._live.get(uuid)
+        return None if state is None or state.turn_done.is_set() else state.turn_done
 
     # --- events ---------------------------------------------------------------------------
 

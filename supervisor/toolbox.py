@@ -8,7 +8,6 @@ import base64
 import hashlib
 import importlib
 import sys
-import sysconfig
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,30 +19,17 @@ from ray import cloudpickle
 from actors.tools.grant import MCP_PREFIX, ShippedTool
 from actors.tools.python import ToolDefinitionError, python_tool
 from supervisor.errors import CommandError
+from supervisor.tool_files import installed as installed_module
 from supervisor.tool_rules import BUILTIN_TOOL_NAMES
 
 # A shipped tool is code and the globals it needs, not data: past this, something big was
 # captured by accident (a dataset in a module global, say).
 MAX_SOURCE_BYTES = 8_000_000
-GROVE_PACKAGES = frozenset({"supervisor", "actors", "providers", "cli"})
-_INSTALLED_ROOTS = tuple(
-    Path(path).resolve()
-    for key in ("stdlib", "platstdlib", "purelib", "platlib")
-    if (path := sysconfig.get_paths().get(key))
-)
 
 
 def installed(module: ModuleType) -> bool:
-    """Whether every node has `module` as the caller does: Grove's own, the standard
-    library and installed packages. A module from a local file is not."""
-    top = module.__name__.partition(".")[0]
-    if top in GROVE_PACKAGES or top in sys.builtin_module_names:
-        return True
-    location = getattr(module, "__file__", None)
-    if location is None:
-        return True
-    path = Path(location).resolve()
-    return any(path.is_relative_to(root) for root in _INSTALLED_ROOTS)
+    """Whether every node has `module` as the caller does (see tool_files.installed)."""
+    return installed_module(module.__name__.partition(".")[0], getattr(module, "__file__", None))
 
 
 def pack(function: Callable[..., Any], name: str) -> tuple[str, bytes]:

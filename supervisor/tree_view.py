@@ -15,6 +15,7 @@ from typing import Any
 
 from providers.catalog import model_info
 from providers.errors import GroveError
+from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
 from supervisor.usage import UsageTotals, below, is_billed, root_of_each
 
@@ -30,7 +31,7 @@ AGENT_FIELDS = {
     "thinking_level",
     "created_at",
 }
-CONTEXT_FIELDS = ("input_tokens", "cache_read_tokens", "cache_write_tokens", "output_tokens")
+CONTEXT_FIELDS = ("input_tokens", "output_tokens")  # input counts cached tokens too
 # Every agent is read again at least this often, so a change no event names shows up too.
 FULL_READ_EVERY_S = 30.0
 # Full reads (also those a flood of events or a change they do not name asks for) are spaced
@@ -162,11 +163,13 @@ class TreeView:
         self._full_read_at = -math.inf
         self._full_read_s = 0.0  # how long the last one took
         self._full_read_wanted = False  # asked for by events, and not yet allowed
+        self._unreadable: list[str] = []  # what the last full read could not read, and why
 
     def rows(self, store: Store, since: str | None = None) -> dict[str, Any]:
         """`{"agents": [row, ...], "trees": {root uuid: totals}, "cursor": ..., "complete":
-        ...}`: every row and tree, or with the `cursor` of an earlier answer only those changed
-        since (`complete` says which). A reviewer counts in the tree of the agent it watches."""
+        ..., "unreadable": [...]}`: every row and tree, or with the `cursor` of an earlier
+        answer only those changed since (`complete` says which), and the errors of records
+        the last full read skipped. A reviewer counts in the tree of the agent it watches."""
         with self._lock:
             self._catch_up(store)
             known = self._known_version(since)
@@ -180,6 +183,7 @@ class TreeView:
                 "trees": dict(trees),
                 "cursor": f"{self._epoch}:{self._version}",
                 "complete": known is None,
+                "unreadable": list(self._unreadable),
             }
 
     def _known_version(self, since: str | None) -> int | None:
@@ -197,7 +201,11 @@ class TreeView:
         wanted = self._full_read_wanted
         turned: list[str] = []
         while True:
-            events = store.events(self._after_event, EVENTS_PER_READ)
+            try:
+                events = store.events(self._after_event, EVENTS_PER_READ)
+            except StoreError:  # `grove events` names the bad record; the tree is read whole
+                wanted = True
+                break
             self._after_event = events[-1].id if events else self._after_event
             turned += [uuid for event in events for uuid in self._turns.follow(event, children)]
             wanted = wanted or any(event.kind in CHANGES_UNNAMED for event in events)
@@ -212,7 +220,9 @@ class TreeView:
         self._full_read_wanted = wanted and not full
         if full:
             started = self._full_read_at = time.monotonic()
-            self._records = {record.uuid: record for record in store.list_agents(True)}
+            self._unreadable = []
+            listed = store.list_agents(True, unreadable=self._unreadable)
+            self._records = {record.uuid: record for record in listed}
             self._turns.open -= {uuid for uuid, r in self._records.items() if r.status != "running"}
             self._roots = root_of_each(self._records.values())
             self._tree_spent = {}
@@ -314,9 +324,16 @@ def agent_row(record: AgentRecord, spent: Spent, in_turn: bool) -> dict[str, Any
 
 def tree_rows(store: Store, include_ended: bool = True) -> dict[str, Any]:
     """The tree's rows, read once (TreeView is for a reader that asks again and again)."""
-    whole = TreeView().rows(store)
-    shown = [row for row in whole["agents"] if include_ended or row["status"] == "running"]
-    return {"agents": shown, "trees": whole["trees"]}
+    return listing(TreeView().rows(store), include_ended)
+
+
+def listing(answer: dict[str, Any], include_ended: bool) -> dict[str, Any]:
+    """A complete answer of `TreeView.rows` as `grove agents` lists it: in the order the
+    agents were made (ended ones only with `include_ended`), the trees' totals, and the
+    errors of records that could not be read."""
+    rows = sorted(answer["agents"], key=lambda row: (row["created_at"], row["uuid"]))
+    shown = [row for row in rows if include_ended or row["status"] == "running"]
+    return {"agents": shown, "trees": answer["trees"], "unreadable": answer["unreadable"]}
 
 
 def context_pct(record: AgentRecord, used: int | None) -> int | None:

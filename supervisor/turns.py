@@ -12,6 +12,7 @@ from actors.advisor import ReviewerSpec
 from actors.agent import STORED, ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from providers.base import AssistantTurn
+from providers.google_cache import CachedContent
 from supervisor.store.base import SPENT_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
@@ -27,7 +28,17 @@ class HostClient(Protocol):
 
     async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None: ...
 
-    async def start_many(self, items: list[tuple[Ticket, Activation]], prefix: Any) -> None: ...
+    async def start_many(
+        self, items: list[tuple[Ticket, Activation]], prefix: Any, cached_content: str | None
+    ) -> None: ...
+
+    async def wait_started(self, ticket_id: str, timeout_s: float) -> bool: ...
+
+    async def create_cache(
+        self, activation: Activation, prefix: Any, ttl_s: int
+    ) -> CachedContent: ...
+
+    async def drop_cache(self, choice: ModelChoice, name: str) -> None: ...
 
     async def switch_model(self, uuid: str, choice: ModelChoice) -> None: ...
 

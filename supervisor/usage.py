@@ -27,6 +27,10 @@ TOKEN_FIELDS = (
 
 @dataclass(slots=True)
 class UsageTotals:
+    """Sums of stored requests. `input_tokens` counts whole prompts, the tokens read from a
+    cache and written to one included; `saved_usd` is what caching saved against the price
+    of every prompt token at the input price (less, where it wrote more than it read)."""
+
     requests: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -34,7 +38,13 @@ class UsageTotals:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
+    saved_usd: float = 0.0
     seconds: float = 0.0
+
+    @property
+    def cache_hit_share(self) -> float:
+        """The share of prompt tokens read from a cache."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else 0.0
 
     def add(self, message: MessageRecord) -> None:
         usage = message.data.get("usage") or {}
@@ -42,16 +52,19 @@ class UsageTotals:
         for name in TOKEN_FIELDS:
             setattr(self, name, getattr(self, name) + int(usage.get(name) or 0))
         self.cost_usd += float(message.data.get("cost_usd") or 0.0)
+        self.saved_usd += float(message.data.get("saved_usd") or 0.0)
         self.seconds += float(message.data.get("duration_s") or 0.0)
 
     def merge(self, other: UsageTotals) -> None:
-        for name in ("requests", *TOKEN_FIELDS, "cost_usd", "seconds"):
+        for name in ("requests", *TOKEN_FIELDS, "cost_usd", "saved_usd", "seconds"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["cost_usd"] = round(self.cost_usd, 6)
+        data["saved_usd"] = round(self.saved_usd, 6)
         data["seconds"] = round(self.seconds, 3)
+        data["cache_hit_share"] = round(self.cache_hit_share, 4)
         return data
 
 
@@ -148,23 +161,3 @@ def below(agents: Iterable[AgentRecord], tops: Sequence[str]) -> list[AgentRecor
                 found.append(agent)
                 queue.append(agent.uuid)
     return found
-
-
-def report_lines(report: UsageReport) -> list[str]:
-    """A table: one row per group, then each tree's total (by agent) and the total."""
-    header = f"{report.by:<38} {'requests':>8} {'input':>10} {'output':>9} {'thinking':>9} "
-    header += f"{'cache rd':>9} {'cache wr':>9} {'cost $':>10} {'time s':>8}"
-
-    def line(name: str, totals: UsageTotals) -> str:
-        return (
-            f"{name:<38} {totals.requests:>8,} {totals.input_tokens:>10,} "
-            f"{totals.output_tokens:>9,} {totals.thinking_tokens:>9,} "
-            f"{totals.cache_read_tokens:>9,} {totals.cache_write_tokens:>9,} "
-            f"{totals.cost_usd:>10.4f} {totals.seconds:>8.1f}"
-        )
-
-    lines = [header] + [line(key, row) for key, row in sorted(report.rows.items())]
-    if report.by == "agent" and len(report.trees) > 0:
-        lines += [line(f"tree {root}", tree) for root, tree in report.trees.items()]
-    lines.append(line("total", report.total))
-    return lines

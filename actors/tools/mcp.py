@@ -81,8 +81,8 @@ class _Session:
             await self.close()
             raise McpServerError(problem) from None
         if self.failure is not None:
-            failure = str(self.failure).splitlines()[0] if str(self.failure) else self.failure
-            problem = self._problem(f"failed to start: {failure}")  # before stderr is closed
+            # Before stderr is closed: its tail says more.
+            problem = self._problem(f"failed to start: {failure_text(self.failure)}")
             await self.close()
             raise McpServerError(problem)
 
@@ -287,6 +287,19 @@ class McpPool:
             return await self.call(server, name, arguments)
 
         return Tool(spec=spec, run=run)
+
+
+def failure_text(failure: BaseException) -> str:
+    """Why a server did not start, from the error at the bottom of the SDK's task groups: a
+    command that cannot be run, a server that exited before answering, or the error's text."""
+    while isinstance(failure, BaseExceptionGroup) and failure.exceptions:
+        failure = failure.exceptions[0]
+    if isinstance(failure, OSError) and failure.filename is not None:
+        return f"cannot run {failure.filename!r}: {failure.strerror or failure}"
+    text = str(failure).strip()
+    if text == "Connection closed":  # the SDK's words for a server gone before its handshake
+        return "it exited (or closed its output) before the MCP handshake"
+    return text.splitlines()[0] if text else type(failure).__name__
 
 
 def result_text(result: Any) -> str:

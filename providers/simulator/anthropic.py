@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from providers.ratelimit import Admission
+from providers.simulator.caching import Breakpoint, PromptPrefixes, block_points
 from providers.simulator.schema_rules import closed_objects_problem
 from providers.simulator.script import (
     Entry,
@@ -35,6 +36,8 @@ from providers.simulator.wire import (
 
 PATH = "/v1/messages"
 MIN_THINKING_BUDGET = 1024
+MAX_BREAKPOINTS = 4
+CACHE_TTLS = ("5m", "1h")
 _ERRORS: dict[Problem, tuple[int, str, str]] = {
     "missing_key": (401, "authentication_error", "x-api-key header is required"),
     "bad_key": (401, "authentication_error", "invalid x-api-key"),
@@ -58,6 +61,10 @@ _ERRORS: dict[Problem, tuple[int, str, str]] = {
 
 class AnthropicMessages:
     name = "anthropic"
+
+    def __init__(self, refuse_cache_control: bool = False) -> None:
+        # As an Anthropic-compatible server without prompt caching answers `cache_control`.
+        self.refuse_cache_control = refuse_cache_control
 
     def handles(self, path: str) -> bool:
         return path == PATH
@@ -89,6 +96,7 @@ class AnthropicMessages:
             if not isinstance(content, str):
                 objects(content, f"messages.{index}.content")
         tools = objects(body.get("tools"), "tools")
+        prefixes = self._prefixes(body, tools, messages)
         entries = [_entry(message) for message in messages]
         script, step = locate_script(entries)
         return Inbound(
@@ -101,9 +109,62 @@ class AnthropicMessages:
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("system"), messages, tools]),
             body=body,
+            prefixes=prefixes,
             structured=_structured(body, tools),
             invalid_left=invalid_answers_left(entries),
         )
+
+    def _prefixes(
+        self, body: dict[str, Any], tools: list[dict[str, Any]], messages: list[dict[str, Any]]
+    ) -> PromptPrefixes:
+        """The prompt's blocks in the order the cache reads them (tools, system, messages)
+        and its `cache_control` breakpoints; InvalidRequest for more than four, a TTL the API
+        does not know, or an hour-long one after a five-minute one."""
+        blocks: list[tuple[str, dict[str, Any], str]] = [
+            ("tools", tool, f"tools.{index}") for index, tool in enumerate(tools)
+        ]
+        system = body.get("system")
+        if isinstance(system, str):
+            blocks.append(("system", {"type": "text", "text": system}, "system"))
+        else:
+            blocks += [
+                ("system", block, f"system.{index}")
+                for index, block in enumerate(objects(system, "system"))
+            ]
+        for number, message in enumerate(messages):
+            content = message["content"]
+            if isinstance(content, str):
+                blocks.append((message["role"], {"type": "text", "text": content}, ""))
+            else:
+                blocks += [
+                    (message["role"], block, f"messages.{number}.content.{index}")
+                    for index, block in enumerate(content)
+                ]
+        marks = [
+            Breakpoint(index=index, ttl=_cache_ttl(block["cache_control"], where))
+            for index, (_, block, where) in enumerate(blocks)
+            if block.get("cache_control") is not None
+        ]
+        automatic = body.get("cache_control")
+        if automatic is not None and blocks:
+            marks.append(Breakpoint(index=len(blocks) - 1, ttl=_cache_ttl(automatic, "")))
+        if marks and self.refuse_cache_control:
+            where = next((w for _, b, w in blocks if "cache_control" in b), "") or "body"
+            raise InvalidRequest(f"{where}.cache_control: Extra inputs are not permitted")
+        if len(marks) > MAX_BREAKPOINTS:
+            raise InvalidRequest(
+                f"A maximum of {MAX_BREAKPOINTS} blocks with cache_control may be provided. "
+                f"Found {len(marks)}."
+            )
+        ttls = [mark.ttl for mark in sorted(marks, key=lambda mark: mark.index)]
+        if "5m" in ttls and "1h" in ttls[ttls.index("5m") :]:
+            raise InvalidRequest(
+                "a ttl='1h' cache_control block must not come after a ttl='5m' cache_control "
+                "block. Note that blocks are processed in the following order: `tools`, "
+                "`system`, `messages`."
+            )
+        points = block_points((role, block) for role, block, _ in blocks)
+        return PromptPrefixes(points=points, breakpoints=tuple(marks))
 
     def error(
         self,
@@ -151,7 +212,10 @@ class AnthropicMessages:
         frames = [
             named_event(
                 "message_start",
-                {"type": "message_start", "message": _message(message_id, inbound, [], None, 1)},
+                {
+                    "type": "message_start",
+                    "message": _message(message_id, inbound, plan, [], None, 1),
+                },
             )
         ]
         index = 0
@@ -194,9 +258,7 @@ class AnthropicMessages:
                     "type": "message_delta",
                     "delta": {"stop_reason": _stop_reason(plan), "stop_sequence": None},
                     "usage": {
-                        "input_tokens": inbound.input_tokens,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
+                        **_prompt_usage(inbound, plan),
                         "output_tokens": plan.content_events,
                     },
                 },
@@ -227,7 +289,12 @@ class AnthropicMessages:
             for call in plan.tool_calls
         ]
         return _message(
-            random_id("msg_01", 22), inbound, content, _stop_reason(plan), plan.content_events
+            random_id("msg_01", 22),
+            inbound,
+            plan,
+            content,
+            _stop_reason(plan),
+            plan.content_events,
         )
 
 
@@ -317,12 +384,36 @@ def _stop_reason(plan: Plan) -> str:
     return "tool_use" if plan.tool_calls else "end_turn"
 
 
-def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
+def _cache_ttl(control: object, where: str) -> str:
+    prefix = f"{where}.cache_control" if where else "cache_control"
+    if not isinstance(control, dict) or control.get("type") != "ephemeral":
+        raise InvalidRequest(f"{prefix}.type: Input should be 'ephemeral'")
+    ttl = control.get("ttl", "5m")
+    if ttl not in CACHE_TTLS:
+        raise InvalidRequest(f"{prefix}.ttl: Input should be '5m' or '1h'")
+    return str(ttl)
+
+
+def _prompt_usage(inbound: Inbound, plan: Plan) -> dict[str, Any]:
+    """The prompt's tokens as Anthropic splits them: read from the cache, written to it (by
+    lifetime), and `input_tokens`, the rest after the last breakpoint."""
+    read = min(plan.cache.read, inbound.input_tokens)
+    written = min(plan.cache.written, inbound.input_tokens - read)
+    long = min(plan.cache.written_1h, written)
     return {
-        "input_tokens": input_tokens,
-        "cache_creation_input_tokens": 0,
-        "cache_read_input_tokens": 0,
-        "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 0},
+        "input_tokens": inbound.input_tokens - read - written,
+        "cache_creation_input_tokens": written,
+        "cache_read_input_tokens": read,
+        "cache_creation": {
+            "ephemeral_5m_input_tokens": written - long,
+            "ephemeral_1h_input_tokens": long,
+        },
+    }
+
+
+def _usage(inbound: Inbound, plan: Plan, output_tokens: int) -> dict[str, Any]:
+    return {
+        **_prompt_usage(inbound, plan),
         "output_tokens": output_tokens,
         "service_tier": "standard",
     }
@@ -331,6 +422,7 @@ def _usage(input_tokens: int, output_tokens: int) -> dict[str, Any]:
 def _message(
     message_id: str,
     inbound: Inbound,
+    plan: Plan,
     content: list[dict[str, Any]],
     stop_reason: str | None,
     output_tokens: int,
@@ -343,7 +435,7 @@ def _message(
         "content": content,
         "stop_reason": stop_reason,
         "stop_sequence": None,
-        "usage": _usage(inbound.input_tokens, output_tokens),
+        "usage": _usage(inbound, plan, output_tokens),
     }
 
 

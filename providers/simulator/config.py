@@ -10,6 +10,9 @@ from dataclasses import dataclass, field
 DEFAULT_API_KEY = "grove-simulator-key"
 DEFAULT_TOKENS = 24
 MAX_TOKENS = 100_000
+# Cache features the simulator can refuse, as servers without them do: Anthropic's
+# `cache_control`, OpenAI's `prompt_cache_key`, Gemini's `cachedContents`.
+CACHE_FEATURES = ("cache_control", "prompt_cache_key", "cached_contents")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -33,6 +36,12 @@ class SimulatorConfig:
     # each provider's 429 with its rate-limit headers.
     rpm: int | None = None
     tpm: int | None = None
+    # Every cache lifetime times this (0.001: a five-minute entry lasts 0.3 s), to test expiry.
+    cache_ttl_scale: float = 1.0
+    # Prompt tokens a second processed before the first token, those read from a cache aside
+    # (0: the time to first token does not depend on the prompt), as caching shortens it.
+    prefill_tps: float = 0.0
+    refuse: frozenset[str] = frozenset()  # of CACHE_FEATURES
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65_535:
@@ -50,5 +59,14 @@ class SimulatorConfig:
             raise ValueError(f"context_window must be 1 or more, got {self.context_window}")
         if not 0 <= self.tokens <= MAX_TOKENS:
             raise ValueError(f"tokens must be between 0 and {MAX_TOKENS}, got {self.tokens}")
+        if not self.prefill_tps >= 0:
+            raise ValueError(f"prefill_tps must be 0 or more, got {self.prefill_tps}")
+        if not self.cache_ttl_scale > 0:
+            raise ValueError(f"cache_ttl_scale must be more than 0, got {self.cache_ttl_scale}")
+        unknown = sorted(set(self.refuse) - set(CACHE_FEATURES))
+        if unknown:
+            raise ValueError(
+                f"refuse takes {', '.join(CACHE_FEATURES)}; unknown: {', '.join(unknown)}"
+            )
         if self.events_per_write < 1:
             raise ValueError(f"events_per_write must be 1 or more, got {self.events_per_write}")

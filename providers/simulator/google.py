@@ -11,6 +11,8 @@ import re
 from typing import Any
 
 from providers.ratelimit import Admission
+from providers.simulator.caching import PromptPrefixes, step_points, strings
+from providers.simulator.gemini_caches import ExplicitCaches
 from providers.simulator.script import (
     Entry,
     Inbound,
@@ -70,8 +72,18 @@ _ERRORS: dict[Problem, tuple[int, str, str]] = {
 }
 
 
+CACHED_WITH_PREFIX = (
+    "CachedContent can not be used with GenerateContent request setting system_instruction, "
+    "tools or tool_config.\n\nProposed fix: move those values to CachedContent from "
+    "GenerateContent request."
+)
+
+
 class GeminiGenerateContent:
     name = "google"
+
+    def __init__(self) -> None:
+        self.explicit: ExplicitCaches | None = None  # the cachedContents requests may name
 
     def handles(self, path: str) -> bool:
         return _ENDPOINT.fullmatch(path) is not None
@@ -100,6 +112,20 @@ class GeminiGenerateContent:
             declarations = _field(tool, "functionDeclarations", "function_declarations")
             objects(declarations, f"tools.{index}.functionDeclarations")
         system = _field(body, "systemInstruction", "system_instruction")
+        cached = _field(body, "cachedContent", "cached_content")
+        if cached is not None and self.explicit is not None:
+            if system is not None or tools or _field(body, "toolConfig", "tool_config"):
+                raise InvalidRequest(CACHED_WITH_PREFIX)
+            stored = self.explicit.find(cached)
+            if stored.model != f"models/{endpoint['model']}":
+                raise InvalidRequest(
+                    f"Model used by GenerateContent request (models/{endpoint['model']}) and "
+                    f"CachedContent ({stored.model}) has to be the same."
+                )
+            contents, system, tools = stored.contents + contents, stored.system, stored.tools
+            prefixes = PromptPrefixes(explicit=stored.tokens)
+        else:
+            prefixes = PromptPrefixes(points=step_points(strings([system, tools, contents])))
         entries = [entry for content in contents if (entry := _entry(content)) is not None]
         script, step = locate_script(entries)
         return Inbound(
@@ -112,6 +138,7 @@ class GeminiGenerateContent:
             stream=stream,
             input_tokens=estimate_tokens([system, contents, tools], "google"),
             body=body,
+            prefixes=prefixes,
             structured=_structured(endpoint["model"], body, tools),
             invalid_left=invalid_answers_left(entries),
         )
@@ -186,7 +213,7 @@ class GeminiGenerateContent:
             random_id("", 22, _ID_ALPHABET),
             parts,
             _finish_reason(plan),
-            _usage(inbound.input_tokens, plan.answer_tokens, plan.thinking_tokens),
+            _usage(inbound, plan, plan.answer_tokens, plan.thinking_tokens),
         )
 
 
@@ -215,7 +242,7 @@ class _Chunks:
             part = {**part, "thoughtSignature": self.plan.signature}
             self.signed = True
         role: FrameRole = "terminal" if finish else "content"
-        usage = _usage(self.inbound.input_tokens, self.answer, self.thoughts)
+        usage = _usage(self.inbound, self.plan, self.answer, self.thoughts)
         payload = _response(
             self.inbound,
             self.response_id,
@@ -249,12 +276,18 @@ def _response(
     }
 
 
-def _usage(prompt: int, answer: int, thoughts: int) -> dict[str, Any]:
+def _usage(inbound: Inbound, plan: Plan, answer: int, thoughts: int) -> dict[str, Any]:
+    prompt = inbound.input_tokens
+    cached = min(plan.cache.read, prompt)
     usage: dict[str, Any] = {"promptTokenCount": prompt}
+    if cached:
+        usage["cachedContentTokenCount"] = cached
     if answer:
         usage["candidatesTokenCount"] = answer
     usage["totalTokenCount"] = prompt + answer + thoughts
     usage["promptTokensDetails"] = [{"modality": "TEXT", "tokenCount": prompt}]
+    if cached:
+        usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": cached}]
     if thoughts:
         usage["thoughtsTokenCount"] = thoughts
     return usage

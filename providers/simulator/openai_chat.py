@@ -57,6 +57,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
                 )
         tools = objects(body.get("tools"), "tools")
         effort = body.get("reasoning_effort")
+        prefixes = self.prefixes(body, [tools, messages])
         entries = [entry for message in messages if (entry := _entry(message)) is not None]
         script, step = locate_script(entries)
         functions = {
@@ -80,6 +81,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([messages, tools], "openai"),
             body=body,
+            prefixes=prefixes,
             structured=structured,
             invalid_left=invalid_answers_left(entries),
         )
@@ -224,7 +226,11 @@ def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:
         "prompt_tokens": inbound.input_tokens,
         "completion_tokens": completion,
         "total_tokens": inbound.input_tokens + completion,
-        "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0},
+        "prompt_tokens_details": {
+            "cached_tokens": min(plan.cache.read, inbound.input_tokens),
+            "cache_write_tokens": 0,
+            "audio_tokens": 0,
+        },
         "completion_tokens_details": {
             "reasoning_tokens": plan.thinking_tokens,
             "audio_tokens": 0,

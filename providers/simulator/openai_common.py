@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from providers.ratelimit import Admission
+from providers.simulator.caching import PromptPrefixes, route_of, step_points, strings, whole_digest
 from providers.simulator.schema_rules import strict_problem
 from providers.simulator.script import Structured
 from providers.simulator.wire import (
@@ -78,8 +79,28 @@ class OpenAIAPI:
 
     endpoint: str
 
+    def __init__(self, refuse_cache_key: bool = False) -> None:
+        # As an OpenAI-compatible server that knows no `prompt_cache_key` answers it.
+        self.refuse_cache_key = refuse_cache_key
+
     def handles(self, path: str) -> bool:
         return path == self.endpoint
+
+    def prefixes(self, body: dict[str, Any], prompt: list[Any]) -> PromptPrefixes:
+        """The prompt (its parts in order) as OpenAI's cache sees it: 128-token steps, routed
+        by its start and `prompt_cache_key`."""
+        key = body.get("prompt_cache_key")
+        if key is not None and self.refuse_cache_key:
+            raise InvalidRequest(
+                "Unrecognized request argument supplied: prompt_cache_key",
+                param="prompt_cache_key",
+            )
+        if key is not None and not isinstance(key, str):
+            raise InvalidRequest(
+                "Invalid type for 'prompt_cache_key': expected a string.", param="prompt_cache_key"
+            )
+        points = step_points(strings(prompt))
+        return PromptPrefixes(points=points, route=route_of(key, points, whole_digest(prompt)))
 
     def authenticate(
         self, headers: dict[str, str], query: dict[str, str], key: str

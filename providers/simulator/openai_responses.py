@@ -65,6 +65,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
                 "Invalid type for 'reasoning': expected an object.", param="reasoning"
             )
         summary = (reasoning or {}).get("summary") or (reasoning or {}).get("generate_summary")
+        prefixes = self.prefixes(body, [body.get("instructions"), tools, items])
         entries = [entry for item in items if (entry := _entry(item)) is not None]
         script, step = locate_script(entries)
         functions = {
@@ -88,6 +89,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("instructions"), items, tools], "openai"),
             body=body,
+            prefixes=prefixes,
             structured=structured,
             invalid_left=invalid_answers_left(entries),
         )
@@ -298,7 +300,10 @@ def _usage(plan: Plan, inbound: Inbound) -> dict[str, Any]:
     output_tokens = plan.content_events
     return {
         "input_tokens": inbound.input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {
+            "cached_tokens": min(plan.cache.read, inbound.input_tokens),
+            "cache_write_tokens": 0,
+        },
         "output_tokens": output_tokens,
         "output_tokens_details": {"reasoning_tokens": plan.thinking_tokens},
         "total_tokens": inbound.input_tokens + output_tokens,

@@ -12,10 +12,11 @@ import json
 import re
 import threading
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from providers.images import image_tokens, png_size
+from providers.simulator.caching import CacheUse, PromptPrefixes
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.directives import (
     Audience,
@@ -57,7 +58,7 @@ class Inbound:
     """A request in no vendor's terms. `prompt` is the last user message's text, or, when
     that message holds only tool results, the results' text. `script` is the text of the last
     user message that carries text, and `step` counts the replies since it, this one included
-    (`locate_script`). `body` is the parsed JSON."""
+    (`locate_script`). `body` is the parsed JSON; `prefixes` the prompt as its cache sees it."""
 
     model: str
     prompt: str
@@ -68,6 +69,7 @@ class Inbound:
     stream: bool
     input_tokens: int
     body: dict[str, Any]
+    prefixes: PromptPrefixes = field(default_factory=PromptPrefixes)
     structured: Structured | None = None
     invalid_left: int = 0  # `invalid_output`: malformed answers still to give
 
@@ -124,6 +126,8 @@ class Plan:
     tps: float
     signature: str
     cut_off: bool = False  # ended by the output limit (`stop=length`)
+    # What the prompt read from caches and wrote to them.
+    cache: CacheUse = field(default_factory=CacheUse)
 
     @property
     def thinking_text(self) -> str:
@@ -242,13 +246,15 @@ def _structured_answer(
 
 def invalid_answers_left(entries: Sequence[tuple[Entry, str]]) -> int:
     """How many malformed answers `[[sim invalid_output=N]]` still asks for: N, less one for
-    each user text after the message that carries it (an answer sent back with its error)."""
+    each user message after the message that carries it, text or tool results (an answer sent
+    back with its problems, as Grove does in text and pydantic-ai as a tool result)."""
     left = 0
     for kind, text in entries:
-        if kind != "text":
-            continue
-        asked = _invalid_output(text)
-        left = asked if asked is not None else max(left - 1, 0)
+        asked = _invalid_output(text) if kind == "text" else None
+        if asked is not None:
+            left = asked
+        elif kind != "reply":
+            left = max(left - 1, 0)
     return left
 
 

@@ -10,14 +10,17 @@ import asyncio
 import json
 import logging
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 from providers.catalog import model_info
 from providers.errors import GroveError
 from providers.ratelimit import RateLimiter
 from providers.simulator.anthropic import AnthropicMessages
+from providers.simulator.caching import CacheBook
 from providers.simulator.config import SimulatorConfig
 from providers.simulator.directives import STATUS_FAULTS, DirectiveError
+from providers.simulator.gemini_caches import ExplicitCaches
 from providers.simulator.google import PREFIXES as GEMINI_PREFIXES
 from providers.simulator.google import GeminiGenerateContent
 from providers.simulator.http11 import (
@@ -61,13 +64,23 @@ class Simulator:
         self._limiter = RateLimiter(rpm, tpm) if rpm or tpm else None
         self.rate_limited = 0  # requests answered 429 for being over --rpm / --tpm
         # What the answers it finished reported, as a provider bills: requests, input and
-        # output tokens (a stream cut off before its end reports no usage and is not counted).
-        self.billed = {"requests": 0, "input_tokens": 0, "output_tokens": 0}
+        # output tokens, prompt tokens read from caches and written to them, and the requests
+        # that wrote with nothing read ("cold": a prefix written anew), in all and by API (a
+        # stream cut off before its end reports no usage and is not counted).
+        self.billed = _billing()
+        self.billed_by_api: dict[str, dict[str, int]] = {}
+        refuse = self.config.refuse
+        self.caches = CacheBook(self.config.cache_ttl_scale)
         self._gemini = GeminiGenerateContent()
-        self._openai_chat = OpenAIChat()
+        self.explicit = self._gemini.explicit = ExplicitCaches(
+            self._gemini,
+            ttl_scale=self.config.cache_ttl_scale,
+            refuse="cached_contents" in refuse,
+        )
+        self._openai_chat = OpenAIChat(refuse_cache_key="prompt_cache_key" in refuse)
         self._apis: tuple[SimulatedAPI, ...] = (
-            AnthropicMessages(),
-            OpenAIResponses(),
+            AnthropicMessages(refuse_cache_control="cache_control" in refuse),
+            OpenAIResponses(refuse_cache_key="prompt_cache_key" in refuse),
             self._openai_chat,
             self._gemini,
         )
@@ -157,12 +170,13 @@ class Simulator:
         received = asyncio.get_running_loop().time()
         keep_alive = request.keep_alive
         if request.path == STATS_PATH and request.method == "GET":
-            stats = {"rate_limited": self.rate_limited, "billed": self.billed}
             writer.write(
-                sized_response(200, [JSON_CONTENT_TYPE], dump(stats), keep_alive=keep_alive)
+                sized_response(200, [JSON_CONTENT_TYPE], dump(self.stats()), keep_alive=keep_alive)
             )
             await writer.drain()
             return keep_alive
+        if self.explicit.handles(request.path):
+            return await self._cached_contents(request, writer)
         api = next((api for api in self._apis if api.handles(request.path)), None)
         if api is None:
             fallback = (
@@ -214,6 +228,23 @@ class Simulator:
         if fault is not None and fault.kind in STATUS_FAULTS:
             error = api.error(FAULT_PROBLEMS[fault.kind], retry_after=fault.retry_after)
             return await _send(writer, api, error, keep_alive)
+        # What this prompt reads from the caches and writes, readable once its reply begins:
+        # later when more of the prompt is to be processed (`prefill_tps`).
+        prefill = self.config.prefill_tps
+
+        def first_token(read: int) -> float:
+            processed = max(inbound.input_tokens - read, 0)
+            return plan.ttft_s + (processed / prefill if prefill else 0.0)
+
+        now = asyncio.get_running_loop().time()
+        use = self.caches.bill(
+            api.name,
+            inbound.model,
+            inbound.prefixes,
+            now,
+            lambda read: received + max(first_token(read), plan.headers_s),
+        )
+        plan = replace(plan, cache=use, ttft_s=first_token(use.read))
         if not inbound.stream:
             return await self._answer_whole(
                 writer, api, inbound, plan, received, keep_alive, limits
@@ -249,13 +280,48 @@ class Simulator:
             return await _send(writer, api, api.error("overloaded"), keep_alive)
         reply = Reply(status=200, body=api.body(plan, inbound), headers=limits)
         kept = await _send(writer, api, reply, keep_alive)
-        self._bill(inbound, plan)
+        self._bill(inbound, plan, api)
         return kept
 
-    def _bill(self, inbound: Inbound, plan: Plan) -> None:
-        self.billed["requests"] += 1
-        self.billed["input_tokens"] += inbound.input_tokens
-        self.billed["output_tokens"] += plan.content_events
+    def _bill(self, inbound: Inbound, plan: Plan, api: SimulatedAPI) -> None:
+        for billed in (self.billed, self.billed_by_api.setdefault(api.name, _billing())):
+            billed["requests"] += 1
+            billed["input_tokens"] += inbound.input_tokens
+            billed["output_tokens"] += plan.content_events
+            billed["cache_read_tokens"] += plan.cache.read
+            billed["cache_write_tokens"] += plan.cache.written
+            billed["cold_writes"] += bool(plan.cache.written and not plan.cache.read)
+
+    def stats(self) -> dict[str, Any]:
+        """What `GET /_simulator/stats` answers."""
+        return {
+            "rate_limited": self.rate_limited,
+            "billed": self.billed,
+            "billed_by_api": self.billed_by_api,
+            "cached_contents": {
+                "created": self.explicit.created,
+                "deleted": self.explicit.deleted,
+                "live": self.explicit.live,
+            },
+        }
+
+    async def _cached_contents(self, request: HTTPRequest, writer: asyncio.StreamWriter) -> bool:
+        """Gemini's `cachedContents` routes: create, get, update, delete."""
+        gemini, keep_alive = self._gemini, request.keep_alive
+        problem = gemini.authenticate(request.headers, request.query, self.config.api_key)
+        if problem is not None:
+            return await _send(writer, gemini, gemini.error(problem), keep_alive)
+        body: Any = None
+        if request.method in ("POST", "PATCH"):
+            try:
+                body = json.loads(request.body)
+            except (ValueError, RecursionError):
+                return await _send(writer, gemini, gemini.error("bad_json"), keep_alive)
+            if not isinstance(body, dict):
+                error = gemini.error("invalid_request", "The request body must be a JSON object.")
+                return await _send(writer, gemini, error, keep_alive)
+        reply = self.explicit.answer(request.method, request.path, body)
+        return await _send(writer, gemini, reply, keep_alive)
 
     async def _stream(
         self,
@@ -308,8 +374,22 @@ class Simulator:
             return False
         writer.write(LAST_CHUNK)
         await writer.drain()
-        self._bill(inbound, plan)
+        self._bill(inbound, plan, api)
         return keep_alive
+
+
+def _billing() -> dict[str, int]:
+    return dict.fromkeys(
+        (
+            "requests",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "cold_writes",
+        ),
+        0,
+    )
 
 
 async def _send(

@@ -18,6 +18,7 @@ from supervisor.commands.parsing import parse_fork_args, split_words
 from supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from supervisor.compaction import usage_of
 from supervisor.errors import CommandError
+from supervisor.fan_in import wait_for
 from supervisor.forking import fork_child
 from supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
 from supervisor.store.records import AgentRecord
@@ -168,7 +169,7 @@ async def wait_command(ctx: CommandContext, args: str) -> CommandOutcome:
         raise CommandError("Usage: /wait TIMEOUT [uuid ...]")
     timeout = checked_seconds(words[0], "TIMEOUT")
     uuids = [ctx.core.agent(word).uuid for word in words[1:]]
-    results = await ctx.core.wait_for(ctx.focus, uuids, timeout)
+    results = await wait_for(ctx.core, ctx.focus, uuids, timeout)
     lines = [f"{key}: {value['status']}: {value.get('text', '')}" for key, value in results.items()]
     return CommandOutcome(text="\n".join(lines) or "Nothing arrived", data={"results": results})
 

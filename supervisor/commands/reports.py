@@ -5,7 +5,8 @@ from __future__ import annotations
 from supervisor.commands.parsing import split_words
 from supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from supervisor.errors import CommandError
-from supervisor.usage import GROUPINGS, report_lines, subtree, usage_report
+from supervisor.usage import GROUPINGS, subtree, usage_report
+from supervisor.usage_table import report_lines
 
 
 async def usage_command(ctx: CommandContext, args: str) -> CommandOutcome:
@@ -15,7 +16,8 @@ async def usage_command(ctx: CommandContext, args: str) -> CommandOutcome:
         raise CommandError(f"Usage: /usage [--by {'|'.join(GROUPINGS)}]")
     store = ctx.core.store
     report = usage_report(store, subtree(store, ctx.core.agent(ctx.session)), by)
-    return CommandOutcome(text="\n".join(report_lines(report)), data=report.as_dict())
+    data = report.as_dict()
+    return CommandOutcome(text="\n".join(report_lines(data)), data=data)
 
 
 REPORT_COMMANDS: tuple[Command, ...] = (

@@ -10,18 +10,15 @@ from collections.abc import Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from supervisor.store.kinds import CLEAR_KIND as CLEAR_KIND
+from supervisor.store.kinds import COMPACTION_KIND as COMPACTION_KIND
+from supervisor.store.kinds import SPENT_KIND as SPENT_KIND
 from supervisor.store.lease import Lease
 from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
 from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
 
 DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LEASE_POLL_S = 0.01
-CLEAR_KIND = "clear"
-COMPACTION_KIND = "compaction"  # data: first_kept_message_id, tokens_before, tokens_after, reason
-# A reply outside the stored conversation (of a turn that failed or was cancelled, or of a
-# reviewer, whose transcript is its own): its usage was billed (data: usage, cost_usd, model,
-# provider, duration_s, stop_reason).
-SPENT_KIND = "spent"
 
 
 class Store(Protocol):

@@ -11,7 +11,7 @@ import stat
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from supervisor.errors import StoreError
+from supervisor.errors import NoStoreError, StoreError
 from supervisor.store.base import (
     DEFAULT_LEASE_POLL_S,
     DEFAULT_LEASE_TTL_S,
@@ -51,14 +51,22 @@ def open_store(
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
     lease_ttl_s: float = DEFAULT_LEASE_TTL_S,
     lease_poll_s: float = DEFAULT_LEASE_POLL_S,
+    make_directory: bool = True,
 ) -> Store:
-    """The store at `url` (None: the default SQLite file), opened and ready."""
+    """The store at `url` (None: the default SQLite file), opened and ready. Without
+    `make_directory` (commands that only read) a SQLite file whose directory does not exist
+    is an error, not a new store."""
     target = default_store_url() if url is None else url.strip()
     if target.startswith(SQLITE_PREFIX):
         path = target[len(SQLITE_PREFIX) :]
         if not path:
             raise StoreError(
                 f"The SQLite store URL names no file; accepted forms: {ACCEPTED_FORMS}"
+            )
+        directory = Path(path).expanduser().parent
+        if not make_directory and not directory.is_dir():
+            raise NoStoreError(
+                f"No Grove store at {target}: the directory {directory} does not exist"
             )
         return SqliteStore(
             path,

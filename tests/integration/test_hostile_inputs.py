@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from cli.batch_input import MAX_TEXT_BYTES
 from supervisor import Grove
+from supervisor.batch.tasks import MAX_TEXT_BYTES
 from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, SqliteStore, Store, open_store
 from tests.integration.test_batch_cli import Workspace, make_workspace

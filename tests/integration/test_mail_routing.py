@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from supervisor import Grove
@@ -56,3 +58,22 @@ def test_a_batch_with_an_ended_or_unknown_recipient_stores_nothing(
     with pytest.raises(CommandError):
         grove.route_mail([(root, alive, "fine"), (root, "0000nosuchagent", "lost")])
     assert store.last_message_id() == before
+
+
+def test_wait_returns_at_once_when_nothing_can_send_mail(grove: Grove) -> None:
+    root = grove.create_root("claude-haiku-4-5").uuid
+    assert grove.ask(root, "[[sim reply=done]] hi").ok
+    # Its own turn has ended and nothing else in its tree works: no waiting out the hour.
+    assert grove.dispatch(root, "/wait 3600").text == "Nothing arrived"
+
+
+def test_wait_takes_the_first_mail_or_ends_with_the_last_turn_of_the_tree(grove: Grove) -> None:
+    root = grove.create_root("claude-haiku-4-5").uuid
+    (worker,) = grove.fork_many(root, ["[[sim ttft_ms=600000]] a long task"])
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(grove.dispatch, root, "/wait 3600")
+        grove.route_mail([(worker, root, "halfway there")])
+        assert waiting.result(timeout=60).text == f"{worker}: mail: halfway there"
+        waiting = pool.submit(grove.dispatch, root, "/wait 3600")
+        assert grove.cancel(worker)  # the tree's last turn ends, with no mail sent
+        assert waiting.result(timeout=60).text == "Nothing arrived"

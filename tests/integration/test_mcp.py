@@ -51,6 +51,9 @@ args = ["-c", {json.dumps(garbage)}]
 [mcp.servers.broken]
 command = {json.dumps(sys.executable)}
 args = ["-c", {json.dumps(broken)}]
+
+[mcp.servers.missing]
+command = "no-such-mcp-server"
 """
     )
     with running_grove(base, hosts=2) as grove:
@@ -108,6 +111,10 @@ def test_a_server_that_cannot_start_is_one_warning_and_the_agent_goes_on(
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "grove.mcp"]
     assert warning.startswith("MCP server broken ")
     assert "missing license file" in warning
+    assert warning == (
+        "MCP server broken failed to start: it exited (or closed its output) before the MCP "
+        "handshake; its stderr ends:\nmissing license file"
+    )
     assert grove.ask(root, call("mcp__calc__add", a=1, b=2)).ok
     assert results(grove, root)[-1]["content"] == "3"
 
@@ -132,4 +139,17 @@ def test_a_server_that_answers_garbage_fails_its_start_at_once(
     assert time.monotonic() - started < 20
     (warning,) = [r.getMessage() for r in caplog.records if r.name == "grove.mcp"]
     assert warning == "MCP server garbage failed to start: it sent something that is not JSON-RPC"
+    assert grove.ask(root, "still here?").ok
+
+
+def test_a_server_whose_command_cannot_run_says_so(
+    grove: Grove, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="grove.mcp"):
+        root = grove.create_root(MODEL, tools=["mcp__missing"]).uuid
+    (warning,) = [r.getMessage() for r in caplog.records if r.name == "grove.mcp"]
+    assert warning == (
+        "MCP server missing failed to start: cannot run 'no-such-mcp-server': "
+        "No such file or directory"
+    )
     assert grove.ask(root, "still here?").ok

@@ -1,12 +1,13 @@
 """Grove as a service, as a user runs it: `grove up` in the background on the simulator,
-`grove status`, the thin command line (over HTTP, without importing Ray), the HTTP API with
-its token on every route, batches, the event stream resumed with Last-Event-ID, bad input,
-a stale record, and `grove down` stopping it all."""
+`grove status`, the command line through it (over HTTP, without importing Ray or pydantic), the
+HTTP API with its token on every route, batches, the event stream resumed with Last-Event-ID,
+bad input, a stale record, and `grove down` stopping it all."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -14,67 +15,36 @@ import sys
 import time
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from server.files import process_alive
+from supervisor.rules import STREAMING_SWITCH_TEXT
+from tests.conformance.corpus import REPO_ROOT
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
+from tests.integration.services import Service, grove_service
 
 TIMEOUT_S = 180
 NO_RAY_PROBE = """
 import atexit, sys
-atexit.register(lambda: sys.stderr.write("ray imported\\n" if "ray" in sys.modules else ""))
+def said():
+    for name in ("ray", "pydantic"):
+        if name in sys.modules:
+            sys.stderr.write(f"{name} imported\\n")
+atexit.register(said)
 sys.argv = ["grove", *sys.argv[1:]]
 from cli.entry import main
 main()
 """
 
 
-@dataclass(frozen=True)
-class Service:
-    env: dict[str, str]
-    url: str
-    token: str
-    config: Path
-
-    def grove(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "cli.entry", *args], capture_output=True, text=True,
-            env=self.env, timeout=TIMEOUT_S, check=False,
-        )  # fmt: skip
-
-    def api(self) -> httpx.Client:
-        headers = {"authorization": f"Bearer {self.token}"}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
-
-
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    base = tmp_path_factory.mktemp("service")
-    env = cli_environment(base)
-    port = free_loopback_port()
-    up = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", str(port)],
-        capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
-    )  # fmt: skip
-    assert up.returncode == 0, up.stderr
-    address = up.stdout.strip().splitlines()[-1]
-    assert address.startswith(f"http://127.0.0.1:{port}/?token=")
-    token = address.split("token=", 1)[1]
-    running = Service(env, f"http://127.0.0.1:{port}", token, base / "config" / "grove")
-    recorded = json.loads((running.config / "service.json").read_text())
-    try:
+    with grove_service(tmp_path_factory.mktemp("service")) as running:
         yield running
-    finally:
-        down = running.grove("down")
-        assert down.returncode == 0, down.stderr
-        assert not process_alive(recorded["pid"])  # it stopped, and its Ray with it
-        assert not (running.config / "service.json").exists()
 
 
 def test_up_records_the_service_and_a_second_up_says_one_is_running(service: Service) -> None:
@@ -88,16 +58,16 @@ def test_up_records_the_service_and_a_second_up_says_one_is_running(service: Ser
     assert again.stderr.startswith(f"Grove is already up at {service.url} (pid ")
 
 
-def test_the_thin_command_line_runs_over_http_without_ray(service: Service) -> None:
+def test_the_command_line_runs_over_http_without_ray_or_pydantic(service: Service) -> None:
     run = subprocess.run(
         [sys.executable, "-c", NO_RAY_PROBE, "run", "--model", "gpt-5-mini", "--json",
          '[[sim reply="Hello from the service"]] hi'],
         capture_output=True, text=True, env=service.env, timeout=TIMEOUT_S, check=False,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    assert "ray imported" not in run.stderr
+    assert "ray imported" not in run.stderr and "pydantic imported" not in run.stderr
     result = json.loads(run.stdout)
-    assert result["ok"] and result["text"] == "Hello from the service"
+    assert result["stop_reason"] is not None and result["text"] == "Hello from the service"
     agents = service.grove("agents", "--json")
     assert result["agent"] in {row["uuid"] for row in json.loads(agents.stdout)}
     history = service.grove("history", result["agent"], "--json")
@@ -125,7 +95,7 @@ def test_chat_keeps_its_session_in_the_service(service: Service) -> None:
         check=False,
     )  # fmt: skip
     assert chat.returncode == 0, chat.stderr
-    assert "ray imported" not in chat.stderr
+    assert "ray imported" not in chat.stderr and "pydantic imported" not in chat.stderr
     session = chat.stdout.splitlines()[0].removeprefix("Agent ")
     assert "Hello from chat" in chat.stdout
     rows = json.loads(service.grove("agents", "--json").stdout)
@@ -206,7 +176,8 @@ def test_grove_batch_runs_through_the_service_and_a_rerun_has_nothing_to_do(
     assert sorted(r["id"] for r in records) == list(range(10))
     assert all(r["status"] == "ok" for r in records)
     again = service.grove("batch", str(tasks), "--model", "claude-haiku-4-5")
-    assert again.returncode == 0 and again.stderr.startswith("Nothing to do")
+    assert again.returncode == 0  # nothing to do, as without a service:
+    assert again.stderr.startswith("batch: 0 task(s) to run, 10 skipped (already ok)")
 
 
 def test_the_event_stream_resumes_after_last_event_id(service: Service) -> None:
@@ -356,6 +327,15 @@ def test_the_dashboard_shows_a_batch_and_a_streaming_agent_live(
                 page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
                 assert turn.result(timeout=60).json()["ok"]
             page.wait_for_selector(".message.assistant:has-text('word by word')")
+
+            # A tree whose second turn reads the first's prompt from the provider's cache.
+            cached = api.post("/api/roots", json={"model": "claude-sonnet-4-5"}).json()["uuid"]
+            long_prompt = "[[sim tokens=3]] " + " ".join(f"note-{n}" for n in range(2_000))
+            for text in (long_prompt, "[[sim tokens=3]] and again"):
+                api.post(f"/api/agents/{cached}/prompts", json={"text": text})
+            cache_cell = page.locator(f"tr[data-uuid='{cached}'] td.cache")
+            cache_cell.filter(has_text="saved").wait_for(timeout=30_000)
+            assert "%" in cache_cell.inner_text()
         finally:
             browser.close()
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
@@ -412,3 +392,52 @@ def test_a_chat_in_the_service_asks_before_a_tool_runs(service: Service, tmp_pat
         assert term.wait() == 0
     finally:
         term.close()
+
+
+def test_status_json_says_where_the_service_is_and_its_token(service: Service) -> None:
+    status = service.grove("status", "--json")
+    assert status.returncode == 0, status.stderr
+    found = json.loads(status.stdout)
+    port = int(service.url.rsplit(":", 1)[1])
+    assert (found["url"], found["host"], found["port"]) == (service.url, "127.0.0.1", port)
+    assert found["token"] == service.token
+    assert found["token_file"] == str(service.config / "service-token")
+    assert found["dashboard"] == f"{service.url}/?token={service.token}"
+    assert isinstance(found["agents"], int) and found["uptime_s"] >= 0
+
+
+def test_the_readme_curl_example_finds_the_service_by_itself(service: Service) -> None:
+    readme = (REPO_ROOT / "README.md").read_text()
+    section = readme.split("## Grove as a service\n", 1)[1].split("\n## ", 1)[0]
+    (example,) = [b for b in re.findall(r"```bash\n(.+?)\n```", section, re.DOTALL) if "curl" in b]
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+    done = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", example], capture_output=True, text=True,
+        env={**service.env, "PATH": path}, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    made = json.loads(done.stdout)["uuid"]
+    rows = json.loads(service.grove("agents", "--json").stdout)
+    assert made in {row["uuid"] for row in rows}
+
+
+def test_a_piped_chat_cannot_switch_a_model_while_a_turn_begun_elsewhere_streams(
+    service: Service,
+) -> None:
+    with service.api() as api:
+        root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+        slow = {"text": "[[sim ttft_ms=600000]] slow", "stream": True}
+        with api.stream("POST", f"/api/agents/{root}/prompts", json=slow) as turn:
+            assert turn.status_code == 200  # the turn has begun and streams until cancelled
+            chat = service.grove("chat", "--resume", root, stdin="/model gpt-5\n")
+            assert api.post(f"/api/agents/{root}/cancel").json()["cancelled"]
+            turn.read()
+        record = api.get(f"/api/agents/{root}").json()
+    assert chat.returncode == 1  # the refused line is counted
+    assert f"\n{STREAMING_SWITCH_TEXT}\n" in chat.stdout, chat.stdout + chat.stderr
+    # The refused switch changed nothing: the model and its thinking are as they were.
+    assert (record["provider"], record["model"], record["thinking_level"]) == (
+        "anthropic",
+        "claude-haiku-4-5",
+        None,
+    )

@@ -12,8 +12,6 @@ import json
 import select
 import socket
 import statistics
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -22,12 +20,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from cli.batch_input import MAX_TEXT_BYTES
-from tests.conftest import free_loopback_port
+from supervisor.batch.tasks import MAX_TEXT_BYTES
 from tests.integration.groves import cli_environment
-from tests.integration.test_service import Service as RunningService
+from tests.integration.services import Service as RunningService
+from tests.integration.services import grove_service
 
-TIMEOUT_S = 180
 MAX_STREAMS = 500
 ALLOWED_HOST = "grove.test"
 MB = 1024 * 1024
@@ -56,26 +53,14 @@ class Service(RunningService):
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
     """`grove up --simulate` with a config directory that already existed, open to others."""
     base = tmp_path_factory.mktemp("abuse")
-    env = cli_environment(base)
     config = base / "config" / "grove"
     config.mkdir(parents=True, mode=0o755)
     config.chmod(0o755)
     settings = f'[service]\nmax_streams = {MAX_STREAMS}\nallowed_hosts = ["{ALLOWED_HOST}"]\n'
-    Path(env["GROVE_CONFIG_FILE"]).write_text(settings)
-    port = free_loopback_port()
-    up = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", str(port)],
-        capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
-    )  # fmt: skip
-    assert up.returncode == 0, up.stderr
-    token = up.stdout.strip().splitlines()[-1].split("token=", 1)[1]
-    pid = json.loads((config / "service.json").read_text())["pid"]
-    running = Service(env, f"http://127.0.0.1:{port}", token, config, pid)
-    try:
-        yield running
-    finally:
-        down = running.grove("down")
-        assert down.returncode == 0, down.stderr
+    Path(cli_environment(base)["GROVE_CONFIG_FILE"]).write_text(settings)
+    with grove_service(base) as running:
+        pid = json.loads((running.config / "service.json").read_text())["pid"]
+        yield Service(running.env, running.url, running.token, running.config, pid)
 
 
 def raw_request(service: Service, head: str, body: bytes = b"") -> socket.socket:

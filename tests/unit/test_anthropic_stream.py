@@ -255,7 +255,7 @@ def test_usage_overlays_message_delta_on_message_start_and_reads_every_count() -
     updates = [event for event in events if isinstance(event, UsageUpdate)]
     assert [update.usage.output_tokens for update in updates] == [1, 250]
     assert accumulator.usage == Usage(
-        input_tokens=100,
+        input_tokens=2_400,  # Grove counts the whole prompt: 100 + 2,000 read + 300 written
         output_tokens=250,
         thinking_tokens=180,
         cache_read_tokens=2000,

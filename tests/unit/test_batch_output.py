@@ -8,16 +8,12 @@ import json
 from pathlib import Path
 
 from actors.agent import TurnResult
-from cli.batch_input import Task, TaskLineError
-from cli.batch_output import (
-    OutputLog,
-    error_record,
-    line_error_record,
-    read_previous,
-    task_record,
-)
-from cli.batch_progress import PlainProgress, Totals, duration_text, progress_line, summary_line
+from cli.batch_progress import PlainProgress
 from providers.base import Usage
+from supervisor.batch.done import read_previous
+from supervisor.batch.records import OutputLog, error_record, line_error_record, task_record
+from supervisor.batch.summary import Totals, duration_text, progress_line, summary_line
+from supervisor.batch.tasks import Task, TaskLineError
 
 TASK = Task(id=7, key="7", line=3, prompt="Review this")
 
@@ -32,6 +28,7 @@ def test_records_have_the_documented_fields() -> None:
         "text": "Fine.",
         "usage": usage.as_dict(),
         "cost_usd": 0.25,
+        "saved_usd": 0.0,
         "error": None,
         "advice": [],
         "tool_calls": [],
@@ -128,3 +125,20 @@ def test_progress_and_summary_texts() -> None:
     assert summary_line(totals, 1.0, "o", interrupted=1).endswith(
         ". 1 unfinished task(s) run again on the next run"
     )
+
+
+def test_the_summary_says_what_caching_read_and_saved() -> None:
+    totals = Totals(total=2)
+    for saved in (0.75, 0.5):
+        totals.count(
+            {
+                "status": "ok",
+                "usage": {"input_tokens": 10_000, "output_tokens": 5, "cache_read_tokens": 9_500},
+                "cost_usd": 0.01,
+                "saved_usd": saved,
+            }
+        )
+    line = summary_line(totals, 3.0, "out.jsonl")
+    assert "20,010 tokens (95% of input from cache), $0.0200 (caching saved $1.2500)" in line
+    totals.saved_usd = -0.25  # wrote more than it read
+    assert "(caching cost $0.2500 more)" in summary_line(totals, 3.0, "out.jsonl")

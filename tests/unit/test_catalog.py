@@ -15,6 +15,7 @@ from providers.catalog import (
     DEFAULT_MODELS,
     MODELS,
     ModelSpec,
+    cache_saving_usd,
     completions,
     cost_usd,
     infer_provider,
@@ -295,19 +296,34 @@ def test_any_text_parses_or_fails_with_a_model_spec_error(
 # --- cost ---------------------------------------------------------------------------------
 
 
-def test_cost_of_an_anthropic_turn_counts_cache_reads_apart_from_input() -> None:
+def test_cost_of_an_anthropic_turn_bills_cache_reads_and_writes_at_their_prices() -> None:
     usage = Usage(
-        input_tokens=1_000, output_tokens=500, cache_read_tokens=200, cache_write_tokens=100
+        input_tokens=1_300, output_tokens=500, cache_read_tokens=200, cache_write_tokens=100
     )
-    # claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million.
+    # claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million;
+    # input_tokens counts the whole prompt, read and written tokens included.
     expected = (1_000 * 3.0 + 500 * 15.0 + 200 * 0.30 + 100 * 3.75) / 1_000_000
     assert cost_usd("claude-sonnet-4-5", usage) == pytest.approx(expected)
     assert expected == pytest.approx(0.010935)
 
 
+def test_an_hour_long_anthropic_write_costs_twice_the_input_price() -> None:
+    usage = Usage(input_tokens=1_000, cache_write_tokens=1_000, cache_write_1h_tokens=600)
+    expected = (400 * 3.75 + 600 * 6.0) / 1_000_000
+    assert cost_usd("claude-sonnet-4-5", usage) == pytest.approx(expected)
+
+
+def test_cache_saving_is_the_uncached_price_less_the_cost() -> None:
+    read = Usage(input_tokens=10_000, output_tokens=10, cache_read_tokens=9_000)
+    assert cache_saving_usd("claude-sonnet-4-5", read) == pytest.approx(9_000 * 2.7 / 1e6)
+    written = Usage(input_tokens=10_000, cache_write_tokens=10_000)
+    assert cache_saving_usd("claude-sonnet-4-5", written) == pytest.approx(-10_000 * 0.75 / 1e6)
+    assert cache_saving_usd("gpt-5-mini", Usage(input_tokens=5, output_tokens=5)) == 0.0
+
+
 def test_cost_of_an_openai_turn_bills_cached_input_at_the_cache_price() -> None:
     usage = Usage(input_tokens=1_000, output_tokens=500, cache_read_tokens=200)
-    # gpt-5-mini: $0.25 in, $2 out, $0.025 cached per million; input includes cached tokens.
+    # gpt-5-mini: $0.25 in, $2 out, $0.025 cached per million; input counts cached tokens.
     expected = (800 * 0.25 + 500 * 2.0 + 200 * 0.025) / 1_000_000
     assert cost_usd("gpt-5-mini", usage) == pytest.approx(expected)
     assert expected == pytest.approx(0.001205)

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app
+from cli.app import app, hoisted
+from cli.doctor import store as doctor_store
+from supervisor.config import load_settings
 from supervisor.store import AgentRecord, SqliteStore
 
 ROOT = "aaaa1111-0000-4000-8000-000000000000"
@@ -166,3 +168,43 @@ def test_a_bad_store_url_fails_with_its_reason(tmp_path: Path) -> None:
     assert code == 1
     assert out == ""
     assert "Unknown store URL" in err
+
+
+def test_the_store_option_may_follow_the_command(filled: str) -> None:
+    before = invoke(filled, "agents")
+    for args in (["agents", "--store", filled], ["agents", f"--store={filled}"]):
+        result = CliRunner().invoke(app, args)
+        assert (result.exit_code, result.stdout, result.stderr) == before, args
+
+
+def test_global_options_after_the_command_move_before_it_but_not_past_a_double_dash() -> None:
+    assert hoisted(["agents", "--store", "s", "--all"]) == ["--store", "s", "agents", "--all"]
+    assert hoisted(["run", "--address=a", "hi"]) == ["--address=a", "run", "hi"]
+    assert hoisted(["--store", "s", "agents"]) == ["--store", "s", "agents"]
+    assert hoisted(["run", "--", "--store", "x"]) == ["run", "--", "--store", "x"]
+    given = ["--store", "s", "agents", "--address", "a"]
+    assert hoisted(given) == ["--address", "a", "--store", "s", "agents"]
+
+
+def test_a_store_in_a_directory_that_does_not_exist_is_an_error_and_is_not_made(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "no" / "such" / "dir"
+    for command in (["agents"], ["history", "x"], ["events"], ["usage"]):
+        code, out, err = invoke(f"sqlite:///{missing / 'x.db'}", *command)
+        assert (code, out) == (2, ""), command
+        url = f"sqlite:///{missing / 'x.db'}"
+        assert err.strip() == f"No Grove store at {url}: the directory {missing} does not exist"
+    assert not (tmp_path / "no").exists()
+
+
+def test_doctor_names_the_default_store_it_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "none.toml"))
+    monkeypatch.delenv("GROVE_STORE", raising=False)
+    settings = load_settings()
+    assert settings.store is None  # nothing set: the default file
+    (finding,) = doctor_store(settings)
+    assert finding.detail == f"sqlite:///{tmp_path / 'grove' / 'grove.sqlite3'}: 0 agents"

@@ -27,9 +27,9 @@ import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel
 
 from cli.app import app
-from cli.batch_input import read_tasks
 from providers.catalog import parse_model_spec
 from providers.credentials import API_KEY_ENV
+from supervisor.batch.tasks import read_tasks
 from supervisor.config import GroveSettings, load_settings
 from tests.conformance.corpus import REPO_ROOT
 

@@ -1,5 +1,6 @@
-"""The import structure DESIGN.md asks for: cli -> supervisor -> actors -> providers, with no
-module importing one of an upper layer and no import circle (type-only imports count too).
+"""The import structure DESIGN.md asks for: cli -> server -> supervisor -> actors -> providers
+(server/, the service and its client, never imports cli/), with no module importing one of an
+upper layer and no import circle (type-only imports count too).
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("providers", "actors", "supervisor", "cli")
+LAYERS = ("providers", "actors", "supervisor", "server", "cli")
 
 
 def module_name(path: Path) -> str:
@@ -94,3 +95,15 @@ def test_lower_layers_never_import_upper_ones() -> None:
         if rank[target.split(".")[0]] > rank[source.split(".")[0]]
     ]
     assert upward == []
+
+
+def test_the_service_never_imports_the_command_line() -> None:
+    graph = import_graph()
+    served = {name: targets for name, targets in graph.items() if name.startswith("server")}
+    assert served, "server/ was not scanned"
+    assert [
+        f"{source} imports {target}"
+        for source, targets in served.items()
+        for target in targets
+        if target.split(".")[0] == "cli"
+    ] == []

@@ -1,31 +1,22 @@
-"""`grove batch` output: the records of OUT.jsonl, what an earlier run left there, and appending.
-One whole line per record, flushed at once; nothing here knows how tasks run.
+"""The record stage of a batch: each task's output line (ok, error, skipped; a malformed input
+line's), and OUT.jsonl, appended one whole, flushed line at a time. Nothing here runs tasks.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
-from cli.batch_input import Task, TaskLineError, id_key
-from cli.render import tool_exchanges
+from supervisor.results import tool_exchanges
 
 if TYPE_CHECKING:
-    from actors.agent import TurnResult
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class PreviousRun:
-    """What OUT.jsonl already says: ids whose last record is ok, error records of input lines,
-    and how many of its lines could not be read."""
-
-    done: frozenset[str] = frozenset()
-    line_errors: frozenset[tuple[int, str]] = frozenset()
-    unreadable: int = 0
+    from actors.turn_result import TurnResult
+    from supervisor.batch.summary import Totals
+    from supervisor.batch.tasks import Task, TaskLineError
 
 
 def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dict[str, Any]:
@@ -39,6 +30,7 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
             result.error or "cancelled",
             usage=result.usage.as_dict(),
             cost_usd=result.cost_usd,
+            saved_usd=result.saved_usd,
         )
         return {**failed, **worktree_fields(result)}
     return {
@@ -48,6 +40,7 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
         "text": result.text,
         "usage": result.usage.as_dict(),
         "cost_usd": result.cost_usd,
+        "saved_usd": round(result.saved_usd, 8),
         "error": None,
         "advice": [],
         **tool_exchanges(result),
@@ -69,6 +62,7 @@ def error_record(
     *,
     usage: dict[str, int] | None = None,
     cost_usd: float = 0.0,
+    saved_usd: float = 0.0,
 ) -> dict[str, Any]:
     return {
         "id": task.id,
@@ -77,6 +71,7 @@ def error_record(
         "text": "",
         "usage": usage or {},
         "cost_usd": cost_usd,
+        "saved_usd": round(saved_usd, 8),
         "error": error,
         "advice": [],
         "tool_calls": [],
@@ -91,40 +86,6 @@ def skipped_record(task: Task, agent: str | None, reason: str) -> dict[str, Any]
 
 def line_error_record(error: TaskLineError) -> dict[str, Any]:
     return {"id": None, "line": error.line, "status": "error", "error": error.message}
-
-
-def read_previous(path: Path) -> PreviousRun:
-    """Read an earlier run's records; for each id the last record wins."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return PreviousRun()
-    last_status: dict[str, str] = {}
-    line_errors: set[tuple[int, str]] = set()
-    unreadable = 0
-    for raw in data.splitlines():
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            unreadable += 1
-            continue
-        if not isinstance(record, dict):
-            unreadable += 1
-            continue
-        task_id, status = record.get("id"), record.get("status")
-        if isinstance(task_id, str | int | float) and not isinstance(task_id, bool):
-            last_status[id_key(task_id)] = str(status)
-        elif task_id is None and isinstance(record.get("line"), int):
-            line_errors.add((record["line"], str(record.get("error"))))
-        else:
-            unreadable += 1
-    return PreviousRun(
-        done=frozenset(key for key, status in last_status.items() if status == "ok"),
-        line_errors=frozenset(line_errors),
-        unreadable=unreadable,
-    )
 
 
 class OutputLog:
@@ -164,3 +125,15 @@ class OutputLog:
         assert self._file is not None, "OutputLog used outside its with block"
         self._file.write(json.dumps(record).encode("ascii") + b"\n")
         self._file.flush()
+
+
+def record_results(
+    results: Iterable[dict[str, Any] | None], log: OutputLog, totals: Totals
+) -> Iterator[Totals]:
+    """Append each record of `results` to `log` and count it in `totals`; the totals after each
+    item (a None is a tick of a run with nothing finishing: the totals as they are)."""
+    for record in results:
+        if record is not None:
+            log.append(record)
+            totals.count(record)
+        yield totals

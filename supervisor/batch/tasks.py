@@ -1,5 +1,5 @@
-"""Reading `grove batch` input: task lines (id, prompt, model, system) and the shared context.
-Pure text handling that raises only `TaskLineError` / `ContextError`; running tasks is batch.py's.
+"""The read stage of a batch: task lines (id, prompt, model, system) and the shared context.
+Pure text handling that raises only `TaskLineError` / `ContextError`; running tasks is runner.py's.
 """
 
 from __future__ import annotations
@@ -329,3 +329,13 @@ def _context_message(
         raise ContextError(f"{path} line {line}: {problem}")
     kind: ContextKind = "user" if role == "user" else "assistant"
     return kind, content
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    """The task as a TASKS.jsonl line holds it (its model canonical: aliases resolved)."""
+    line: dict[str, Any] = {"id": task.id, "prompt": task.prompt}
+    if task.model is not None:
+        line["model"] = task.model
+    if task.system is not None:
+        line["system"] = task.system
+    return line

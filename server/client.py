@@ -1,0 +1,368 @@
+"""`RemoteGrove`: the `Grove` interface the command line uses, answered by a running Grove
+service over HTTP (no Ray in this process), with `RemoteTurn` for a turn's stream. Its reads
+answer as `supervisor.reads.StoreReads` does. Light imports only: a command starts fast.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from providers.errors import GroveError
+from server.files import ServiceState, service_token
+from supervisor.command_defaults import CommandDefaults
+from supervisor.results import result_from_json
+
+if TYPE_CHECKING:
+    import threading
+
+    from actors.turn_result import TurnResult
+    from supervisor.approvals import ApprovalRequest
+    from supervisor.batch.runner import Step
+    from supervisor.batch.tasks import Task
+    from supervisor.budget_rules import Budget
+    from supervisor.commands.registry import CommandOutcome
+
+TIMEOUT = httpx.Timeout(60.0, read=3700.0)  # a wait or a command may take long
+STREAM_TIMEOUT = httpx.Timeout(30.0, read=None)  # a stream lasts as long as its turn
+HEALTH_TIMEOUT_S = 2.0
+
+
+class RemoteError(GroveError):
+    """The service refused a request, or did not answer; the text says which and why."""
+
+
+class BatchStopped(GroveError):
+    """A batch in the service ended early; the text is why (its error's type and text)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteRecord:
+    """What a command needs of an agent's record."""
+
+    uuid: str
+    parent_uuid: str | None = None
+    provider: str | None = None
+    model: str | None = None
+    thinking_level: str | None = None
+
+
+def record_of(data: dict[str, Any]) -> RemoteRecord:
+    fields = ("parent_uuid", "provider", "model", "thinking_level")
+    return RemoteRecord(data["uuid"], *(data.get(name) for name in fields))
+
+
+def error_text(response: httpx.Response) -> str:
+    """What the service said went wrong: its `error` (Grove's refusals) or `detail` (the
+    API's own checks), else the body as it is. The body must have been read."""
+    try:
+        error = response.json()
+    except ValueError:
+        return response.text
+    text = (error.get("error") or error.get("detail")) if isinstance(error, dict) else None
+    if text is None:
+        return response.text
+    return text if isinstance(text, str) else json.dumps(text)
+
+
+def sse_events(response: httpx.Response) -> Iterator[tuple[str, str]]:
+    """`(event, data)` of a Server-Sent Events answer, as they arrive."""
+    event, data = "message", list[str]()
+    for line in response.iter_lines():
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+    if data:
+        yield event, "\n".join(data)
+
+
+def healthy(state: ServiceState) -> bool:
+    try:
+        return httpx.get(f"{state.url}/healthz", timeout=HEALTH_TIMEOUT_S).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def dashboard_url(state: ServiceState) -> str:
+    return f"{state.url}/?token={service_token()}"
+
+
+class RemoteTurn:
+    """A turn on the service: iterate for `(kind, text)` deltas; `result()` waits for its
+    end. `prompt` set: the turn is started by sending it when first read."""
+
+    def __init__(self, grove: RemoteGrove, agent: str, prompt: str | None = None) -> None:
+        self.agent = agent
+        self._grove = grove
+        self._prompt = prompt
+        self._result: TurnResult | None = None
+        self._read = False
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        self._read = True
+        if self._prompt is not None:
+            body = {"text": self._prompt, "stream": True}
+            events = self._grove.stream_events("POST", f"/api/agents/{self.agent}/prompts", body)
+        else:
+            events = self._grove.stream_events("GET", f"/api/agents/{self.agent}/stream")
+        for event, data in events:
+            if event == "delta":
+                delta = json.loads(data)
+                if delta["kind"] == "approval":  # a tool asks first: the session's approver
+                    self._grove.approve(delta["text"])
+                    continue
+                yield delta["kind"], delta["text"]
+            elif event == "result":
+                self._result = result_from_json(json.loads(data))
+
+    def result(self, timeout_s: float = 3600.0) -> TurnResult:
+        if self._result is None and not self._read and (self._prompt or self._grove.approvers):
+            for _ in self:  # the prompt is sent, and approvals come, by reading the stream
+                pass
+        if self._result is None:
+            waited = self._grove.wait_turn(self.agent, timeout_s)
+            interrupted = {"error": "interrupted"}
+            self._result = waited if waited is not None else result_from_json(interrupted)
+        return self._result
+
+
+class RemoteGrove:
+    """The `Grove` of the service `state` describes, over HTTP: what the command line needs of
+    `supervisor.Grove` (turns, roots, batches, commands) and of `StoreReads` (the reads)."""
+
+    def __init__(self, state: ServiceState) -> None:
+        self.url = state.url
+        self.approvers: dict[str, Callable[[ApprovalRequest], str]] = {}
+        self._client = httpx.Client(
+            base_url=state.url,
+            headers={"authorization": f"Bearer {service_token()}"},
+            timeout=TIMEOUT,
+        )
+
+    def __enter__(self) -> RemoteGrove:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def start(self) -> None:
+        """Nothing to start: the service runs Grove."""
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _json(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+        content: bytes | None = None,
+    ) -> Any:
+        try:
+            answer = self._client.request(method, path, json=body, params=params, content=content)
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"The Grove service at {self.url} did not answer: {exc}") from exc
+        if answer.status_code >= 400:
+            raise RemoteError(error_text(answer))
+        return answer.json()
+
+    def stream_events(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        params: dict[str, Any] | None = None,
+    ) -> Iterator[tuple[str, str]]:
+        """`(event, data)` of a Server-Sent Events answer, as they arrive."""
+        try:
+            with self._client.stream(
+                method, path, json=body, params=params, timeout=STREAM_TIMEOUT
+            ) as answer:
+                if answer.status_code >= 400:
+                    answer.read()
+                    raise RemoteError(error_text(answer))
+                yield from sse_events(answer)
+        except httpx.HTTPError as exc:
+            raise RemoteError(f"The Grove service at {self.url} did not answer: {exc}") from exc
+
+    # --- what a command takes from the configuration ---------------------------------------
+
+    def defaults(self) -> CommandDefaults:
+        """The service's configuration as a command line uses it."""
+        return CommandDefaults.from_dict(self._json("GET", "/api/settings"))
+
+    # --- roots, turns, commands -------------------------------------------------------------
+
+    def create_root(
+        self,
+        model: str | None = None,
+        *,
+        system: str | None = None,
+        tools: list[str] | None = None,
+        allow: list[str] | tuple[str, ...] = (),
+        budget: Budget | None = None,
+    ) -> RemoteRecord:
+        """As `Grove.create_root`; the modules of `package.module:attr` tools that the service
+        cannot import itself (local files) go with the request."""
+        from supervisor.tool_files import module_files
+
+        given = list(tools or [])
+        body = {
+            "model": model,
+            "system": system,
+            "tools": given,
+            "tool_files": module_files(name for name in given if ":" in name),
+            "allow": list(allow),
+            "budget": budget.as_dict() if budget is not None else None,
+        }
+        return record_of(self._json("POST", "/api/roots", body))
+
+    def agent(self, prefix: str) -> RemoteRecord:
+        return record_of(self._json("GET", f"/api/agents/{prefix}"))
+
+    def seed(self, agent: str, entries: list[tuple[str, str]]) -> None:
+        self._json("POST", f"/api/agents/{agent}/seed", {"messages": entries})
+
+    def send(self, agent: str, text: str) -> RemoteTurn:
+        return RemoteTurn(self, agent, text)
+
+    def dispatch(self, session: str, line: str, origin: str = "api") -> CommandOutcome:
+        from supervisor.commands.registry import CommandOutcome
+
+        found = self._json(
+            "POST", f"/api/agents/{session}/commands", {"line": line, "origin": origin}
+        )
+        return CommandOutcome(text=found["text"], ok=found["ok"], data=found.get("data") or {})
+
+    def command_turn(self, outcome: CommandOutcome) -> RemoteTurn | None:
+        """The turn a command started (`/fork PROMPT` starts the child's), to stream it."""
+        if "ticket" not in outcome.data:
+            return None
+        return RemoteTurn(self, str(outcome.data["child"]))
+
+    def focus(self, session: str) -> str:
+        focus: str = self._json("GET", f"/api/sessions/{session}/focus")["agent"]
+        return focus
+
+    def cancel(self, agent: str) -> bool:
+        return bool(self._json("POST", f"/api/agents/{agent}/cancel")["cancelled"])
+
+    def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
+        found = self._json("GET", f"/api/agents/{agent}/wait", params={"timeout": timeout_s})
+        return None if found["result"] is None else result_from_json(found["result"])
+
+    def set_todo(self, session: str, markdown: str) -> str:
+        answer = self._json("POST", f"/api/sessions/{session}/todo", {"markdown": markdown})
+        text: str = answer["text"]
+        return text
+
+    def set_approver(self, session: str, approver: Callable[[ApprovalRequest], str] | None) -> None:
+        """Who answers "may this tool run?" for the session (see `Grove.set_approver`): the
+        service sends the requests in the turn's stream, this process asks, the service is
+        told."""
+        if approver is None:
+            self.approvers.pop(session, None)
+        else:
+            self.approvers[session] = approver
+        self._json("POST", f"/api/sessions/{session}/approvals", {"attend": approver is not None})
+
+    def approve(self, notice: str) -> None:
+        from supervisor.approvals import ApprovalRequest
+
+        request = ApprovalRequest(**json.loads(notice))
+        approver = self.approvers.get(request.session)
+        decision = approver(request) if approver is not None else "n"
+        self._json("POST", f"/api/approvals/{request.request}", {"decision": decision})
+
+    # --- batches ------------------------------------------------------------------------------
+
+    def run_batch(
+        self,
+        root: str,
+        tasks: list[Task],
+        *,
+        concurrency: int,
+        advisor: str | None = None,
+        key: str = "",
+        workspace: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> Iterator[Step]:
+        """As `Grove.run_batch`, run by the service: its records as they come. Leaving early
+        (Ctrl+C) stops the batch there; BatchStopped when the service's run failed."""
+        from supervisor.batch.tasks import task_json
+
+        lines = "".join(json.dumps(task_json(task)) + "\n" for task in tasks).encode()
+        params = {"root": root, "concurrency": concurrency, "key": key}
+        if advisor is not None:
+            params["advisor"] = advisor
+        if workspace is not None:
+            params["workspace"] = workspace
+        run = self._json("POST", "/api/batches", params=params, content=lines)
+        ended = False
+        try:
+            for event, data in self.stream_events("GET", f"/api/batches/{run['id']}/records"):
+                if event == "record":
+                    yield json.loads(data)
+                elif event == "tick":
+                    yield None
+                elif event == "end":
+                    ended = True
+                    error = json.loads(data)["error"]
+                    if error:
+                        raise BatchStopped(error)
+                    return
+            raise RemoteError(f"The Grove service at {self.url} ended the batch's stream early")
+        finally:
+            if not ended:  # the caller went away (Ctrl+C) or the stream broke: stop it there
+                with contextlib.suppress(RemoteError):
+                    self._json("POST", f"/api/batches/{run['id']}/stop")
+
+    # --- reads, as supervisor.reads.StoreReads ----------------------------------------------
+
+    def agents(self, include_ended: bool) -> dict[str, Any]:
+        found: dict[str, Any] = self._json(
+            "GET", "/api/agents", params={"include_ended": include_ended}
+        )
+        return found
+
+    def history(self, agent: str) -> dict[str, Any]:
+        found: dict[str, Any] = self._json("GET", f"/api/agents/{agent}/history")
+        return found
+
+    def events(self, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]:
+        found: list[dict[str, Any]] = self._json(
+            "GET", "/api/events", params={"after": after, "limit": limit}
+        )["events"]
+        return found
+
+    def follow_events(self, after: int, wait_s: float) -> Iterator[list[dict[str, Any]]]:
+        """The events after `after` as they come (the service's event stream)."""
+        for _, data in self.stream_events("GET", "/api/events/stream", params={"after": after}):
+            yield [json.loads(data)]
+
+    def usage(self, agent: str | None, by: str) -> dict[str, Any]:
+        params = {"by": by, **({"agent": agent} if agent else {})}
+        found: dict[str, Any] = self._json("GET", "/api/usage", params=params)
+        return found
+
+    def trim_events(self) -> dict[str, Any]:
+        found: dict[str, Any] = self._json("POST", "/api/events/trim")
+        return found
+
+    def worktrees(self, repository: str, prune: bool = False) -> list[dict[str, Any]]:
+        body = {"repository": repository, "prune": prune}
+        found: dict[str, Any] = self._json("POST", "/api/worktrees", body)
+        rows: list[dict[str, Any]] = found["worktrees"]
+        return rows

@@ -1,0 +1,193 @@
+"""The fork stage of a batch: every task a forked child of one root, at most `concurrency` in
+flight, forked in chunks (one fork_many per model and system prompt) as earlier ones end, each
+finished task handed on as its record. Runs on a `Grove`: the command's own, or the service's.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+from collections import deque
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from providers.errors import GroveError
+from supervisor.batch.records import error_record, skipped_record, task_record
+from supervisor.errors import BUDGET_EXHAUSTED
+
+if TYPE_CHECKING:
+    from actors.turn_result import TurnResult
+    from supervisor.batch.tasks import Task
+    from supervisor.store.records import MessageRecord
+
+DEFAULT_CONCURRENCY = 32
+WAIT_TICK_S = 1.0  # the longest a run goes without a word (a record or a tick)
+ADVICE_WAIT_S = 120.0  # the longest a finished task's record waits for its reviewer
+REVIEW_POLL_S = 0.1
+# What the runner yields: a finished task's record, or None when a tick passed without one.
+Step = dict[str, Any] | None
+
+
+class BatchGrove(Protocol):
+    """What the runner needs of `Grove` (supervisor/api.py has the whole of it)."""
+
+    def fork_many(
+        self,
+        parent: str,
+        prompts: list[str],
+        model: str | None = None,
+        *,
+        system: str | None = None,
+        advisor: str | None = None,
+        retry_interrupted: bool = False,
+        keys: list[str] | None = None,
+        workspace: str | None = None,
+    ) -> list[str]: ...
+
+    def wait_any(self, agents: list[str], timeout_s: float) -> dict[str, TurnResult | None]: ...
+
+    def answered(self, keys: list[str]) -> dict[str, tuple[str, TurnResult]]: ...
+
+    def wait_reviews(self, agent: str, timeout_s: float = 60.0) -> int: ...
+
+    def advice(self, agent: str) -> list[MessageRecord]: ...
+
+    def cancel(self, agent: str) -> bool: ...
+
+    def release_caches(self, agent: str | None = None) -> int: ...
+
+
+def batch_key(output: Path) -> str:
+    """The key a batch's children are forked under, from its output file: a rerun writing to
+    the same file finds the children an interrupted run left."""
+    return hashlib.sha256(str(output.resolve()).encode()).hexdigest()[:16]
+
+
+def is_over_budget(error: str | None) -> bool:
+    return error is not None and error.startswith(BUDGET_EXHAUSTED)
+
+
+class BatchRunner:
+    """Runs tasks on `grove` under `root` and yields their records as they finish (a None at
+    least every WAIT_TICK_S while none does). Tasks an earlier run of the same `key` finished
+    are not run again: their stored answers come first. `workspace="worktree"` forks each
+    task into a git worktree of its own. Setting `stop` cancels the tasks in flight and ends
+    the run; those run again next time."""
+
+    def __init__(
+        self,
+        grove: BatchGrove,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        *,
+        advisor: str | None = None,
+        key: str = "",
+        workspace: str | None = None,
+        stop: threading.Event | None = None,
+    ) -> None:
+        self.grove = grove
+        self.workspace = workspace  # "worktree", "shared", or None: `[tools] workspace`
+        self.concurrency = concurrency
+        self.advisor = advisor
+        self.key = key
+        self.stop = stop or threading.Event()
+        self.in_flight: dict[str, Task] = {}
+        # Finished tasks whose reviewer is still at work: their records wait for its advice.
+        self.reviewing: dict[str, tuple[dict[str, Any], float]] = {}
+        self.over_budget: str | None = None  # why no more tasks are scheduled
+
+    def run(self, root: str, tasks: list[Task]) -> Iterator[Step]:
+        pending = deque((yield from self._answered_before(tasks)))
+        try:
+            while pending or self.in_flight or self.reviewing:
+                if self.stop.is_set():
+                    for agent in self.in_flight:
+                        self.grove.cancel(agent)
+                    return
+                yield from self._step(root, pending)
+                yield None
+        finally:  # a provider-side copy of the shared context goes with the batch
+            with contextlib.suppress(GroveError):
+                self.grove.release_caches(root)
+
+    def _step(self, root: str, pending: deque[Task]) -> Iterator[Step]:
+        """Fork what the free slots take, then take in what finished (at most one tick)."""
+        yield from self._fork(root, pending)
+        if self.over_budget is not None:  # the rest is not run; a rerun picks it up
+            while pending:
+                yield skipped_record(pending.popleft(), None, self.over_budget)
+        if self.in_flight:
+            done = self.grove.wait_any(list(self.in_flight), WAIT_TICK_S)
+            for agent, result in done.items():
+                task = self.in_flight.pop(agent)
+                if result is not None and is_over_budget(result.error):
+                    self.over_budget = str(result.error)
+                    yield skipped_record(task, agent, self.over_budget)
+                elif self.advisor is None:
+                    yield task_record(task, agent, result)
+                else:
+                    deadline = time.monotonic() + ADVICE_WAIT_S
+                    self.reviewing[agent] = (task_record(task, agent, result), deadline)
+        elif self.reviewing:
+            time.sleep(REVIEW_POLL_S)
+        yield from self._advised()
+
+    def child_key(self, task: Task) -> str:
+        """The key a task's child is forked under: this batch's key, this task's id."""
+        return f"batch:{self.key}:{task.key}"
+
+    def _answered_before(self, tasks: list[Task]) -> Generator[Step, None, list[Task]]:
+        """Tasks an earlier, interrupted run of this batch finished without writing their
+        record get it now from the store; the others are returned to run (none runs twice)."""
+        found = self.grove.answered([self.child_key(task) for task in tasks])
+        left = []
+        for task in tasks:
+            hit = found.get(self.child_key(task))
+            if hit is None:
+                left.append(task)
+            else:
+                yield task_record(task, hit[0], hit[1])
+        return left
+
+    def _advised(self) -> Iterator[Step]:
+        """Records of tasks whose reviewer is done (or out of time), with its advice."""
+        for agent, (record, deadline) in list(self.reviewing.items()):
+            if self.grove.wait_reviews(agent, 0.0) == 0 or time.monotonic() > deadline:
+                del self.reviewing[agent]
+                record["advice"] = [
+                    {"reviewer": card.data.get("reviewer"), "severity": severity, "note": note}
+                    for card in self.grove.advice(agent)
+                    for severity, note in card.data.get("notes", [])
+                ]
+                yield record
+
+    def _fork(self, root: str, pending: deque[Task]) -> Iterator[Step]:
+        if self.over_budget is not None:
+            return
+        free = min(self.concurrency - len(self.in_flight), len(pending))
+        groups: dict[tuple[str | None, str | None], list[Task]] = {}
+        for _ in range(free):
+            task = pending.popleft()
+            groups.setdefault((task.model, task.system), []).append(task)
+        for (model, system), group in groups.items():
+            try:
+                agents = self.grove.fork_many(
+                    root,
+                    [task.prompt for task in group],
+                    model,
+                    system=system,
+                    advisor=self.advisor,
+                    retry_interrupted=True,
+                    keys=[self.child_key(task) for task in group],
+                    workspace=self.workspace,
+                )
+            except GroveError as exc:  # refused for these tasks: their records say why
+                if is_over_budget(str(exc)):
+                    self.over_budget = str(exc)
+                make = skipped_record if self.over_budget else error_record
+                for task in group:
+                    yield make(task, None, str(exc))
+                continue
+            self.in_flight.update(zip(agents, group, strict=True))

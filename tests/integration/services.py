@@ -1,0 +1,67 @@
+"""A Grove service for tests, started as a user starts one (`grove up --simulate` in the
+background, in a config directory of its own) and stopped with `grove down`; one per module.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from server.files import process_alive
+from tests.conftest import free_loopback_port
+from tests.integration.groves import cli_environment
+
+TIMEOUT_S = 180
+
+
+@dataclass(frozen=True)
+class Service:
+    env: dict[str, str]
+    url: str
+    token: str
+    config: Path
+
+    def grove(
+        self, *args: str, cwd: Path | None = None, stdin: str | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        """`grove ARGS` in a process of its own, with this service up."""
+        return subprocess.run(
+            [sys.executable, "-m", "cli.entry", *args], capture_output=True, text=True,
+            env=self.env, timeout=TIMEOUT_S, check=False, cwd=cwd, input=stdin,
+        )  # fmt: skip
+
+    def api(self) -> httpx.Client:
+        headers = {"authorization": f"Bearer {self.token}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+
+@contextmanager
+def grove_service(base: Path, env: dict[str, str] | None = None) -> Iterator[Service]:
+    """A service on the simulator with its store and config directory in `base` (and the
+    `GROVE_*` settings of `env`), stopped, with all it started, at the end."""
+    env = {**cli_environment(base), **(env or {})}
+    port = free_loopback_port()
+    up = subprocess.run(
+        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", str(port)],
+        capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert up.returncode == 0, up.stderr
+    address = up.stdout.strip().splitlines()[-1]
+    assert address.startswith(f"http://127.0.0.1:{port}/?token=")
+    token = address.split("token=", 1)[1]
+    running = Service(env, f"http://127.0.0.1:{port}", token, base / "config" / "grove")
+    recorded = json.loads((running.config / "service.json").read_text())
+    try:
+        yield running
+    finally:
+        down = running.grove("down")
+        assert down.returncode == 0, down.stderr
+        assert not process_alive(recorded["pid"])  # it stopped, and its Ray with it
+        assert not (running.config / "service.json").exists()

@@ -1,0 +1,295 @@
+"""One command path, local or served: `grove run`, `batch`, `agents`, `history`, `events` and
+`usage` print the same (uuids, times and paths aside) and exit the same with a service up as
+with a Grove of their own, options and defaults included (tools, MCP servers, budgets, a
+system prompt, a tool module from a local file); and each ends quietly on a closed pipe.
+
+Served, a command goes to a `grove up` of this module; local, it runs in this process on the
+module's Grove (the same command code and `Grove` class, Ray already started), or reads the
+service's store directly with `--store`, so both read the same data.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import redirect_stderr
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from cli.app import app
+from supervisor import Grove
+from tests.integration.groves import cli_environment, running_grove
+from tests.integration.services import TIMEOUT_S, Service, grove_service
+
+CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
+MODEL = "claude-haiku-4-5"
+
+UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
+CALL_ID = re.compile(r"\b(?:call|toolu)_[A-Za-z0-9]+\b")
+TIMES = frozenset({"created_at", "seconds", "duration_s", "started", "finished"})
+SHOPKIT = {
+    "__init__.py": '"""A local package of tools."""\n',
+    "money.py": 'def euros(cents: int) -> str:\n    return f"{cents / 100:.2f} EUR"\n',
+    "tools.py": (
+        "from shopkit.money import euros\n\n\n"
+        "def price(item: str) -> str:\n"
+        '    """The price of an item.\n\n    Args:\n        item: What to price.\n    """\n'
+        '    return f"{item} costs {euros(350)}"\n'
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture(scope="module")
+def mcp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """`[mcp.servers.calc]` as a setting, on a copy of the tests' server of this module's own
+    (test_mcp.py counts the processes of the original)."""
+    server = tmp_path_factory.mktemp("mcp") / "calc.py"
+    shutil.copy(CALC, server)
+    servers = {"calc": {"command": sys.executable, "args": [str(server)]}}
+    return {"GROVE_MCP__SERVERS": json.dumps(servers)}
+
+
+@pytest.fixture(scope="module")
+def grove(
+    tmp_path_factory: pytest.TempPathFactory, store_url: str, mcp: dict[str, str]
+) -> Iterator[Grove]:
+    """The module's Grove (what a command without a service runs on here), with the server."""
+    with running_grove(tmp_path_factory.mktemp("grove"), store_url=store_url, env=mcp) as grove:
+        yield grove
+
+
+@pytest.fixture(scope="module")
+def service(tmp_path_factory: pytest.TempPathFactory, mcp: dict[str, str]) -> Iterator[Service]:
+    with grove_service(tmp_path_factory.mktemp("served"), env=mcp) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def local_env(
+    tmp_path_factory: pytest.TempPathFactory, store_url: str, mcp: dict[str, str]
+) -> dict[str, str]:
+    """The environment of a command with no service up, on the module's Grove and store."""
+    env = cli_environment(tmp_path_factory.mktemp("local"))
+    env.update(GROVE_STORE=store_url, **mcp)
+    return env
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the commands run: a local package of tools, a task file and a context file."""
+    base = tmp_path_factory.mktemp("work")
+    package = base / "shopkit"
+    package.mkdir()
+    for name, text in SHOPKIT.items():
+        (package / name).write_text(text)
+    tasks = [
+        {"id": n, "prompt": f'[[sim reply="done {n}" tokens=3 tps=6]] task {n}'} for n in (1, 2)
+    ]
+    tasks.append({"id": "sys", "prompt": "[[sim reply=ok]] go", "system": "Be brief."})
+    (base / "tasks.jsonl").write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    (base / "guide.md").write_text("Review with care.\n")
+    return base
+
+
+def invoke(env: dict[str, str], *args: str) -> Outcome:
+    """`grove ARGS` in this process (a service's, or the module's Grove, as `env` says)."""
+    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
+    return Outcome(result.exit_code, result.stdout, result.stderr)
+
+
+def normalised(outcome: Outcome, paths: dict[str, str]) -> tuple[int, Any, Any]:
+    """The outcome with uuids, tool call ids, times and the given paths made comparable."""
+    names: dict[str, str] = {}
+
+    def named(match: re.Match[str]) -> str:
+        return names.setdefault(match.group(), f"<id{len(names)}>")
+
+    def text(value: str) -> str:
+        for path, name in paths.items():
+            value = value.replace(path, name)
+        value = CALL_ID.sub(named, UUID.sub(named, value))
+        value = re.sub(r"\b\d+\.\ds\. Output", "<s>. Output", value)  # a batch's wall time
+        return re.sub(r" +[\d.]+$", " <s>", value, flags=re.MULTILINE)  # usage's time column
+
+    def walk(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {key: 0 if key in TIMES else walk(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item) for item in value]
+        return text(value) if isinstance(value, str) else value
+
+    def shown(output: str) -> Any:
+        try:
+            return [walk(json.loads(line)) for line in output.splitlines()]
+        except ValueError:
+            return text(output)
+
+    return outcome.code, shown(outcome.stdout), shown(outcome.stderr)
+
+
+@pytest.fixture(scope="module")
+def session(service: Service) -> str:
+    """A served root with a tool call in its history (for history, events and usage)."""
+    done = service.grove(
+        "run", "--model", MODEL, "--json",
+        "[[sim tool=mcp__calc__add args='{\"a\": 2, \"b\": 3}' step=1]] add",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    agent: str = json.loads(done.stdout)["agent"]
+    return agent
+
+
+ADD = '[[sim tool=mcp__calc__add args=\'{"a": 2, "b": 3}\' step=1]] add'
+PRICE = '[[sim tool=price args=\'{"item": "tea"}\' step=1]] price?'
+TODO = '[[sim tool=todo args=\'{"ops": [{"op": "view"}]}\' step=1]] plan'
+BASH = '[[sim tool=bash args=\'{"command": "echo hi"}\' step=1]] say hi'
+# (name, arguments, exit code, what the output shows): each run both ways, then compared.
+RUNS = [
+    ("plain", ["run", "--model", MODEL, '[[sim reply="Hello both ways"]] hi'], 0, "Hello"),
+    ("json", ["run", "--model", MODEL, "--json", '[[sim reply="J"]] hi'], 0, '"provider"'),
+    ("system", ["run", "--model", MODEL, "--system", "Be brief.", "[[sim reply=ok]] hi"], 0, "ok"),
+    ("todo", ["run", "--model", MODEL, TODO], 0, "← todo"),
+    ("mcp", ["run", "--model", MODEL, ADD], 0, "← mcp__calc__add: 5"),
+    ("local-tools", ["run", "-m", MODEL, "--tools", "shopkit.tools:price", PRICE], 0, "3.50 EUR"),
+    ("allow", ["run", "-m", MODEL, "--tools", "bash", "--allow", "bash", BASH], 0, "exit code 0"),
+    ("ask", ["run", "-m", MODEL, "--tools", "bash", BASH], 0, "needs approval"),
+    ("budget", ["run", "-m", MODEL, "--budget-tokens", "100000", "[[sim reply=ok]] hi"], 0, "ok"),
+    ("bad-budget", ["run", "-m", MODEL, "--budget-time", "soon", "hi"], 2, "--budget-time"),
+    ("bad-model", ["run", "--model", "no-such-model", "hi"], 2, "Unknown model"),
+    ("no-module", ["run", "-m", MODEL, "--tools", "nosuchmodule:fn", "hi"], 2, "nosuchmodule"),
+    ("no-function", ["run", "-m", MODEL, "--tools", "shopkit.tools:nope", "hi"], 2, "nope"),
+    ("failed-turn", ["run", "-m", MODEL, "[[sim fault=disconnect after=2]] hi"], 1, "stream"),
+    ("batch", ["batch", "tasks.jsonl", "-m", MODEL, "-c", "1", "--context", "guide.md"], 0, "ok"),
+]
+# Reads of the service's store: served, and with --store (which reads it directly).
+READS = [
+    ("agents", ["agents"], 0, "root"),
+    ("agents-json", ["agents", "--all", "--json"], 0, '"uuid"'),
+    ("history", ["history", "{agent}"], 0, "mcp__calc__add"),
+    ("history-json", ["history", "{agent}", "--json"], 0, '"messages"'),
+    ("history-unknown", ["history", "zzzz"], 1, "Unknown agent"),
+    ("events", ["events"], 0, "TurnCompleted"),
+    ("events-after", ["events", "--after", "3"], 0, '"id"'),
+    ("usage", ["usage"], 0, "total"),
+    ("usage-json", ["usage", "--by", "model", "--json"], 0, '"rows"'),
+    ("usage-agent", ["usage", "--agent", "{agent}"], 0, "tree"),
+    ("usage-by-week", ["usage", "--by", "week"], 2, "'week' is not one of"),
+]
+
+
+@pytest.mark.parametrize(("name", "args", "code", "shows"), RUNS, ids=[case[0] for case in RUNS])
+def test_a_command_runs_the_same_with_a_service_and_without(
+    name: str,
+    args: list[str],
+    code: int,
+    shows: str,
+    service: Service,
+    grove: Grove,
+    local_env: dict[str, str],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.chdir(workdir)  # where the tool package, tasks and context are
+    outputs = {}
+    for way, env in (("served", service.env), ("local", local_env)):
+        output = workdir / f"{name}-{way}.out.jsonl"
+        outcome = invoke(env, *(a if a != "tasks.jsonl" else str(workdir / a) for a in args),
+                         *(["--output", str(output)] if args[0] == "batch" else []))  # fmt: skip
+        outputs[way] = outcome
+        assert outcome.code == code, (way, outcome)
+        assert shows in outcome.stdout + outcome.stderr, (way, outcome)
+        if args[0] == "batch":
+            records = sorted(output.read_text().splitlines())
+            outputs[f"{way} records"] = Outcome(0, "\n".join(records), "")
+    for kind in ("", " records") if args[0] == "batch" else ("",):
+        served, local = outputs[f"served{kind}"], outputs[f"local{kind}"]
+        paths = {str(workdir / f"{name}-{way}.out.jsonl"): "<out>" for way in ("served", "local")}
+        assert normalised(served, paths) == normalised(local, paths)
+
+
+@pytest.mark.parametrize(("name", "args", "code", "shows"), READS, ids=[case[0] for case in READS])
+def test_a_read_shows_the_same_through_the_service_as_from_the_store(
+    name: str, args: list[str], code: int, shows: str, service: Service, session: str
+) -> None:
+    given = [arg.replace("{agent}", session) for arg in args]
+    served = invoke(service.env, *given)
+    local = invoke(service.env, "--store", service.env["GROVE_STORE"], *given)
+    assert served.code == code, served
+    assert shows in served.stdout + served.stderr, served
+    assert (served.code, served.stdout, served.stderr) == (local.code, local.stdout, local.stderr)
+
+
+def closed_pipe(env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`grove ARGS` with its stdout a pipe nobody reads any more (`| head -0`)."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "cli.entry", *args], stdout=write, stderr=subprocess.PIPE,
+            text=True, env=env, cwd=cwd, timeout=TIMEOUT_S, check=False,
+        )  # fmt: skip
+    finally:
+        os.close(write)
+
+
+PIPED = [
+    ["run", "--model", MODEL, '[[sim reply="to nobody"]] hi'],
+    ["run", "--model", MODEL, "--json", "[[sim reply=x]] hi"],
+    ["batch", "tasks.jsonl", "--model", MODEL, "--output", "piped.out.jsonl"],
+    ["agents"],
+    ["events"],
+    ["events", "--follow"],  # ends only because nobody reads
+    ["history", "{agent}"],
+    ["usage"],
+]
+
+
+@pytest.mark.parametrize(
+    "args", PIPED, ids=[args[0] + "-" + str(n) for n, args in enumerate(PIPED)]
+)
+def test_a_closed_pipe_ends_a_command_quietly(
+    args: list[str], service: Service, session: str, workdir: Path
+) -> None:
+    given = [arg.replace("{agent}", session) for arg in args]
+    ways = [("served", service.env, given)]
+    if args[0] not in ("run", "batch"):  # a read needs no Ray: straight from the store too
+        ways.append(("local", service.env, ["--store", service.env["GROVE_STORE"], *given]))
+    for way, env, argv in ways:
+        done = closed_pipe(env, workdir, *argv)
+        assert done.returncode == 141, (way, done.stderr)
+        assert "Traceback" not in done.stderr and "Exception ignored" not in done.stderr, way
+        assert "BrokenPipe" not in done.stderr, way
+
+
+def test_a_closed_pipe_ends_a_run_of_its_own_quietly(
+    grove: Grove, local_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`grove run` on a Grove of its own (the module's, in this process) into a closed pipe."""
+    read, write = os.pipe()
+    os.close(read)
+    stdout, stderr = os.fdopen(write, "w"), io.StringIO()
+    for name, value in local_env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "stdout", stdout)
+    with redirect_stderr(stderr), pytest.raises(SystemExit) as ended:
+        app(["run", "--model", MODEL, '[[sim reply="to nobody"]] hi'], prog_name="grove")
+    stdout.close()
+    assert ended.value.code == 141
+    assert "Traceback" not in stderr.getvalue() and "BrokenPipe" not in stderr.getvalue()
