@@ -9,6 +9,7 @@ thin client shows a model's escapes instead of obeying them.
 from __future__ import annotations
 
 import json
+import re
 import select
 import socket
 import statistics
@@ -70,7 +71,8 @@ def raw_request(service: Service, head: str, body: bytes = b"") -> socket.socket
 
 
 def response_head(sock: socket.socket, timeout_s: float = 30) -> str:
-    """The status line and headers of the answer on `sock`, as they come."""
+    """The status line and headers of the answer on `sock`, and its body when it says how
+    long it is (an event stream's is left to read)."""
     sock.settimeout(timeout_s)
     seen = b""
     while b"\r\n\r\n" not in seen:
@@ -78,7 +80,14 @@ def response_head(sock: socket.socket, timeout_s: float = 30) -> str:
         if not chunk:
             break
         seen += chunk
-    return seen.decode(errors="replace")
+    head, _, body = seen.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length: *(\d+)", head)
+    while length and len(body) < int(length[1]):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        body += chunk
+    return (head + b"\r\n\r\n" + body).decode(errors="replace")
 
 
 def post_head(service: Service, path: str, length: int | None, **headers: str) -> str:
