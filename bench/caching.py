@@ -231,8 +231,9 @@ def main() -> None:
     parser.add_argument("--tps", type=float, default=200.0)
     parser.add_argument("--tokens", type=int, default=20)
     parser.add_argument(
-        "--prefill-tps", type=float, default=40_000.0, help="prompt tokens a second before the "
-        "first token, those read from a cache aside"
+        "--prefill-tps", type=float, default=10_000.0, help="prompt tokens a second before the "
+        "first token, those read from a cache aside (Anthropic's own figure for a 100,000-token "
+        "prompt, 11.5 s uncached against 2.4 s cached, is about 11,000)"
     )  # fmt: skip
     parser.add_argument(
         "--providers", default="anthropic,openai,google", help="comma-separated: which wires"

@@ -323,3 +323,21 @@ def simulator_stats(simulator: ExternalSimulator) -> dict[str, Any]:
 
     stats: dict[str, Any] = httpx.get(simulator.base_url + "/_simulator/stats", timeout=10).json()
     return stats
+
+
+def pydantic_ai_model(simulator: ExternalSimulator, n: int, timeout_s: float) -> Any:
+    """A pydantic-ai AnthropicModel on the simulator, its SDK client given a pool as large as
+    the fan-out of `n` (the default limit would queue the requests and measure that, not
+    pydantic-ai). Imported here: only benchmarks that compare with it need the bench extra."""
+    import httpx2  # the anthropic SDK's own HTTP client
+    from anthropic import AsyncAnthropic
+    from pydantic_ai.models.anthropic import AnthropicModel
+    from pydantic_ai.providers.anthropic import AnthropicProvider
+
+    limits = httpx2.Limits(max_connections=n, max_keepalive_connections=n)
+    client = AsyncAnthropic(
+        base_url=simulator.base_url,
+        api_key=simulator.api_key,
+        http_client=httpx2.AsyncClient(limits=limits, timeout=timeout_s),
+    )
+    return AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))

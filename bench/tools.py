@@ -21,12 +21,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx2  # the anthropic SDK's own HTTP client
 from harness import (
     MODEL,
     ExternalSimulator,
     Pacing,
     grove_pids,
+    pydantic_ai_model,
     rss_kb,
     running_grove,
     simulator_process,
@@ -164,20 +164,9 @@ def call_durations_ms(grove: Any) -> list[float]:
 
 
 async def pydantic_ai_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
-    from anthropic import AsyncAnthropic
     from pydantic_ai import Agent
-    from pydantic_ai.models.anthropic import AnthropicModel
-    from pydantic_ai.providers.anthropic import AnthropicProvider
 
-    # A pool as large as the fan-out: the SDK's default limit would queue the requests and
-    # measure that, not pydantic-ai.
-    limits = httpx2.Limits(max_connections=n, max_keepalive_connections=n)
-    client = AsyncAnthropic(
-        base_url=simulator.base_url,
-        api_key=simulator.api_key,
-        http_client=httpx2.AsyncClient(limits=limits, timeout=TURN_TIMEOUT_S),
-    )
-    model = AnthropicModel(MODEL, provider=AnthropicProvider(anthropic_client=client))
+    model = pydantic_ai_model(simulator, n, TURN_TIMEOUT_S)
     agent = Agent(model, tools=[lookup])
     start = time.perf_counter()
     results = await asyncio.gather(

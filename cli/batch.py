@@ -122,6 +122,8 @@ def batch_command(
         if problem:
             fail(problem, code=2)
     remote = context.remote(own=simulate or hosts is not None)
+    if worktrees and remote is None:  # a service makes them in its own directory
+        needs_repository(Path.cwd())
     defaults = context.defaults(remote)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
     plan = plan_batch(tasks_path, context_path, output_path, model, defaults)
@@ -155,6 +157,20 @@ def batch_command(
         raise typer.Exit(EXIT_INTERRUPTED)
     if totals.failed or totals.malformed or totals.over_budget or ending.stopped is not None:
         raise typer.Exit(1)
+
+
+def needs_repository(directory: Path) -> None:
+    """--worktrees outside a git repository: exit 2 at once, before Ray starts."""
+    import asyncio
+
+    from actors.tools.worktrees import repository
+
+    if asyncio.run(repository(str(directory))) is None:
+        fail(
+            f"--worktrees needs a git repository, and {directory} is not in one: run the batch "
+            "inside a repository (git init; git commit), or leave --worktrees off",
+            code=2,
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -1,10 +1,10 @@
 """`grove worktrees`: Grove's git worktrees of the repository here, with their agents, branches
-and diff stats; `--prune` removes those of ended or merged agents (supervisor/worktrees.py).
+and diff stats, from the service or the store (no Ray), the same either way; `--prune` removes
+those of ended or merged agents (supervisor/worktrees.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -31,30 +31,24 @@ def worktrees_command(
 ) -> None:
     """List Grove's worktrees of the git repository you are in: the branch, its agent and the
     agent's status, whether it is merged into HEAD, and its diff stat since the fork."""
-    from supervisor.store import open_store
-    from supervisor.worktrees import worktree_rows
-
     context: CliContext = ctx.obj
-    try:
-        store = open_store(context.settings().store)
+    with context.reads() as reads:
         try:
-            rows = asyncio.run(worktree_rows(store, str(Path.cwd()), prune))
-        finally:
-            store.close()
-    except GroveError as exc:
-        fail(str(exc))
+            rows = reads.worktrees(str(Path.cwd()), prune)
+        except GroveError as exc:
+            fail(str(exc))
     if as_json:
         for row in rows:
-            sys.stdout.write(json.dumps(row.as_dict()) + "\n")
+            sys.stdout.write(json.dumps(row) + "\n")
         return
     if not rows:
         sys.stdout.write("No worktrees of Grove's in this repository\n")
         return
     for row in rows:
-        agent = row.agent[:8] if row.agent else "-"
-        merged = "merged" if row.merged else "not merged"
-        done = f"  [{row.action}]" if prune else ""
+        agent = row["agent"][:8] if row["agent"] else "-"
+        merged = "merged" if row["merged"] else "not merged"
+        done = f"  [{row['action']}]" if prune else ""
         sys.stdout.write(
-            f"{row.branch}  agent {agent} {row.status}  {merged}  {row.diff_stat}{done}\n"
-            f"    {row.path}\n"
+            f"{row['branch']}  agent {agent} {row['status']}  {merged}  {row['diff_stat']}"
+            f"{done}\n    {row['path']}\n"
         )

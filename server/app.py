@@ -94,10 +94,18 @@ class DecisionIn(BaseModel):
     decision: Literal["y", "n", "a"] = Field(description="yes, no, or always for the session")
 
 
+class WorktreesIn(BaseModel):
+    repository: str = Field(min_length=1, max_length=4096, description="a path in the repository")
+    prune: bool = False
+
+
 class ForkIn(BaseModel):
     prompts: list[Text] = Field(min_length=1, max_length=10_000)
     model: Name | None = None
     budget: dict[str, Any] | None = None
+    workspace: Literal["shared", "worktree"] | None = Field(
+        default=None, description="worktree: each child in a git worktree of its own"
+    )
 
 
 class SeedIn(BaseModel):
@@ -283,7 +291,10 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     def fork(agent: str, body: ForkIn) -> dict[str, list[str]]:
         budget = Budget.from_dict(body.budget) if body.budget else None
         parent = grove.agent(agent).uuid
-        return {"children": grove.fork_many(parent, body.prompts, body.model, budget=budget)}
+        children = grove.fork_many(
+            parent, body.prompts, body.model, budget=budget, workspace=body.workspace
+        )
+        return {"children": children}
 
     @app.post("/api/agents/{agent}/kill")
     def kill(agent: str) -> dict[str, Any]:
@@ -326,6 +337,14 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         every hour)."""
         with reads() as opened:
             return opened.trim_events()
+
+    @app.post("/api/worktrees")
+    def worktrees(body: WorktreesIn) -> dict[str, Any]:
+        """Grove's worktrees of the repository at `repository` (a path on the service's
+        machine), with their agents, branches and diff stats; `prune` removes those of ended
+        agents and those merged into HEAD, as `grove worktrees --prune` does."""
+        with reads() as opened:
+            return {"worktrees": opened.worktrees(body.repository, body.prune)}
 
     @app.get("/api/events/stream")
     async def event_stream(request: Request, after: int = 0) -> EventSourceResponse:

@@ -333,3 +333,9 @@ class RemoteGrove:
     def trim_events(self) -> dict[str, Any]:
         found: dict[str, Any] = self._json("POST", "/api/events/trim")
         return found
+
+    def worktrees(self, repository: str, prune: bool = False) -> list[dict[str, Any]]:
+        body = {"repository": repository, "prune": prune}
+        found: dict[str, Any] = self._json("POST", "/api/worktrees", body)
+        rows: list[dict[str, Any]] = found["worktrees"]
+        return rows

@@ -1,10 +1,11 @@
 """`StoreReads`: the read side of Grove straight from the store, no Ray and no supervisor: the
-tree, a conversation, the event log and usage as JSON-ready data, for `grove agents`,
-`history`, `events` and `usage` and for the HTTP API's answers (the same data both ways).
+tree, a conversation, the event log, usage and worktrees as JSON-ready data, for `grove agents`,
+`history`, `events`, `usage` and `worktrees` and for the HTTP API's answers (the same both ways).
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 from types import TracebackType
@@ -13,6 +14,7 @@ from typing import Any
 from supervisor.store import EventRecord, open_store
 from supervisor.tree_view import message_json, tree_rows
 from supervisor.usage import subtree, usage_report
+from supervisor.worktrees import worktree_rows
 
 
 def event_json(event: EventRecord) -> dict[str, Any]:
@@ -84,3 +86,8 @@ class StoreReads:
             else store.list_agents(include_ended=True)
         )
         return usage_report(store, chosen, by).as_dict()
+
+    def worktrees(self, repository: str, prune: bool = False) -> list[dict[str, Any]]:
+        """Grove's worktrees of the git repository `repository` is in, with their agents
+        (supervisor/worktrees.py); with `prune`, those of ended or merged agents go."""
+        return [row.as_dict() for row in asyncio.run(worktree_rows(self.store, repository, prune))]

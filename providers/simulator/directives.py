@@ -19,8 +19,8 @@ objects, `args` optional: make all these calls in one reply; not with `tool` or 
 directive applies only to requests for that model, e.g. one of several reviewers), `stop`
 (`length`: the reply ends as one cut off by its output limit, with each wire's own reason),
 `invalid_output` (N: the first N answers to a structured request, counted from the message
-that carries it, are malformed JSON; each user message after it counts one answer, as an
-answer sent back with its validation error is followed by one).
+that carries it, are malformed JSON; each user message after it, text or tool results, counts
+one answer, as an answer sent back with its problems is followed by one).
 
 Which directives count (script.py applies this): the script is the last user message that
 carries text; the reply to it is step 1, and each tool-result round trip after it adds one. At

@@ -246,13 +246,15 @@ def _structured_answer(
 
 def invalid_answers_left(entries: Sequence[tuple[Entry, str]]) -> int:
     """How many malformed answers `[[sim invalid_output=N]]` still asks for: N, less one for
-    each user text after the message that carries it (an answer sent back with its error)."""
+    each user message after the message that carries it, text or tool results (an answer sent
+    back with its problems, as Grove does in text and pydantic-ai as a tool result)."""
     left = 0
     for kind, text in entries:
-        if kind != "text":
-            continue
-        asked = _invalid_output(text)
-        left = asked if asked is not None else max(left - 1, 0)
+        asked = _invalid_output(text) if kind == "text" else None
+        if asked is not None:
+            left = asked
+        elif kind != "reply":
+            left = max(left - 1, 0)
     return left
 
 

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -84,3 +87,22 @@ def compactions(grove: Grove, agent: str) -> list[dict[str, Any]]:
     finally:
         store.close()
     return [e.payload for e in events if e.kind == "Compacted" and e.payload["agent"] == agent]
+
+
+def interrupt_after_lines(
+    process: subprocess.Popen[str], output: Path, lines: int, timeout_s: float
+) -> tuple[str, str]:
+    """Ctrl+C a running `grove batch` once its output holds `lines` records (or after
+    `timeout_s`); its stdout and stderr. Whatever happens, the process is gone after."""
+    try:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and process.poll() is None:
+            if output.exists() and len(output.read_text().splitlines()) >= lines:
+                break
+            time.sleep(0.2)
+        process.send_signal(signal.SIGINT)
+        return process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import Any
 import pytest
 
 from supervisor.store import Store, open_store
+from tests.integration.groves import interrupt_after_lines
 
 BATCH_TIMEOUT_S = 240
 CONCURRENCY = 3
@@ -318,18 +317,7 @@ def test_ctrl_c_stops_cleanly_with_valid_output(tmp_path: Path) -> None:
         text=True,
         env=work.env,
     )
-    try:
-        deadline = time.monotonic() + BATCH_TIMEOUT_S / 2
-        while time.monotonic() < deadline and process.poll() is None:
-            if work.output.exists() and len(work.output.read_text().splitlines()) >= 2:
-                break
-            time.sleep(0.2)
-        process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+    stdout, stderr = interrupt_after_lines(process, work.output, 2, BATCH_TIMEOUT_S / 2)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert stdout.startswith("Batch interrupted: 2 ok, 0 failed")

@@ -105,3 +105,16 @@ def test_caching_can_be_turned_off(tmp_path: Path) -> None:
     total = json.loads(usage.stdout)["total"]
     assert total["requests"] == 2 and total["input_tokens"] > 2 * 3_000
     assert (total["cache_read_tokens"], total["cache_write_tokens"]) == (0, 0)
+
+
+def test_a_cache_setting_of_the_wrong_kind_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    env = cli_environment(tmp_path, config)
+    for table, problem in (('ttl = "2h"', "cache.ttl"), ('enabled = "perhaps"', "cache.enabled")):
+        config.write_text(f"[cache]\n{table}\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "cli.app", "usage"],
+            capture_output=True, text=True, env=env, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2 and problem in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -28,7 +28,7 @@ from supervisor import Grove
 from supervisor.batch.records import OutputLog, record_results
 from supervisor.batch.summary import Totals
 from supervisor.batch.tasks import Task
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import cli_environment, interrupt_after_lines, running_grove
 
 KEY = "sim-cache-test-key-4411"
 TTFT_MS = 150
@@ -220,3 +220,32 @@ def test_costs_count_cached_tokens_at_their_prices_and_reports_say_so(
     assert "cache rd" in header and "hit" in header and "saved $" in header
     total = rows[-1].split()
     assert total[0] == "total" and total[7].endswith("%") and float(total[9]) > 0
+
+
+def test_a_gemini_batch_interrupted_deletes_its_cached_content(
+    simulator: SimulatorThread, tmp_path: Path
+) -> None:
+    """`grove batch` on Gemini, stopped with Ctrl+C while tasks are in flight: the one entry
+    it made goes with it, and its summary line says what caching read and saved."""
+    tasks, context = tmp_path / "tasks.jsonl", tmp_path / "context.txt"
+    quick = [{"id": n, "prompt": f"quick {n}"} for n in range(3)]
+    slow = [{"id": f"slow-{n}", "prompt": "[[sim ttft_ms=120000]] slow"} for n in range(2)]
+    tasks.write_text("".join(json.dumps(task) + "\n" for task in quick + slow))
+    context.write_text(" ".join(f"ctrl-c-{n}" for n in range(1_500)))
+    env = {
+        **cli_environment(tmp_path),
+        "GOOGLE_GEMINI_BASE_URL": simulator.base_url,
+        "GEMINI_API_KEY": KEY,
+    }
+    explicit = simulator.simulator.explicit
+    made, deleted = explicit.created, explicit.deleted
+    output = tmp_path / "tasks.out.jsonl"
+    command = [sys.executable, "-m", "cli.app", "batch", str(tasks), "--context", str(context)]
+    command += ["--model", "gemini-3.0-flash", "--hosts", "1"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    stdout, stderr = interrupt_after_lines(process, output, 3, 120)
+    assert process.returncode == 130, stderr
+    assert (explicit.created - made, explicit.deleted - deleted) == (1, 1)
+    assert "of input from cache)" in stdout and "(caching saved $" in stdout

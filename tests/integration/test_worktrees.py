@@ -21,6 +21,7 @@ from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
 from tests.integration.groves import running_grove, sim_call, tool_results
+from tests.integration.services import grove_service
 
 MODEL = "claude-haiku-4-5"
 TOOLS = ["bash", "read", "fork", "wait"]
@@ -233,7 +234,53 @@ def test_grove_worktrees_lists_and_prunes(
 
 
 def test_grove_worktrees_outside_a_repository(store_url: str, tmp_path: Path) -> None:
+    (tmp_path / "tasks.jsonl").write_text('{"id": 1, "prompt": "hi"}\n')
+    env = {"GROVE_STORE": store_url, "GROVE_CONFIG_FILE": "/nonexistent/config.toml"}
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(tmp_path)
         code, text = worktrees_cli(store_url)
+        batch = ["batch", "tasks.jsonl", "--worktrees", "--simulate", "-m", MODEL]
+        refused = CliRunner().invoke(app, batch, env=env)
     assert code == 1 and f"{tmp_path} is not in a git repository; run this inside one" in text
+    assert refused.exit_code == 2  # at once: no Ray started, no output written
+    assert f"--worktrees needs a git repository, and {tmp_path} is not in one" in refused.output
+    assert not (tmp_path / "tasks.out.jsonl").exists()
+
+
+def test_batch_and_worktrees_through_a_service(
+    repo: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The service works in the repository it was started in (this module's cwd); `grove
+    worktrees` prints the same through it as from its store."""
+    base = tmp_path_factory.mktemp("served")
+    tasks, output = base / "tasks.jsonl", base / "out.jsonl"
+    calls = [sim_call("bash", command=f"echo {n} > served{n}.txt") for n in range(2)]
+    tasks.write_text(
+        "".join(json.dumps({"id": n, "prompt": p}) + "\n" for n, p in enumerate(calls))
+    )
+    with grove_service(base) as service:
+        done = service.grove(
+            "batch", str(tasks), "--worktrees", "--tools", "bash", "--allow", "bash",
+            "-m", MODEL, "--output", str(output), cwd=repo,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        records = [json.loads(line) for line in output.read_text().splitlines()]
+        assert {record["diff_stat"] for record in records} == {"1 file changed, 1 insertion(+)"}
+        with service.api() as api:  # the HTTP API forks into worktrees as well
+            forked = api.post(
+                f"/api/agents/{records[0]['agent']}/fork",
+                json={
+                    "prompts": [sim_call("bash", command="touch h.txt")],
+                    "workspace": "worktree",
+                },
+            )
+            (child,) = forked.json()["children"]
+            answer = api.get(f"/api/agents/{child}/wait", params={"timeout": 120}).json()
+        assert answer["result"]["worktree"]["branch"] == f"grove/{child[:8]}"
+        served = CliRunner().invoke(app, ["worktrees", "--json"], env=service.env)
+        store = service.env["GROVE_STORE"]
+        local = CliRunner().invoke(app, ["--store", store, "worktrees", "--json"], env=service.env)
+    assert served.exit_code == local.exit_code == 0 and served.output == local.output
+    rows = {row["agent"]: row for row in map(json.loads, served.output.splitlines())}
+    for record in records:
+        assert rows[record["agent"]]["branch"] == record["branch"] == f"grove/{record['agent'][:8]}"

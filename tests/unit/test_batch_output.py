@@ -125,3 +125,20 @@ def test_progress_and_summary_texts() -> None:
     assert summary_line(totals, 1.0, "o", interrupted=1).endswith(
         ". 1 unfinished task(s) run again on the next run"
     )
+
+
+def test_the_summary_says_what_caching_read_and_saved() -> None:
+    totals = Totals(total=2)
+    for saved in (0.75, 0.5):
+        totals.count(
+            {
+                "status": "ok",
+                "usage": {"input_tokens": 10_000, "output_tokens": 5, "cache_read_tokens": 9_500},
+                "cost_usd": 0.01,
+                "saved_usd": saved,
+            }
+        )
+    line = summary_line(totals, 3.0, "out.jsonl")
+    assert "20,010 tokens (95% of input from cache), $0.0200 (caching saved $1.2500)" in line
+    totals.saved_usd = -0.25  # wrote more than it read
+    assert "(caching cost $0.2500 more)" in summary_line(totals, 3.0, "out.jsonl")

@@ -4,7 +4,7 @@ calls, and `times=N` counting under concurrency."""
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -301,3 +301,19 @@ def test_times_counts_a_step_directive_only_where_it_applies() -> None:
 )
 def test_locate_script(entries: list[tuple[Entry, str]], expected: tuple[str, int]) -> None:
     assert locate_script(entries) == expected
+
+
+def test_invalid_output_counts_the_user_messages_after_it() -> None:
+    from providers.simulator.script import invalid_answers_left
+
+    asked: tuple[Literal["text"], str] = ("text", "Review. [[sim invalid_output=2]]")
+    assert invalid_answers_left([asked]) == 2
+    assert invalid_answers_left([asked, ("reply", ""), ("text", "Not JSON; again.")]) == 1
+    assert (
+        invalid_answers_left(
+            [asked, ("reply", ""), ("results", ""), ("reply", ""), ("text", "again")]
+        )
+        == 0
+    )
+    assert invalid_answers_left([("text", "no directive"), ("reply", ""), ("text", "more")]) == 0
+    assert invalid_answers_left([asked, ("reply", ""), ("text", "[[sim invalid_output=1]]")]) == 1
