@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
 import sys
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
@@ -36,6 +37,19 @@ def print_events(reads: StoreReads | RemoteGrove, after: int, follow: bool) -> N
         for found in reads.follow_events(after, FOLLOW_WAIT_S):
             sys.stdout.write("".join(event_line(event) + "\n" for event in found))
             sys.stdout.flush()
+            if reader_gone(sys.stdout):  # `| head -2` is done: no waiting for the next event
+                raise BrokenPipeError
+
+
+def reader_gone(stream: TextIO) -> bool:
+    """Whether nobody reads `stream` any more (a pipe whose reading end was closed)."""
+    try:
+        descriptor = stream.fileno()
+    except (OSError, ValueError):  # not a file: a test's capture
+        return False
+    poller = select.poll()
+    poller.register(descriptor, select.POLLOUT)
+    return any(mask & (select.POLLERR | select.POLLHUP) for _, mask in poller.poll(0))
 
 
 def events_command(

@@ -11,10 +11,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from providers.errors import GroveError
 from server.files import ServiceState, service_token
+from server.wire import NO_ANSWER, Answer, Wire, answers, sse_events
 from supervisor.command_defaults import CommandDefaults
 from supervisor.results import result_from_json
 
@@ -28,8 +27,6 @@ if TYPE_CHECKING:
     from supervisor.budget_rules import Budget
     from supervisor.commands.registry import CommandOutcome
 
-TIMEOUT = httpx.Timeout(60.0, read=3700.0)  # a wait or a command may take long
-STREAM_TIMEOUT = httpx.Timeout(30.0, read=None)  # a stream lasts as long as its turn
 HEALTH_TIMEOUT_S = 2.0
 
 
@@ -57,40 +54,21 @@ def record_of(data: dict[str, Any]) -> RemoteRecord:
     return RemoteRecord(data["uuid"], *(data.get(name) for name in fields))
 
 
-def error_text(response: httpx.Response) -> str:
+def error_text(answer: Answer) -> str:
     """What the service said went wrong: its `error` (Grove's refusals) or `detail` (the
-    API's own checks), else the body as it is. The body must have been read."""
+    API's own checks), else the body as it is."""
     try:
-        error = response.json()
+        error = answer.json()
     except ValueError:
-        return response.text
+        return answer.text
     text = (error.get("error") or error.get("detail")) if isinstance(error, dict) else None
     if text is None:
-        return response.text
+        return answer.text
     return text if isinstance(text, str) else json.dumps(text)
 
 
-def sse_events(response: httpx.Response) -> Iterator[tuple[str, str]]:
-    """`(event, data)` of a Server-Sent Events answer, as they arrive."""
-    event, data = "message", list[str]()
-    for line in response.iter_lines():
-        if not line:
-            if data:
-                yield event, "\n".join(data)
-            event, data = "message", []
-        elif line.startswith("event:"):
-            event = line[6:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-    if data:
-        yield event, "\n".join(data)
-
-
 def healthy(state: ServiceState) -> bool:
-    try:
-        return httpx.get(f"{state.url}/healthz", timeout=HEALTH_TIMEOUT_S).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return answers(state.url, HEALTH_TIMEOUT_S)
 
 
 def dashboard_url(state: ServiceState) -> str:
@@ -143,11 +121,7 @@ class RemoteGrove:
     def __init__(self, state: ServiceState) -> None:
         self.url = state.url
         self.approvers: dict[str, Callable[[ApprovalRequest], str]] = {}
-        self._client = httpx.Client(
-            base_url=state.url,
-            headers={"authorization": f"Bearer {service_token()}"},
-            timeout=TIMEOUT,
-        )
+        self._wire = Wire(state.url, {"authorization": f"Bearer {service_token()}"})
 
     def __enter__(self) -> RemoteGrove:
         return self
@@ -159,7 +133,7 @@ class RemoteGrove:
         """Nothing to start: the service runs Grove."""
 
     def close(self) -> None:
-        self._client.close()
+        self._wire.close()
 
     def _json(
         self,
@@ -171,10 +145,10 @@ class RemoteGrove:
         content: bytes | None = None,
     ) -> Any:
         try:
-            answer = self._client.request(method, path, json=body, params=params, content=content)
-        except httpx.HTTPError as exc:
+            answer = self._wire.request(method, path, body, params=params, content=content)
+        except NO_ANSWER as exc:
             raise RemoteError(f"The Grove service at {self.url} did not answer: {exc}") from exc
-        if answer.status_code >= 400:
+        if answer.status >= 400:
             raise RemoteError(error_text(answer))
         return answer.json()
 
@@ -187,14 +161,11 @@ class RemoteGrove:
     ) -> Iterator[tuple[str, str]]:
         """`(event, data)` of a Server-Sent Events answer, as they arrive."""
         try:
-            with self._client.stream(
-                method, path, json=body, params=params, timeout=STREAM_TIMEOUT
-            ) as answer:
-                if answer.status_code >= 400:
-                    answer.read()
-                    raise RemoteError(error_text(answer))
-                yield from sse_events(answer)
-        except httpx.HTTPError as exc:
+            with self._wire.stream(method, path, body, params=params) as response:
+                if response.status >= 400:
+                    raise RemoteError(error_text(Answer(response.status, response.read())))
+                yield from sse_events(response)
+        except NO_ANSWER as exc:
             raise RemoteError(f"The Grove service at {self.url} did not answer: {exc}") from exc
 
     # --- what a command takes from the configuration ---------------------------------------
@@ -348,9 +319,11 @@ class RemoteGrove:
         return found
 
     def follow_events(self, after: int, wait_s: float) -> Iterator[list[dict[str, Any]]]:
-        """The events after `after` as they come (the service's event stream)."""
-        for _, data in self.stream_events("GET", "/api/events/stream", params={"after": after}):
-            yield [json.loads(data)]
+        """The events after `after` as they come (the service's event stream); an empty list
+        at its keep-alives, as StoreReads gives one after `wait_s` without events."""
+        stream = self.stream_events("GET", "/api/events/stream", params={"after": after})
+        for event, data in stream:
+            yield [] if event == "comment" else [json.loads(data)]
 
     def usage(self, agent: str | None, by: str) -> dict[str, Any]:
         params = {"by": by, **({"agent": agent} if agent else {})}

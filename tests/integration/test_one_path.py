@@ -293,3 +293,18 @@ def test_a_closed_pipe_ends_a_run_of_its_own_quietly(
     stdout.close()
     assert ended.value.code == 141
     assert "Traceback" not in stderr.getvalue() and "BrokenPipe" not in stderr.getvalue()
+
+
+def test_following_the_event_log_ends_when_its_reader_goes(service: Service, session: str) -> None:
+    """`grove events --follow | head -1` with nothing new to say: the command notices the
+    reader has gone while it waits, instead of waiting for the next event."""
+    local = ["--store", service.env["GROVE_STORE"], "events", "--follow"]
+    following = subprocess.Popen(
+        [sys.executable, "-m", "cli.entry", *local], stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True, env=service.env,
+    )  # fmt: skip
+    assert following.stdout is not None and following.stderr is not None
+    assert json.loads(following.stdout.readline())["id"] == 1
+    following.stdout.close()  # the reader goes, as `head -1` does
+    assert following.wait(TIMEOUT_S) == 141
+    assert following.stderr.read() == ""

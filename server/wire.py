@@ -1,0 +1,177 @@
+"""HTTP/1.1 from the service's clients to the service, on the standard library's http.client:
+a command imports it in milliseconds where httpx takes a tenth of a second, which is most of
+what a `grove run` through a service costs. Kept-alive connections, one per request at a time.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+REQUEST_TIMEOUT_S = 3700.0  # an answer may wait long: a command, a turn's wait
+CONNECT_TIMEOUT_S = 30.0
+# What a request that got no answer raises: refused, reset, timed out, cut off.
+NO_ANSWER = (OSError, http.client.HTTPException)
+
+
+class Answer:
+    """A whole answer: its status and body."""
+
+    def __init__(self, status: int, body: bytes) -> None:
+        self.status = status
+        self.body = body
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+    @property
+    def text(self) -> str:
+        return self.body.decode("utf-8", "replace")
+
+
+def query(params: dict[str, Any] | None) -> str:
+    """`?a=1&b=true` (true and false as JSON writes them), or nothing."""
+    if not params:
+        return ""
+    shown = {k: json.dumps(v) if isinstance(v, bool) else v for k, v in params.items()}
+    return "?" + urlencode(shown)
+
+
+class Wire:
+    """Requests to the service at `url` with `headers` on each."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        parts = urlsplit(url)
+        self.host = parts.hostname or "127.0.0.1"
+        self.port = parts.port or 80
+        self.headers = headers
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+
+    def _connection(self) -> http.client.HTTPConnection:
+        with self._lock:
+            if self._idle:
+                return self._idle.pop()
+        return http.client.HTTPConnection(self.host, self.port, timeout=CONNECT_TIMEOUT_S)
+
+    def _send(
+        self,
+        connection: http.client.HTTPConnection,
+        method: str,
+        path: str,
+        body: bytes | None,
+        content_type: str | None,
+        timeout_s: float | None,
+    ) -> http.client.HTTPResponse:
+        headers = {**self.headers, **({"content-type": content_type} if content_type else {})}
+        if connection.sock is None:
+            connection.connect()
+        assert connection.sock is not None
+        connection.sock.settimeout(timeout_s)
+        connection.request(method, path, body=body, headers=headers)
+        return connection.getresponse()
+
+    @staticmethod
+    def _body(
+        payload: dict[str, Any] | None, content: bytes | None
+    ) -> tuple[bytes | None, str | None]:
+        if content is not None:
+            return content, "application/octet-stream"
+        if payload is not None:
+            return json.dumps(payload).encode(), "application/json"
+        return None, None
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+        content: bytes | None = None,
+        timeout_s: float = REQUEST_TIMEOUT_S,
+    ) -> Answer:
+        """One request and its whole answer; a kept-alive connection that the service closed
+        meanwhile is opened again once."""
+        body, content_type = self._body(payload, content)
+        for attempt in (1, 2):
+            connection = self._connection()
+            reused = connection.sock is not None
+            try:
+                response = self._send(
+                    connection, method, path + query(params), body, content_type, timeout_s
+                )
+                answer = Answer(response.status, response.read())
+            except NO_ANSWER:
+                connection.close()
+                if reused and attempt == 1:
+                    continue  # it had gone stale while idle
+                raise
+            if response.will_close:
+                connection.close()
+            else:
+                with self._lock:
+                    self._idle.append(connection)
+            return answer
+        raise AssertionError("unreachable")
+
+    @contextmanager
+    def stream(
+        self,
+        method: str,
+        path: str,
+        payload: dict[str, Any] | None = None,
+        *,
+        params: dict[str, Any] | None = None,
+    ) -> Iterator[http.client.HTTPResponse]:
+        """A request whose answer is read as it comes (no read timeout: a stream lasts as long
+        as what it follows), on a connection of its own, closed at the end."""
+        body, content_type = self._body(payload, content=None)
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=CONNECT_TIMEOUT_S)
+        try:
+            yield self._send(connection, method, path + query(params), body, content_type, None)
+        finally:
+            connection.close()
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for connection in idle:
+            connection.close()
+
+
+def sse_events(response: http.client.HTTPResponse) -> Iterator[tuple[str, str]]:
+    """`(event, data)` of a Server-Sent Events answer, as they arrive."""
+    event, data = "message", list[str]()
+    while raw := response.readline():
+        line = raw.decode("utf-8").rstrip("\r\n")
+        if not line:
+            if data:
+                yield event, "\n".join(data)
+            event, data = "message", []
+        elif line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+        elif line.startswith(":"):  # a keep-alive: a reader may look around
+            yield "comment", line[1:].strip()
+    if data:
+        yield event, "\n".join(data)
+
+
+def answers(url: str, timeout_s: float) -> bool:
+    """Whether a service answers /healthz at `url` within `timeout_s`."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=timeout_s)
+    try:
+        connection.request("GET", "/healthz")
+        return connection.getresponse().status == 200
+    except NO_ANSWER:
+        return False
+    finally:
+        connection.close()
