@@ -457,10 +457,15 @@ class Grove:
             raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
         if not wanted:
             return []
-        specs = asyncio.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
+        listed = asyncio.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
         return [
-            {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-            for spec in specs
+            {
+                "name": tool.spec.name,
+                "description": tool.spec.description,
+                "parameters": tool.spec.parameters,
+                "idempotent": tool.idempotent,
+            }
+            for tool in listed
         ]
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from providers.catalog import ModelSpec
 from supervisor.children import child_records
 from supervisor.tool_rules import narrowed
+from supervisor.turns import fork_end
 
 if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
@@ -39,7 +40,7 @@ async def fork_child(
     parent's directory) or "worktree" (a git worktree of its own); default: the config's."""
     if core.budget_check is not None:
         core.budget_check(parent, False)
-    (child,) = child_records(parent, model, core.store.conversation_end(parent.uuid), 1)
+    (child,) = child_records(parent, model, fork_end(core.store, parent), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})

@@ -442,6 +442,12 @@ class Supervisor:
         """A host met the context limit in a turn: compact, and send the new conversation."""
         return await recover(self.core, uuid, reason, tokens)
 
+    async def store_steps(self, steps: list[tuple[Ticket, int, NewEntry]]) -> list[int | None]:
+        """Finished steps of turns in flight, from a host as they end: each one's message id
+        (None: not stored, the turn is no longer in flight there)."""
+        self._wake()
+        return self.core.store_steps(steps)
+
     async def complete_turns(self, finished: list[tuple[Ticket, TurnResult]]) -> list[str]:
         """Turns a host finished, reported together; the ticket ids that were not stored."""
         self._wake()

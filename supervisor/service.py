@@ -30,6 +30,7 @@ from supervisor.fork_cache import ForkCaches
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
+from supervisor.store.kinds import TURN_END_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
 from supervisor.tool_rules import grant_of
@@ -37,10 +38,15 @@ from supervisor.turns import (
     HostClient,
     LiveAgent,
     TurnTicket,
+    calls_tools,
     choice_of,
+    fork_end,
+    step_events,
+    step_message,
     stored_entry,
     turn_events,
     turn_messages,
+    turn_open,
 )
 from supervisor.worktrees import Workspaces, worktree_of
 
@@ -326,7 +332,7 @@ class SupervisorCore:
                 return [known[key] if key in known else next(made) for key in keys]
         if self.budget_check is not None:
             self.budget_check(parent, False)
-        point = self.store.conversation_end(parent.uuid)
+        point = fork_end(self.store, parent)
         records = child_records(
             parent, model, point, len(prompts), system, budget, retry_interrupted, keys, output
         )
@@ -450,9 +456,11 @@ class SupervisorCore:
         """An agent's last answer read back from the store (after a supervisor restart the
         live result is gone, the stored one is not)."""
         for message in reversed(self.store.agent_messages(uuid)):
-            if message.kind == "user":
+            if message.kind in ("user", "tool_result", TURN_END_KIND):
                 return None
             if message.kind == "assistant":
+                if calls_tools(message.data):  # a step of a turn not finished
+                    return None
                 return TurnResult(
                     text=message.content,
                     usage=Usage(**message.data.get("usage", {})),
@@ -483,6 +491,28 @@ class SupervisorCore:
             workspace=record.metadata.get("workspace"),
             worktree=worktree_of(record.metadata),
         )
+
+    def store_steps(self, steps: Sequence[tuple[Ticket, int, NewEntry]]) -> list[int | None]:
+        """Finished steps of turns in flight (a reply that calls tools, a tool result), stored
+        as they end in ONE store transaction, each keyed as its finished turn would store it
+        (a repeat stores nothing twice); their tool events go out now. The message id of
+        each; None for a step of a turn that is no longer its agent's turn in flight (another
+        run of it took over), which is not stored."""
+        current = [
+            (ticket, index, entry)
+            for ticket, index, entry in steps
+            if self.live(ticket.uuid).ticket_id == ticket.ticket_id
+        ]
+        stored = self.store.append_messages([step_message(*step) for step in current])
+        ids = {(t.ticket_id, index): m.id for (t, index, _), m in zip(current, stored, strict=True)}
+        with self.event_log.batched():
+            for ticket, _, entry in current:
+                if entry.kind == "assistant":
+                    billed = {key: value for key, value in entry.data.items() if key != "parts"}
+                    self.billing.step_stored(ticket.ticket_id, billed)
+                for kind, payload in step_events(ticket.uuid, entry):
+                    self.event(kind, **payload)
+        return [ids.get((ticket.ticket_id, index)) for ticket, index, _ in steps]
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:
         """Persist what the turn produced, once per ticket, then release the agent."""
@@ -594,8 +624,7 @@ class SupervisorCore:
             if record.role == "advisor":
                 self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
                 continue
-            own = self.store.agent_messages(record.uuid)
-            if not own or own[-1].kind != "user":
+            if not turn_open(self.store.agent_messages(record.uuid)):
                 continue
             self.event("TurnInterrupted", agent=record.uuid, reason="supervisor restarted")
             if record.metadata.get("retry_interrupted"):

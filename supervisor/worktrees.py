@@ -29,6 +29,7 @@ from actors.tools.worktrees import (
 from supervisor.errors import CommandError
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord
+from supervisor.turns import fork_end
 
 WorkspaceChoice = Literal["shared", "worktree"]
 WORKSPACE_CHOICES: tuple[str, ...] = get_args(WorkspaceChoice)
@@ -90,7 +91,7 @@ async def in_worktrees(
         made = await make_worktrees(point, [child.uuid for child in children])
     except WorktreeError as exc:
         raise CommandError(f"fork refused: {exc}") from exc
-    end = store.conversation_end(parent.uuid)
+    end = fork_end(store, parent)
     placed = []
     for child, worktree in zip(children, made, strict=True):
         workspace = os.path.join(worktree.path, point.prefix).rstrip("/")
