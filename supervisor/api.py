@@ -55,6 +55,7 @@ from supervisor.worktrees import WorktreeRow, worktree_rows
 CALL_TIMEOUT_S = 60.0
 Approver = Callable[[ApprovalRequest], str]
 SUPERVISOR_RESTART_WAIT_S = 120.0
+RESUME_WAIT_S = 120.0  # how long a reader waits for a turn cut off by its host to resume
 # Calls that change nothing, or that are idempotent (fork_many with keys): repeated after a
 # supervisor restart instead of failing.
 REPEATABLE_CALLS = frozenset(
@@ -75,18 +76,47 @@ REPEATABLE_CALLS = frozenset(
 )
 
 
-HOST_DIED = ("notice", "the agent's host died; the turn is reported as interrupted")
+HOST_DIED = ("notice", "the agent's host died; the turn resumes on another host")
+# How many host deaths in a row one reader follows a turn across before it stops reading.
+MAX_FOLLOWS = 20
 
 
-async def _awaited_deltas(stream: Any) -> AsyncIterator[tuple[str, str]]:
-    """The deltas of a host's streaming generator, each chunk awaited; a host's death ends
-    them with a notice."""
-    try:
-        async for ref in stream:
-            for delta in await asyncio.wait_for(ref, CALL_TIMEOUT_S * 10):
-                yield delta
-    except ray.exceptions.RayActorError:
-        yield HOST_DIED
+def _deltas(supervisor: Any, agent: str, stream: Any) -> Iterator[tuple[str, str]]:
+    """The deltas of a host's streaming generator; when its host dies, a notice, then those
+    of the turn resumed on another host, from its resumption on, to its end."""
+    for _ in range(MAX_FOLLOWS):
+        try:
+            for ref in stream:
+                yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
+            return
+        except ray.exceptions.RayActorError:
+            yield HOST_DIED
+        host = ray.get(
+            supervisor.resumed_host.remote(agent, RESUME_WAIT_S), timeout=RESUME_WAIT_S + 30
+        )
+        if host is None:
+            return
+        stream = host.watch.options(num_returns="streaming").remote(agent)
+
+
+async def _awaited_deltas(
+    supervisor: Any, agent: str, stream: Any
+) -> AsyncIterator[tuple[str, str]]:
+    """`_deltas` for an asyncio caller (the service), each chunk awaited."""
+    for _ in range(MAX_FOLLOWS):
+        try:
+            async for ref in stream:
+                for delta in await asyncio.wait_for(ref, CALL_TIMEOUT_S * 10):
+                    yield delta
+            return
+        except ray.exceptions.RayActorError:
+            yield HOST_DIED
+        host = await asyncio.wait_for(
+            supervisor.resumed_host.remote(agent, RESUME_WAIT_S), RESUME_WAIT_S + 30
+        )
+        if host is None:
+            return
+        stream = host.watch.options(num_returns="streaming").remote(agent)
 
 
 def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> None:
@@ -110,8 +140,9 @@ def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> No
 class Turn:
     """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end.
 
-    When the host dies under it, iteration stops with a notice and `result()` answers from
-    the supervisor: the turn interrupted, or its retry's result."""
+    When the host dies under it, a notice comes, then the deltas of the turn resumed on
+    another host (from its last stored step on), and `result()` answers from the supervisor
+    with the resumed turn's result."""
 
     def __init__(
         self,
@@ -134,21 +165,17 @@ class Turn:
         """The turn's deltas; an approval request goes to the session's approver instead."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        try:
-            for ref in stream:
-                for kind, text in ray.get(ref, timeout=CALL_TIMEOUT_S * 10):
-                    if kind == "approval" and self._on_approval is not None:
-                        self._on_approval(text)
-                    else:
-                        yield kind, text
-        except ray.exceptions.RayActorError:
-            yield HOST_DIED
+        for kind, text in _deltas(self._supervisor, self.agent, stream):
+            if kind == "approval" and self._on_approval is not None:
+                self._on_approval(text)
+            else:
+                yield kind, text
 
     async def deltas(self) -> AsyncIterator[tuple[str, str]]:
         """The same deltas for an asyncio caller (the service): nothing waits in a thread."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        async for kind, text in _awaited_deltas(stream):
+        async for kind, text in _awaited_deltas(self._supervisor, self.agent, stream):
             if kind == "approval" and self._on_approval is not None:
                 self._on_approval(text)
             else:
@@ -544,7 +571,6 @@ class Grove:
         *,
         system: str | None = None,
         advisor: str | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -553,8 +579,8 @@ class Grove:
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
-        (MODEL[/THINKING]) attaches a reviewer to every child; `retry_interrupted` runs a
-        child's turn again when its host dies under it (its result is still stored once);
+        (MODEL[/THINKING]) attaches a reviewer to every child (a child's turn cut off by its
+        host's death resumes on another, its result still stored once: as every turn does);
         `keys` (one per prompt) name the children so that a repeated call returns them;
         `budget` limits what the children and their descendants spend together (on top of
         the tree's budget); `workspace="worktree"` puts each child in a git worktree of its
@@ -572,7 +598,6 @@ class Grove:
             spec,
             system,
             reviewer,
-            retry_interrupted,
             keys,
             budget,
             workspace,
@@ -733,18 +758,15 @@ class Grove:
         host = self._call("turn_host", agent)
         if host is None:
             return
-        try:
-            for ref in host.watch.options(num_returns="streaming").remote(agent):
-                yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
-        except ray.exceptions.RayActorError:
-            yield HOST_DIED
+        stream = host.watch.options(num_returns="streaming").remote(agent)
+        yield from _deltas(self.supervisor, agent, stream)
 
     async def watch_async(self, agent: str) -> AsyncIterator[tuple[str, str]]:
         """`watch` for an asyncio caller (the service): nothing waits in a thread."""
         host = await self._call_async("turn_host", agent)
         if host is not None:
             stream = host.watch.options(num_returns="streaming").remote(agent)
-            async for delta in _awaited_deltas(stream):
+            async for delta in _awaited_deltas(self.supervisor, agent, stream):
                 yield delta
 
     def cancel(self, agent: str) -> bool:

@@ -40,7 +40,7 @@ from supervisor.errors import CommandError, HostDiedError
 from supervisor.fleet import FleetLimiter, ProviderLimits
 from supervisor.forking import fork_child
 from supervisor.mail import route_mail
-from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
+from supervisor.service import HOST_CALL_TIMEOUT_S, RECOVERING, Limits, SupervisorCore
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
@@ -53,6 +53,7 @@ HOST_PING_INTERVAL_S = 1.0
 HOST_PING_TIMEOUT_S = 10.0
 SUPERVISOR_NAME = "grove-supervisor"
 ONE_REQUEST_TIMEOUT_S = 900.0  # a summary of a long history may stream for minutes
+RESUME_POLL_S = 0.05  # how often a reader asks whether a resumed turn has begun
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -208,6 +209,7 @@ class Supervisor:
         self.budgets = BudgetDesk(self.core)
         self.fleet = FleetLimiter(settings.rate_limits)
         self.core.budget_check = self.budgets.before_turn
+        self.core.release_holds = self.budgets.release
         self.approvals = ApprovalDesk(self.core)
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
@@ -460,7 +462,6 @@ class Supervisor:
         model: ModelSpec | None,
         system: str | None = None,
         advisor: ModelSpec | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -484,7 +485,6 @@ class Supervisor:
             model,
             system,
             before_start=attach,
-            retry_interrupted=retry_interrupted,
             keys=keys,
             budget=budget,
             workspace=workspace,
@@ -559,6 +559,19 @@ class Supervisor:
         if not self.core.streaming(uuid):
             return None
         return self.host(self.core.live(uuid).host.host_id)
+
+    async def resumed_host(self, uuid: str, timeout_s: float) -> Any:
+        """After the host running the agent's turn died: the host its resumed turn runs on,
+        once it has begun there (None when no turn is in flight, or none began in time)."""
+        state = self.core.live(self.core.agent(uuid).uuid)
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while state.ticket_id in (None, RECOVERING) and not state.turn_done.is_set():
+            if asyncio.get_running_loop().time() > deadline:
+                return None
+            await asyncio.sleep(RESUME_POLL_S)
+        if state.ticket_id in (None, RECOVERING):
+            return None
+        return self.host(state.host.host_id)
 
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         state = self.core.live(uuid)

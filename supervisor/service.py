@@ -97,6 +97,8 @@ class SupervisorCore:
         # Refuses a new turn (count=True) or fork in a tree whose budget is spent; set by the
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
+        # Gives back what the requests in flight of an agent whose host died held (the same).
+        self.release_holds: Callable[[str], None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self.workspaces = Workspaces()  # where agents work: set by the deployment
         self._live: dict[str, LiveAgent] = {}
@@ -193,10 +195,7 @@ class SupervisorCore:
         state = self._live.get(uuid)
         if state is None:
             record = record or self.store.get_agent(uuid)
-            state = self._live[uuid] = LiveAgent(
-                host=self._place(uuid, record),
-                retry_interrupted=bool(record and record.metadata.get("retry_interrupted")),
-            )
+            state = self._live[uuid] = LiveAgent(host=self._place(uuid, record))
             state.turn_done.set()
         return state
 
@@ -288,7 +287,6 @@ class SupervisorCore:
         model: ModelSpec | None,
         system: str | None = None,
         before_start: Callable[[list[AgentRecord]], Awaitable[None]] | None = None,
-        retry_interrupted: bool = False,
         keys: Sequence[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -296,8 +294,7 @@ class SupervisorCore:
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
-        replaces the system prompt the children would inherit; `retry_interrupted` runs a
-        child's turn again when its host (or the supervisor) dies under it; `budget` is one
+        replaces the system prompt the children would inherit; `budget` is one
         the children share, besides their tree's. `keys` make the call idempotent: a child
         already forked from this parent under a key is returned as it is, not forked again
         (a caller repeating a call cut off by a restart). `workspace="worktree"` gives each
@@ -320,7 +317,6 @@ class SupervisorCore:
                         model,
                         system,
                         before_start,
-                        retry_interrupted,
                         [keys[index] for index in fresh],
                         budget,
                         workspace,
@@ -333,9 +329,7 @@ class SupervisorCore:
         if self.budget_check is not None:
             self.budget_check(parent, False)
         point = fork_end(self.store, parent)
-        records = child_records(
-            parent, model, point, len(prompts), system, budget, retry_interrupted, keys, output
-        )
+        records = child_records(parent, model, point, len(prompts), system, budget, keys, output)
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
@@ -381,7 +375,7 @@ class SupervisorCore:
         prefix = self.fork_caches.prefix(records[0], records[0].fork_message_id, tokens)
         started = await self.fork_caches.start_many(prefix, by_host, hosts, shared)
         for host_id, items, outcome in started:
-            if isinstance(outcome, HostDiedError) and retry_interrupted:
+            if isinstance(outcome, HostDiedError):
                 self._retry_unseen(host_id, [ticket for ticket, _ in items])
             elif isinstance(outcome, BaseException):
                 raise outcome
@@ -582,8 +576,8 @@ class SupervisorCore:
 
     async def host_died(self, host: HostClient, replace: Callable[[], Awaitable[None]]) -> None:
         """A host is gone: replace it (within the restart intensity) and rebuild its agents on
-        their next message. Turns it was running are reported interrupted; those whose caller
-        asked for it run again, so their result is still stored exactly once."""
+        their next message. Turns it was running are reported interrupted and resume on the new
+        host from their last stored step, so their result is still stored exactly once."""
         affected = [(uuid, state) for uuid, state in self._live.items() if state.host is host]
         intensity = self._intensity.setdefault(host.host_id, RestartIntensity(self.restart_policy))
         if not intensity.allow():
@@ -597,15 +591,14 @@ class SupervisorCore:
         self.event("HostRestarted", host=host.host_id, agents=len(affected))
         for uuid, state in affected:
             state.active, state.ready_for = False, None
+            if self.release_holds is not None:
+                self.release_holds(uuid)
             if state.ticket_id is None:
                 continue
             self._keep_billed(state.ticket_id)
             self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host.host_id)
-            if state.retry_interrupted:
-                state.ticket_id = None  # waiters keep waiting: the retry is this turn's end
-                self._schedule_retry(uuid, state)
-            else:
-                self._interrupted(uuid, state, "interrupted: the agent's host died")
+            state.ticket_id = None  # waiters keep waiting: the resumed turn is this turn's end
+            self._schedule_retry(uuid, state)
         if self.advisors is not None:
             await self.advisors.host_replaced(host)
 
@@ -616,9 +609,9 @@ class SupervisorCore:
             self.store.append_messages(lost)
 
     def recover(self) -> int:
-        """After a supervisor restart: turns that were in flight are reported interrupted and,
-        where their caller asked for it (`retry_interrupted`), run again; until then they
-        count as in flight, so nobody waiting takes them for finished. Returns how many."""
+        """After a supervisor restart: turns that were in flight are reported interrupted and
+        resume from their last stored step; until then they count as in flight, so nobody
+        waiting takes them for finished. Returns how many."""
         restarted = 0
         for record in self.store.list_agents():
             if record.role == "advisor":
@@ -627,12 +620,11 @@ class SupervisorCore:
             if not turn_open(self.store.agent_messages(record.uuid)):
                 continue
             self.event("TurnInterrupted", agent=record.uuid, reason="supervisor restarted")
-            if record.metadata.get("retry_interrupted"):
-                state = self.live(record.uuid, record)
-                state.ticket_id = RECOVERING
-                state.turn_done.clear()
-                restarted += 1
-                self._schedule_retry(record.uuid, state)
+            state = self.live(record.uuid, record)
+            state.ticket_id = RECOVERING
+            state.turn_done.clear()
+            restarted += 1
+            self._schedule_retry(record.uuid, state)
         return restarted
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:

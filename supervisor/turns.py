@@ -91,8 +91,7 @@ class LiveAgent:
     last_result: TurnResult | None = None
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
     released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
-    retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
-    retrying: bool = False  # a retry of an interrupted turn is under way
+    retrying: bool = False  # an interrupted turn's resumption is under way
 
 
 def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:

@@ -42,7 +42,6 @@ class BatchGrove(Protocol):
         *,
         system: str | None = None,
         advisor: str | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         workspace: str | None = None,
     ) -> list[str]: ...
@@ -179,7 +178,6 @@ class BatchRunner:
                     model,
                     system=system,
                     advisor=self.advisor,
-                    retry_interrupted=True,
                     keys=[self.child_key(task) for task in group],
                     workspace=self.workspace,
                 )

@@ -7,6 +7,7 @@ cut off reported to the model, or run again when its tool says it is idempotent.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,8 @@ from actors.steps import interrupted_text
 from actors.tools.python import tool
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor import Grove
+from supervisor import Budget, Grove
+from supervisor.api import HOST_DIED
 from supervisor.store import open_store
 from supervisor.usage import subtree, usage_report
 from tests.integration.groves import running_grove
@@ -75,7 +77,7 @@ def killed_during_second_call(grove: Grove, name: str, path: Path) -> str:
     """Fork a child that runs the three-call task; SIGKILL its host while the second call
     runs; wait for the child's turn (resumed on the new host) to end. The child."""
     root = grove.create_root("claude-haiku-4-5", tools=[mark, mark_again]).uuid
-    (child,) = grove.fork_many(root, [three_calls(name, path)], retry_interrupted=True)
+    (child,) = grove.fork_many(root, [three_calls(name, path)])
     deadline = time.monotonic() + 60
     while not path.exists() or SLOW_LABEL not in path.read_text().split():
         assert time.monotonic() < deadline, "the second call never started"
@@ -165,3 +167,79 @@ def test_an_idempotent_call_cut_off_runs_again(
         assert [(e["agent"], e["tool"]) for e in reran] == [(child, "mark_again")]
     finally:
         store.close()
+
+
+def wait_for_label(path: Path, label: str) -> None:
+    deadline = time.monotonic() + 60
+    while not path.exists() or label not in path.read_text().split():
+        assert time.monotonic() < deadline, f"call {label} never started"
+        time.sleep(0.05)
+
+
+def test_a_chat_turn_resumes_and_its_reader_follows_it(
+    setup: tuple[Grove, SimulatorThread], tmp_path: Path
+) -> None:
+    """A turn its caller streams (as `grove chat` does): the host dies in the second call,
+    the reader is told, then reads the resumed turn to its end on the new host."""
+    grove, simulator = setup
+    path = tmp_path / "effects.txt"
+    root = grove.create_root("claude-haiku-4-5", tools=[mark]).uuid
+    turn = grove.send(root, three_calls("mark", path))
+    deltas: list[tuple[str, str]] = []
+    reader = threading.Thread(target=lambda: deltas.extend(turn))
+    reader.start()
+    wait_for_label(path, SLOW_LABEL)
+    kill_host(grove, grove.provider_identity(root)["host"])
+    reader.join(120)
+    assert not reader.is_alive()
+    result = turn.result(60)
+    assert result.ok, result.error
+    assert path.read_text().split() == ["1", "2", "3"]
+    assert simulator.simulator.billed["requests"] == 4
+    assert HOST_DIED in deltas
+    after = deltas[deltas.index(HOST_DIED) + 1 :]
+    cut_off = f"mark failed: {interrupted_text('mark')}"
+    assert any(kind == "tool_result" and cut_off.startswith(text[:-1]) for kind, text in after)
+    assert any(kind == "tool_call" and "mark" in text and '"3"' in text for kind, text in after)
+    assert "".join(text for kind, text in after if kind == "text") == result.text
+
+
+def test_a_child_of_the_fork_tool_resumes(
+    setup: tuple[Grove, SimulatorThread], tmp_path: Path
+) -> None:
+    """A child a model forked with the `fork` tool, its host killed during its second call:
+    it resumes, each side effect once; its parent's `wait` gets its answer."""
+    grove, _ = setup
+    path = tmp_path / "effects.txt"
+    fork_args = json.dumps({"prompt": three_calls("mark", path)}).replace("'", "\\'")
+    wait_args = json.dumps({"timeout": 120})
+    parent_prompt = (
+        f"[[sim tool=fork args='{fork_args}' step=1]] "
+        f"[[sim tool=wait args='{wait_args}' step=2]] Delegate, then report."
+    )
+    root = grove.create_root("claude-haiku-4-5", tools=["fork", "wait", mark]).uuid
+    turn = grove.send(root, parent_prompt)
+    wait_for_label(path, SLOW_LABEL)
+    (forked,) = [m for m in grove.history(root) if m.kind == "tool_result"]  # stored live
+    child = json.loads(forked.data["parts"][0]["content"])["uuid"]
+    kill_host(grove, grove.provider_identity(child)["host"])
+    assert turn.result(120).ok
+    child_result = grove.wait_turn(child, 120)
+    assert child_result is not None and child_result.ok, child_result
+    assert path.read_text().split() == ["1", "2", "3"]
+
+
+def test_what_a_killed_host_held_of_a_budget_is_given_back(
+    setup: tuple[Grove, SimulatorThread],
+) -> None:
+    """The request in flight when its host died held the whole budget: given back, the turn
+    resumes (else its request would wait for a hold that never settles)."""
+    grove, _ = setup
+    root = grove.create_root("claude-haiku-4-5", budget=Budget(tokens=200, reserve_output=1000))
+    turn = grove.send(root.uuid, "[[sim tps=8 tokens=40]] slowly")
+    for kind, _ in turn:  # until its reply streams: its hold is taken
+        if kind == "text":
+            break
+    kill_host(grove, grove.provider_identity(root.uuid)["host"])
+    result = turn.result(60)
+    assert result.ok, result.error

@@ -17,13 +17,13 @@ ONE_PIXEL_PNG = base64.b64decode(
 )
 
 
-@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
 
 
-@server.tool(annotations=ToolAnnotations(idempotentHint=True, readOnlyHint=False))
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True, read_only_hint=False))
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())
