@@ -81,9 +81,9 @@ HOST_DIED = ("notice", "the agent's host died; the turn resumes on another host"
 MAX_FOLLOWS = 20
 
 
-def _deltas(supervisor: Any, agent: str, stream: Any) -> Iterator[tuple[str, str]]:
-    """The deltas of a host's streaming generator; when its host dies, a notice, then those
-    of the turn resumed on another host, from its resumption on, to its end."""
+def _deltas(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[tuple[str, str]]:
+    """The deltas of a host's streaming generator (of the turn `ticket`); when its host dies,
+    a notice, then those of the turn resumed on another host, from its resumption on."""
     for _ in range(MAX_FOLLOWS):
         try:
             for ref in stream:
@@ -91,16 +91,18 @@ def _deltas(supervisor: Any, agent: str, stream: Any) -> Iterator[tuple[str, str
             return
         except ray.exceptions.RayActorError:
             yield HOST_DIED
-        host = ray.get(
-            supervisor.resumed_host.remote(agent, RESUME_WAIT_S), timeout=RESUME_WAIT_S + 30
+        resumed = ray.get(
+            supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S),
+            timeout=RESUME_WAIT_S + 30,
         )
-        if host is None:
+        if resumed is None:
             return
+        host, ticket = resumed
         stream = host.watch.options(num_returns="streaming").remote(agent)
 
 
 async def _awaited_deltas(
-    supervisor: Any, agent: str, stream: Any
+    supervisor: Any, agent: str, ticket: str, stream: Any
 ) -> AsyncIterator[tuple[str, str]]:
     """`_deltas` for an asyncio caller (the service), each chunk awaited."""
     for _ in range(MAX_FOLLOWS):
@@ -111,11 +113,12 @@ async def _awaited_deltas(
             return
         except ray.exceptions.RayActorError:
             yield HOST_DIED
-        host = await asyncio.wait_for(
-            supervisor.resumed_host.remote(agent, RESUME_WAIT_S), RESUME_WAIT_S + 30
+        resumed = await asyncio.wait_for(
+            supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S), RESUME_WAIT_S + 30
         )
-        if host is None:
+        if resumed is None:
             return
+        host, ticket = resumed
         stream = host.watch.options(num_returns="streaming").remote(agent)
 
 
@@ -165,7 +168,7 @@ class Turn:
         """The turn's deltas; an approval request goes to the session's approver instead."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        for kind, text in _deltas(self._supervisor, self.agent, stream):
+        for kind, text in _deltas(self._supervisor, self.agent, self.ticket_id, stream):
             if kind == "approval" and self._on_approval is not None:
                 self._on_approval(text)
             else:
@@ -175,7 +178,8 @@ class Turn:
         """The same deltas for an asyncio caller (the service): nothing waits in a thread."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        async for kind, text in _awaited_deltas(self._supervisor, self.agent, stream):
+        deltas = _awaited_deltas(self._supervisor, self.agent, self.ticket_id, stream)
+        async for kind, text in deltas:
             if kind == "approval" and self._on_approval is not None:
                 self._on_approval(text)
             else:
@@ -755,18 +759,20 @@ class Grove:
     def watch(self, agent: str) -> Iterator[tuple[str, str]]:
         """The `(kind, text)` deltas of the agent's turn in progress, from now to its end
         (nothing when it has none): for a reader that did not start the turn."""
-        host = self._call("turn_host", agent)
-        if host is None:
+        running = self._call("turn_host", agent)
+        if running is None:
             return
+        host, ticket = running
         stream = host.watch.options(num_returns="streaming").remote(agent)
-        yield from _deltas(self.supervisor, agent, stream)
+        yield from _deltas(self.supervisor, agent, ticket, stream)
 
     async def watch_async(self, agent: str) -> AsyncIterator[tuple[str, str]]:
         """`watch` for an asyncio caller (the service): nothing waits in a thread."""
-        host = await self._call_async("turn_host", agent)
-        if host is not None:
+        running = await self._call_async("turn_host", agent)
+        if running is not None:
+            host, ticket = running
             stream = host.watch.options(num_returns="streaming").remote(agent)
-            async for delta in _awaited_deltas(self.supervisor, agent, stream):
+            async for delta in _awaited_deltas(self.supervisor, agent, ticket, stream):
                 yield delta
 
     def cancel(self, agent: str) -> bool:

@@ -40,7 +40,7 @@ from supervisor.errors import CommandError, HostDiedError
 from supervisor.fleet import FleetLimiter, ProviderLimits
 from supervisor.forking import fork_child
 from supervisor.mail import route_mail
-from supervisor.service import HOST_CALL_TIMEOUT_S, RECOVERING, Limits, SupervisorCore
+from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
@@ -555,23 +555,27 @@ class Supervisor:
         return self.core.streaming(uuid)
 
     async def turn_host(self, uuid: str) -> Any:
-        """The host running the agent's turn in progress (None: no turn is)."""
+        """The host running the agent's turn in progress and that turn's ticket (None: no
+        turn is)."""
         if not self.core.streaming(uuid):
             return None
-        return self.host(self.core.live(uuid).host.host_id)
+        state = self.core.live(uuid)
+        return self.host(state.host.host_id), state.ticket_id
 
-    async def resumed_host(self, uuid: str, timeout_s: float) -> Any:
-        """After the host running the agent's turn died: the host its resumed turn runs on,
-        once it has begun there (None when no turn is in flight, or none began in time)."""
+    async def resumed_host(self, uuid: str, dead: str, timeout_s: float) -> Any:
+        """After the host running the agent's turn `dead` (a ticket) died: the host its
+        resumed turn runs on and that turn's ticket, once it has begun there (None when no
+        turn is in flight, or none began in time)."""
         state = self.core.live(self.core.agent(uuid).uuid)
         deadline = asyncio.get_running_loop().time() + timeout_s
-        while state.ticket_id in (None, RECOVERING) and not state.turn_done.is_set():
+        while not state.turn_done.is_set():
+            ticket = state.ticket_id
+            if ticket is not None and ticket != dead and state.started == ticket:
+                return self.host(state.host.host_id), ticket
             if asyncio.get_running_loop().time() > deadline:
                 return None
             await asyncio.sleep(RESUME_POLL_S)
-        if state.ticket_id in (None, RECOVERING):
-            return None
-        return self.host(state.host.host_id)
+        return None
 
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         state = self.core.live(uuid)

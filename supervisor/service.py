@@ -271,6 +271,7 @@ class SupervisorCore:
             state.turn_done.clear()
             try:
                 await asyncio.wait_for(state.host.start_turn(ticket, None), HOST_CALL_TIMEOUT_S)
+                state.started = ticket.ticket_id
             except BaseException:
                 if state.ticket_id == ticket.ticket_id:  # else host_died has taken it over
                     state.ticket_id = None

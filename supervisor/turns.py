@@ -87,6 +87,7 @@ class LiveAgent:
     ready_for: ModelChoice | None = None  # the model whose provider the host has prepared
     begin_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ticket_id: str | None = None
+    started: str | None = None  # the ticket of the last turn begun that its host has taken
     turn_done: asyncio.Event = field(default_factory=asyncio.Event)
     last_result: TurnResult | None = None
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
