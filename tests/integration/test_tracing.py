@@ -234,3 +234,23 @@ def _events(grove: Grove, kind: str) -> list[dict[str, object]]:
         return events(store, kind)
     finally:
         store.close()
+
+
+def test_a_command_refuses_an_exporter_grove_cannot_follow_before_starting(
+    tmp_path: Path,
+) -> None:
+    env = cli_environment(tmp_path) | {"OTEL_TRACES_EXPORTER": "zipkin"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-5-mini", "hi"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip() == (
+        "OTEL_TRACES_EXPORTER=zipkin: Grove exports traces over OTLP only (otlp, or none to "
+        "turn tracing off)"
+    )
