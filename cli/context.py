@@ -180,9 +180,16 @@ class CliContext:
         return remote is None and self.address is not None
 
     def local_grove(self, *, simulate: bool = False, hosts: int | None = None) -> Grove:
-        """A Grove of this command's own, not started; its store checked first (exit 2)."""
+        """A Grove of this command's own, not started; its store and where its traces go
+        checked first (exit 2)."""
         settings = self.settings()
         self.checked_store()
+        from supervisor.telemetry import telemetry_settings
+
+        try:
+            telemetry_settings(settings.telemetry)
+        except GroveError as exc:
+            fail(str(exc), code=2)
         from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
         return Grove(settings=settings, simulate=simulate, hosts=hosts)

@@ -63,8 +63,9 @@ class RootIn(BaseModel):
     tools: Names | None = Field(
         default=None, description="built-in names, mcp__SERVER, package.module:attr"
     )
-    tool_files: dict[Name, str] = Field(
+    tool_files: dict[Name, Text] = Field(
         default_factory=dict,
+        max_length=MAX_NAMES,
         description="source files of the tools' modules by relative path (modules the "
         "service cannot import itself)",
     )
@@ -109,7 +110,7 @@ class ForkIn(BaseModel):
 
 
 class SeedIn(BaseModel):
-    messages: list[tuple[Literal["user", "assistant"], str]] = Field(
+    messages: list[tuple[Literal["user", "assistant"], Text]] = Field(
         min_length=1, description="(kind, content) pairs appended to the history, no turn run"
     )
 
