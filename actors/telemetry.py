@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import os
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "google": "gcp.gemini"}
 TRACE_KEY = "trace"  # where a record's metadata keeps its TraceParent
 TRACES_PATH = "/v1/traces"
+# Spans a process holds for export (the SDK's default, 2,048, drops spans of a large fan-out
+# that ends within one export interval); OTEL_BSP_MAX_QUEUE_SIZE still sets it.
+QUEUE_SPANS = 32_768
+QUEUE_VARIABLE = "OTEL_BSP_MAX_QUEUE_SIZE"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -169,7 +174,8 @@ class OtelTracing(Tracing):
         resource = Resource.create({"service.name": settings.service_name})
         self.provider = TracerProvider(resource=resource)
         exporter = OTLPSpanExporter(endpoint=settings.endpoint, headers=dict(settings.headers))
-        self.provider.add_span_processor(BatchSpanProcessor(exporter))
+        queue = None if QUEUE_VARIABLE in os.environ else QUEUE_SPANS
+        self.provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
         self.tracer: Tracer = self.provider.get_tracer("grove")
         self._propagator = TraceContextTextMapPropagator()
         atexit.register(self.provider.shutdown)
