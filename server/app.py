@@ -162,8 +162,11 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     @app.get("/api/settings")
     def settings() -> dict[str, Any]:
         """What a command line takes from the service's configuration: the default model,
-        aliases, the roots' default tools, how a budget given with it is kept."""
-        return command_defaults(grove.settings).as_dict()
+        aliases, the roots' default tools, how a budget given with it is kept, and what it
+        checks before it starts (the providers with a key here, MCP servers that cannot
+        start; never a key)."""
+        simulated = grove.simulate or grove.endpoint is not None
+        return command_defaults(grove.settings, simulated=simulated).as_dict()
 
     @app.get("/api/agents")
     def agents(since: str | None = None, include_ended: bool | None = None) -> dict[str, Any]:
