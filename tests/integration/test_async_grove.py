@@ -17,8 +17,8 @@ import pytest
 
 from supervisor import AsyncGrove, Grove
 from supervisor.batch.tasks import Task
+from tests.integration.readme import python_examples, run_python
 from tests.integration.services import grove_service
-from tests.integration.test_readme_async import async_examples, run_example
 
 ASKS = 20
 # Each answer streams 60 tokens at 30 a second: two seconds a turn, 40 one after another.
@@ -127,8 +127,9 @@ async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
             streamed = [text async for kind, text in aio.send(roots[0], "again") if kind == "text"]
             forked = await aio.fork_many(roots[1], ["a", "b"])
             waited = [await aio.wait_turn(child, 60.0) for child in forked]
-        _local, example = async_examples()  # the README's, in a process of its own
-        assert run_example(example, tmp_path, service.env) == "True\n"
+        _local, example = python_examples("Async")  # the README's, in a process of its own
+        done = run_python(example, tmp_path, service.env)
+        assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
         assert figures["took"] < ASKS * 2.0 / 2
         # The loop also reads the 20 answers' HTTP streams here: a looser bound, still far
         # below the whole wait a sync call would stop the ticker for.
