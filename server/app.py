@@ -27,6 +27,7 @@ from server.batches import MAX_BATCH_BYTES, batch_router
 from server.feeds import EventFeed
 from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
 from supervisor.api import Grove
+from supervisor.async_api import AsyncGrove
 from supervisor.batch.tasks import MAX_TEXT_BYTES
 from supervisor.budget_rules import Budget
 from supervisor.command_defaults import command_defaults
@@ -63,8 +64,9 @@ class RootIn(BaseModel):
     tools: Names | None = Field(
         default=None, description="built-in names, mcp__SERVER, package.module:attr"
     )
-    tool_files: dict[Name, str] = Field(
+    tool_files: dict[Name, Text] = Field(
         default_factory=dict,
+        max_length=MAX_NAMES,
         description="source files of the tools' modules by relative path (modules the "
         "service cannot import itself)",
     )
@@ -109,13 +111,14 @@ class ForkIn(BaseModel):
 
 
 class SeedIn(BaseModel):
-    messages: list[tuple[Literal["user", "assistant"], str]] = Field(
+    messages: list[tuple[Literal["user", "assistant"], Text]] = Field(
         min_length=1, description="(kind, content) pairs appended to the history, no turn run"
     )
 
 
 def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     """The API over a started `grove`; batches write their records under `batch_dir`."""
+    aio = AsyncGrove(grove)  # the same Grove, for the routes that wait: nothing blocks the loop
     feed = EventFeed(lambda: open_store(grove.settings.store))
 
     @contextlib.asynccontextmanager
@@ -161,8 +164,11 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     @app.get("/api/settings")
     def settings() -> dict[str, Any]:
         """What a command line takes from the service's configuration: the default model,
-        aliases, the roots' default tools, how a budget given with it is kept."""
-        return command_defaults(grove.settings).as_dict()
+        aliases, the roots' default tools, how a budget given with it is kept, and what it
+        checks before it starts (the providers with a key here, MCP servers that cannot
+        start; never a key)."""
+        simulated = grove.simulate or grove.endpoint is not None
+        return command_defaults(grove.settings, simulated=simulated).as_dict()
 
     @app.get("/api/agents")
     def agents(since: str | None = None, include_ended: bool | None = None) -> dict[str, Any]:
@@ -220,14 +226,14 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
 
     @app.post("/api/agents/{agent}/prompts", response_model=None)
     async def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
-        turn = await run_in_threadpool(lambda: grove.send(grove.agent(agent).uuid, body.text))
+        turn = await aio.send((await aio.agent(agent)).uuid, body.text)
         if not body.stream:
-            return result_json(await turn.result_async())
+            return result_json(await turn.result())
 
         async def deltas() -> AsyncIterator[dict[str, str]]:
-            async for kind, text in turn.deltas():
+            async for kind, text in turn:
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
-            result = await turn.result_async()
+            result = await turn.result()
             yield {"event": "result", "data": json.dumps(result_json(result))}
 
         return EventSourceResponse(deltas())
@@ -238,7 +244,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         uuid = grove.agent(agent).uuid
 
         async def deltas() -> AsyncIterator[dict[str, str]]:
-            async for kind, text in grove.watch_async(uuid):
+            async for kind, text in aio.watch(uuid):
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
             yield {"event": "end", "data": "{}"}
 
@@ -259,8 +265,8 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     async def wait(agent: str, timeout: float = 60.0) -> dict[str, Any]:  # noqa: ASYNC109
         """The result of the agent's turn in progress once it ends (or of its last turn);
         `result` is null when none ended within `timeout` seconds."""
-        uuid = (await run_in_threadpool(grove.agent, agent)).uuid
-        result = await grove.wait_turn_async(uuid, max(0.0, min(timeout, 3600.0)))
+        uuid = (await aio.agent(agent)).uuid
+        result = await aio.wait_turn(uuid, max(0.0, min(timeout, 3600.0)))
         return {"agent": uuid, "result": None if result is None else result_json(result)}
 
     @app.post("/api/agents/{agent}/cancel")

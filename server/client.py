@@ -206,8 +206,18 @@ class RemoteGrove:
     def seed(self, agent: str, entries: list[tuple[str, str]]) -> None:
         self._json("POST", f"/api/agents/{agent}/seed", {"messages": entries})
 
+    def fork_many(self, parent: str, prompts: list[str], model: str | None = None) -> list[str]:
+        """As `Grove.fork_many`: one child of `parent` per prompt, all started; their uuids."""
+        body = {"prompts": prompts, "model": model}
+        children: list[str] = self._json("POST", f"/api/agents/{parent}/fork", body)["children"]
+        return children
+
     def send(self, agent: str, text: str) -> RemoteTurn:
         return RemoteTurn(self, agent, text)
+
+    def ask(self, agent: str, text: str, timeout_s: float = 3600.0) -> TurnResult:
+        """As `Grove.ask`: send `text` and wait for the turn's result."""
+        return self.send(agent, text).result(timeout_s)
 
     def dispatch(self, session: str, line: str, origin: str = "api") -> CommandOutcome:
         from supervisor.commands.registry import CommandOutcome

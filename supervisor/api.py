@@ -6,14 +6,16 @@ Starts or joins Ray, finds or starts the supervisor, and streams turns straight 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import inspect
 import json
 import os
 import secrets
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -24,12 +26,14 @@ from pydantic import BaseModel
 from actors.agent import TurnResult
 from actors.output import DEFAULT_OUTPUT_RETRIES, OutputType
 from actors.remote import HostSettings
+from actors.telemetry import caller_traceparent
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import list_server_tools
 from actors.tools.sandbox import SandboxPolicy
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
+from supervisor import bridge
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
 from supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
@@ -48,12 +52,13 @@ from supervisor.service import Limits
 from supervisor.store import open_store, store_files
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
+from supervisor.telemetry import telemetry_settings
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
 from supervisor.worktrees import WorktreeRow, worktree_rows
 
 CALL_TIMEOUT_S = 60.0
-Approver = Callable[[ApprovalRequest], str]
+Approver = Callable[[ApprovalRequest], str | Awaitable[str]]
 SUPERVISOR_RESTART_WAIT_S = 120.0
 RESUME_WAIT_S = 120.0  # how long a reader waits for a turn cut off by its host to resume
 # Calls that change nothing, or that are idempotent (fork_many with keys): repeated after a
@@ -81,39 +86,29 @@ HOST_DIED = ("notice", "the agent's host died; the turn resumes on another host"
 MAX_FOLLOWS = 20
 
 
-def _deltas(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[tuple[str, str]]:
-    """The deltas of a host's streaming generator (of the turn `ticket`); when its host dies,
-    a notice, then those of the turn resumed on another host, from its resumption on."""
-    for _ in range(MAX_FOLLOWS):
-        try:
-            for ref in stream:
-                yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
-            return
-        except ray.exceptions.RayActorError:
-            yield HOST_DIED
-        resumed = ray.get(
-            supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S),
-            timeout=RESUME_WAIT_S + 30,
-        )
-        if resumed is None:
-            return
-        host, ticket = resumed
-        stream = host.watch.options(num_returns="streaming").remote(agent)
+def got(ref: Any, timeout_s: float | None) -> Any:
+    """An actor call's result: awaited by the caller's loop for an AsyncGrove, else waited
+    for here (supervisor/bridge.py)."""
+    if bridge.bridged():
+        return bridge.awaited(asyncio.wait_for(ref, timeout_s))
+    return ray.get(ref, timeout=timeout_s)
 
 
-async def _awaited_deltas(
-    supervisor: Any, agent: str, ticket: str, stream: Any
-) -> AsyncIterator[tuple[str, str]]:
-    """`_deltas` for an asyncio caller (the service), each chunk awaited."""
+def streamed(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[tuple[str, str]]:
+    """The deltas of a host's streaming generator (of the turn `ticket`), each chunk waited
+    for as `got` does; when its host dies, a notice, then those of the turn resumed on
+    another host, from its resumption on."""
     for _ in range(MAX_FOLLOWS):
         try:
-            async for ref in stream:
-                for delta in await asyncio.wait_for(ref, CALL_TIMEOUT_S * 10):
-                    yield delta
-            return
+            while True:
+                try:
+                    ref = bridge.awaited(stream.__anext__()) if bridge.bridged() else next(stream)
+                except (StopIteration, StopAsyncIteration):
+                    return
+                yield from got(ref, CALL_TIMEOUT_S * 10)
         except ray.exceptions.RayActorError:
             yield HOST_DIED
-        resumed = await asyncio.wait_for(
+        resumed = got(
             supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S), RESUME_WAIT_S + 30
         )
         if resumed is None:
@@ -168,18 +163,7 @@ class Turn:
         """The turn's deltas; an approval request goes to the session's approver instead."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        for kind, text in _deltas(self._supervisor, self.agent, self.ticket_id, stream):
-            if kind == "approval" and self._on_approval is not None:
-                self._on_approval(text)
-            else:
-                yield kind, text
-
-    async def deltas(self) -> AsyncIterator[tuple[str, str]]:
-        """The same deltas for an asyncio caller (the service): nothing waits in a thread."""
-        self._read = True
-        stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        deltas = _awaited_deltas(self._supervisor, self.agent, self.ticket_id, stream)
-        async for kind, text in deltas:
+        for kind, text in streamed(self._supervisor, self.agent, self.ticket_id, stream):
             if kind == "approval" and self._on_approval is not None:
                 self._on_approval(text)
             else:
@@ -190,31 +174,12 @@ class Turn:
             for _ in self:  # approval requests arrive in the stream: someone must read it
                 pass
         try:
-            result: TurnResult = ray.get(
-                self._host.result.remote(self.ticket_id), timeout=timeout_s
-            )
+            result: TurnResult = got(self._host.result.remote(self.ticket_id), timeout_s)
         except ray.exceptions.RayActorError:
-            fallback = ray.get(
-                self._supervisor.wait_turn.remote(self.agent, timeout_s), timeout=timeout_s + 30
-            )
+            waiting = self._supervisor.wait_turn.remote(self.agent, timeout_s)
+            fallback = got(waiting, timeout_s + 30)
             result = fallback if fallback is not None else TurnResult(error="interrupted")
         return typed(result, self.output_model)
-
-    async def result_async(self, timeout_s: float = 3600.0) -> TurnResult:
-        """`result` for an asyncio caller (the service): nothing waits in a thread."""
-        if self._on_approval is not None and not self._read:
-            async for _ in self.deltas():
-                pass
-        try:
-            result: TurnResult = await asyncio.wait_for(
-                self._host.result.remote(self.ticket_id), timeout_s
-            )
-        except ray.exceptions.RayActorError:
-            fallback = await asyncio.wait_for(
-                self._supervisor.wait_turn.remote(self.agent, timeout_s), timeout_s + 30
-            )
-            result = fallback if fallback is not None else TurnResult(error="interrupted")
-        return result
 
 
 class Grove:
@@ -241,6 +206,7 @@ class Grove:
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
         self.supervisor: Any = None
+        self.traced = False  # spans are exported (`[telemetry]`, OTEL_*: supervisor/telemetry.py)
 
     def __enter__(self) -> Grove:
         self.start()
@@ -250,6 +216,7 @@ class Grove:
         self.close()
 
     def start(self) -> None:
+        telemetry = telemetry_settings(self.settings.telemetry)
         if not ray.is_initialized():
             self._local_ray = start_ray(self.settings.address, NAMESPACE)
             self._started_ray = True
@@ -275,6 +242,7 @@ class Grove:
             ),
             prices=dict(self.settings.models.prices),
             cache=self.settings.cache.policy(),
+            telemetry=telemetry,
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -301,7 +269,10 @@ class Grove:
             max_restarts=-1,  # Ray starts it again; it recovers from the store
             max_task_retries=0,  # a call cut off by a restart is not replayed blindly
         ).remote(settings)
-        ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+        got(self.supervisor.ready.remote(), CALL_TIMEOUT_S * 2)
+        self.traced = telemetry is not None
+        if self.traced:
+            atexit.register(self.flush_telemetry)  # a program that never closes its Grove
 
     def _sandbox_policy(self) -> SandboxPolicy:
         """`[tools.sandbox]`, hiding the store's files besides what it names."""
@@ -371,10 +342,22 @@ class Grove:
         simulator = self._stack.enter_context(SimulatorThread(SimulatorConfig(port=0, api_key=key)))
         return Endpoint(base_url=simulator.base_url, api_key=key)
 
+    def flush_telemetry(self) -> None:
+        """Export the spans the supervisor and every host have ended (closing does it)."""
+        if self.traced and self.supervisor is not None:
+            with contextlib.suppress(GroveError, ray.exceptions.RayError, TimeoutError):
+                self._call("flush_telemetry")
+
     def close(self) -> None:
+        if self.traced:
+            self.flush_telemetry()
+            atexit.unregister(self.flush_telemetry)
+            self.traced = False
         if self.supervisor is not None and self._started_ray:
             with contextlib.suppress(GroveError, ray.exceptions.RayError):
                 self.release_caches()  # a provider-side entry must not outlive its Grove
+            with contextlib.suppress(GroveError, ray.exceptions.RayError):
+                self._call("let_go", timeout_s=10.0)  # its trees show `stopped` at once
             ray.kill(self.supervisor)
             self.supervisor = None
         if self._started_ray:
@@ -392,21 +375,10 @@ class Grove:
         deadline = time.monotonic() + SUPERVISOR_RESTART_WAIT_S
         while True:
             try:
-                return ray.get(getattr(self.supervisor, method).remote(*args), timeout=timeout_s)
+                return got(getattr(self.supervisor, method).remote(*args), timeout_s)
             except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
                 _raise_unless_repeatable(method, exc, deadline)
-            time.sleep(0.5)
-
-    async def _call_async(self, method: str, *args: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
-        """`_call` for an asyncio caller (the service): nothing waits in a thread."""
-        deadline = time.monotonic() + SUPERVISOR_RESTART_WAIT_S
-        while True:
-            try:
-                call = getattr(self.supervisor, method).remote(*args)
-                return await asyncio.wait_for(call, timeout_s)
-            except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
-                _raise_unless_repeatable(method, exc, deadline)
-            await asyncio.sleep(0.5)
+            bridge.sleep(0.5)
 
     def create_root(
         self,
@@ -453,7 +425,10 @@ class Grove:
         if output_type is not None:
             provider = spec.provider if spec else None
             entries["output"] = make_output(output_type, output_retries, provider).to_data()
-        record: AgentRecord = self._call("create_root", spec, system, isolation, entries)
+        trace_parent = caller_traceparent() if self.traced else None
+        record: AgentRecord = self._call(
+            "create_root", spec, system, isolation, entries, trace_parent
+        )
         self._remember_model([record.uuid], output_type)
         if approver is not None:
             self.set_approver(record.uuid, approver)
@@ -488,7 +463,7 @@ class Grove:
             raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
         if not wanted:
             return []
-        listed = asyncio.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
+        listed = bridge.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
         return [
             {
                 "name": tool.spec.name,
@@ -547,6 +522,8 @@ class Grove:
         request = ApprovalRequest(**json.loads(notice))
         approver = self._approvers.get(request.session)
         decision = approver(request) if approver is not None else "n"
+        if inspect.isawaitable(decision):  # an AsyncGrove's approver may be a coroutine
+            decision = bridge.run(decision)
         self.answer_approval(request.request, decision)
 
     def attend_approvals(self, session: str, on: bool) -> None:
@@ -638,7 +615,7 @@ class Grove:
         first; an unmerged branch is kept)."""
         store = open_store(self.settings.store)
         try:
-            return asyncio.run(worktree_rows(store, repository or str(Path.cwd()), prune))
+            return bridge.run(worktree_rows(store, repository or str(Path.cwd()), prune))
         finally:
             store.close()
 
@@ -760,35 +737,20 @@ class Grove:
         """The `(kind, text)` deltas of the agent's turn in progress, from now to its end
         (nothing when it has none): for a reader that did not start the turn."""
         running = self._call("turn_host", agent)
-        if running is None:
-            return
-        host, ticket = running
-        stream = host.watch.options(num_returns="streaming").remote(agent)
-        yield from _deltas(self.supervisor, agent, ticket, stream)
-
-    async def watch_async(self, agent: str) -> AsyncIterator[tuple[str, str]]:
-        """`watch` for an asyncio caller (the service): nothing waits in a thread."""
-        running = await self._call_async("turn_host", agent)
         if running is not None:
             host, ticket = running
             stream = host.watch.options(num_returns="streaming").remote(agent)
-            async for delta in _awaited_deltas(self.supervisor, agent, ticket, stream):
-                yield delta
+            yield from streamed(self.supervisor, agent, ticket, stream)
 
     def cancel(self, agent: str) -> bool:
         cancelled: bool = self._call("cancel", agent)
         return cancelled
 
     def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
-        result: TurnResult | None = self._call("wait_turn", agent, timeout_s, timeout_s=timeout_s)
-        return None if result is None else self._typed(agent, result)
-
-    async def wait_turn_async(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
-        """`wait_turn` for an asyncio caller (the service): nothing waits in a thread."""
-        result: TurnResult | None = await self._call_async(
+        result: TurnResult | None = self._call(
             "wait_turn", agent, timeout_s, timeout_s=timeout_s + CALL_TIMEOUT_S
         )
-        return result
+        return None if result is None else self._typed(agent, result)
 
     def host_pids(self) -> dict[str, int]:
         """The process id of each live agent host, by host id."""

@@ -22,6 +22,7 @@ from actors.collector import tune_collector
 from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.remote import AgentHost, HostSettings
+from actors.telemetry import start_tracing
 from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from providers.base import AssistantTurn, RateLimitLeft
 from providers.catalog import ModelSpec, set_prices
@@ -36,9 +37,10 @@ from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.compaction import recover
 from supervisor.context import CompactionPlan
-from supervisor.errors import CommandError, HostDiedError
+from supervisor.errors import CommandError, HostDiedError, StoreError
 from supervisor.fleet import FleetLimiter, ProviderLimits
 from supervisor.forking import fork_child
+from supervisor.holding import HOLDER_RENEW_S, TreeHolding, new_holder
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
@@ -68,6 +70,8 @@ class SupervisorSettings:
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     rate_limits: dict[str, ProviderLimits] = field(default_factory=dict)
     fork_workspace: str = "shared"  # `[tools] workspace`: where children work by default
+    # Its name among the store's holders: the same after Ray restarts the supervisor.
+    holder: str = field(default_factory=new_holder)
 
 
 class RayHostClient:
@@ -204,6 +208,7 @@ class Supervisor:
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
+        self.core.tracing = start_tracing(settings.host_settings.telemetry)
         self.core.cache = settings.host_settings.cache
         self.core.workspaces = Workspaces(settings.host_settings.workspace, settings.fork_workspace)
         self.budgets = BudgetDesk(self.core)
@@ -211,6 +216,11 @@ class Supervisor:
         self.core.budget_check = self.budgets.before_turn
         self.core.release_holds = self.budgets.release
         self.approvals = ApprovalDesk(self.core)
+        self.holding = self.core.holding = TreeHolding(
+            self.core.store, settings.holder, self.core.event
+        )
+        self.holding.renew()
+        self._holding: asyncio.Task[None] | None = None
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
         # A name of this supervisor's own: after a restart, the old hosts' names may linger.
@@ -274,12 +284,30 @@ class Supervisor:
                 except (TimeoutError, ray.exceptions.RayError) as exc:
                     self.core.event("HostSlow", host=client.host_id, error=repr(exc))
 
+    async def _keep_holding(self) -> None:
+        """Every few seconds, tell the store this Grove lives on (a store that cannot be
+        reached is asked again next time; the event log says why)."""
+        while True:
+            await asyncio.sleep(HOLDER_RENEW_S)
+            try:
+                self.holding.renew()
+            except StoreError as exc:
+                with contextlib.suppress(StoreError):
+                    self.core.event("HolderNotRenewed", holder=self.holding.holder, error=str(exc))
+
+    async def let_go(self) -> None:
+        """The Grove ends: the trees it held show `stopped` at once."""
+        if self._holding is not None:
+            self._holding.cancel()
+        self.holding.let_go()
+
     def _wake(self) -> None:
         """Start what runs in the background once the actor's event loop is there (it is not
         in __init__): host supervision and, after a restart, recovery from the store."""
         if self._monitor is None:
             loop = asyncio.get_running_loop()
             self._monitor = loop.create_task(self._watch_hosts())
+            self._holding = loop.create_task(self._keep_holding())
             if ray.get_runtime_context().was_current_actor_reconstructed:
                 restarted = self.core.recover()
                 self.core.event("SupervisorStarted", pid=os.getpid(), turns_restarted=restarted)
@@ -291,6 +319,16 @@ class Supervisor:
 
     def host(self, host_id: str) -> Any:
         return self.clients[host_id].handle
+
+    async def flush_telemetry(self) -> None:
+        """Export the spans every live host and this supervisor have ended (before Grove
+        stops them: a killed process's spans in waiting would be lost)."""
+        live = [c for host_id, c in self.clients.items() if host_id not in self.core.given_up]
+        await asyncio.gather(
+            *(asyncio.wait_for(c.handle.flush_telemetry.remote(), 30) for c in live),
+            return_exceptions=True,
+        )
+        await asyncio.to_thread(self.core.tracing.flush)
 
     async def host_pids(self) -> dict[str, int]:
         """For operators and tests: the process id of each live host."""
@@ -308,10 +346,14 @@ class Supervisor:
         system: str | None,
         isolation: str | None,
         tools: dict[str, Any] | None = None,
+        trace_parent: str | None = None,
     ) -> AgentRecord:
-        """`tools` holds the record's tool entries (supervisor/toolbox.py ResolvedTools)."""
+        """`tools` holds the record's tool entries (supervisor/toolbox.py ResolvedTools);
+        `trace_parent`: the caller's span, when it traces (the root's trace goes under it)."""
         self._wake()
-        record = self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
+        record = self.core.create_root(
+            spec, system=system, isolation=isolation, tools=tools, trace_parent=trace_parent
+        )
         if self.settings.advisor.enabled:
             await self.advisors.attach_all(record.uuid)
         return record
@@ -348,11 +390,14 @@ class Supervisor:
     async def advice(self, agent: str) -> list[MessageRecord]:
         return self.advisors.advice_given(self.core.agent(agent).uuid)
 
-    async def tool_call(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-        """A fan-out tool call from a host: (True, result) or (False, the reason refused)."""
+    async def tool_call(
+        self, agent: str, tool: str, arguments: dict[str, Any], trace: str | None = None
+    ) -> tuple[bool, str]:
+        """A fan-out tool call from a host: (True, result) or (False, the reason refused);
+        `trace`: the traceparent of the call's span."""
         self._wake()
         try:
-            return True, await tool_call(self.core, agent, tool, arguments)
+            return True, await tool_call(self.core, agent, tool, arguments, trace)
         except GroveError as exc:
             return False, str(exc)
 
@@ -538,6 +583,9 @@ class Supervisor:
 
     async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
         self._wake()
+        record = self.core.store.get_agent(session)
+        if record is not None:  # a session resumed here is held from its first command on
+            self.core.hold(record)
         return await dispatch(
             self.core, session, line, origin=origin, aliases=self.settings.aliases
         )

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from providers.errors import GroveError
+from supervisor import bridge
 from supervisor.batch.records import error_record, skipped_record, task_record
 from supervisor.errors import BUDGET_EXHAUSTED
 
@@ -130,7 +131,7 @@ class BatchRunner:
                     deadline = time.monotonic() + ADVICE_WAIT_S
                     self.reviewing[agent] = (task_record(task, agent, result), deadline)
         elif self.reviewing:
-            time.sleep(REVIEW_POLL_S)
+            bridge.sleep(REVIEW_POLL_S)
         yield from self._advised()
 
     def child_key(self, task: Task) -> str:
