@@ -22,6 +22,7 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
+from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
 from providers.errors import GroveError
 from server.batches import MAX_BATCH_BYTES, batch_router
 from server.feeds import EventFeed
@@ -70,6 +71,15 @@ class RootIn(BaseModel):
     )
     allow: Names = Field(default_factory=list, description="tools that need no asking")
     budget: dict[str, Any] | None = Field(default=None, description="Budget(...) fields")
+    output_type: dict[str, Any] | None = Field(
+        default=None, description="a JSON schema (its root an object): every answer typed"
+    )
+    output_retries: int = Field(
+        default=DEFAULT_OUTPUT_RETRIES,
+        ge=0,
+        le=MAX_OUTPUT_RETRIES,
+        description="how many times a malformed answer goes back to the model",
+    )
 
 
 class PromptIn(BaseModel):
@@ -215,6 +225,8 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
                 tools=body.tools or (),
                 allow=body.allow,
                 budget=budget,
+                output_type=body.output_type,
+                output_retries=body.output_retries,
             )
         return record.model_dump(include=AGENT_FIELDS)
 
