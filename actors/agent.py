@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
 from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
+from actors.telemetry import NO_TRACING, TraceParent, Tracing
 from actors.transcript import entry_to_message, parts_to_data, to_messages
 from actors.turn_result import NewEntry as NewEntry
 from actors.turn_result import TurnResult as TurnResult
@@ -183,8 +184,10 @@ class Agent:
         budget: BudgetPort | None = None,
         fleet: FleetPort | None = None,
         cache: CachePolicy | None = None,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.uuid = uuid
+        self.tracing = tracing  # its turns' spans (actors/telemetry.py)
         self.cache = cache  # `[cache]`: None sends no cache marks
         self.budget = budget
         self.fleet = fleet
@@ -244,10 +247,25 @@ class Agent:
         emit: Emit,
         billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         output: OutputType | None = None,
+        trace: TraceParent | None = None,
     ) -> TurnResult:
         """Run one turn to its end. Failures are reported in the result, never raised.
         `billed` is told what each request used as soon as it ends; `output` makes the final
-        answer typed: checked, and sent back with its problems up to its retries."""
+        answer typed: checked, and sent back with its problems up to its retries; `trace`:
+        where the turn's span hangs in its tree's trace (None: not traced)."""
+        provider, model = (self.choice.provider, self.choice.model) if self.choice else (None, None)
+        with self.tracing.invoke_agent(self.uuid, provider, model, trace) as span:
+            result = await self._turn(user, emit, billed, output)
+            span.turn_ended(result.usage, result.error, result.cancelled)
+        return result
+
+    async def _turn(
+        self,
+        user: NewEntry | None,
+        emit: Emit,
+        billed: Callable[[dict[str, Any]], Awaitable[None]] | None,
+        output: OutputType | None,
+    ) -> TurnResult:
         result = TurnResult()
         self.state = AgentState.IN_TURN
         self._billed = billed
@@ -383,21 +401,23 @@ class Agent:
             await self.fleet.acquire(provider, estimate)
         left: RateLimitLeft | None = None  # what the provider's headers said is left
         try:
-            async for event in self.provider.stream(request):
-                if isinstance(event, Finished):
-                    if request.output is None:
-                        return event.turn
-                    # an answer given through the final tool is the reply's text
-                    return replace(event.turn, message=answer_message(event.turn.message))
-                if isinstance(event, RateLimitLeft):
-                    left = event
-                    continue
-                if limited and isinstance(event, Retrying) and "429" in event.reason:
-                    assert self.fleet is not None
-                    await self.fleet.cool_down(self.uuid, provider, event.delay_s)
-                emit(event)
-                if guard is not None:
-                    await guard.see(event, provider)
+            with self.tracing.chat(request, provider) as span:
+                async for event in self.provider.stream(request):
+                    if isinstance(event, Finished):
+                        span.replied(event.turn)
+                        if request.output is None:
+                            return event.turn
+                        # an answer given through the final tool is the reply's text
+                        return replace(event.turn, message=answer_message(event.turn.message))
+                    if isinstance(event, RateLimitLeft):
+                        left = event
+                        continue
+                    if limited and isinstance(event, Retrying) and "429" in event.reason:
+                        assert self.fleet is not None
+                        await self.fleet.cool_down(self.uuid, provider, event.delay_s)
+                    emit(event)
+                    if guard is not None:
+                        await guard.see(event, provider)
         finally:
             if limited:
                 assert self.fleet is not None
@@ -496,7 +516,21 @@ class Agent:
     ) -> tuple[ToolResultPart, dict[str, Any]]:
         started = time.monotonic()
         facts: dict[str, Any] = {}
-        images: tuple[ImageData, ...] = ()
+        with self.tracing.execute_tool(call) as span:
+            content, images, is_error = await self._tool_output(call, locks, facts)
+            if is_error:
+                span.tool_failed()
+        facts["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
+        part = ToolResultPart(
+            call_id=call.call_id, name=call.name, content=content, is_error=is_error, images=images
+        )
+        return part, facts
+
+    async def _tool_output(
+        self, call: ToolCallPart, locks: dict[str, asyncio.Lock], facts: dict[str, Any]
+    ) -> tuple[str, tuple[ImageData, ...], bool]:
+        """What the call gives the model: its text, images, and whether it failed (a
+        failure's detail goes into `facts`)."""
         tool = self.tools.get(call.name)
         try:
             if tool is None:
@@ -510,22 +544,15 @@ class Agent:
             else:
                 async with lock:
                     output = await tool.run(call.arguments)
-            if isinstance(output, ToolOutput):
-                content, images = output.text, output.images
-            else:
-                content = output
-            is_error = False
         except ToolError as exc:  # the model is told, the turn goes on
-            content, is_error = mask(str(exc)), True
             if exc.detail:
                 facts["detail"] = mask(exc.detail)
+            return mask(str(exc)), (), True
         except Exception as exc:
-            content, is_error = mask(f"error: {exc}"), True
-        facts["duration_ms"] = round((time.monotonic() - started) * 1000, 1)
-        part = ToolResultPart(
-            call_id=call.call_id, name=call.name, content=content, is_error=is_error, images=images
-        )
-        return part, facts
+            return mask(f"error: {exc}"), (), True
+        if isinstance(output, ToolOutput):
+            return output.text, output.images, False
+        return output, (), False
 
     def _inject_steering(self, result: TurnResult) -> bool:
         """Add queued messages to the history; True when one of them asks for another step

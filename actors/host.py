@@ -28,6 +28,7 @@ from actors.agent import (
 )
 from actors.budget_guard import BudgetPort
 from actors.output import OutputType
+from actors.telemetry import NO_TRACING, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
 from actors.tools.worktrees import Worktree, WorktreeError, missing_text, settle
 from actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
@@ -82,6 +83,7 @@ class Ticket:
     user: NewEntry | None
     choice: ModelChoice
     output: OutputType | None = None  # a typed answer: its schema, checked here
+    trace: TraceParent | None = None  # where the turn's span hangs in its tree's trace
 
 
 @dataclass(slots=True)
@@ -165,8 +167,10 @@ class AgentHostCore:
         fleet: FleetPort | None = None,
         billed: Billed | None = None,
         cache: CachePolicy | None = None,
+        tracing: Tracing = NO_TRACING,
     ) -> None:
         self.host_id = host_id
+        self.tracing = tracing  # the spans of its agents' turns
         self.cache = cache  # `[cache]` of every agent here (None: caching off)
         self._billed = billed
         self.tool_steps = tool_steps
@@ -214,6 +218,7 @@ class AgentHostCore:
             budget=self._budget if activation.budgeted else None,
             fleet=self._fleet,
             cache=self.cache,
+            tracing=self.tracing,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 
@@ -304,7 +309,11 @@ class AgentHostCore:
             workspace, worktree = self._workspaces.get(uuid, (None, None))
             if _present(workspace):
                 result = await agent.run_turn(
-                    run.ticket.user, run.push, billed, output=run.ticket.output
+                    run.ticket.user,
+                    run.push,
+                    billed,
+                    output=run.ticket.output,
+                    trace=run.ticket.trace,
                 )
                 if worktree is not None and not result.cancelled:
                     result.worktree = await _settled(worktree, uuid)

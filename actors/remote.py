@@ -29,6 +29,7 @@ from actors.coalesce import Coalescer
 from actors.collector import tune_collector
 from actors.host import Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
+from actors.telemetry import TelemetrySettings, Tracing, start_tracing
 from actors.tools.fanout import WAIT_CAP_S
 from actors.tools.kit import ToolKit
 from actors.tools.mcp import McpServerConfig
@@ -65,6 +66,7 @@ class HostSettings:
     limited_providers: frozenset[str] = frozenset()
     prices: dict[str, list[float]] = field(default_factory=dict)  # `[models] prices`
     cache: CachePolicy | None = field(default_factory=CachePolicy)  # `[cache]`; None: off
+    telemetry: TelemetrySettings | None = None  # where spans go (None: tracing off)
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -191,18 +193,21 @@ class SupervisorBillingPort:
 
 
 class SupervisorToolPort:
-    """Forwards fan-out tool calls to the supervisor actor, each with a timeout."""
+    """Forwards fan-out tool calls to the supervisor actor, each with a timeout and the
+    trace context of the call's span (a forked child's turns hang under it)."""
 
-    def __init__(self, supervisor: Any) -> None:
+    def __init__(self, supervisor: Any, tracing: Tracing) -> None:
         self._supervisor = supervisor
+        self._tracing = tracing
 
     async def call(self, agent: str, tool: str, arguments: dict[str, Any]) -> str:
         timeout = TOOL_CALL_TIMEOUT_S
         asked = arguments.get("timeout") if tool == "wait" else None
         if isinstance(asked, int | float) and math.isfinite(asked):
             timeout += min(max(float(asked), 0.0), WAIT_CAP_S)  # the supervisor refuses more
+        trace = self._tracing.current()
         ok, text = await asyncio.wait_for(
-            self._supervisor.tool_call.remote(agent, tool, arguments), timeout
+            self._supervisor.tool_call.remote(agent, tool, arguments, trace), timeout
         )
         if not ok:
             raise ToolRefused(text)
@@ -231,9 +236,9 @@ class AgentHost:
         set_prices(settings.prices)
         self._reporter = reporter
         sandbox = replace(settings.sandbox, hidden=(*settings.sandbox.hidden, *_ray_files()))
-        kit = ToolKit(
-            SupervisorToolPort(reporter), Path(settings.workspace), settings.mcp_servers, sandbox
-        )
+        self.tracing = start_tracing(settings.telemetry)
+        port = SupervisorToolPort(reporter, self.tracing)
+        kit = ToolKit(port, Path(settings.workspace), settings.mcp_servers, sandbox)
         self._reports = ReportBatcher(self._send_reports)
         self._billing = SupervisorBillingPort(reporter)
         self.core = AgentHostCore(
@@ -249,6 +254,7 @@ class AgentHost:
             fleet=SupervisorFleetPort(reporter, settings.limited_providers),
             billed=self._billing.tell,
             cache=settings.cache,
+            tracing=self.tracing,
         )
         self._janitor: asyncio.Task[None] | None = None
 
@@ -279,6 +285,10 @@ class AgentHost:
         while True:
             await asyncio.sleep(interval)
             await self.core.release_idle()
+
+    async def flush_telemetry(self) -> None:
+        """Export the spans this host has ended (before Grove stops it)."""
+        await asyncio.to_thread(self.tracing.flush)
 
     async def ping(self) -> dict[str, Any]:
         return {"host": self.core.host_id, "pid": os.getpid(), "agents": len(self.core.agents)}

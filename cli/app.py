@@ -23,6 +23,7 @@ from cli.context import CliContext, show_error
 from cli.doctor import doctor_command
 from cli.events import events_command
 from cli.history import history_command
+from cli.mcp_command import mcp_command
 from cli.run import run_command
 from cli.service import down_command, status_command, up_command
 from cli.simulate import simulate_command
@@ -32,7 +33,7 @@ from providers.credentials import warn_if_credentials_exposed
 from providers.errors import GroveError
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
-CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch"})
+CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch", "mcp"})
 # Options of every command, taken before or after the command's name.
 GLOBAL_OPTIONS = ("--store", "--address")
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a process a closed pipe stopped
@@ -151,6 +152,7 @@ app.command("status")(status_command)
 app.command("down")(down_command)
 app.command("doctor")(doctor_command)
 app.command("worktrees")(worktrees_command)
+app.command("mcp")(mcp_command)
 
 
 def show_grove_warnings() -> None:

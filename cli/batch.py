@@ -32,6 +32,7 @@ from cli.context import (
     fail,
     undecodable_text,
 )
+from cli.preflight import check_output, preflight
 from cli.printable import printable
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
@@ -137,9 +138,19 @@ def batch_command(
     remote = context.remote(own=simulate or hosts is not None)
     if worktrees and remote is None:  # a service makes them in its own directory
         needs_repository(Path.cwd())
-    defaults = context.defaults(remote)
+    defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
     plan = plan_batch(tasks_path, context_path, output_path, model, defaults, output_schema)
+    if plan.todo:
+        root_model = (model or defaults.model) if plan.root_model else None
+        preflight(
+            defaults,
+            models=[root_model, advisor, *(task.model for task in plan.todo)],
+            tools=tools,
+            budget=budget,
+            joined=context.joins_cluster(remote),
+        )
+    sys.stderr.write(plan.line + "\n")
     started = time.monotonic()
     ending = Ending()
     with OutputLog(plan.output) as log:
@@ -202,6 +213,15 @@ class BatchPlan:
     schema: JSONObject | None
     totals: Totals
 
+    @property
+    def line(self) -> str:
+        """What the plan is, for stderr."""
+        totals = self.totals
+        return (
+            f"batch: {totals.total} task(s) to run, {totals.skipped} skipped (already ok), "
+            f"{totals.malformed} malformed line(s); output {self.output}"
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Ending:
@@ -220,7 +240,7 @@ def plan_batch(
     schema_path: Path | None = None,
 ) -> BatchPlan:
     """Read the tasks and the context, skip what the output says is done (exit 2 for what
-    cannot be used, --output-schema's file included); the plan's line on stderr."""
+    cannot be used, --output-schema's file included)."""
     from supervisor.batch import (
         ContextError,
         Totals,
@@ -240,6 +260,7 @@ def plan_batch(
     out = output_path or default_output(tasks_path)
     if out.exists() and out.resolve() == tasks_path.resolve():
         fail(f"the output {out} is the tasks file itself; name another with --output", code=2)
+    check_output(out)
     previous = read_previous(out)
     if previous.unreadable:
         sys.stderr.write(f"{out}: {previous.unreadable} unreadable line(s) ignored\n")
@@ -251,10 +272,6 @@ def plan_batch(
         total=len(todo),
         malformed=len(task_file.errors),
         skipped=len(task_file.tasks) - len(todo),
-    )
-    sys.stderr.write(
-        f"batch: {len(todo)} task(s) to run, {totals.skipped} skipped (already ok), "
-        f"{totals.malformed} malformed line(s); output {out}\n"
     )
     return BatchPlan(
         task_file=task_file,

@@ -198,8 +198,9 @@ class CliContext:
 
         return RemoteGrove(state)
 
-    def defaults(self, remote: RemoteGrove | None) -> CommandDefaults:
-        """What the configuration gives the command: the service's, or this process's."""
+    def defaults(self, remote: RemoteGrove | None, *, simulate: bool = False) -> CommandDefaults:
+        """What the configuration gives the command: the service's, or this process's (for a
+        Grove of its own, on the simulator with `simulate`)."""
         if remote is not None:
             try:
                 return remote.defaults()
@@ -208,12 +209,24 @@ class CliContext:
                 fail(str(exc))
         from supervisor.command_defaults import command_defaults
 
-        return command_defaults(self.settings())
+        return command_defaults(self.settings(), simulated=simulate)
+
+    def joins_cluster(self, remote: RemoteGrove | None) -> bool:
+        """Whether the agents run on a Ray cluster this command joins (--address), whose
+        environment (keys, commands) is not this process's."""
+        return remote is None and self.address is not None
 
     def local_grove(self, *, simulate: bool = False, hosts: int | None = None) -> Grove:
-        """A Grove of this command's own, not started; its store checked first (exit 2)."""
+        """A Grove of this command's own, not started; its store and where its traces go
+        checked first (exit 2)."""
         settings = self.settings()
         self.checked_store()
+        from supervisor.telemetry import telemetry_settings
+
+        try:
+            telemetry_settings(settings.telemetry)
+        except GroveError as exc:
+            fail(str(exc), code=2)
         from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
         return Grove(settings=settings, simulate=simulate, hosts=hosts)

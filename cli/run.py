@@ -27,6 +27,7 @@ from cli.context import (
     fail,
     undecodable_text,
 )
+from cli.preflight import preflight
 from cli.printable import printable
 from cli.render import TurnWriter
 from providers.base import DEFAULT_OUTPUT_RETRIES
@@ -83,9 +84,11 @@ def run_command(
         if problem:
             fail(problem, code=2)
     remote = context.remote(own=simulate or hosts is not None)
-    defaults = context.defaults(remote)
+    defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
     spec = resolve_model(model, defaults)
+    joined = context.joins_cluster(remote)
+    preflight(defaults, models=[model or defaults.model], tools=tools, budget=budget, joined=joined)
     schema = cli_output_schema(output_schema, [spec.provider])
     writer = TurnWriter(sys.stdout, styles=True)
     grove = remote or context.local_grove(simulate=simulate, hosts=hosts or 1)

@@ -64,8 +64,9 @@ class RootIn(BaseModel):
     tools: Names | None = Field(
         default=None, description="built-in names, mcp__SERVER, package.module:attr"
     )
-    tool_files: dict[Name, str] = Field(
+    tool_files: dict[Name, Text] = Field(
         default_factory=dict,
+        max_length=MAX_NAMES,
         description="source files of the tools' modules by relative path (modules the "
         "service cannot import itself)",
     )
@@ -119,7 +120,7 @@ class ForkIn(BaseModel):
 
 
 class SeedIn(BaseModel):
-    messages: list[tuple[Literal["user", "assistant"], str]] = Field(
+    messages: list[tuple[Literal["user", "assistant"], Text]] = Field(
         min_length=1, description="(kind, content) pairs appended to the history, no turn run"
     )
 
@@ -171,8 +172,11 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     @app.get("/api/settings")
     def settings() -> dict[str, Any]:
         """What a command line takes from the service's configuration: the default model,
-        aliases, the roots' default tools, how a budget given with it is kept."""
-        return command_defaults(grove.settings).as_dict()
+        aliases, the roots' default tools, how a budget given with it is kept, and what it
+        checks before it starts (the providers with a key here, MCP servers that cannot
+        start; never a key)."""
+        simulated = grove.simulate or grove.endpoint is not None
+        return command_defaults(grove.settings, simulated=simulated).as_dict()
 
     @app.get("/api/agents")
     def agents(since: str | None = None, include_ended: bool | None = None) -> dict[str, Any]:

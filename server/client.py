@@ -212,6 +212,12 @@ class RemoteGrove:
     def seed(self, agent: str, entries: list[tuple[str, str]]) -> None:
         self._json("POST", f"/api/agents/{agent}/seed", {"messages": entries})
 
+    def fork_many(self, parent: str, prompts: list[str], model: str | None = None) -> list[str]:
+        """As `Grove.fork_many`: one child of `parent` per prompt, all started; their uuids."""
+        body = {"prompts": prompts, "model": model}
+        children: list[str] = self._json("POST", f"/api/agents/{parent}/fork", body)["children"]
+        return children
+
     def send(self, agent: str, text: str) -> RemoteTurn:
         return RemoteTurn(self, agent, text)
 

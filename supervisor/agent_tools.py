@@ -22,11 +22,18 @@ if TYPE_CHECKING:
 DEFAULT_TOOL_WAIT_S = 300.0
 
 
-async def tool_call(core: SupervisorCore, agent: str, tool: str, arguments: dict[str, Any]) -> str:
-    """Run a fan-out tool for `agent` under the commands' rules; CommandError says why not."""
+async def tool_call(
+    core: SupervisorCore,
+    agent: str,
+    tool: str,
+    arguments: dict[str, Any],
+    trace: str | None = None,
+) -> str:
+    """Run a fan-out tool for `agent` under the commands' rules; CommandError says why not.
+    `trace`: the traceparent of the call's span (a forked child's turns go under it)."""
     caller = core.agent(agent)
     if tool == "fork":
-        return await _fork(core, caller, arguments)
+        return await _fork(core, caller, arguments, trace)
     if tool == "send":
         target, message = arguments.get("uuid"), arguments.get("message")
         if not isinstance(target, str) or not isinstance(message, str):
@@ -63,7 +70,9 @@ def _todo(core: SupervisorCore, caller: AgentRecord, arguments: dict[str, Any]) 
     return outcome.text
 
 
-async def _fork(core: SupervisorCore, parent: AgentRecord, arguments: dict[str, Any]) -> str:
+async def _fork(
+    core: SupervisorCore, parent: AgentRecord, arguments: dict[str, Any], trace: str | None
+) -> str:
     prompt, model = arguments.get("prompt"), arguments.get("model")
     if not isinstance(prompt, str) or not prompt.strip():
         raise CommandError("fork needs a non-empty `prompt` string")
@@ -93,6 +102,7 @@ async def _fork(core: SupervisorCore, parent: AgentRecord, arguments: dict[str, 
         origin="tool",
         tools=arguments.get("tools"),
         workspace=arguments.get("workspace"),
+        trace=trace,
     )
     made: dict[str, str] = {"uuid": forked.child.uuid}
     worktree = forked.child.metadata.get("worktree")

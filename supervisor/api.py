@@ -6,6 +6,7 @@ Starts or joins Ray, finds or starts the supervisor, and streams turns straight 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import json
 import os
@@ -24,6 +25,7 @@ from pydantic import BaseModel
 from actors.agent import TurnResult
 from actors.output import OutputType
 from actors.remote import HostSettings
+from actors.telemetry import caller_traceparent
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import list_server_tools
 from actors.tools.sandbox import SandboxPolicy
@@ -49,6 +51,7 @@ from supervisor.service import Limits
 from supervisor.store import open_store, store_files
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
+from supervisor.telemetry import telemetry_settings
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
 from supervisor.worktrees import WorktreeRow, worktree_rows
@@ -211,6 +214,7 @@ class Grove:
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
         self.supervisor: Any = None
+        self.traced = False  # spans are exported (`[telemetry]`, OTEL_*: supervisor/telemetry.py)
 
     def __enter__(self) -> Grove:
         self.start()
@@ -220,6 +224,7 @@ class Grove:
         self.close()
 
     def start(self) -> None:
+        telemetry = telemetry_settings(self.settings.telemetry)
         if not ray.is_initialized():
             self._local_ray = start_ray(self.settings.address, NAMESPACE)
             self._started_ray = True
@@ -245,6 +250,7 @@ class Grove:
             ),
             prices=dict(self.settings.models.prices),
             cache=self.settings.cache.policy(),
+            telemetry=telemetry,
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,
@@ -272,6 +278,9 @@ class Grove:
             max_task_retries=0,  # a call cut off by a restart is not replayed blindly
         ).remote(settings)
         ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+        self.traced = telemetry is not None
+        if self.traced:
+            atexit.register(self.flush_telemetry)  # a program that never closes its Grove
 
     def _sandbox_policy(self) -> SandboxPolicy:
         """`[tools.sandbox]`, hiding the store's files besides what it names."""
@@ -341,7 +350,17 @@ class Grove:
         simulator = self._stack.enter_context(SimulatorThread(SimulatorConfig(port=0, api_key=key)))
         return Endpoint(base_url=simulator.base_url, api_key=key)
 
+    def flush_telemetry(self) -> None:
+        """Export the spans the supervisor and every host have ended (closing does it)."""
+        if self.traced and self.supervisor is not None:
+            with contextlib.suppress(GroveError, ray.exceptions.RayError, TimeoutError):
+                self._call("flush_telemetry")
+
     def close(self) -> None:
+        if self.traced:
+            self.flush_telemetry()
+            atexit.unregister(self.flush_telemetry)
+            self.traced = False
         if self.supervisor is not None and self._started_ray:
             with contextlib.suppress(GroveError, ray.exceptions.RayError):
                 self.release_caches()  # a provider-side entry must not outlive its Grove
@@ -423,7 +442,10 @@ class Grove:
         if output_type is not None:
             provider = spec.provider if spec else None
             entries["output"] = make_output(output_type, output_retries, provider).to_data()
-        record: AgentRecord = self._call("create_root", spec, system, isolation, entries)
+        trace_parent = caller_traceparent() if self.traced else None
+        record: AgentRecord = self._call(
+            "create_root", spec, system, isolation, entries, trace_parent
+        )
         self._remember_model([record.uuid], output_type)
         if approver is not None:
             self.set_approver(record.uuid, approver)

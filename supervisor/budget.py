@@ -21,6 +21,9 @@ if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
 
 
+# What a request too large for its budget's hold is told.
+SMALLER_HOLD = " (a smaller [budget] reserve_output, or strict = true, lets it start)"
+
 # How soon a request waiting for requests in flight to settle asks again.
 BUDGET_POLL_S = 0.05
 
@@ -173,11 +176,12 @@ class BudgetDesk:
         self, uuid: str, model: str, tokens: int, max_tokens: int | None
     ) -> Hold | None:
         """Before a request of about `tokens` input (on `model`, whose price counts): hold that
-        and up to `reserve_output` (or `max_tokens`, if fewer) tokens of reply in every budget
-        the agent draws on, until it is settled; the reply held shrinks to what is left. None
-        while requests in flight hold the room (ask again when they settle); BudgetExhausted
-        when even settled use leaves none (nothing is sent). The hold carries a warning once
-        past the soft share."""
+        and `reserve_output` (or `max_tokens`, if fewer) tokens of reply in every budget the
+        agent draws on, until it is settled. The request starts only if that whole hold fits;
+        under `strict` alone the reply held shrinks to what is left (its max_tokens follows).
+        None while requests in flight hold the room (ask again when they settle);
+        BudgetExhausted when even settled use leaves none (nothing is sent). The hold carries a
+        warning once past the soft share."""
         scopes = self.scopes(uuid)
         if not scopes:
             return Hold()
@@ -187,17 +191,19 @@ class BudgetDesk:
         wanted = min(scope.budget.reserve_output for scope in scopes)
         if max_tokens is not None:
             wanted = min(wanted, max_tokens)
+        strict = any(scope.budget.strict for scope in scopes)
         warning = None
         for scope, spend in pairs:
             warning = spend.check(scope.budget, new_turn=False) or warning
         prompt = prompt_usage(tokens, self._core.cache)
         rooms = [output_room(spend, scope.budget, model, prompt) for scope, spend in pairs]
-        output = int(min(wanted, *rooms))
-        if output <= 0:
+        room = min(rooms)
+        output = int(min(wanted, room)) if strict else wanted
+        if output <= 0 or output > room:
             if any(spend.holds for _, spend in pairs):
                 return None  # requests in flight hold the room: their settling may free it
-            scope, spend = pairs[rooms.index(min(rooms))]
-            raise BudgetExhausted(exhausted_text(scope.budget, spend, tokens))
+            scope, spend = pairs[rooms.index(room)]
+            raise BudgetExhausted(refusal_text(scope.budget, spend, model, tokens, max(output, 1)))
         need_tokens = tokens + output
         need_cost = catalog.cost_usd(model, replace(prompt, output_tokens=output))
         for _, spend in pairs:
@@ -209,7 +215,7 @@ class BudgetDesk:
             tokens=need_tokens,
             cost_usd=need_cost,
             output=output,
-            strict=any(scope.budget.strict for scope in scopes),
+            strict=strict,
             cancel=any(scope.budget.hard_stop == "cancel" for scope in scopes),
             warning=warning,
         )
@@ -296,8 +302,28 @@ def refuse_oversized(budget: Budget, model: str, tokens: int) -> None:
         )
 
 
+def refusal_text(budget: Budget, spend: TreeSpend, model: str, tokens: int, output: int) -> str:
+    """Why a request of `tokens` input holding `output` reply tokens cannot start: the limit
+    it would pass, or, in a budget nothing was spent from yet, that it holds more than all."""
+    if spend.tokens or spend.cost_usd:
+        return exhausted_text(budget, spend, tokens + output)
+    if budget.tokens is not None and tokens + output > budget.tokens:
+        return (
+            f"{BUDGET_EXHAUSTED}tokens: this request needs about {tokens:,} and holds "
+            f"{output:,} for its reply, more than the whole budget of {budget.tokens:,}; "
+            f"nothing was sent{SMALLER_HOLD}"
+        )
+    held = catalog.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
+    return (
+        f"{BUDGET_EXHAUSTED}cost_usd: this request and the {output:,} reply tokens it holds "
+        f"cost about ${held:,.4g}, more than the whole budget of ${budget.cost_usd or 0:,.4g}; "
+        f"nothing was sent{SMALLER_HOLD}"
+    )
+
+
 def exhausted_text(budget: Budget, spend: TreeSpend, tokens: int) -> str:
-    """The limit the next request would pass, as `Budget exhausted: <what> <used>/<limit>`."""
-    if budget.tokens is not None and spend.tokens + spend.held_tokens + tokens >= budget.tokens:
+    """The limit a hold of `tokens` more would pass, as `Budget exhausted: <what>
+    <used>/<limit>`."""
+    if budget.tokens is not None and spend.tokens + spend.held_tokens + tokens > budget.tokens:
         return f"{BUDGET_EXHAUSTED}tokens {shown(spend.tokens)}/{shown(budget.tokens)}"
     return f"{BUDGET_EXHAUSTED}cost_usd {shown(spend.cost_usd)}/{shown(budget.cost_usd or 0)}"

@@ -20,9 +20,10 @@ HARD_STOPS = ("finish", "cancel")
 class Budget:
     """Limits over a whole tree; None leaves that one open. `soft` is the share of a limit at
     which a BudgetWarning goes out, once. Each request holds its input and `reserve_output`
-    tokens of reply (or its max_tokens, if fewer) until it ends; `strict` caps its max_tokens
-    at that, so the limit is never passed; `hard_stop="cancel"` stops a reply that outgrows
-    its hold when the budget has no more room."""
+    tokens of reply (or its max_tokens, if fewer) until it ends, and starts only if that fits;
+    `strict` lets the hold shrink to what is left and caps its max_tokens at it, so the limit
+    is never passed; `hard_stop="cancel"` stops a reply that outgrows its hold when the budget
+    has no more room."""
 
     tokens: int | None = None
     cost_usd: float | None = None

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from actors.output import OutputType
+from actors.telemetry import TRACE_KEY
 from providers.catalog import ModelSpec
 from supervisor.budget_rules import BUDGET_KEYS, Budget, group_entry
 from supervisor.store.records import AgentRecord
@@ -18,8 +19,10 @@ from supervisor.tool_rules import INHERITED_TOOL_METADATA
 # What a forked child takes over from its parent's record besides the model.
 # `budget_root`: the root whose `budget` the agent draws on; `budget_groups`: the budgets of
 # the fork_many calls it (or an ancestor) came from (supervisor/budget.py); `workspace`: the
-# directory its tools work in, when not the hosts' (a worktree: supervisor/worktrees.py).
-INHERITED_METADATA = ("system", "workspace", *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
+# directory its tools work in, when not the hosts' (a worktree: supervisor/worktrees.py);
+# `trace`: where its turns hang in its tree's trace (actors/telemetry.py), unless its fork
+# names a span of its own.
+INHERITED_METADATA = ("system", "workspace", TRACE_KEY, *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
 
 
 def child_records(

@@ -9,9 +9,10 @@ import os
 import re
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -38,6 +39,16 @@ class ConfigError(GroveError):
     """The config file or a GROVE_* variable cannot be used; the text says where and why."""
 
 
+def _usable_url(value: str) -> str:
+    problem = base_url_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+UsableUrl = Annotated[str, AfterValidator(_usable_url)]  # http(s), with a host
+
+
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -52,20 +63,12 @@ class Defaults(_Section):
 
 
 class ProviderSettings(_Section):
-    base_url: str | None = None
+    base_url: UsableUrl | None = None
     api: Literal["responses", "chat"] = "responses"
     # The fleet's limits on this provider, shared by every host (supervisor/fleet.py).
     rpm: int | None = Field(default=None, ge=1, description="Requests a minute")
     tpm: int | None = Field(default=None, ge=1, description="Input tokens a minute")
     max_concurrency: int | None = Field(default=None, ge=1, description="Requests at once")
-
-    @field_validator("base_url")
-    @classmethod
-    def _usable_url(cls, value: str | None) -> str | None:
-        problem = None if value is None else base_url_problem(value)
-        if problem:
-            raise ValueError(problem)
-        return value
 
 
 class Providers(_Section):
@@ -305,6 +308,20 @@ class CacheSection(_Section):
         return CachePolicy(ttl=self.ttl) if self.enabled else None
 
 
+class TelemetrySection(_Section):
+    """`[telemetry]`: OpenTelemetry traces over OTLP/HTTP (off unless an endpoint is named
+    here or by the standard OTEL_* variables, which win: supervisor/telemetry.py)."""
+
+    enabled: bool = Field(default=True, description="false: no traces, whatever names an endpoint")
+    otlp_endpoint: UsableUrl | None = Field(
+        default=None, description="The collector's OTLP/HTTP URL; spans go to its /v1/traces"
+    )
+    service_name: str = Field(default="grove", min_length=1, description="service.name of spans")
+    headers: dict[str, str] = Field(
+        default_factory=dict, description="Headers of every export (a collector's token, say)"
+    )
+
+
 class GroveSettings(BaseSettings):
     """Everything configurable. `load_settings()` builds it with the file and the environment."""
 
@@ -325,6 +342,7 @@ class GroveSettings(BaseSettings):
     events: EventsSection = EventsSection()
     cache: CacheSection = CacheSection()
     service: ServiceSection = ServiceSection()
+    telemetry: TelemetrySection = TelemetrySection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")
     address: str | None = Field(default=None, description="Ray cluster address")
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from actors.telemetry import TRACE_KEY
 from providers.catalog import ModelSpec
 from supervisor.children import child_records
 from supervisor.tool_rules import narrowed
@@ -33,16 +34,23 @@ async def fork_child(
     tools: object = None,
     workspace: object = None,
     correlation_id: str | None = None,
+    trace: str | None = None,
 ) -> Forked:
     """Fork one child of `parent`. `tools` (a list of names) narrows what it inherits; a name
     the parent lacks refuses the fork before anything is stored. `workspace`: "shared" (the
-    parent's directory) or "worktree" (a git worktree of its own); default: the config's."""
+    parent's directory) or "worktree" (a git worktree of its own); default: the config's.
+    `trace`: the traceparent of the span that forks it (a `fork` tool call's), under which
+    its turns' spans go instead of under its parent's context."""
     if core.budget_check is not None:
         core.budget_check(parent, False)
     (child,) = child_records(parent, model, core.store.conversation_end(parent.uuid), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})
+    inherited = child.metadata.get(TRACE_KEY)
+    if trace is not None and inherited is not None:
+        traced = {**inherited, "traceparent": trace}
+        child = child.model_copy(update={"metadata": {**child.metadata, TRACE_KEY: traced}})
     (child,) = await core.workspaces.place(core.store, parent, [child], workspace)
     async with core.workspaces.stored([child]):
         core.store.create_agents([child])

@@ -22,6 +22,7 @@ from actors.collector import tune_collector
 from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.remote import AgentHost, HostSettings
+from actors.telemetry import start_tracing
 from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from providers.base import AssistantTurn, RateLimitLeft
 from providers.catalog import ModelSpec, set_prices
@@ -203,6 +204,7 @@ class Supervisor:
         )
         self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
         self.core.compaction = settings.compaction
+        self.core.tracing = start_tracing(settings.host_settings.telemetry)
         self.core.cache = settings.host_settings.cache
         self.core.workspaces = Workspaces(settings.host_settings.workspace, settings.fork_workspace)
         self.budgets = BudgetDesk(self.core)
@@ -290,6 +292,16 @@ class Supervisor:
     def host(self, host_id: str) -> Any:
         return self.clients[host_id].handle
 
+    async def flush_telemetry(self) -> None:
+        """Export the spans every live host and this supervisor have ended (before Grove
+        stops them: a killed process's spans in waiting would be lost)."""
+        live = [c for host_id, c in self.clients.items() if host_id not in self.core.given_up]
+        await asyncio.gather(
+            *(asyncio.wait_for(c.handle.flush_telemetry.remote(), 30) for c in live),
+            return_exceptions=True,
+        )
+        await asyncio.to_thread(self.core.tracing.flush)
+
     async def host_pids(self) -> dict[str, int]:
         """For operators and tests: the process id of each live host."""
         self._wake()
@@ -306,10 +318,14 @@ class Supervisor:
         system: str | None,
         isolation: str | None,
         tools: dict[str, Any] | None = None,
+        trace_parent: str | None = None,
     ) -> AgentRecord:
-        """`tools` holds the record's tool entries (supervisor/toolbox.py ResolvedTools)."""
+        """`tools` holds the record's tool entries (supervisor/toolbox.py ResolvedTools);
+        `trace_parent`: the caller's span, when it traces (the root's trace goes under it)."""
         self._wake()
-        record = self.core.create_root(spec, system=system, isolation=isolation, tools=tools)
+        record = self.core.create_root(
+            spec, system=system, isolation=isolation, tools=tools, trace_parent=trace_parent
+        )
         if self.settings.advisor.enabled:
             await self.advisors.attach_all(record.uuid)
         return record
@@ -346,11 +362,14 @@ class Supervisor:
     async def advice(self, agent: str) -> list[MessageRecord]:
         return self.advisors.advice_given(self.core.agent(agent).uuid)
 
-    async def tool_call(self, agent: str, tool: str, arguments: dict[str, Any]) -> tuple[bool, str]:
-        """A fan-out tool call from a host: (True, result) or (False, the reason refused)."""
+    async def tool_call(
+        self, agent: str, tool: str, arguments: dict[str, Any], trace: str | None = None
+    ) -> tuple[bool, str]:
+        """A fan-out tool call from a host: (True, result) or (False, the reason refused);
+        `trace`: the traceparent of the call's span."""
         self._wake()
         try:
-            return True, await tool_call(self.core, agent, tool, arguments)
+            return True, await tool_call(self.core, agent, tool, arguments, trace)
         except GroveError as exc:
             return False, str(exc)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from actors.agent import NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.output import OutputType
+from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
 from actors.transcript import parts_to_data
 from providers.base import CachePolicy, TextPart, Usage
@@ -88,6 +89,7 @@ class SupervisorCore:
         self.compaction = CompactionPlan()  # `[compaction]`, set by the deployment
         self.cache: CachePolicy | None = None  # `[cache]`, set by the deployment
         self.fork_caches = ForkCaches(self)  # warm-ups before fan-out, explicit entries
+        self.tracing: Tracing = NO_TRACING  # roots' `create_agent` spans; set by the deployment
         # Refuses a new turn (count=True) or fork in a tree whose budget is spent; set by the
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
@@ -106,10 +108,16 @@ class SupervisorCore:
         system: str | None = None,
         isolation: str | None = None,
         tools: Mapping[str, Any] | None = None,
+        trace_parent: str | None = None,
     ) -> AgentRecord:
-        """`tools` holds the tool entries of the record's metadata (supervisor/tool_rules.py)."""
+        """`tools` holds the tool entries of the record's metadata (supervisor/tool_rules.py);
+        `trace_parent`: the caller's span, under which the root's trace goes (when traced)."""
         uuid = str(uuidlib.uuid4())
         metadata: dict[str, Any] = dict(tools or {})
+        provider, model = (spec.provider, spec.model) if spec else (None, None)
+        trace = self.tracing.create_agent(uuid, provider, model, trace_parent)
+        if trace is not None:
+            metadata[TRACE_KEY] = trace.to_data()
         if "budget" in metadata:
             metadata["budget_root"] = uuid
         if system:
@@ -261,6 +269,7 @@ class SupervisorCore:
                 user=user,
                 choice=choice,
                 output=output,
+                trace=TraceParent.from_metadata(record.metadata),
             )
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()
@@ -353,6 +362,7 @@ class SupervisorCore:
         hosts: dict[str, HostClient] = {}
         # Siblings inherit the same tools: one grant object, which each host call pickles once.
         grant = grant_of(records[0].metadata)
+        trace = TraceParent.from_metadata(records[0].metadata)
         for record, stored_prompt, choice in zip(records, prompts_stored, choices, strict=True):
             assert choice is not None
             state = self.live(record.uuid, record)
@@ -362,6 +372,7 @@ class SupervisorCore:
                 user=stored_entry(stored_prompt),
                 choice=choice,
                 output=output,
+                trace=trace,
             )
             state.ticket_id = ticket.ticket_id
             state.turn_done.clear()

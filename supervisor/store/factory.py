@@ -18,7 +18,6 @@ from supervisor.store.base import (
     DEFAULT_MAX_MESSAGE_BYTES,
     Store,
 )
-from supervisor.store.redis import DEFAULT_NAMESPACE, RedisStore
 from supervisor.store.sqlite import SqliteStore
 
 SQLITE_PREFIX = "sqlite:///"
@@ -76,6 +75,10 @@ def open_store(
         )
     scheme = target.partition("://")[0].lower() if "://" in target else ""
     if scheme in ("redis", "rediss"):
+        # Imported here: the Redis client (which loads OpenTelemetry's metrics SDK when it is
+        # installed) costs a SQLite deployment nothing.
+        from supervisor.store.redis import RedisStore
+
         redis_url, namespace = _split_namespace(target)
         return RedisStore(
             redis_url,
@@ -109,6 +112,8 @@ def exposed_store_warning(url: str | None = None) -> str | None:
 
 def _split_namespace(url: str) -> tuple[str, str]:
     """The URL without its `namespace` query parameter, and that namespace (or the default)."""
+    from supervisor.store.redis import DEFAULT_NAMESPACE
+
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     namespaces = [value for key, value in query if key == "namespace"]

@@ -43,13 +43,17 @@ class Service:
 
 
 @contextmanager
-def grove_service(base: Path, env: dict[str, str] | None = None) -> Iterator[Service]:
-    """A service on the simulator with its store and config directory in `base` (and the
-    `GROVE_*` settings of `env`), stopped, with all it started, at the end."""
+def grove_service(
+    base: Path, env: dict[str, str] | None = None, *, simulate: bool = True
+) -> Iterator[Service]:
+    """A service on the simulator (on the real providers without `simulate`) with its store
+    and config directory in `base` (and the settings of `env`), stopped, with all it started,
+    at the end."""
     env = {**cli_environment(base), **(env or {})}
     port = free_loopback_port()
+    simulated = ["--simulate"] if simulate else []
     up = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", str(port)],
+        [sys.executable, "-m", "cli.entry", "up", *simulated, "--port", str(port)],
         capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
     )  # fmt: skip
     assert up.returncode == 0, up.stderr

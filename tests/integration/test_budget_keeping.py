@@ -89,7 +89,9 @@ def test_cancel_cuts_replies_off_at_the_limit_and_keeps_what_streamed(grove: Gro
 def test_a_fork_many_budget_limits_its_children_on_top_of_the_trees(grove: Grove) -> None:
     root = grove.create_root(MODEL, budget=Budget(tokens=100_000)).uuid
     group = grove.fork_many(
-        root, [f"[[sim tokens=40]] group {n}" for n in range(20)], budget=Budget(tokens=300)
+        root,
+        [f"[[sim tokens=40]] group {n}" for n in range(20)],
+        budget=Budget(tokens=300, reserve_output=50),
     )
     results: dict[str, TurnResult] = {}
     while len(results) < len(group):
@@ -132,7 +134,7 @@ def test_reviewers_draw_on_the_budget_of_the_tree_they_watch(grove: Grove) -> No
     assert report.rows[reviewer.uuid].requests == row["reviews"]  # stored as it spent
     assert report.trees[root].requests == report.rows[root].requests + row["reviews"]
     # A budget smaller than the reviewer's first request: it is refused, the agent goes on.
-    small = grove.create_root(MODEL, budget=Budget(tokens=300)).uuid
+    small = grove.create_root(MODEL, budget=Budget(tokens=300, reserve_output=50)).uuid
     assert grove.dispatch(small, "/advisor on").ok
     assert grove.ask(small, "[[sim tokens=20]] small work").ok
     refused = reviewer_row(grove, small, lambda row: row["last_error"] is not None)
@@ -155,7 +157,9 @@ def test_a_cost_budget_on_a_model_without_a_price_is_refused(grove: Grove) -> No
 
 def test_a_price_in_the_config_keeps_a_cost_budget(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
-    config.write_text('[models.prices]\n"house-model" = [200, 400]\n')
+    config.write_text(
+        '[budget]\nreserve_output = 200\n[models.prices]\n"house-model" = [200, 400]\n'
+    )
     env = cli_environment(tmp_path, config)
     command = [sys.executable, "-m", "cli.app", "run", "--simulate", "--model",
                "openai:house-model", "--budget-cost", "0.5"]  # fmt: skip
@@ -163,8 +167,9 @@ def test_a_price_in_the_config_keeps_a_cost_budget(tmp_path: Path) -> None:
         [*command, "[[sim tokens=50]] hello"], capture_output=True, text=True, env=env,
         timeout=180, check=False,
     )  # fmt: skip
-    # About 550 input tokens (the prompt, the default tools' schemas) at $0.0002 each: the
-    # request starts; with its 50 words of reply at $0.0004 it costs about $0.13.
+    # About 550 input tokens (the prompt, the default tools' schemas) at $0.0002 each and a
+    # hold of 200 reply tokens at $0.0004: the request starts; with its 50 words of reply it
+    # costs about $0.13.
     assert first.returncode == 0, first.stderr
     broke = subprocess.run(
         [*command, "words " * 2000], capture_output=True, text=True, env=env, timeout=180,

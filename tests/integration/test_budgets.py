@@ -17,6 +17,7 @@ import pytest
 from supervisor import Budget, Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
+from supervisor.usage import usage_report
 from tests.integration.groves import cli_environment, running_grove
 
 MODEL = "claude-haiku-4-5"
@@ -29,9 +30,10 @@ def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
 
 
 def test_a_request_that_would_pass_the_limit_does_not_start(grove: Grove) -> None:
-    root = grove.create_root(MODEL, budget=Budget(tokens=200)).uuid
+    root = grove.create_root(MODEL, budget=Budget(tokens=200, reserve_output=50)).uuid
     assert grove.ask(root, "[[sim tokens=100]] first").ok  # about 110 tokens
-    # The next request carries the first reply as input: it would pass 200, so it is not sent.
+    # The next request carries the first reply as input: with the 50 tokens of reply it holds
+    # it would pass 200, so it is not sent.
     second = grove.ask(root, "[[sim tokens=100]] second")
     assert not second.ok and second.error is not None
     assert re.fullmatch(r"Budget exhausted: tokens \d+/200", second.error), second.error
@@ -39,7 +41,7 @@ def test_a_request_that_would_pass_the_limit_does_not_start(grove: Grove) -> Non
 
 
 def test_a_token_budget_stops_new_turns_and_forks_once_spent(grove: Grove) -> None:
-    root = grove.create_root(MODEL, budget=Budget(tokens=100)).uuid
+    root = grove.create_root(MODEL, budget=Budget(tokens=100, reserve_output=50)).uuid
     assert grove.ask(root, "[[sim tokens=100]] first").ok  # the reply itself passes 100
     with pytest.raises(CommandError, match=r"^Budget exhausted: tokens [\d,]+/100$"):
         grove.send(root, "third")
@@ -50,7 +52,7 @@ def test_a_token_budget_stops_new_turns_and_forks_once_spent(grove: Grove) -> No
 
 
 def test_children_draw_on_their_roots_budget(grove: Grove) -> None:
-    root = grove.create_root(MODEL, budget=Budget(tokens=250)).uuid
+    root = grove.create_root(MODEL, budget=Budget(tokens=250, reserve_output=50)).uuid
     child = grove.dispatch(root, "/fork").data["child"]
     assert grove.ask(child, "[[sim tokens=150]] the child spends").ok
     assert grove.ask(root, "[[sim tokens=150]] the root spends").ok
@@ -105,10 +107,15 @@ def run_cli(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_grove_run_takes_a_budget_and_refuses_bad_ones(tmp_path: Path) -> None:
-    spent = run_cli(tmp_path, "--budget-tokens", "1000", "[[sim tokens=30]] hello")
-    assert spent.returncode == 0, spent.stderr  # the first request starts under the limit
+    spent = run_cli(tmp_path, "--budget-tokens", "5000", "[[sim tokens=30]] hello")
+    assert spent.returncode == 0, spent.stderr  # the first request and its hold fit
     small = run_cli(tmp_path, "--budget-tokens", "5", "[[sim tokens=30]] hello there")
     assert small.returncode == 1 and "more than the whole budget of 5" in small.stderr
+    # 1,000 tokens hold the input but not the 4,096 tokens of reply a request holds by default.
+    held = run_cli(tmp_path, "--budget-tokens", "1000", "[[sim tokens=30]] hello")
+    assert held.returncode == 1, held.stderr
+    assert "and holds 4,096 for its reply, more than the whole budget of 1,000" in held.stderr
+    assert "a smaller [budget] reserve_output, or strict = true, lets it start" in held.stderr
     for options, message in (
         (("--budget-time", "5 weeks"), "--budget-time: use seconds or a number with s, m or h"),
         (("--budget-cost", "0"), "budget cost_usd must be a positive number, got 0.0"),
@@ -117,35 +124,61 @@ def test_grove_run_takes_a_budget_and_refuses_bad_ones(tmp_path: Path) -> None:
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
-def test_a_batch_stops_at_its_budget_and_a_rerun_runs_just_the_rest(tmp_path: Path) -> None:
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(
+def write_tasks(path: Path, count: int, reply_tokens: int) -> Path:
+    path.write_text(
         "".join(
-            json.dumps({"id": n, "prompt": f"[[sim tokens=80]] task {n}"}) + "\n" for n in range(12)
+            json.dumps({"id": n, "prompt": f"[[sim tokens={reply_tokens}]] task {n}"}) + "\n"
+            for n in range(count)
         )
     )
+    return path
+
+
+def run_batch(
+    tmp_path: Path, tasks: Path, output: Path, *options: str
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model", MODEL,
+         "--output", str(output), *options],
+        capture_output=True, text=True, env=cli_environment(tmp_path), timeout=240, check=False,
+    )  # fmt: skip
+
+
+def test_a_batch_stops_at_its_budget_and_a_rerun_runs_just_the_rest(tmp_path: Path) -> None:
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 12, 80)
     output = tmp_path / "out.jsonl"
-
-    def batch(*options: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model", MODEL,
-             "--concurrency", "2", "--output", str(output), *options],
-            capture_output=True, text=True, env=cli_environment(tmp_path), timeout=240,
-            check=False,
-        )  # fmt: skip
-
-    first = batch("--budget-tokens", "400")
+    (tmp_path / "config.toml").write_text("[budget]\nreserve_output = 100\n")
+    first = run_batch(tmp_path, tasks, output, "--concurrency", "2", "--budget-tokens", "400")
     assert first.returncode == 1, first.stderr
     records = [json.loads(line) for line in output.read_text().splitlines()]
     skipped = [r for r in records if r["status"] == "skipped"]
     assert skipped and all(r["error"].startswith("Budget exhausted: tokens ") for r in skipped)
-    assert {r["status"] for r in records} <= {"ok", "skipped"}
+    assert {r["status"] for r in records} == {"ok", "skipped"}
     assert "skipped: the budget was spent" in first.stdout + first.stderr
-    again = batch("--budget-tokens", "100000")
+    again = run_batch(tmp_path, tasks, output, "--concurrency", "2", "--budget-tokens", "100000")
     assert again.returncode == 0, again.stderr
     rerun = [json.loads(line) for line in output.read_text().splitlines()][len(records) :]
     assert sorted(r["id"] for r in rerun) == sorted(r["id"] for r in skipped)  # just those
     assert all(r["status"] == "ok" for r in rerun)
+
+
+def test_a_batch_of_replies_inside_their_hold_settles_within_its_budget(tmp_path: Path) -> None:
+    # Each request starts only if its input and its whole hold of 4,096 reply tokens fit in
+    # what is left; replies of 500 tokens stay inside their holds, so the limit holds too.
+    tasks = write_tasks(tmp_path / "tasks.jsonl", 60, 500)
+    output = tmp_path / "out.jsonl"
+    done = run_batch(tmp_path, tasks, output, "--concurrency", "10", "--budget-tokens", "12000")
+    assert done.returncode == 1, done.stderr  # the budget ran out: the rest is skipped
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    assert {r["status"] for r in records} == {"ok", "skipped"}
+    store = open_store(cli_environment(tmp_path)["GROVE_STORE"])
+    try:
+        total = usage_report(store, store.list_agents(include_ended=True)).total
+    finally:
+        store.close()
+    ok = sum(r["status"] == "ok" for r in records)
+    assert total.output_tokens >= 500 * ok  # every finished task's reply is counted
+    assert total.input_tokens + total.output_tokens <= 12_000
 
 
 def test_a_budget_smaller_than_one_request_sends_nothing(grove: Grove) -> None:
@@ -159,7 +192,7 @@ def test_a_budget_smaller_than_one_request_sends_nothing(grove: Grove) -> None:
 
 def test_two_hundred_agents_racing_one_budget_settle_within_it(grove: Grove) -> None:
     limit = 4_000
-    root = grove.create_root(MODEL, budget=Budget(tokens=limit)).uuid
+    root = grove.create_root(MODEL, budget=Budget(tokens=limit, reserve_output=30)).uuid
     children = grove.fork_many(root, [f"[[sim tokens=20]] race {n}" for n in range(200)])
     results = grove.wait_any(children, 120)
     while len(results) < len(children):

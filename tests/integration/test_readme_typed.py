@@ -12,38 +12,21 @@ from pathlib import Path
 
 from jsonschema import Draft202012Validator
 
-from tests.conformance.corpus import REPO_ROOT
 from tests.integration.groves import cli_environment
-
-TIMEOUT_S = 240
-
-
-def typed_section() -> str:
-    text = (REPO_ROOT / "README.md").read_text()
-    return text.split("## Typed results\n", 1)[1].split("\n## ", 1)[0]
+from tests.integration.readme import EXAMPLE_TIMEOUT_S, readme_section, run_python_example
 
 
 def test_the_python_example_prints_a_typed_answer(tmp_path: Path) -> None:
-    (example,) = re.findall(r"```python\n(.+?)\n```", typed_section(), re.DOTALL)
-    (tmp_path / "example.py").write_text(example)
-    done = subprocess.run(
-        [sys.executable, "example.py"],
-        cwd=tmp_path,
-        env=cli_environment(tmp_path, tmp_path / "none.toml"),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT_S,
-        check=False,
-    )
+    done = run_python_example("Typed results", tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "Finding True"
-    assert "prints `Finding True`" in typed_section()
+    assert "prints `Finding True`" in readme_section("Typed results")
 
 
 def test_the_commands_print_the_checked_json(tmp_path: Path) -> None:
     """The section's two lines as written: the schema file, then `grove run` printing one line
     of JSON that the schema accepts."""
-    (commands,) = re.findall(r"```bash\n(.+?)\n```", typed_section(), re.DOTALL)
+    (commands,) = re.findall(r"```bash\n(.+?)\n```", readme_section("Typed results"), re.DOTALL)
     write, run = commands.splitlines()
     env = cli_environment(tmp_path, tmp_path / "none.toml")
     made = subprocess.run(write, shell=True, cwd=tmp_path, env=env, check=False, timeout=10)
@@ -55,7 +38,7 @@ def test_the_commands_print_the_checked_json(tmp_path: Path) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=TIMEOUT_S,
+        timeout=EXAMPLE_TIMEOUT_S,
         check=False,
     )
     assert done.returncode == 0, done.stderr

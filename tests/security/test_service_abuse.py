@@ -144,43 +144,45 @@ def test_a_chunked_gigabyte_batch_is_cut_off_at_its_limit(service: Service) -> N
     assert httpx.get(f"{service.url}/healthz", timeout=10).status_code == 200
 
 
+OVER_TEXT = MAX_TEXT_BYTES + 1
+TOO_LONG = f"Value error, is {OVER_TEXT:,} bytes; the limit is {MAX_TEXT_BYTES:,}"
+
+
 @pytest.mark.parametrize(
-    ("path", "body", "field"),
+    ("body", "where", "message"),
     [
-        (
-            "/api/roots",
-            {"model": "claude-haiku-4-5", "system": "s" * (MAX_TEXT_BYTES + 1)},
-            "system",
-        ),
-        ("/api/roots", {"model": "m" * 201}, "model"),
-        ("/api/roots", {"tools": ["read"] * 257}, "tools"),
+        ({"model": "claude-haiku-4-5", "system": "s" * OVER_TEXT}, ["system"], TOO_LONG),
+        ({"model": "m" * 201}, ["model"], None),
+        ({"tools": ["read"] * 257}, ["tools"], None),
+        ({"tool_files": {"big_tool.py": "#" * OVER_TEXT}}, ["tool_files", "big_tool.py"], TOO_LONG),
+        ({"tool_files": {f"t{n}.py": "" for n in range(257)}}, ["tool_files"], None),
     ],
+    ids=["system", "model", "tools", "tool-file", "tool-files"],
 )
-def test_text_fields_have_length_limits(
-    service: Service, path: str, body: dict[str, object], field: str
+def test_text_fields_of_a_root_have_length_limits(
+    service: Service, body: dict[str, object], where: list[str], message: str | None
 ) -> None:
     before = agents(service)
     with service.api() as api:
-        refused = api.post(path, json=body)
+        refused = api.post("/api/roots", json=body)
     assert refused.status_code == 422, refused.text
     (problem,) = refused.json()["detail"]
-    assert problem["loc"] == ["body", field]
-    if field == "system":
-        assert problem["msg"] == (
-            f"Value error, is {MAX_TEXT_BYTES + 1:,} bytes; the limit is {MAX_TEXT_BYTES:,}"
-        )
+    assert problem["loc"] == ["body", *where]
+    assert message is None or problem["msg"] == message
     assert agents(service) == before
 
 
-def test_a_prompt_over_the_text_limit_is_refused(service: Service) -> None:
+def test_a_prompt_fork_or_seed_over_the_text_limit_is_refused(service: Service) -> None:
     with service.api() as api:
         root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
-        refused = api.post(f"/api/agents/{root}/prompts", json={"text": "p" * (MAX_TEXT_BYTES + 1)})
-        forked = api.post(
-            f"/api/agents/{root}/fork", json={"prompts": ["q" * (MAX_TEXT_BYTES + 1)]}
+        refused = api.post(f"/api/agents/{root}/prompts", json={"text": "p" * OVER_TEXT})
+        forked = api.post(f"/api/agents/{root}/fork", json={"prompts": ["q" * OVER_TEXT]})
+        seeded = api.post(
+            f"/api/agents/{root}/seed", json={"messages": [["user", "c" * OVER_TEXT]]}
         )
         history = api.get(f"/api/agents/{root}/history").json()["messages"]
-    assert refused.status_code == 422 and forked.status_code == 422
+    assert [refused.status_code, forked.status_code, seeded.status_code] == [422] * 3
+    assert seeded.json()["detail"][0]["msg"] == TOO_LONG
     assert history == []
 
 
@@ -254,16 +256,28 @@ def test_500_open_streams_leave_the_service_answering_and_one_more_gets_429(
 
 
 def test_a_query_token_opens_only_the_dashboard_and_its_streams(service: Service) -> None:
+    """Every route of the API but the page and the three event streams refuses `?token=`."""
     query = {"token": service.token}
+    with service.api() as api:
+        paths = api.get("/openapi.json").json()["paths"]
+        root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+    routes = [(method.upper(), path) for path, methods in paths.items() for method in methods]
+    routes += [("GET", "/openapi.json"), ("GET", "/docs")]
+    streams = {"/api/events/stream", "/api/tree/stream", "/api/agents/{agent}/stream"}
+    assert {path for _, path in routes if path.endswith("/stream")} == streams
+    assert len(routes) >= 30, routes
     with httpx.Client(base_url=service.url, timeout=30) as anonymous:
-        assert anonymous.post("/api/roots", params=query, json={}).status_code == 401
-        assert anonymous.get("/api/agents", params=query).status_code == 401
-        assert anonymous.get("/api/events", params=query).status_code == 401
+        for method, path in routes:
+            if path in streams or path == "/healthz":
+                continue
+            concrete = re.sub(r"\{(agent|session)\}", root, path)
+            concrete = re.sub(r"\{(batch|request)\}", "x", concrete)
+            answer = anonymous.request(method, concrete, params=query)
+            assert (method, path, answer.status_code) == (method, path, 401)
         assert anonymous.get("/", params=query).status_code == 200
-        with anonymous.stream("GET", "/api/events/stream", params=query) as stream:
-            assert stream.status_code == 200
-        with anonymous.stream("GET", "/api/tree/stream", params=query) as stream:
-            assert stream.status_code == 200
+        for path in streams:
+            with anonymous.stream("GET", path.replace("{agent}", root), params=query) as stream:
+                assert stream.status_code == 200, path
 
 
 @pytest.mark.parametrize(

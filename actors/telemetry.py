@@ -1,0 +1,336 @@
+"""Traces of Grove's agents in the GenAI semantic conventions, exported over OTLP/HTTP.
+
+`Tracing` does nothing (tracing off, the SDK never imported); `start_tracing` gives a process
+its exporter. A root's tree is one trace: its context travels in the records (`TraceParent`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextvars
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from providers.base import AssistantTurn, Request, ToolCallPart, Usage
+from providers.secrets import mask
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span as OtelSpan
+    from opentelemetry.trace import Tracer
+
+# Gen AI `gen_ai.provider.name` values of Grove's providers.
+PROVIDER_NAMES = {"anthropic": "anthropic", "openai": "openai", "google": "gcp.gemini"}
+TRACE_KEY = "trace"  # where a record's metadata keeps its TraceParent
+TRACES_PATH = "/v1/traces"
+# Spans a process holds for export (the SDK's default, 2,048, drops spans of a large fan-out
+# that ends within one export interval); OTEL_BSP_MAX_QUEUE_SIZE still sets it.
+QUEUE_SPANS = 32_768
+QUEUE_VARIABLE = "OTEL_BSP_MAX_QUEUE_SIZE"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TelemetrySettings:
+    """Where a process sends its spans (the OTLP/HTTP traces URL, with `headers`) and the
+    `service.name` they carry."""
+
+    endpoint: str
+    service_name: str = "grove"
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TraceParent:
+    """Where an agent's turns hang in its tree's trace: a W3C `traceparent` (its root's
+    `create_agent` span, or the span that forked it) and the root's uuid."""
+
+    traceparent: str
+    root: str
+
+    def to_data(self) -> dict[str, str]:
+        return {"traceparent": self.traceparent, "root": self.root}
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any]) -> TraceParent | None:
+        """The TraceParent a record's metadata keeps (None: its tree is not traced)."""
+        data = metadata.get(TRACE_KEY)
+        if not isinstance(data, dict):
+            return None
+        return cls(traceparent=str(data["traceparent"]), root=str(data["root"]))
+
+
+class Span:
+    """One span, or nothing when tracing is off (this class: every method does nothing)."""
+
+    def __enter__(self) -> Span:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def replied(self, turn: AssistantTurn) -> None:
+        """A `chat` span's reply: its model, id, finish reason and usage."""
+
+    def turn_ended(self, usage: Usage, error: str | None, cancelled: bool) -> None:
+        """An `invoke_agent` span's outcome: what the turn used, how it failed."""
+
+    def tool_failed(self) -> None:
+        """An `execute_tool` span's tool reported an error to the model."""
+
+
+NO_SPAN = Span()
+
+
+class Tracing:
+    """What a process traces. This class traces nothing and costs a method call per span."""
+
+    enabled = False
+
+    def create_agent(
+        self, root: str, provider: str | None, model: str | None, parent: str | None
+    ) -> TraceParent | None:
+        """A root's `create_agent` span (under `parent`, a caller's traceparent), ended at
+        once: its context, under which the root's tree hangs (None: not traced)."""
+        return None
+
+    def invoke_agent(
+        self, agent: str, provider: str | None, model: str | None, parent: TraceParent | None
+    ) -> AbstractContextManager[Span]:
+        """The span of one turn of `agent`, under `parent`; the turn's own spans nest in it."""
+        return NO_SPAN
+
+    def chat(self, request: Request, provider: str) -> AbstractContextManager[Span]:
+        """The span of one provider request, inside a traced turn."""
+        return NO_SPAN
+
+    def execute_tool(self, call: ToolCallPart) -> AbstractContextManager[Span]:
+        """The span of one tool call, inside a traced turn."""
+        return NO_SPAN
+
+    def current(self) -> str | None:
+        """The traceparent of the span in progress here (a fork's), if any."""
+        return None
+
+    def flush(self) -> None:
+        """Export every ended span now."""
+
+
+NO_TRACING = Tracing()
+# The turn a span of this task belongs to: (agent, root) for the Grove attributes.
+_TURN: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
+    "grove_turn", default=None
+)
+
+
+class _OtelSpan(Span):
+    def __init__(self, span: OtelSpan) -> None:
+        self.span = span
+
+    def replied(self, turn: AssistantTurn) -> None:
+        usage = turn.usage
+        attributes: dict[str, Any] = {
+            "gen_ai.response.model": turn.model,
+            **_usage_attributes(usage),
+            "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens,
+            "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens,
+        }
+        if turn.response_id:
+            attributes["gen_ai.response.id"] = turn.response_id
+        if turn.stop_reason:
+            attributes["gen_ai.response.finish_reasons"] = [turn.stop_reason]
+        self.span.set_attributes(attributes)
+
+    def turn_ended(self, usage: Usage, error: str | None, cancelled: bool) -> None:
+        self.span.set_attributes(_usage_attributes(usage))
+        if cancelled:
+            self.fail("cancelled", "cancelled")
+        elif error is not None:
+            self.fail("_OTHER", error)
+
+    def tool_failed(self) -> None:
+        self.fail("tool_error", "the tool reported an error")
+
+    def fail(self, error_type: str, text: str) -> None:
+        from opentelemetry.trace import Status, StatusCode
+
+        self.span.set_attribute("error.type", error_type)
+        self.span.set_status(Status(StatusCode.ERROR, mask(text)))
+
+
+class OtelTracing(Tracing):
+    """Spans of this process, batched and exported over OTLP/HTTP."""
+
+    enabled = True
+
+    def __init__(self, settings: TelemetrySettings) -> None:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+        resource = Resource.create({"service.name": settings.service_name})
+        self.provider = TracerProvider(resource=resource)
+        exporter = OTLPSpanExporter(endpoint=settings.endpoint, headers=dict(settings.headers))
+        queue = None if QUEUE_VARIABLE in os.environ else QUEUE_SPANS
+        self.provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
+        self.tracer: Tracer = self.provider.get_tracer("grove")
+        self._propagator = TraceContextTextMapPropagator()
+        atexit.register(self.provider.shutdown)
+
+    def create_agent(
+        self, root: str, provider: str | None, model: str | None, parent: str | None
+    ) -> TraceParent | None:
+        attributes = _agent_attributes("create_agent", root, root, provider, model)
+        with self._span("create_agent", attributes, self._context(parent)) as span:
+            traceparent = self._traceparent(span.span)
+        return TraceParent(traceparent=traceparent, root=root)
+
+    @contextmanager
+    def invoke_agent(
+        self, agent: str, provider: str | None, model: str | None, parent: TraceParent | None
+    ) -> Iterator[Span]:
+        if parent is None:
+            yield NO_SPAN
+            return
+        attributes = _agent_attributes("invoke_agent", agent, parent.root, provider, model)
+        token = _TURN.set((agent, parent.root))
+        try:
+            with self._span("invoke_agent", attributes, self._context(parent.traceparent)) as span:
+                yield span
+        finally:
+            _TURN.reset(token)
+
+    def chat(self, request: Request, provider: str) -> AbstractContextManager[Span]:
+        turn = _TURN.get()
+        if turn is None:
+            return NO_SPAN
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": PROVIDER_NAMES.get(provider, provider),
+            "gen_ai.request.model": request.model,
+            **_grove_attributes(*turn),
+        }
+        if request.max_tokens is not None:
+            attributes["gen_ai.request.max_tokens"] = request.max_tokens
+        return self._span(f"chat {request.model}", attributes, kind="client")
+
+    def execute_tool(self, call: ToolCallPart) -> AbstractContextManager[Span]:
+        turn = _TURN.get()
+        if turn is None:
+            return NO_SPAN
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.call_id,
+            "gen_ai.tool.type": "function",
+            **_grove_attributes(*turn),
+        }
+        return self._span(f"execute_tool {call.name}", attributes)
+
+    def current(self) -> str | None:
+        from opentelemetry import trace
+
+        span = trace.get_current_span()
+        return self._traceparent(span) if span.get_span_context().is_valid else None
+
+    def flush(self) -> None:
+        self.provider.force_flush()
+
+    @contextmanager
+    def _span(
+        self,
+        name: str,
+        attributes: Mapping[str, Any],
+        context: Any = None,
+        kind: str = "internal",
+    ) -> Iterator[_OtelSpan]:
+        """A span made current for the block; an exception out of it marks it failed."""
+        from opentelemetry.trace import SpanKind
+
+        span_kind = SpanKind.CLIENT if kind == "client" else SpanKind.INTERNAL
+        with self.tracer.start_as_current_span(
+            name,
+            context=context,
+            kind=span_kind,
+            attributes=attributes,
+            record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            handle = _OtelSpan(span)
+            try:
+                yield handle
+            except BaseException as exc:  # a cancelled request too
+                handle.fail(type(exc).__name__, str(exc) or type(exc).__name__)
+                raise
+
+    def _context(self, traceparent: str | None) -> Any:
+        if traceparent is None:
+            return None
+        return self._propagator.extract({"traceparent": traceparent})
+
+    def _traceparent(self, span: OtelSpan) -> str:
+        from opentelemetry import trace
+
+        carrier: dict[str, str] = {}
+        self._propagator.inject(carrier, trace.set_span_in_context(span))
+        return carrier["traceparent"]
+
+
+_STARTED: dict[TelemetrySettings, OtelTracing] = {}
+
+
+def start_tracing(settings: TelemetrySettings | None) -> Tracing:
+    """This process's tracing under `settings` (one exporter per process and settings);
+    NO_TRACING when they are None."""
+    if settings is None:
+        return NO_TRACING
+    tracing = _STARTED.get(settings)
+    if tracing is None:
+        tracing = _STARTED[settings] = OtelTracing(settings)
+    return tracing
+
+
+def caller_traceparent() -> str | None:
+    """The traceparent of the span a program calling Grove has open, when it traces with
+    OpenTelemetry itself (so a root's trace joins the caller's); None otherwise."""
+    import sys
+
+    if "opentelemetry.trace" not in sys.modules:
+        return None  # the program does not trace: nothing to import
+    from opentelemetry import trace
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+    if not trace.get_current_span().get_span_context().is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    TraceContextTextMapPropagator().inject(carrier)
+    return carrier.get("traceparent")
+
+
+def _agent_attributes(
+    operation: str, agent: str, root: str, provider: str | None, model: str | None
+) -> dict[str, Any]:
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": operation,
+        "gen_ai.agent.id": agent,
+        **_grove_attributes(agent, root),
+    }
+    if provider is not None:
+        attributes["gen_ai.provider.name"] = PROVIDER_NAMES.get(provider, provider)
+    if model is not None:
+        attributes["gen_ai.request.model"] = model
+    return attributes
+
+
+def _grove_attributes(agent: str, root: str) -> dict[str, str]:
+    return {"grove.agent.id": agent, "grove.root.id": root}
+
+
+def _usage_attributes(usage: Usage) -> dict[str, int]:
+    return {
+        "gen_ai.usage.input_tokens": usage.input_tokens,
+        "gen_ai.usage.output_tokens": usage.output_tokens,
+    }

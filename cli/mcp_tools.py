@@ -1,0 +1,225 @@
+"""The tools of `grove mcp` (cli/mcp_command.py) on the official SDK's `MCPServer`, run on the
+service's Grove when one is up, else on one of the command's own.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cli.context import CliContext
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from actors.turn_result import TurnResult
+    from server.client import RemoteGrove
+    from supervisor.api import Grove
+    from supervisor.batch.tasks import Task
+    from supervisor.command_defaults import CommandDefaults
+
+MAX_PROMPTS = 1000
+MAX_WAIT_S = 3600.0
+TURN_TIMEOUT_S = 3600.0
+Prompt = Annotated[str, Field(min_length=1, description="What to ask.")]
+ModelName = Annotated[
+    str | None,
+    Field(description="MODEL[/THINKING], e.g. claude-sonnet-4-5/med (default: the configured)."),
+]
+AgentId = Annotated[
+    str, Field(min_length=1, description="An agent's id (a unique prefix will do).")
+]
+
+
+class BatchTask(BaseModel):
+    """One task of `grove_batch` given whole (a plain string is a prompt alone)."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str | int | None = Field(None, description="The task's id (default: its position).")
+    prompt: str = Field(min_length=1, description="What to ask.")
+    model: str | None = Field(None, description="This task's MODEL[/THINKING].")
+    system: str | None = Field(None, description="This task's system prompt.")
+
+
+class Fleet:
+    """The Grove the tools run on (the service's, or this command's own) and what the
+    configuration gives a command."""
+
+    def __init__(self, context: CliContext, simulate: bool, hosts: int | None) -> None:
+        self.context = context
+        self.remote = context.remote(own=simulate or hosts is not None)
+        self.defaults: CommandDefaults = context.defaults(self.remote)
+        self.grove: Grove | RemoteGrove = self.remote or context.local_grove(
+            simulate=simulate, hosts=hosts or 1
+        )
+
+    def run(self, prompt: str, model: str | None, system: str | None) -> dict[str, Any]:
+        root = self.grove.create_root(
+            model or self.defaults.model,
+            system=system,
+            tools=self.defaults.tools(None, defaults=True),
+        )
+        result = self.grove.send(root.uuid, prompt).result(TURN_TIMEOUT_S)
+        if not result.ok:
+            raise ValueError(f"the turn of agent {root.uuid} failed: {result.error or 'cancelled'}")
+        return {"agent": root.uuid, **answer(result)}
+
+    def fork(self, agent: str, prompts: list[str], model: str | None) -> dict[str, Any]:
+        parent = self.grove.agent(agent).uuid
+        children = self.grove.fork_many(parent, prompts, model)
+        return {"parent": parent, "children": children}
+
+    def wait(self, agents: list[str], timeout_s: float) -> dict[str, Any]:
+        """Each agent's turn result, waiting for all of them for at most `timeout_s` together;
+        those still running are `pending`."""
+        deadline = time.monotonic() + timeout_s
+        results: dict[str, Any] = {}
+        pending: list[str] = []
+        for given in agents:
+            uuid = self.grove.agent(given).uuid
+            left = max(0.0, deadline - time.monotonic())
+            result = self.grove.wait_turn(uuid, left)
+            if result is None:
+                pending.append(uuid)
+            else:
+                results[uuid] = answer(result)
+        return {"results": results, "pending": pending}
+
+    def agents(self) -> dict[str, Any]:
+        with self.context.reads() as reads:
+            found = reads.agents(include_ended=False)
+        return {"agents": found["agents"]}
+
+    def batch(
+        self, tasks: list[str | BatchTask], model: str | None, context: str | None
+    ) -> dict[str, Any]:
+        from supervisor.batch.runner import DEFAULT_CONCURRENCY
+
+        checked = batch_tasks(tasks, self.defaults.aliases)
+        root = self.grove.create_root(model or self.defaults.model)
+        if context:
+            self.grove.seed(root.uuid, [("user", context)])
+        steps = self.grove.run_batch(root.uuid, checked, concurrency=DEFAULT_CONCURRENCY)
+        records = [step for step in steps if step is not None]
+        return {"root": root.uuid, "records": records}
+
+
+def answer(result: TurnResult) -> dict[str, Any]:
+    """What a tool says of a turn: the HTTP API's result without its stored entries."""
+    from supervisor.results import result_json
+
+    return {key: value for key, value in result_json(result).items() if key != "entries"}
+
+
+def batch_tasks(tasks: list[str | BatchTask], aliases: dict[str, str]) -> list[Task]:
+    """The tasks checked as `grove batch` checks its lines (ids unique, models known);
+    ValueError naming every task that is wrong."""
+    from supervisor.batch.tasks import TaskLineError, parse_task_line
+
+    checked: list[Task] = []
+    problems: list[str] = []
+    seen: set[str] = set()
+    for number, given in enumerate(tasks, start=1):
+        fields: dict[str, Any] = (
+            {"prompt": given} if isinstance(given, str) else given.model_dump(exclude_none=True)
+        )
+        fields.setdefault("id", number)
+        try:
+            task = parse_task_line(json.dumps(fields), number, aliases)
+        except TaskLineError as exc:
+            problems.append(f"task {number}: {exc.message}")
+            continue
+        assert task is not None  # the line is a JSON object, never blank
+        if task.key in seen:
+            problems.append(f"task {number}: the id {task.id!r} is used twice")
+        seen.add(task.key)
+        checked.append(task)
+    if problems:
+        raise ValueError("; ".join(problems))
+    return checked
+
+
+def mcp_server(fleet: Fleet) -> MCPServer:
+    """The server and its tools on `fleet`, whose Grove starts when the server does."""
+    from anyio import to_thread
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from providers.errors import GroveError
+
+    @asynccontextmanager
+    async def started(_: MCPServer) -> AsyncIterator[None]:
+        await to_thread.run_sync(fleet.grove.start)
+        try:
+            yield None
+        finally:
+            await to_thread.run_sync(fleet.grove.close)
+
+    server = MCPServer(
+        "grove",
+        instructions="Run prompts on a Grove fleet of agents: fork many children of an agent, "
+        "wait for their answers, run a batch of tasks.",
+        lifespan=started,
+    )
+
+    async def on_fleet(method: str, *args: Any) -> dict[str, Any]:
+        """A Fleet method in a worker thread (the protocol's loop goes on meanwhile); Grove's
+        refusals and bad arguments come back as the tool's error."""
+        try:
+            found: dict[str, Any] = await to_thread.run_sync(getattr(fleet, method), *args)
+        except (GroveError, ValueError) as exc:  # the caller's to read: said as it is
+            raise ToolError(str(exc)) from exc
+        return found
+
+    @server.tool()
+    async def grove_run(
+        prompt: Prompt, model: ModelName = None, system: str | None = None
+    ) -> dict[str, Any]:
+        """Run one prompt through a new root agent and return its answer: `text` (or `error`),
+        usage, cost and the root's id in `agent` (to fork from or read later)."""
+        return await on_fleet("run", prompt, model, system)
+
+    @server.tool()
+    async def grove_fork(
+        agent: AgentId,
+        prompts: Annotated[list[Prompt], Field(min_length=1, max_length=MAX_PROMPTS)],
+        model: ModelName = None,
+    ) -> dict[str, Any]:
+        """Fork one child of `agent` per prompt (each starts from the agent's conversation so
+        far) and start them all at once; returns the children's ids, in order, without
+        waiting: read their answers with grove_wait."""
+        return await on_fleet("fork", agent, prompts, model)
+
+    @server.tool()
+    async def grove_wait(
+        agents: Annotated[list[AgentId], Field(min_length=1, max_length=MAX_PROMPTS)],
+        timeout_s: Annotated[float, Field(ge=0, le=MAX_WAIT_S)] = 60.0,
+    ) -> dict[str, Any]:
+        """Wait for the agents' turns to end, at most `timeout_s` seconds in all; `results`
+        holds each finished agent's answer by id, `pending` the ids still running."""
+        return await on_fleet("wait", agents, timeout_s)
+
+    @server.tool()
+    async def grove_agents() -> dict[str, Any]:
+        """The fleet's live agents, oldest first: id, parent, model, state and usage."""
+        return await on_fleet("agents")
+
+    @server.tool()
+    async def grove_batch(
+        tasks: Annotated[list[str | BatchTask], Field(min_length=1, max_length=MAX_PROMPTS)],
+        model: ModelName = None,
+        context: Annotated[
+            str | None, Field(description="A shared context every task starts from.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Run tasks (prompts, or {id, prompt, model, system}) as children of one new root that
+        holds the shared `context`, many at once, and return every task's record (id, status,
+        text or error, usage, cost) when all have ended."""
+        return await on_fleet("batch", tasks, model, context)
+
+    return server

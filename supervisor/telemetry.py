@@ -1,0 +1,86 @@
+"""Whether and where Grove's processes export traces: the standard `OTEL_*` variables over
+`[telemetry]`, read once where Grove starts and handed to the supervisor and every host.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from urllib.parse import unquote
+
+from actors.telemetry import TRACES_PATH, TelemetrySettings
+from providers.credentials import base_url_problem
+from supervisor.config import ConfigError, TelemetrySection
+
+DEFAULT_ENDPOINT = "http://localhost:4318"  # the OTLP/HTTP default, when only asked for
+PROTOCOL = "http/protobuf"
+
+
+def telemetry_settings(
+    section: TelemetrySection, environ: Mapping[str, str] | None = None
+) -> TelemetrySettings | None:
+    """Where spans go, or None when tracing is off: off unless an OTLP endpoint is named
+    (`OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_ENDPOINT`, `[telemetry]
+    otlp_endpoint`) or `OTEL_TRACES_EXPORTER=otlp` asks for the default one; off whatever
+    else says so with `OTEL_SDK_DISABLED=true`, `OTEL_TRACES_EXPORTER=none` or `[telemetry]
+    enabled = false`. ConfigError names a variable Grove cannot follow."""
+    env = os.environ if environ is None else environ
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true" or not section.enabled:
+        return None
+    exporters = {name.strip().lower() for name in env.get("OTEL_TRACES_EXPORTER", "").split(",")}
+    exporters.discard("")
+    if exporters == {"none"}:
+        return None
+    if exporters - {"otlp"}:
+        raise ConfigError(
+            f"OTEL_TRACES_EXPORTER={env['OTEL_TRACES_EXPORTER']}: Grove exports traces over "
+            "OTLP only (otlp, or none to turn tracing off)"
+        )
+    for variable in ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"):
+        protocol = env.get(variable, PROTOCOL).strip()
+        if protocol != PROTOCOL:
+            raise ConfigError(
+                f"{variable}={protocol}: Grove exports OTLP over HTTP with protobuf "
+                f"({PROTOCOL}); point the endpoint at the collector's HTTP port (4318)"
+            )
+    endpoint = _endpoint(section, env, asked="otlp" in exporters)
+    if endpoint is None:
+        return None
+    headers = dict(section.headers)
+    for variable in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
+        headers.update(_headers(variable, env.get(variable, "")))
+    return TelemetrySettings(
+        endpoint=endpoint,
+        service_name=env.get("OTEL_SERVICE_NAME", "").strip() or section.service_name,
+        headers=tuple(sorted(headers.items())),
+    )
+
+
+def _endpoint(section: TelemetrySection, env: Mapping[str, str], asked: bool) -> str | None:
+    """The traces URL: a traces endpoint as it is, a base endpoint with /v1/traces added."""
+    candidates = (
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"), ""),
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", env.get("OTEL_EXPORTER_OTLP_ENDPOINT"), TRACES_PATH),
+        ("[telemetry] otlp_endpoint", section.otlp_endpoint, TRACES_PATH),
+    )
+    for source, url, path in candidates:
+        if url and url.strip():
+            problem = base_url_problem(url.strip())
+            if problem:
+                raise ConfigError(f"{source}: {problem}")
+            return url.strip().rstrip("/") + path if path else url.strip()
+    return DEFAULT_ENDPOINT + TRACES_PATH if asked else None
+
+
+def _headers(variable: str, text: str) -> dict[str, str]:
+    """`key1=value1,key2=value2` (values URL-encoded), as the OTLP exporter's variables hold
+    them; a malformed entry is named by its position, never by its value (a token, often)."""
+    headers: dict[str, str] = {}
+    for index, entry in enumerate(text.split(","), start=1):
+        if not entry.strip():
+            continue
+        key, equals, value = entry.partition("=")
+        if not equals or not key.strip():
+            raise ConfigError(f"{variable}: entry {index} is not KEY=VALUE")
+        headers[unquote(key.strip()).lower()] = unquote(value.strip())
+    return headers
