@@ -77,6 +77,7 @@ def grove_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
                     root,
                     tasks,
                     concurrency=CONCURRENCY,
+                    key=name,
                     output_type=Finding.model_json_schema() if typed else None,
                     output_retries=RETRIES,
                 )
@@ -128,7 +129,10 @@ def main() -> None:
         "typed_wall_s": round(typed_s, 3),
         "typed_vs_plain": round(typed_s / plain_s, 3),
         "valid_share": round(len(valid) / args.n, 4),
-        "retried": sum(1 for r in valid if r.get("retries")),
+        "retried": sum(1 for r in valid if r.get("output_retries")),
+        "retry_tokens": sum(
+            r["retry_usage"]["input_tokens"] + r["retry_usage"]["output_tokens"] for r in typed
+        ),
         "invalid_output": len(invalid),
         "invalid_with_text": sum(1 for r in invalid if r["text"] and r["error"]),
         "plain_ok": sum(1 for r in ours["plain"]["records"] if r["status"] == "ok"),

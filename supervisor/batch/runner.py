@@ -80,7 +80,8 @@ class BatchRunner:
     are not run again: their stored answers come first. `workspace="worktree"` forks each
     task into a git worktree of its own. A task's answer is typed by its own schema, else by
     `output_type` (a JSON schema dict or a pydantic model), with `output_retries`; an earlier
-    answer that stayed malformed is not taken: that task runs again. Setting `stop` cancels
+    answer that is not checked output (it stayed malformed) is not taken: that task runs
+    again. Setting `stop` cancels
     the tasks in flight and ends the run; those run again next time."""
 
     def __init__(
@@ -151,6 +152,12 @@ class BatchRunner:
         """What the task's answer must be: its own schema, else the batch's output type."""
         return task.schema if task.schema is not None else self.output_type
 
+    def _finished(self, task: Task, result: TurnResult) -> bool:
+        """Whether a stored answer finished the task: a typed task's is checked output."""
+        if self.output_of(task) is None:
+            return True
+        return result.output is not None and result.output_error is None
+
     def child_key(self, task: Task) -> str:
         """The key a task's child is forked under: this batch's key, this task's id."""
         return f"batch:{self.key}:{task.key}"
@@ -162,7 +169,7 @@ class BatchRunner:
         left = []
         for task in tasks:
             hit = found.get(self.child_key(task))
-            if hit is None or hit[1].output_error is not None:
+            if hit is None or not self._finished(task, hit[1]):
                 left.append(task)
             else:
                 yield self._record(task, *hit)
