@@ -272,11 +272,9 @@ def main() -> None:
     parser.add_argument("--fault-share", type=float, default=0.2, help="tasks with a fault")
     parser.add_argument("--max-passes", type=int, default=3, help="the run and its reruns")
     parser.add_argument("--max-restarts", type=int, default=1000, help="per host per window")
-    parser.add_argument("--ttft-ms", type=int, default=500)
-    parser.add_argument("--tps", type=float, default=50.0)
-    parser.add_argument("--tokens", type=int, default=40)
+    Pacing.add_arguments(parser)
     args = parser.parse_args()
-    pacing = Pacing(ttft_ms=args.ttft_ms, tps=args.tps, tokens=args.tokens)
+    pacing = Pacing.of(args)
     faults = planted_faults(args.n, args.fault_share)
     with (
         tempfile.TemporaryDirectory(prefix="grove-bench-chaos-") as name,

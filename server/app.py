@@ -28,6 +28,7 @@ from server.batches import MAX_BATCH_BYTES, batch_router
 from server.feeds import EventFeed
 from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
 from supervisor.api import Grove
+from supervisor.async_api import AsyncGrove
 from supervisor.batch.tasks import MAX_TEXT_BYTES
 from supervisor.budget_rules import Budget
 from supervisor.command_defaults import command_defaults
@@ -127,6 +128,7 @@ class SeedIn(BaseModel):
 
 def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     """The API over a started `grove`; batches write their records under `batch_dir`."""
+    aio = AsyncGrove(grove)  # the same Grove, for the routes that wait: nothing blocks the loop
     feed = EventFeed(lambda: open_store(grove.settings.store))
 
     @contextlib.asynccontextmanager
@@ -236,14 +238,14 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
 
     @app.post("/api/agents/{agent}/prompts", response_model=None)
     async def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
-        turn = await run_in_threadpool(lambda: grove.send(grove.agent(agent).uuid, body.text))
+        turn = await aio.send((await aio.agent(agent)).uuid, body.text)
         if not body.stream:
-            return result_json(await turn.result_async())
+            return result_json(await turn.result())
 
         async def deltas() -> AsyncIterator[dict[str, str]]:
-            async for kind, text in turn.deltas():
+            async for kind, text in turn:
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
-            result = await turn.result_async()
+            result = await turn.result()
             yield {"event": "result", "data": json.dumps(result_json(result))}
 
         return EventSourceResponse(deltas())
@@ -254,7 +256,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         uuid = grove.agent(agent).uuid
 
         async def deltas() -> AsyncIterator[dict[str, str]]:
-            async for kind, text in grove.watch_async(uuid):
+            async for kind, text in aio.watch(uuid):
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
             yield {"event": "end", "data": "{}"}
 
@@ -275,8 +277,8 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     async def wait(agent: str, timeout: float = 60.0) -> dict[str, Any]:  # noqa: ASYNC109
         """The result of the agent's turn in progress once it ends (or of its last turn);
         `result` is null when none ended within `timeout` seconds."""
-        uuid = (await run_in_threadpool(grove.agent, agent)).uuid
-        result = await grove.wait_turn_async(uuid, max(0.0, min(timeout, 3600.0)))
+        uuid = (await aio.agent(agent)).uuid
+        result = await aio.wait_turn(uuid, max(0.0, min(timeout, 3600.0)))
         return {"agent": uuid, "result": None if result is None else result_json(result)}
 
     @app.post("/api/agents/{agent}/cancel")

@@ -221,6 +221,10 @@ class RemoteGrove:
     def send(self, agent: str, text: str) -> RemoteTurn:
         return RemoteTurn(self, agent, text)
 
+    def ask(self, agent: str, text: str, timeout_s: float = 3600.0) -> TurnResult:
+        """As `Grove.ask`: send `text` and wait for the turn's result."""
+        return self.send(agent, text).result(timeout_s)
+
     def dispatch(self, session: str, line: str, origin: str = "api") -> CommandOutcome:
         from supervisor.commands.registry import CommandOutcome
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
+from supervisor import bridge
 from supervisor.batch.records import error_record, output_fields, skipped_record, task_record
 from supervisor.errors import BUDGET_EXHAUSTED
 
@@ -142,7 +143,7 @@ class BatchRunner:
                     deadline = time.monotonic() + ADVICE_WAIT_S
                     self.reviewing[agent] = (self._record(task, agent, result), deadline)
         elif self.reviewing:
-            time.sleep(REVIEW_POLL_S)
+            bridge.sleep(REVIEW_POLL_S)
         yield from self._advised()
 
     def _record(self, task: Task, agent: str, result: TurnResult | None) -> dict[str, Any]:
