@@ -108,9 +108,11 @@ def service(tmp_path_factory: pytest.TempPathFactory, mcp: dict[str, str]) -> It
 def local_env(
     tmp_path_factory: pytest.TempPathFactory, store_url: str, mcp: dict[str, str]
 ) -> dict[str, str]:
-    """The environment of a command with no service up, on the module's Grove and store."""
+    """The environment of a command with no service up, on the module's Grove and store. Its
+    agents answer from the module's simulator; the key only lets the command's own checks
+    (cli/preflight.py) pass, as a user's real key would."""
     env = cli_environment(tmp_path_factory.mktemp("local"))
-    env.update(GROVE_STORE=store_url, **mcp)
+    env.update(GROVE_STORE=store_url, ANTHROPIC_API_KEY="sk-ant-not-used", **mcp)
     return env
 
 
