@@ -1,5 +1,5 @@
 """What run, chat and batch check before any Grove starts (Ray is never imported here): model
-names, credentials, --tools, MCP server commands, budgets; one line and exit 2 for what cannot work.
+names, credentials, --tools, MCP server commands, files, budgets; one line and exit 2 each.
 """
 
 from __future__ import annotations
@@ -84,6 +84,8 @@ def check_credentials(defaults: CommandDefaults, specs: list[ModelSpec]) -> None
 def check_tools(flags: list[str]) -> None:
     """Each `package.module:attr` imports and names functions that can be tools; any other
     name is a built-in tool or an MCP server's."""
+    if not flags:
+        return
     from supervisor.tool_files import import_spec
 
     for flag in flags:

@@ -343,6 +343,8 @@ class Grove:
         if self.supervisor is not None and self._started_ray:
             with contextlib.suppress(GroveError, ray.exceptions.RayError):
                 self.release_caches()  # a provider-side entry must not outlive its Grove
+            with contextlib.suppress(GroveError, ray.exceptions.RayError):
+                self._call("let_go", timeout_s=10.0)  # its trees show `stopped` at once
             ray.kill(self.supervisor)
             self.supervisor = None
         if self._started_ray:

@@ -37,9 +37,10 @@ from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.compaction import recover
 from supervisor.context import CompactionPlan
-from supervisor.errors import CommandError, HostDiedError
+from supervisor.errors import CommandError, HostDiedError, StoreError
 from supervisor.fleet import FleetLimiter, ProviderLimits
 from supervisor.forking import fork_child
+from supervisor.holding import HOLDER_RENEW_S, TreeHolding, new_holder
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
@@ -68,6 +69,8 @@ class SupervisorSettings:
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     rate_limits: dict[str, ProviderLimits] = field(default_factory=dict)
     fork_workspace: str = "shared"  # `[tools] workspace`: where children work by default
+    # Its name among the store's holders: the same after Ray restarts the supervisor.
+    holder: str = field(default_factory=new_holder)
 
 
 class RayHostClient:
@@ -211,6 +214,11 @@ class Supervisor:
         self.fleet = FleetLimiter(settings.rate_limits)
         self.core.budget_check = self.budgets.before_turn
         self.approvals = ApprovalDesk(self.core)
+        self.holding = self.core.holding = TreeHolding(
+            self.core.store, settings.holder, self.core.event
+        )
+        self.holding.renew()
+        self._holding: asyncio.Task[None] | None = None
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
         # A name of this supervisor's own: after a restart, the old hosts' names may linger.
@@ -274,12 +282,30 @@ class Supervisor:
                 except (TimeoutError, ray.exceptions.RayError) as exc:
                     self.core.event("HostSlow", host=client.host_id, error=repr(exc))
 
+    async def _keep_holding(self) -> None:
+        """Every few seconds, tell the store this Grove lives on (a store that cannot be
+        reached is asked again next time; the event log says why)."""
+        while True:
+            await asyncio.sleep(HOLDER_RENEW_S)
+            try:
+                self.holding.renew()
+            except StoreError as exc:
+                with contextlib.suppress(StoreError):
+                    self.core.event("HolderNotRenewed", holder=self.holding.holder, error=str(exc))
+
+    async def let_go(self) -> None:
+        """The Grove ends: the trees it held show `stopped` at once."""
+        if self._holding is not None:
+            self._holding.cancel()
+        self.holding.let_go()
+
     def _wake(self) -> None:
         """Start what runs in the background once the actor's event loop is there (it is not
         in __init__): host supervision and, after a restart, recovery from the store."""
         if self._monitor is None:
             loop = asyncio.get_running_loop()
             self._monitor = loop.create_task(self._watch_hosts())
+            self._holding = loop.create_task(self._keep_holding())
             if ray.get_runtime_context().was_current_actor_reconstructed:
                 restarted = self.core.recover()
                 self.core.event("SupervisorStarted", pid=os.getpid(), turns_restarted=restarted)
@@ -551,6 +577,9 @@ class Supervisor:
 
     async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
         self._wake()
+        record = self.core.store.get_agent(session)
+        if record is not None:  # a session resumed here is held from its first command on
+            self.core.hold(record)
         return await dispatch(
             self.core, session, line, origin=origin, aliases=self.settings.aliases
         )

@@ -28,6 +28,7 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.fork_cache import ForkCaches
+from supervisor.holding import TreeHolding
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -98,6 +99,8 @@ class SupervisorCore:
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
+        # The trees this Grove holds, as the store tells every reader; set by the deployment.
+        self.holding: TreeHolding | None = None
 
     # --- tree -----------------------------------------------------------------------------
 
@@ -136,7 +139,13 @@ class SupervisorCore:
         self.store.create_agents([record])
         self.store.set_focus(record.uuid, record.uuid)
         self.event("AgentCreated", agent=record.uuid, role="root")
+        self.hold(record)
         return record
+
+    def hold(self, record: AgentRecord) -> None:
+        """This Grove holds the agent's tree from now on (supervisor/holding.py)."""
+        if self.holding is not None:
+            self.holding.hold(record)
 
     def agent(self, uuid_or_prefix: str) -> AgentRecord:
         return self.store.resolve_agent(uuid_or_prefix)
@@ -200,6 +209,8 @@ class SupervisorCore:
                 retry_interrupted=bool(record and record.metadata.get("retry_interrupted")),
             )
             state.turn_done.set()
+            if record is not None:
+                self.hold(record)
         return state
 
     def _place(self, uuid: str, record: AgentRecord | None) -> HostClient:

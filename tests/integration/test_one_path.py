@@ -59,7 +59,7 @@ class Outcome:
 @pytest.fixture(scope="module")
 def mcp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """`[mcp.servers.calc]` as a setting, on a copy of the tests' server of this module's own
-    (test_mcp.py counts the processes of the original)."""
+    (test_mcp.py counts the processes of the copy it has of its own)."""
     server = tmp_path_factory.mktemp("mcp") / "calc.py"
     shutil.copy(CALC, server)
     servers = {"calc": {"command": sys.executable, "args": [str(server)]}}
