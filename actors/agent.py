@@ -390,22 +390,22 @@ class Agent:
             result.output = answer["output"] = read_answer(turn.text, output)
         except AnswerError as exc:
             problem = str(exc)
-            if result.output_retries >= output.retries:
-                result.output_error = answer["output_error"] = problem
-                return True
-            result.output_retries += 1
-            left = output.retries - result.output_retries + 1
-            retry = NewEntry(kind=RETRY_KIND, content=retry_text(problem, left), data={})
-            self._append(result, retry, entry_to_message(retry))
-            emit(
-                ProviderWarning(
-                    text=f"── the answer did not match the schema; asking again "
-                    f"({result.output_retries} of {output.retries}) ──"
+            if result.output_retries < output.retries:
+                result.output_retries += 1
+                left = output.retries - result.output_retries + 1
+                retry = NewEntry(kind=RETRY_KIND, content=retry_text(problem, left), data={})
+                self._append(result, retry, entry_to_message(retry))
+                emit(
+                    ProviderWarning(
+                        text=f"── the answer did not match the schema; asking again "
+                        f"({result.output_retries} of {output.retries}) ──"
+                    )
                 )
-            )
-            return False
-        if result.output_retries:
+                return False
+            result.output_error = answer["output_error"] = problem
+        if result.output_retries:  # kept with the answer, to read back with it
             answer["output_retries"] = result.output_retries
+            answer["retry_usage"] = result.retry_usage.as_dict()
         return True
 
     async def _step(self, emit: Emit) -> AssistantTurn:

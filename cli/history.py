@@ -1,5 +1,5 @@
-"""`grove history UUID`: an agent's whole conversation (inherited messages included, and what
-compactions summarised, each compaction marked where it happened).
+"""`grove history UUID`: an agent's whole conversation (inherited messages included, what
+compactions summarised, each compaction marked where it happened, typed answers as JSON).
 
 From the service or read from the store, the same either way; what a conversation is belongs
 to supervisor/store.
@@ -42,8 +42,16 @@ def message_block(message: dict[str, Any], owner: str) -> str:
     for part in data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
             lines.append(styled(sys.stdout, f"(thinking) {printable(part['text'])}", DIM))
-    if message["content"]:
-        lines.append(printable(message["content"]))
+    content = message["content"]
+    if kind == "assistant" and data.get("output") is not None:  # a typed answer, as JSON
+        retries = int(data.get("output_retries") or 0)
+        lines[0] += f"  (typed{f', after {retries} output retries' if retries else ''})"
+        content = json.dumps(data["output"], indent=2)
+    elif kind == "assistant" and data.get("output_error"):
+        lines[0] += "  (invalid output: the answer as it came, after its output retries)"
+        lines.append(styled(sys.stdout, printable(str(data["output_error"])), DIM))
+    if content:
+        lines.append(printable(content))
     lines[0] = printable(lines[0])  # a reply's stop reason is the provider's word
     return "\n".join(lines)
 

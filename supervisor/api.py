@@ -24,12 +24,13 @@ import ray
 from pydantic import BaseModel
 
 from actors.agent import TurnResult
-from actors.output import DEFAULT_OUTPUT_RETRIES, OutputType
+from actors.output import OutputType
 from actors.remote import HostSettings
 from actors.telemetry import caller_traceparent
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import list_server_tools
 from actors.tools.sandbox import SandboxPolicy
+from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
@@ -654,15 +655,26 @@ class Grove:
         key: str = "",
         workspace: str | None = None,
         stop: threading.Event | None = None,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> Iterator[Step]:
         """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
         a reviewer on each); each finished task's record as it comes, or None when a second
         passed without one. `key` names the batch: a rerun under it takes the answers an
         interrupted run left instead of running those tasks again. `workspace`: as fork_many's.
+        `output_type` types the answers of the tasks without a schema of their own (records
+        carry `output`; `invalid_output` for an answer still malformed after `output_retries`).
         `stop` ends the run early, cancelling the tasks in flight (supervisor/batch/ holds the
         stages around this one)."""
         runner = BatchRunner(
-            self, concurrency, advisor=advisor, key=key, workspace=workspace, stop=stop
+            self,
+            concurrency,
+            advisor=advisor,
+            key=key,
+            workspace=workspace,
+            stop=stop,
+            output_type=output_type,
+            output_retries=output_retries,
         )
         return runner.run(root, tasks)
 

@@ -20,6 +20,12 @@ def new_holder() -> str:
     return f"grove-{secrets.token_hex(8)}"
 
 
+def shown_status(status: str, held: bool) -> str:
+    """An agent's status as every view shows it: a running agent whose tree no live Grove
+    holds (`held`) is `stopped`."""
+    return "stopped" if status == "running" and not held else status
+
+
 class TreeHolding:
     """The trees one Grove (`holder`) holds in `store`; `event` records an event."""
 

@@ -487,6 +487,7 @@ class SupervisorCore:
                     output=message.data.get("output"),
                     output_error=message.data.get("output_error"),
                     output_retries=int(message.data.get("output_retries", 0)),
+                    retry_usage=Usage(**message.data.get("retry_usage", {})),
                 )
         return None
 

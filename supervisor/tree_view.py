@@ -17,6 +17,7 @@ from typing import Any
 from providers.catalog import model_info
 from providers.errors import GroveError
 from supervisor.errors import StoreError
+from supervisor.holding import shown_status
 from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
 from supervisor.usage import UsageTotals, below, is_billed, root_of_each
 
@@ -356,7 +357,7 @@ def agent_row(record: AgentRecord, spent: Spent, *, in_turn: bool, held: bool) -
     """`held`: a live Grove holds the agent's tree; else a running agent shows `stopped`."""
     return {
         **record.model_dump(include=AGENT_FIELDS),
-        "status": "stopped" if record.status == "running" and not held else record.status,
+        "status": shown_status(record.status, held),
         "turn": "streaming" if in_turn else "idle",
         "messages": spent.messages,
         "tokens": spent.totals.input_tokens + spent.totals.output_tokens,
