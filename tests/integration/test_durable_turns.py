@@ -235,7 +235,7 @@ def test_what_a_killed_host_held_of_a_budget_is_given_back(
     """The request in flight when its host died held the whole budget: given back, the turn
     resumes (else its request would wait for a hold that never settles)."""
     grove, _ = setup
-    root = grove.create_root("claude-haiku-4-5", budget=Budget(tokens=200, reserve_output=1000))
+    root = grove.create_root("claude-haiku-4-5", budget=Budget(tokens=200, reserve_output=180))
     turn = grove.send(root.uuid, "[[sim tps=8 tokens=40]] slowly")
     for kind, _ in turn:  # until its reply streams: its hold is taken
         if kind == "text":
