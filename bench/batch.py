@@ -119,11 +119,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=2000, help="tasks")
     parser.add_argument("--concurrency", type=int, default=200)
-    parser.add_argument("--ttft-ms", type=int, default=500)
-    parser.add_argument("--tps", type=float, default=50.0)
-    parser.add_argument("--tokens", type=int, default=40)
+    Pacing.add_arguments(parser)
     args = parser.parse_args()
-    pacing = Pacing(ttft_ms=args.ttft_ms, tps=args.tps, tokens=args.tokens)
+    pacing = Pacing.of(args)
     ideal_per_s = args.concurrency / pacing.seconds
     with (
         tempfile.TemporaryDirectory(prefix="grove-bench-batch-") as name,

@@ -181,11 +181,9 @@ def main() -> None:
         help="a [budget] and [providers.anthropic] rate limits far above what the run uses "
         "(to compare: configured but not binding, they must not slow turns)",
     )
-    parser.add_argument("--ttft-ms", type=int, default=500)
-    parser.add_argument("--tps", type=float, default=50.0)
-    parser.add_argument("--tokens", type=int, default=40)
+    Pacing.add_arguments(parser)
     args = parser.parse_args()
-    pacing = Pacing(ttft_ms=args.ttft_ms, tps=args.tps, tokens=args.tokens)
+    pacing = Pacing.of(args)
     texts = prompts(args.n)
     solo = args.isolation == "process"
     walls: dict[str, list[float]] = {"grove": [], "baseline": [], "baseline_uvloop": []}

@@ -6,6 +6,7 @@ No benchmark logic lives here; each bench/*.py measures one thing and prints one
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 import shutil
@@ -45,6 +46,17 @@ class Pacing:
 
     def as_dict(self) -> dict[str, float]:
         return {"ttft_ms": self.ttft_ms, "tps": self.tps, "tokens": self.tokens}
+
+    @staticmethod
+    def add_arguments(parser: argparse.ArgumentParser) -> None:
+        """--ttft-ms, --tps and --tokens, the fan-out benchmarks' pace by default."""
+        parser.add_argument("--ttft-ms", type=int, default=500)
+        parser.add_argument("--tps", type=float, default=50.0)
+        parser.add_argument("--tokens", type=int, default=40)
+
+    @classmethod
+    def of(cls, args: argparse.Namespace) -> Pacing:
+        return cls(ttft_ms=args.ttft_ms, tps=args.tps, tokens=args.tokens)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

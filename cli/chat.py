@@ -29,6 +29,7 @@ from cli.context import (
     cli_budget,
     fail,
 )
+from cli.preflight import preflight
 from cli.render import TurnWriter
 from providers.errors import GroveError
 from supervisor.errors import CommandError
@@ -66,8 +67,15 @@ def chat_command(
     (and a /fork's with a prompt) ends before the next line is read."""
     context: CliContext = ctx.obj
     remote = context.remote(own=simulate or hosts is not None)
-    defaults = context.defaults(remote)
+    defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    preflight(
+        defaults,
+        models=[model or (None if resume else defaults.model)],
+        tools=tools,
+        budget=budget,
+        joined=context.joins_cluster(remote),
+    )
     grove = remote or context.local_grove(simulate=simulate, hosts=hosts)
     try:
         grove.start()

@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from cli.printable import printable
 from cli.styles import RED, styled
+from providers.base import MAX_OUTPUT_RETRIES
 from providers.errors import GroveError
 
 if TYPE_CHECKING:  # the rest is imported where it is used: `grove --help` stays quick
+    from providers.base import JSONObject, ProviderName
     from server.client import RemoteGrove
     from supervisor.api import Grove
     from supervisor.budget_rules import Budget
@@ -69,6 +72,40 @@ def cli_budget(
     try:
         return Budget(tokens=tokens, cost_usd=cost, seconds=seconds, **defaults.budget_keeping)
     except ValueError as exc:
+        fail(str(exc), code=2)
+
+
+OutputSchemaOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output-schema",
+        metavar="FILE",
+        help="Answer with JSON matching this JSON schema (its root an object); each answer is "
+        "checked, and a malformed one goes back to the model with what is wrong.",
+    ),
+]
+OutputRetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--output-retries",
+        min=0,
+        max=MAX_OUTPUT_RETRIES,
+        help="How many times a malformed answer goes back to the model (with --output-schema).",
+    ),
+]
+
+
+def cli_output_schema(path: Path | None, providers: Iterable[ProviderName]) -> JSONObject | None:
+    """The schema of --output-schema, checked for `providers`; exit 2 in one line, before
+    anything starts, for a file that is not a schema they take."""
+    if path is None:
+        return None
+    from providers.output_schema import OutputSchemaError
+    from supervisor.output_files import schema_file
+
+    try:
+        return schema_file(path, providers)
+    except OutputSchemaError as exc:
         fail(str(exc), code=2)
 
 
@@ -161,8 +198,9 @@ class CliContext:
 
         return RemoteGrove(state)
 
-    def defaults(self, remote: RemoteGrove | None) -> CommandDefaults:
-        """What the configuration gives the command: the service's, or this process's."""
+    def defaults(self, remote: RemoteGrove | None, *, simulate: bool = False) -> CommandDefaults:
+        """What the configuration gives the command: the service's, or this process's (for a
+        Grove of its own, on the simulator with `simulate`)."""
         if remote is not None:
             try:
                 return remote.defaults()
@@ -171,7 +209,12 @@ class CliContext:
                 fail(str(exc))
         from supervisor.command_defaults import command_defaults
 
-        return command_defaults(self.settings())
+        return command_defaults(self.settings(), simulated=simulate)
+
+    def joins_cluster(self, remote: RemoteGrove | None) -> bool:
+        """Whether the agents run on a Ray cluster this command joins (--address), whose
+        environment (keys, commands) is not this process's."""
+        return remote is None and self.address is not None
 
     def local_grove(self, *, simulate: bool = False, hosts: int | None = None) -> Grove:
         """A Grove of this command's own, not started; its store and where its traces go

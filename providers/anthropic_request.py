@@ -27,7 +27,7 @@ from providers.errors import UnknownModelError
 from providers.http import Endpoint
 from providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
 from providers.output_schema import for_provider
-from providers.thinking import anthropic_thinking
+from providers.thinking import anthropic_effort, anthropic_thinking
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_FAMILY = "claude-sonnet-4-5"
@@ -52,10 +52,13 @@ def request_headers(endpoint: Endpoint) -> dict[str, str]:
 def request_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
     """The streaming Messages body for `request`, and warning lines to show the user."""
     thinking, max_tokens = anthropic_thinking(request.model, request.thinking, request.max_tokens)
+    effort = anthropic_effort(request.model, request.thinking)
     messages = wire_messages(request.messages)
     warnings: tuple[str, ...] = ()
-    if thinking is not None and continues_tool_loop_without_thinking(messages):
-        thinking, warnings = None, (THINKING_OFF_IN_FOREIGN_TOOL_LOOP,)
+    thinking_on = thinking is not None and thinking["type"] != "disabled"
+    if thinking_on and continues_tool_loop_without_thinking(messages):
+        thinking, effort, thinking_on = None, None, False
+        warnings = (THINKING_OFF_IN_FOREIGN_TOOL_LOOP,)
     body: JSONObject = {
         "model": request.model,
         "max_tokens": max_tokens,
@@ -68,8 +71,10 @@ def request_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
         body["tools"] = [wire_tool(tool) for tool in request.tools]
     if thinking is not None:
         body["thinking"] = thinking
+    if effort is not None:
+        body["output_config"] = {"effort": effort}
     if request.output is not None:
-        _ask_for_output(body, request, thinking_on=thinking is not None)
+        _ask_for_output(body, request, thinking_on=thinking_on)
     place_breakpoints(body, request.cache, cache_min_tokens(request.model))
     return body, warnings
 

@@ -7,8 +7,10 @@ user-facing error texts are the reference's (spec/commands-model-fork.md), word 
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Literal
 
 from providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
@@ -16,6 +18,7 @@ from providers.errors import InvalidThinkingLevelError, UnknownModelError
 
 ThinkingStyle = Literal[
     "anthropic_budget",  # thinking.budget_tokens
+    "anthropic_adaptive",  # thinking.type adaptive, output_config.effort (Claude 5 and later)
     "openai_effort",  # reasoning.effort; none -> "minimal"
     "openai_effort_none",  # reasoning.effort; accepts "none" (gpt-5.1 and later)
     "gemini_budget",  # thinkingConfig.thinkingBudget (2.5)
@@ -102,8 +105,61 @@ def _model(
 
 
 # Cache-write prices: Anthropic's five-minute entries at 1.25 times the input price; OpenAI
-# and Gemini charge no more than the input price for what their caches take in.
+# (from GPT-6 on) the same; earlier OpenAI models and Gemini charge no more than the input
+# price for what their caches take in.
+# The vendors' current models, from their model pages (November 2026): Claude 5.5 (1M window,
+# 128K output, adaptive thinking; Opus 5.5 thinks always, Haiku 5.5's prices are those of
+# prompts up to 100K tokens), GPT-6 Sol and Luna and GPT-6.1 Terra (1.05M window, 128K output,
+# effort none to max; the prices of prompts up to 272K tokens), Gemini 3.8 Flash (1M window,
+# 64K output, thinking levels low to high; its price until 2026-12-31, then $1.50 / $7.50).
+_CURRENT_MODELS: tuple[ModelInfo, ...] = (
+    _model(
+        "claude-haiku-5-5",
+        "anthropic",
+        1_000_000,
+        128_000,
+        "anthropic_adaptive",
+        (0.10, 0.50, 0.01, 0.125),
+        cache_min_tokens=4096,
+    ),
+    _model(
+        "claude-sonnet-5-5",
+        "anthropic",
+        1_000_000,
+        128_000,
+        "anthropic_adaptive",
+        (2.0, 10.0, 0.10, 2.50),
+    ),
+    _model(
+        "claude-opus-5-5",
+        "anthropic",
+        1_000_000,
+        128_000,
+        "anthropic_adaptive",
+        (4.0, 20.0, 0.40, 5.0),
+        can_disable_thinking=False,
+        cache_min_tokens=4096,
+    ),
+    _model(
+        "gpt-6-luna", "openai", 1_050_000, 128_000, "openai_effort_none", (0.10, 0.50, 0.01, 0.125)
+    ),
+    _model(
+        "gpt-6.1-terra", "openai", 1_050_000, 128_000, "openai_effort_none", (1.0, 5.0, 0.05, 1.25)
+    ),
+    _model("gpt-6-sol", "openai", 1_050_000, 128_000, "openai_effort_none", (2.0, 10.0, 0.20, 2.5)),
+    _model(
+        "gemini-3.8-flash",
+        "google",
+        1_048_576,
+        65_536,
+        "gemini_level",
+        (0.75, 3.75, 0.075, 0.75),
+        can_disable_thinking=False,
+        cache_min_tokens=4096,
+    ),
+)
 _MODELS: tuple[ModelInfo, ...] = (
+    *_CURRENT_MODELS,
     _model(
         "claude-haiku-4-5",
         "anthropic",
@@ -260,6 +316,77 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
         structured_output=_structured_output(model, family),
         known=False,
         cache_min_tokens=family.cache_min_tokens,
+    )
+
+
+# The vendors' deprecation lists (Anthropic's is the one its SDK carries): a model's end-of-life
+# date and the current model that replaces it. A dated snapshot of the id is retired with it.
+RETIREMENTS: dict[str, tuple[date, str]] = {
+    "claude-sonnet-4-5": (date(2026, 11, 30), "claude-sonnet-5-5"),
+    "claude-opus-4-5": (date(2027, 1, 22), "claude-opus-5-5"),
+}
+_SNAPSHOT = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}")
+
+
+def retirement_warning(model: str, today: date | None = None) -> str | None:
+    """The one-line warning for a model its vendor has deprecated, with its end-of-life date
+    and its replacement; None for a model not on a deprecation list."""
+    for retired, (end, successor) in RETIREMENTS.items():
+        if model == retired or (
+            model.startswith(retired) and _SNAPSHOT.fullmatch(model[len(retired) :])
+        ):
+            provider = infer_provider(retired)
+            assert provider is not None
+            reaches = "reached" if end < (today or date.today()) else "reaches"
+            return (
+                f"Warning: {model} {reaches} its end of life on {end.isoformat()} "
+                f"({PROVIDER_TITLES[provider]}'s deprecation list); use {successor}"
+            )
+    return None
+
+
+_WORD = re.compile(r"[a-z]{3,}")
+
+
+def near_miss(model: str) -> str | None:
+    """The catalog's spelling of an id whose words are a typo away from the words of its
+    provider's known ids (`claude-sonet-4-5` -> `claude-sonnet-4-5`); None when the id is
+    known, or its words are known or far from any (a new model, a new version number)."""
+    provider = infer_provider(model)
+    if provider is None or model in MODELS:
+        return None
+    ids = [info.id for info in _MODELS if info.provider == provider]
+    known = {word for known_id in ids for word in _WORD.findall(known_id)}
+    corrected, changed = model, False
+    for match in reversed(list(_WORD.finditer(model))):
+        word = match.group()
+        if word in known:
+            continue
+        closest = min(sorted(known), key=lambda candidate: _edits(word, candidate))
+        if _edits(word, closest) <= (1 if len(closest) <= 4 else 2):
+            corrected = corrected[: match.start()] + closest + corrected[match.end() :]
+            changed = True
+    return corrected if changed else None
+
+
+def _edits(a: str, b: str) -> int:
+    """Insertions, deletions, substitutions and swaps of neighbours that turn `a` into `b`."""
+    rows = [list(range(len(b) + 1))]
+    for i, left in enumerate(a, 1):
+        row = [i]
+        for j, right in enumerate(b, 1):
+            cost = min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (left != right))
+            if i > 1 and j > 1 and left == b[j - 2] and a[i - 2] == right:
+                cost = min(cost, rows[-2][j - 2] + 1)
+            row.append(cost)
+        rows.append(row)
+    return rows[-1][-1]
+
+
+def near_miss_text(model: str, provider: ProviderName, suggestion: str) -> str:
+    return (
+        f"Unknown model: {model}. Did you mean {suggestion}? "
+        f"(To send {model} as written, name it {provider}:{model}.)"
     )
 
 

@@ -80,21 +80,25 @@ def warn_if_credentials_exposed(environ: Mapping[str, str] | None = None) -> Non
         log.warning(problem)
 
 
-def _key_from_file(provider: ProviderName, path: Path) -> str | None:
+def _key_from_file(provider: ProviderName, path: Path, *, warn: bool = True) -> str | None:
+    """The provider's key in the credentials file at `path`; `warn`: log what is wrong with
+    the file (a check that only looks leaves that to the reading that follows)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
         return None
     except OSError as exc:
-        log.warning("cannot read %s: %s", path, exc.strerror)
+        if warn:
+            log.warning("cannot read %s: %s", path, exc.strerror)
         return None
     problem = credentials_file_problem(path)
-    if problem:
+    if problem and warn:
         log.warning(problem)
     try:
         data = json.loads(raw.decode("utf-8"))
     except ValueError:  # UnicodeDecodeError included
-        log.warning("%s is not valid JSON; ignoring it", path)
+        if warn:
+            log.warning("%s is not valid JSON; ignoring it", path)
         return None
     entry = data.get(provider) if isinstance(data, dict) else None
     key = entry.get("api_key") if isinstance(entry, dict) else None
@@ -119,6 +123,19 @@ def load_api_key(
         raise MissingCredentialsError(missing_credentials_text(provider), provider=provider)
     remember_secret(key)
     return key
+
+
+def signed_in(environ: Mapping[str, str] | None = None) -> list[ProviderName]:
+    """The providers that have a key here (environment or credentials.json), found without
+    keeping any key: what a command checks before it starts a Grove."""
+    env = os.environ if environ is None else environ
+    path = config_dir(env) / CREDENTIALS_FILE
+    return [
+        provider
+        for provider, names in API_KEY_ENV.items()
+        if any(env.get(name) for name in names)
+        or _key_from_file(provider, path, warn=False) is not None
+    ]
 
 
 def base_url_problem(url: str) -> str | None:

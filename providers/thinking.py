@@ -18,6 +18,11 @@ ANTHROPIC_BUDGET_FRACTIONS: dict[ThinkingLevel, float] = {"low": 1 / 3, "med": 2
 DEFAULT_MAX_TOKENS = 16_384
 ANSWER_ROOM_TOKENS = 4_096
 
+# --- Anthropic adaptive thinking (Claude 5 and later): thinking.type and output_config.effort --
+# Manual budgets are refused there; the model decides how much to think, at an effort. Models
+# whose thinking is always on take the lowest effort for "none".
+ANTHROPIC_EFFORTS: dict[ThinkingLevel, str] = {"low": "low", "med": "medium", "high": "high"}
+
 # --- OpenAI: reasoning.effort ---------------------------------------------------------------
 OPENAI_EFFORTS: dict[ThinkingLevel, str] = {
     "none": "minimal",
@@ -46,6 +51,8 @@ GEMINI_PRO_LEVELS: dict[ThinkingLevel, str] = {
     "med": "high",
     "high": "high",
 }
+# Flash models from 3.8 on have no "minimal": thinking stays on, at its lowest for "none".
+GEMINI_FLOOR_LEVELS: dict[ThinkingLevel, str] = {**GEMINI_LEVELS, "none": "low"}
 CANNOT_DISABLE_WARNING = "This model does not support disabling thinking"
 
 
@@ -61,6 +68,11 @@ def anthropic_thinking(
     info = model_info(model, "anthropic")
     ceiling = info.max_output_tokens
     tokens = min(max_tokens or DEFAULT_MAX_TOKENS, ceiling)
+    if info.thinking_style == "anthropic_adaptive":
+        if level is None:
+            return None, tokens
+        off = level == "none" and info.can_disable_thinking
+        return {"type": "disabled" if off else "adaptive"}, tokens
     if level is None or level == "none":
         return None, tokens
     budget = anthropic_budget(info, level)
@@ -68,6 +80,16 @@ def anthropic_thinking(
     budget = max(ANTHROPIC_MIN_BUDGET, min(budget, tokens - 1))
     tokens = max(tokens, budget + 1)
     return {"type": "enabled", "budget_tokens": budget}, tokens
+
+
+def anthropic_effort(model: str, level: ThinkingLevel | None) -> str | None:
+    """`output_config.effort` for an adaptive model's level (None: send none)."""
+    info = model_info(model, "anthropic")
+    if info.thinking_style != "anthropic_adaptive" or level is None:
+        return None
+    if level == "none":
+        return None if info.can_disable_thinking else ANTHROPIC_EFFORTS["low"]
+    return ANTHROPIC_EFFORTS[level]
 
 
 def openai_effort(model: str, level: ThinkingLevel) -> str:
@@ -98,8 +120,7 @@ def google_thinking_config(
     thinking_on = level != "none" or not info.can_disable_thinking
     config: JSONObject
     if info.thinking_style == "gemini_level":
-        levels = GEMINI_LEVELS if info.can_disable_thinking else GEMINI_PRO_LEVELS
-        config = {"thinkingLevel": levels[level]}
+        config = {"thinkingLevel": gemini_levels(info)[level]}
     elif info.can_disable_thinking:
         config = {"thinkingBudget": 0 if level == "none" else GEMINI_BUDGETS[level]}
     else:
@@ -107,6 +128,12 @@ def google_thinking_config(
     if thinking_on:
         config["includeThoughts"] = True
     return config, warning
+
+
+def gemini_levels(info: ModelInfo) -> dict[ThinkingLevel, str]:
+    if info.can_disable_thinking:
+        return GEMINI_LEVELS
+    return GEMINI_PRO_LEVELS if "pro" in info.id else GEMINI_FLOOR_LEVELS
 
 
 def describe_thinking(model: str, level: ThinkingLevel | None) -> str:
@@ -121,13 +148,17 @@ def describe_thinking(model: str, level: ThinkingLevel | None) -> str:
         thinking, _ = anthropic_thinking(model, level, None)
         assert thinking is not None
         return f"Thinking: {level} (budget {thinking['budget_tokens']:,} tokens)"
+    if style == "anthropic_adaptive":
+        effort = anthropic_effort(model, level)
+        note = " (minimum)" if level == "none" and effort is not None else ""
+        return f"Thinking: {effort} effort{note}" if effort else "Thinking: none"
     if style in ("openai_effort", "openai_effort_none"):
         return f"Thinking: {openai_effort(model, level)} effort"
     config, _ = google_thinking_config(model, level)
     assert config is not None
     if style == "gemini_level":
         value = str(config["thinkingLevel"])
-        forced = not info.can_disable_thinking and GEMINI_PRO_LEVELS[level] != _plain(level)
+        forced = not info.can_disable_thinking and gemini_levels(info)[level] != _plain(level)
         note = " (minimum)" if forced and value == "low" else ""
         return f"Thinking: {value.upper()} level{note}"
     budget = int(config["thinkingBudget"])

@@ -22,11 +22,13 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
+from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
 from providers.errors import GroveError
 from server.batches import MAX_BATCH_BYTES, batch_router
 from server.feeds import EventFeed
 from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
 from supervisor.api import Grove
+from supervisor.async_api import AsyncGrove
 from supervisor.batch.tasks import MAX_TEXT_BYTES
 from supervisor.budget_rules import Budget
 from supervisor.command_defaults import command_defaults
@@ -40,6 +42,7 @@ from supervisor.usage import GROUPINGS
 STATIC = Path(__file__).parent / "static"
 EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again
 TREE_EVERY_S = 0.3  # the tree's stream sends what changed at most this often
+TREE_IDLE_S = 5.0  # and without events (what changes agents), looks again this often
 MAX_NAME_CHARS = 200
 MAX_NAMES = 256
 
@@ -71,6 +74,15 @@ class RootIn(BaseModel):
     )
     allow: Names = Field(default_factory=list, description="tools that need no asking")
     budget: dict[str, Any] | None = Field(default=None, description="Budget(...) fields")
+    output_type: dict[str, Any] | None = Field(
+        default=None, description="a JSON schema (its root an object): every answer typed"
+    )
+    output_retries: int = Field(
+        default=DEFAULT_OUTPUT_RETRIES,
+        ge=0,
+        le=MAX_OUTPUT_RETRIES,
+        description="how many times a malformed answer goes back to the model",
+    )
 
 
 class PromptIn(BaseModel):
@@ -117,6 +129,7 @@ class SeedIn(BaseModel):
 
 def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     """The API over a started `grove`; batches write their records under `batch_dir`."""
+    aio = AsyncGrove(grove)  # the same Grove, for the routes that wait: nothing blocks the loop
     feed = EventFeed(lambda: open_store(grove.settings.store))
 
     @contextlib.asynccontextmanager
@@ -162,8 +175,11 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     @app.get("/api/settings")
     def settings() -> dict[str, Any]:
         """What a command line takes from the service's configuration: the default model,
-        aliases, the roots' default tools, how a budget given with it is kept."""
-        return command_defaults(grove.settings).as_dict()
+        aliases, the roots' default tools, how a budget given with it is kept, and what it
+        checks before it starts (the providers with a key here, MCP servers that cannot
+        start; never a key)."""
+        simulated = grove.simulate or grove.endpoint is not None
+        return command_defaults(grove.settings, simulated=simulated).as_dict()
 
     @app.get("/api/agents")
     def agents(since: str | None = None, include_ended: bool | None = None) -> dict[str, Any]:
@@ -183,21 +199,25 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         """The tree as it changes, one `rows` event at most every 0.3 s, shaped as the
         answers of /api/agents: the first holds every agent (or those changed after `since`),
         each later one what changed after the one before. Each event's id is its cursor, so
-        a reconnect with Last-Event-ID resumes."""
+        a reconnect with Last-Event-ID resumes. The tree is read again when the event log
+        grows (or after TREE_IDLE_S), not every 0.3 s whatever happens."""
         cursor = request.headers.get("last-event-id") or since
 
         async def follow() -> AsyncIterator[bytes]:
             nonlocal cursor
+            await feed.start()
             opened = await run_in_threadpool(store)
             try:
                 first = True
                 while not await request.is_disconnected():
+                    seen = feed.last_id  # what these rows have seen at least
                     answer = await run_in_threadpool(tree.rows, opened, cursor)
                     if first or answer["agents"] or answer["trees"] or answer["complete"]:
                         cursor, first = answer["cursor"], False
                         data = json.dumps(answer)
                         yield ServerSentEvent(id=cursor, event="rows", data=data).encode()
                     await asyncio.sleep(TREE_EVERY_S)
+                    await feed.after(seen, TREE_IDLE_S)  # a quiet tree is not read again
             finally:
                 opened.close()
 
@@ -216,19 +236,21 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
                 tools=body.tools or (),
                 allow=body.allow,
                 budget=budget,
+                output_type=body.output_type,
+                output_retries=body.output_retries,
             )
         return record.model_dump(include=AGENT_FIELDS)
 
     @app.post("/api/agents/{agent}/prompts", response_model=None)
     async def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
-        turn = await run_in_threadpool(lambda: grove.send(grove.agent(agent).uuid, body.text))
+        turn = await aio.send((await aio.agent(agent)).uuid, body.text)
         if not body.stream:
-            return result_json(await turn.result_async())
+            return result_json(await turn.result())
 
         async def deltas() -> AsyncIterator[dict[str, str]]:
-            async for kind, text in turn.deltas():
+            async for kind, text in turn:
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
-            result = await turn.result_async()
+            result = await turn.result()
             yield {"event": "result", "data": json.dumps(result_json(result))}
 
         return EventSourceResponse(deltas())
@@ -239,7 +261,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         uuid = grove.agent(agent).uuid
 
         async def deltas() -> AsyncIterator[dict[str, str]]:
-            async for kind, text in grove.watch_async(uuid):
+            async for kind, text in aio.watch(uuid):
                 yield {"event": "delta", "data": json.dumps({"kind": kind, "text": text})}
             yield {"event": "end", "data": "{}"}
 
@@ -260,8 +282,8 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     async def wait(agent: str, timeout: float = 60.0) -> dict[str, Any]:  # noqa: ASYNC109
         """The result of the agent's turn in progress once it ends (or of its last turn);
         `result` is null when none ended within `timeout` seconds."""
-        uuid = (await run_in_threadpool(grove.agent, agent)).uuid
-        result = await grove.wait_turn_async(uuid, max(0.0, min(timeout, 3600.0)))
+        uuid = (await aio.agent(agent)).uuid
+        result = await aio.wait_turn(uuid, max(0.0, min(timeout, 3600.0)))
         return {"agent": uuid, "result": None if result is None else result_json(result)}
 
     @app.post("/api/agents/{agent}/cancel")

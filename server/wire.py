@@ -10,13 +10,28 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import urlencode, urlsplit
+
+from supervisor.bridge import bridged
+
+if TYPE_CHECKING:
+    from server.wire_async import LoopWire
 
 REQUEST_TIMEOUT_S = 3700.0  # an answer may wait long: a command, a turn's wait
 CONNECT_TIMEOUT_S = 30.0
 # What a request that got no answer raises: refused, reset, timed out, cut off.
 NO_ANSWER = (OSError, http.client.HTTPException)
+
+
+class Streamed(Protocol):
+    """An answer read as it comes: http.client's, or server/wire_async.py's."""
+
+    status: int
+
+    def read(self) -> bytes: ...
+
+    def readline(self) -> bytes: ...
 
 
 class Answer:
@@ -52,6 +67,15 @@ class Wire:
         self.headers = headers
         self._idle: list[http.client.HTTPConnection] = []
         self._lock = threading.Lock()
+        self._loop_wire: LoopWire | None = None
+
+    def _bridged(self) -> LoopWire:
+        """The requests of an AsyncGrove's calls (server/wire_async.py)."""
+        if self._loop_wire is None:
+            from server.wire_async import LoopWire
+
+            self._loop_wire = LoopWire(f"http://{self.host}:{self.port}", self.headers)
+        return self._loop_wire
 
     def _connection(self) -> http.client.HTTPConnection:
         with self._lock:
@@ -99,6 +123,9 @@ class Wire:
         """One request and its whole answer; a kept-alive connection that the service closed
         meanwhile is opened again once."""
         body, content_type = self._body(payload, content)
+        if bridged():
+            headers = {"content-type": content_type} if content_type else {}
+            return self._bridged().request(method, path + query(params), body, headers, timeout_s)
         for attempt in (1, 2):
             connection = self._connection()
             reused = connection.sock is not None
@@ -128,10 +155,15 @@ class Wire:
         payload: dict[str, Any] | None = None,
         *,
         params: dict[str, Any] | None = None,
-    ) -> Iterator[http.client.HTTPResponse]:
+    ) -> Iterator[Streamed]:
         """A request whose answer is read as it comes (no read timeout: a stream lasts as long
         as what it follows), on a connection of its own, closed at the end."""
         body, content_type = self._body(payload, content=None)
+        if bridged():
+            headers = {"content-type": content_type} if content_type else {}
+            with self._bridged().stream(method, path + query(params), body, headers) as response:
+                yield response
+            return
         connection = http.client.HTTPConnection(self.host, self.port, timeout=CONNECT_TIMEOUT_S)
         try:
             yield self._send(connection, method, path + query(params), body, content_type, None)
@@ -139,13 +171,15 @@ class Wire:
             connection.close()
 
     def close(self) -> None:
+        if self._loop_wire is not None and bridged():
+            self._loop_wire.close()
         with self._lock:
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
 
 
-def sse_events(response: http.client.HTTPResponse) -> Iterator[tuple[str, str]]:
+def sse_events(response: Streamed) -> Iterator[tuple[str, str]]:
     """`(event, data)` of a Server-Sent Events answer, as they arrive."""
     event, data = "message", list[str]()
     while raw := response.readline():

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from actors.tools.python import tool
     from supervisor.api import Grove, Turn
+    from supervisor.async_api import AsyncGrove, AsyncTurn
     from supervisor.budget_rules import Budget
 
-__all__ = ["Budget", "Grove", "Turn", "tool"]
+__all__ = ["AsyncGrove", "AsyncTurn", "Budget", "Grove", "Turn", "tool"]
 _FROM_API = ("Grove", "Turn")
+_FROM_ASYNC_API = ("AsyncGrove", "AsyncTurn")
 
 
 def __getattr__(name: str) -> Any:
@@ -27,11 +29,11 @@ def __getattr__(name: str) -> Any:
         from supervisor.budget_rules import Budget
 
         return Budget
-    if name in _FROM_API:
+    if name in _FROM_API or name in _FROM_ASYNC_API:
         from supervisor.local_ray import keep_local_ray_on_loopback
 
         keep_local_ray_on_loopback(None)
-        from supervisor import api
+        from supervisor import api, async_api
 
-        return getattr(api, name)
+        return getattr(api if name in _FROM_API else async_api, name)
     raise AttributeError(f"module 'supervisor' has no attribute {name!r}")

@@ -8,13 +8,14 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import inspect
 import json
 import os
 import secrets
 import threading
 import time
 import uuid as uuidlib
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -23,15 +24,17 @@ import ray
 from pydantic import BaseModel
 
 from actors.agent import TurnResult
-from actors.output import DEFAULT_OUTPUT_RETRIES, OutputType
+from actors.output import OutputType
 from actors.remote import HostSettings
 from actors.telemetry import caller_traceparent
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import list_server_tools
 from actors.tools.sandbox import SandboxPolicy
+from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
+from supervisor import bridge
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
 from supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
@@ -56,8 +59,9 @@ from supervisor.toolbox import resolve_tools
 from supervisor.worktrees import WorktreeRow, worktree_rows
 
 CALL_TIMEOUT_S = 60.0
-Approver = Callable[[ApprovalRequest], str]
+Approver = Callable[[ApprovalRequest], str | Awaitable[str]]
 SUPERVISOR_RESTART_WAIT_S = 120.0
+RESUME_WAIT_S = 120.0  # how long a reader waits for a turn cut off by its host to resume
 # Calls that change nothing, or that are idempotent (fork_many with keys): repeated after a
 # supervisor restart instead of failing.
 REPEATABLE_CALLS = frozenset(
@@ -78,18 +82,40 @@ REPEATABLE_CALLS = frozenset(
 )
 
 
-HOST_DIED = ("notice", "the agent's host died; the turn is reported as interrupted")
+HOST_DIED = ("notice", "the agent's host died; the turn resumes on another host")
+# How many host deaths in a row one reader follows a turn across before it stops reading.
+MAX_FOLLOWS = 20
 
 
-async def _awaited_deltas(stream: Any) -> AsyncIterator[tuple[str, str]]:
-    """The deltas of a host's streaming generator, each chunk awaited; a host's death ends
-    them with a notice."""
-    try:
-        async for ref in stream:
-            for delta in await asyncio.wait_for(ref, CALL_TIMEOUT_S * 10):
-                yield delta
-    except ray.exceptions.RayActorError:
-        yield HOST_DIED
+def got(ref: Any, timeout_s: float | None) -> Any:
+    """An actor call's result: awaited by the caller's loop for an AsyncGrove, else waited
+    for here (supervisor/bridge.py)."""
+    if bridge.bridged():
+        return bridge.awaited(asyncio.wait_for(ref, timeout_s))
+    return ray.get(ref, timeout=timeout_s)
+
+
+def streamed(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[tuple[str, str]]:
+    """The deltas of a host's streaming generator (of the turn `ticket`), each chunk waited
+    for as `got` does; when its host dies, a notice, then those of the turn resumed on
+    another host, from its resumption on."""
+    for _ in range(MAX_FOLLOWS):
+        try:
+            while True:
+                try:
+                    ref = bridge.awaited(stream.__anext__()) if bridge.bridged() else next(stream)
+                except (StopIteration, StopAsyncIteration):
+                    return
+                yield from got(ref, CALL_TIMEOUT_S * 10)
+        except ray.exceptions.RayActorError:
+            yield HOST_DIED
+        resumed = got(
+            supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S), RESUME_WAIT_S + 30
+        )
+        if resumed is None:
+            return
+        host, ticket = resumed
+        stream = host.watch.options(num_returns="streaming").remote(agent)
 
 
 def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> None:
@@ -113,8 +139,9 @@ def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> No
 class Turn:
     """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end.
 
-    When the host dies under it, iteration stops with a notice and `result()` answers from
-    the supervisor: the turn interrupted, or its retry's result."""
+    When the host dies under it, a notice comes, then the deltas of the turn resumed on
+    another host (from its last stored step on), and `result()` answers from the supervisor
+    with the resumed turn's result."""
 
     def __init__(
         self,
@@ -137,21 +164,7 @@ class Turn:
         """The turn's deltas; an approval request goes to the session's approver instead."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        try:
-            for ref in stream:
-                for kind, text in ray.get(ref, timeout=CALL_TIMEOUT_S * 10):
-                    if kind == "approval" and self._on_approval is not None:
-                        self._on_approval(text)
-                    else:
-                        yield kind, text
-        except ray.exceptions.RayActorError:
-            yield HOST_DIED
-
-    async def deltas(self) -> AsyncIterator[tuple[str, str]]:
-        """The same deltas for an asyncio caller (the service): nothing waits in a thread."""
-        self._read = True
-        stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        async for kind, text in _awaited_deltas(stream):
+        for kind, text in streamed(self._supervisor, self.agent, self.ticket_id, stream):
             if kind == "approval" and self._on_approval is not None:
                 self._on_approval(text)
             else:
@@ -162,31 +175,12 @@ class Turn:
             for _ in self:  # approval requests arrive in the stream: someone must read it
                 pass
         try:
-            result: TurnResult = ray.get(
-                self._host.result.remote(self.ticket_id), timeout=timeout_s
-            )
+            result: TurnResult = got(self._host.result.remote(self.ticket_id), timeout_s)
         except ray.exceptions.RayActorError:
-            fallback = ray.get(
-                self._supervisor.wait_turn.remote(self.agent, timeout_s), timeout=timeout_s + 30
-            )
+            waiting = self._supervisor.wait_turn.remote(self.agent, timeout_s)
+            fallback = got(waiting, timeout_s + 30)
             result = fallback if fallback is not None else TurnResult(error="interrupted")
         return typed(result, self.output_model)
-
-    async def result_async(self, timeout_s: float = 3600.0) -> TurnResult:
-        """`result` for an asyncio caller (the service): nothing waits in a thread."""
-        if self._on_approval is not None and not self._read:
-            async for _ in self.deltas():
-                pass
-        try:
-            result: TurnResult = await asyncio.wait_for(
-                self._host.result.remote(self.ticket_id), timeout_s
-            )
-        except ray.exceptions.RayActorError:
-            fallback = await asyncio.wait_for(
-                self._supervisor.wait_turn.remote(self.agent, timeout_s), timeout_s + 30
-            )
-            result = fallback if fallback is not None else TurnResult(error="interrupted")
-        return result
 
 
 class Grove:
@@ -276,7 +270,7 @@ class Grove:
             max_restarts=-1,  # Ray starts it again; it recovers from the store
             max_task_retries=0,  # a call cut off by a restart is not replayed blindly
         ).remote(settings)
-        ray.get(self.supervisor.ready.remote(), timeout=CALL_TIMEOUT_S * 2)
+        got(self.supervisor.ready.remote(), CALL_TIMEOUT_S * 2)
         self.traced = telemetry is not None
         if self.traced:
             atexit.register(self.flush_telemetry)  # a program that never closes its Grove
@@ -363,6 +357,8 @@ class Grove:
         if self.supervisor is not None and self._started_ray:
             with contextlib.suppress(GroveError, ray.exceptions.RayError):
                 self.release_caches()  # a provider-side entry must not outlive its Grove
+            with contextlib.suppress(GroveError, ray.exceptions.RayError):
+                self._call("let_go", timeout_s=10.0)  # its trees show `stopped` at once
             ray.kill(self.supervisor)
             self.supervisor = None
         if self._started_ray:
@@ -380,21 +376,10 @@ class Grove:
         deadline = time.monotonic() + SUPERVISOR_RESTART_WAIT_S
         while True:
             try:
-                return ray.get(getattr(self.supervisor, method).remote(*args), timeout=timeout_s)
+                return got(getattr(self.supervisor, method).remote(*args), timeout_s)
             except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
                 _raise_unless_repeatable(method, exc, deadline)
-            time.sleep(0.5)
-
-    async def _call_async(self, method: str, *args: Any, timeout_s: float = CALL_TIMEOUT_S) -> Any:
-        """`_call` for an asyncio caller (the service): nothing waits in a thread."""
-        deadline = time.monotonic() + SUPERVISOR_RESTART_WAIT_S
-        while True:
-            try:
-                call = getattr(self.supervisor, method).remote(*args)
-                return await asyncio.wait_for(call, timeout_s)
-            except (ray.exceptions.RayTaskError, ray.exceptions.RayActorError) as exc:
-                _raise_unless_repeatable(method, exc, deadline)
-            await asyncio.sleep(0.5)
+            bridge.sleep(0.5)
 
     def create_root(
         self,
@@ -479,10 +464,15 @@ class Grove:
             raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
         if not wanted:
             return []
-        specs = asyncio.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
+        listed = bridge.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
         return [
-            {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-            for spec in specs
+            {
+                "name": tool.spec.name,
+                "description": tool.spec.description,
+                "parameters": tool.spec.parameters,
+                "idempotent": tool.idempotent,
+            }
+            for tool in listed
         ]
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
@@ -533,6 +523,8 @@ class Grove:
         request = ApprovalRequest(**json.loads(notice))
         approver = self._approvers.get(request.session)
         decision = approver(request) if approver is not None else "n"
+        if inspect.isawaitable(decision):  # an AsyncGrove's approver may be a coroutine
+            decision = bridge.run(decision)
         self.answer_approval(request.request, decision)
 
     def attend_approvals(self, session: str, on: bool) -> None:
@@ -561,7 +553,6 @@ class Grove:
         *,
         system: str | None = None,
         advisor: str | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -570,8 +561,8 @@ class Grove:
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
-        (MODEL[/THINKING]) attaches a reviewer to every child; `retry_interrupted` runs a
-        child's turn again when its host dies under it (its result is still stored once);
+        (MODEL[/THINKING]) attaches a reviewer to every child (a child's turn cut off by its
+        host's death resumes on another, its result still stored once: as every turn does);
         `keys` (one per prompt) name the children so that a repeated call returns them;
         `budget` limits what the children and their descendants spend together (on top of
         the tree's budget); `workspace="worktree"` puts each child in a git worktree of its
@@ -589,7 +580,6 @@ class Grove:
             spec,
             system,
             reviewer,
-            retry_interrupted,
             keys,
             budget,
             workspace,
@@ -626,7 +616,7 @@ class Grove:
         first; an unmerged branch is kept)."""
         store = open_store(self.settings.store)
         try:
-            return asyncio.run(worktree_rows(store, repository or str(Path.cwd()), prune))
+            return bridge.run(worktree_rows(store, repository or str(Path.cwd()), prune))
         finally:
             store.close()
 
@@ -665,15 +655,26 @@ class Grove:
         key: str = "",
         workspace: str | None = None,
         stop: threading.Event | None = None,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> Iterator[Step]:
         """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
         a reviewer on each); each finished task's record as it comes, or None when a second
         passed without one. `key` names the batch: a rerun under it takes the answers an
         interrupted run left instead of running those tasks again. `workspace`: as fork_many's.
+        `output_type` types the answers of the tasks without a schema of their own (records
+        carry `output`; `invalid_output` for an answer still malformed after `output_retries`).
         `stop` ends the run early, cancelling the tasks in flight (supervisor/batch/ holds the
         stages around this one)."""
         runner = BatchRunner(
-            self, concurrency, advisor=advisor, key=key, workspace=workspace, stop=stop
+            self,
+            concurrency,
+            advisor=advisor,
+            key=key,
+            workspace=workspace,
+            stop=stop,
+            output_type=output_type,
+            output_retries=output_retries,
         )
         return runner.run(root, tasks)
 
@@ -747,37 +748,21 @@ class Grove:
     def watch(self, agent: str) -> Iterator[tuple[str, str]]:
         """The `(kind, text)` deltas of the agent's turn in progress, from now to its end
         (nothing when it has none): for a reader that did not start the turn."""
-        host = self._call("turn_host", agent)
-        if host is None:
-            return
-        try:
-            for ref in host.watch.options(num_returns="streaming").remote(agent):
-                yield from ray.get(ref, timeout=CALL_TIMEOUT_S * 10)
-        except ray.exceptions.RayActorError:
-            yield HOST_DIED
-
-    async def watch_async(self, agent: str) -> AsyncIterator[tuple[str, str]]:
-        """`watch` for an asyncio caller (the service): nothing waits in a thread."""
-        host = await self._call_async("turn_host", agent)
-        if host is not None:
+        running = self._call("turn_host", agent)
+        if running is not None:
+            host, ticket = running
             stream = host.watch.options(num_returns="streaming").remote(agent)
-            async for delta in _awaited_deltas(stream):
-                yield delta
+            yield from streamed(self.supervisor, agent, ticket, stream)
 
     def cancel(self, agent: str) -> bool:
         cancelled: bool = self._call("cancel", agent)
         return cancelled
 
     def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
-        result: TurnResult | None = self._call("wait_turn", agent, timeout_s, timeout_s=timeout_s)
-        return None if result is None else self._typed(agent, result)
-
-    async def wait_turn_async(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None:
-        """`wait_turn` for an asyncio caller (the service): nothing waits in a thread."""
-        result: TurnResult | None = await self._call_async(
+        result: TurnResult | None = self._call(
             "wait_turn", agent, timeout_s, timeout_s=timeout_s + CALL_TIMEOUT_S
         )
-        return result
+        return None if result is None else self._typed(agent, result)
 
     def host_pids(self) -> dict[str, int]:
         """The process id of each live agent host, by host id."""

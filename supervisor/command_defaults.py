@@ -22,6 +22,14 @@ class CommandDefaults:
     added_tools: list[str] = field(default_factory=list)
     # How a budget given by --budget-* is kept: [budget] soft, reserve_output, strict, hard_stop.
     budget_keeping: dict[str, Any] = field(default_factory=dict)
+    # What a command checks before it starts anything (cli/preflight.py), as the Grove that runs
+    # the agents sees it: [budget]'s limits, the models [models] prices, whether every provider
+    # is the simulator, the providers with a key, and the MCP servers that cannot start.
+    budget: dict[str, Any] | None = None
+    priced: list[str] = field(default_factory=list)
+    simulated: bool = False
+    signed_in: list[str] = field(default_factory=list)
+    mcp_problems: list[str] = field(default_factory=list)
 
     def tools(self, flags: list[str] | None, *, defaults: bool) -> list[str]:
         """The tools of a root the command line makes: the default set of chat and run roots
@@ -37,9 +45,11 @@ class CommandDefaults:
         return cls(**data)
 
 
-def command_defaults(settings: GroveSettings) -> CommandDefaults:
-    """The defaults `settings` give a command line."""
-    from supervisor.tool_rules import DEFAULT_ROOT_TOOLS
+def command_defaults(settings: GroveSettings, *, simulated: bool = False) -> CommandDefaults:
+    """The defaults `settings` give a command line, for a Grove in this process's environment
+    (`simulated`: every provider is the simulator)."""
+    from providers.credentials import signed_in
+    from supervisor.tool_rules import DEFAULT_ROOT_TOOLS, mcp_problems
 
     tools = settings.tools
     servers = [f"mcp__{name}" for name, server in settings.mcp.servers.items() if server.enabled]
@@ -55,4 +65,9 @@ def command_defaults(settings: GroveSettings) -> CommandDefaults:
             "strict": keeping.strict,
             "hard_stop": keeping.hard_stop,
         },
+        budget=keeping.budget(),
+        priced=list(settings.models.prices),
+        simulated=simulated,
+        signed_in=[] if simulated else list(signed_in()),
+        mcp_problems=mcp_problems(settings.mcp.servers),
     )

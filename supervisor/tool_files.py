@@ -1,6 +1,6 @@
-"""User tool modules as files, for a Grove in another process (the service): which modules every
-process has already (installed), the source files of one that is not (found as `grove run
---tools package.module:attr` finds it, never run here), and importing such files there.
+"""User tool modules: importing what `package.module:attr` names, and as files, for a Grove in
+another process (the service): which modules every process has already (installed), the source
+files of one that is not (found as `grove run --tools` finds it), and importing such files there.
 """
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import sys
 import sysconfig
 import tempfile
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from supervisor.errors import CommandError
 
@@ -117,3 +118,31 @@ def importable(files: dict[str, str]) -> Iterator[None]:
 
 def _under(name: str, tops: set[str]) -> bool:
     return name.partition(".")[0] in tops
+
+
+def import_spec(spec: str) -> list[Callable[..., Any]]:
+    """The function, or list of functions, that `package.module:attr` names; the current
+    directory is searched first, as `uvicorn main:app` does."""
+    module_name, _, attribute = spec.partition(":")
+    if (
+        not module_name
+        or not attribute
+        or not all(part.isidentifier() for part in (*module_name.split("."), *attribute.split(".")))
+    ):
+        raise CommandError(f"tool spec {spec!r} is not 'package.module:attr'")
+    here = str(Path.cwd())
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    try:
+        value: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise CommandError(f"tool spec {spec!r}: cannot import {module_name}: {exc}") from exc
+    for part in attribute.split("."):
+        if not hasattr(value, part):
+            raise CommandError(f"tool spec {spec!r}: {module_name} has no {attribute}")
+        value = getattr(value, part)
+    functions = list(value) if isinstance(value, list | tuple) else [value]
+    for function in functions:
+        if not callable(function):
+            raise CommandError(f"tool spec {spec!r}: {function!r} is not a function")
+    return functions

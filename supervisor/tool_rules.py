@@ -4,14 +4,19 @@ gets by default, the approval policy per tool, and narrowing on fork (never wide
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Literal, get_args
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from actors.tools.grant import MCP_PREFIX, ShippedTool, ToolGrant, mcp_server_grant
-from actors.tools.mcp import McpServerConfig
 from providers.base import ToolSpec
-from supervisor.config import GroveSettings
+from supervisor.config import GroveSettings, McpServerSection
 from supervisor.errors import CommandError
+
+if TYPE_CHECKING:  # the MCP client is loaded where servers start: command lines stay quick
+    from actors.tools.mcp import McpServerConfig
 
 Policy = Literal["allow", "ask", "deny"]
 POLICIES: tuple[str, ...] = get_args(Policy)
@@ -23,6 +28,13 @@ WORKSPACE_WRITE_TOOL_NAMES = ("write", "edit", "bash")
 BUILTIN_TOOL_NAMES = SUPERVISED_TOOL_NAMES + WORKSPACE_READ_TOOL_NAMES + WORKSPACE_WRITE_TOOL_NAMES
 # What the root of `grove chat` and `grove run` has besides the configured user and MCP tools.
 DEFAULT_ROOT_TOOLS = SUPERVISED_TOOL_NAMES
+
+
+def unknown_tool_text(name: str) -> str:
+    return (
+        f"unknown tool {name!r}: the built-in tools are {', '.join(BUILTIN_TOOL_NAMES)}; "
+        "a Python tool is a function or a 'package.module:attr' string"
+    )
 
 
 def default_policy(name: str) -> Policy:
@@ -53,6 +65,8 @@ def is_mcp(name: str) -> bool:
 
 def mcp_servers(settings: GroveSettings) -> dict[str, McpServerConfig]:
     """The enabled `[mcp.servers.NAME]` of the config, as hosts take them."""
+    from actors.tools.mcp import McpServerConfig
+
     return {
         name: McpServerConfig(
             name=name,
@@ -68,6 +82,29 @@ def mcp_servers(settings: GroveSettings) -> dict[str, McpServerConfig]:
         for name, server in settings.mcp.servers.items()
         if server.enabled
     }
+
+
+def mcp_problems(servers: Mapping[str, McpServerSection]) -> list[str]:
+    """One line for each enabled stdio server whose command cannot be found, as a host here
+    would look for it (the server's PATH, else this process's; a path from its cwd)."""
+    problems = []
+    for name, server in servers.items():
+        command = server.command
+        if not server.enabled or command is None:
+            continue
+        if os.sep in command:
+            path = Path(server.cwd or ".") / command
+            if not (path.is_file() and os.access(path, os.X_OK)):
+                problems.append(
+                    f"MCP server {name}: command {command!r} is not an executable file; "
+                    f"fix [mcp.servers.{name}] command or set enabled = false"
+                )
+        elif shutil.which(command, path=server.env.get("PATH", os.environ.get("PATH"))) is None:
+            problems.append(
+                f"MCP server {name}: command {command!r} is not on PATH; fix "
+                f"[mcp.servers.{name}] command (a full path) or set enabled = false"
+            )
+    return problems
 
 
 def has_tool(granted: Iterable[str], name: str) -> bool:
@@ -103,14 +140,17 @@ def grant_of(metadata: Mapping[str, Any]) -> ToolGrant:
         for data in metadata.get("shipped_tools", ())
         if data.get("name") in names
     )
+    listed = [data for data in metadata.get("mcp_tools", ()) if has_tool(names, data["name"])]
     mcp = tuple(
         ToolSpec(name=data["name"], description=data["description"], parameters=data["parameters"])
-        for data in metadata.get("mcp_tools", ())
-        if has_tool(names, data["name"])
+        for data in listed
     )
+    idempotent = tuple(data["name"] for data in listed if data.get("idempotent"))
     policy = tuple(
         (name, chosen)
         for name, chosen in metadata.get("tool_policy", {}).items()
         if chosen != "allow"
     )
-    return ToolGrant(names=names, shipped=shipped, mcp=mcp, policy=policy)
+    return ToolGrant(
+        names=names, shipped=shipped, mcp=mcp, policy=policy, mcp_idempotent=idempotent
+    )

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib
 import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -19,8 +17,9 @@ from ray import cloudpickle
 from actors.tools.grant import MCP_PREFIX, ShippedTool
 from actors.tools.python import ToolDefinitionError, python_tool
 from supervisor.errors import CommandError
+from supervisor.tool_files import import_spec
 from supervisor.tool_files import installed as installed_module
-from supervisor.tool_rules import BUILTIN_TOOL_NAMES
+from supervisor.tool_rules import BUILTIN_TOOL_NAMES, unknown_tool_text
 
 # A shipped tool is code and the globals it needs, not data: past this, something big was
 # captured by accident (a dataset in a module global, say).
@@ -98,10 +97,7 @@ def resolve_tools(items: Iterable[str | Callable[..., Any]]) -> ResolvedTools:
             names.append(item)
             continue
         else:
-            raise CommandError(
-                f"unknown tool {item!r}: the built-in tools are {', '.join(BUILTIN_TOOL_NAMES)}; "
-                "a Python tool is a function or a 'package.module:attr' string"
-            )
+            raise CommandError(unknown_tool_text(str(item)))
         for function in functions:
             try:
                 made = python_tool(function)
@@ -109,39 +105,17 @@ def resolve_tools(items: Iterable[str | Callable[..., Any]]) -> ResolvedTools:
                 raise CommandError(str(exc)) from exc
             digest, payload = pack(function, made.name)
             sources[digest] = payload
+            options = made.options
             shipped.append(
-                ShippedTool(spec=made.spec, digest=digest, sequential=made.options.sequential)
+                ShippedTool(
+                    spec=made.spec,
+                    digest=digest,
+                    sequential=options.sequential,
+                    idempotent=options.idempotent,
+                )
             )
             names.append(made.name)
     duplicates = sorted({name for name in names if names.count(name) > 1})
     if duplicates:
         raise CommandError(f"two tools are named {', '.join(duplicates)}; rename one")
     return ResolvedTools(names=tuple(names), shipped=tuple(shipped), sources=sources)
-
-
-def import_spec(spec: str) -> list[Callable[..., Any]]:
-    """The function, or list of functions, that `package.module:attr` names; the current
-    directory is searched first, as `uvicorn main:app` does."""
-    module_name, _, attribute = spec.partition(":")
-    if (
-        not module_name
-        or not attribute
-        or not all(part.isidentifier() for part in (*module_name.split("."), *attribute.split(".")))
-    ):
-        raise CommandError(f"tool spec {spec!r} is not 'package.module:attr'")
-    here = str(Path.cwd())
-    if here not in sys.path:
-        sys.path.insert(0, here)
-    try:
-        value: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CommandError(f"tool spec {spec!r}: cannot import {module_name}: {exc}") from exc
-    for part in attribute.split("."):
-        if not hasattr(value, part):
-            raise CommandError(f"tool spec {spec!r}: {module_name} has no {attribute}")
-        value = getattr(value, part)
-    functions = list(value) if isinstance(value, list | tuple) else [value]
-    for function in functions:
-        if not callable(function):
-            raise CommandError(f"tool spec {spec!r}: {function!r} is not a function")
-    return functions

@@ -1,4 +1,5 @@
-"""Shared pytest fixtures: a real redis-server on a free loopback port, a temp-file SQLite store.
+"""Shared pytest fixtures: a real redis-server on a free loopback port, a temp-file SQLite store;
+and the order modules run in (the longest first).
 
 Whatever a fixture starts it stops through its own handle; the machine's own Redis (6379) is
 never touched.
@@ -26,9 +27,38 @@ from supervisor.store import SqliteStore
 settings.register_profile("grove", deadline=None)
 settings.load_profile("grove")
 
+# The modules that take longest, longest first; then the rest of integration/ and security/
+# (they start Ray), then the others. The workers of pyproject's addopts each take a whole
+# module at a time, in this order, so no long module starts when the others are done.
+LONGEST_FIRST = (
+    "tests/integration/test_one_path.py",
+    "tests/integration/test_service.py",
+    "tests/integration/test_local_cluster_script.py",
+    "tests/integration/test_chat_cli.py",
+    "tests/integration/test_security.py",
+    "tests/security/test_bad_files.py",
+    "tests/security/test_service_abuse.py",
+    "tests/integration/test_batch_cli.py",
+    "tests/integration/test_run_cli.py",
+    "tests/security/test_sandbox_escapes.py",
+)
+STARTING_RAY = ("tests/integration/", "tests/security/")
+
 REDIS_START_TIMEOUT_S = 10.0
 REDIS_STOP_TIMEOUT_S = 5.0
 REDIS_START_ATTEMPTS = 3
+
+
+def _running_order(item: pytest.Item) -> tuple[int, int]:
+    module = item.nodeid.split("::", 1)[0]
+    if module in LONGEST_FIRST:
+        return 0, LONGEST_FIRST.index(module)
+    return (1 if module.startswith(STARTING_RAY) else 2), 0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest modules first (a stable sort: each module's tests stay together, in order)."""
+    items.sort(key=_running_order)
 
 
 def free_loopback_port() -> int:

@@ -40,8 +40,9 @@ HOME_SECRETS = (
 )
 # Variables naming files whose contents are secret.
 SECRET_FILE_VARIABLES = ("RAY_AUTH_TOKEN_PATH", "GROVE_CONFIG_FILE")
-# Names of variables a process never sees: the providers' keys, and anything named like one.
-_SECRET_NAME_PARTS = ("API_KEY", "TOKEN", "SECRET", "PASSWORD")
+# Variables a process never sees: the providers' keys, and anything named like one.
+_KEY_VARIABLES = frozenset(name for names in API_KEY_ENV.values() for name in names)
+_SECRET_NAME = re.compile("API_KEY|TOKEN|SECRET|PASSWORD")  # in a name, upper-cased
 # A URL with a password in it (a store's `redis://:PASSWORD@host`, a database's URL).
 _URL_WITH_PASSWORD = re.compile(r"://[^/\s@:]*:[^/\s@]+@")
 
@@ -68,19 +69,19 @@ class SandboxPolicy:
 
 def secret_paths(policy: SandboxPolicy, environ: Mapping[str, str]) -> list[Path]:
     """What the sandbox hides, as real paths that exist: Grove's config directory (keys,
-    the service token), secrets under the home directory, the files that variables name."""
-    home = Path(environ.get("HOME") or Path.home())
+    the service token), secrets under the home directory, the files that variables name.
+    Looked for on every call (a secret made since the last one is hidden too), as strings:
+    this runs before every command a tool starts."""
+    home = environ.get("HOME") or str(Path.home())
     named = [environ[name] for name in SECRET_FILE_VARIABLES if environ.get(name)]
     candidates = [
-        config_dir(environ),
-        *(home / entry for entry in HOME_SECRETS),
-        *(Path(path) for path in (*named, *policy.hidden)),
+        str(config_dir(environ)),
+        *(os.path.join(home, entry) for entry in HOME_SECRETS),
+        *named,
+        *policy.hidden,
     ]
-    found: dict[Path, None] = {}
-    for candidate in candidates:
-        if os.path.lexists(candidate):
-            found[Path(os.path.realpath(candidate))] = None
-    return list(found)
+    found = dict.fromkeys(os.path.realpath(path) for path in candidates if os.path.lexists(path))
+    return [Path(path) for path in found]
 
 
 def bwrap_arguments(
@@ -114,30 +115,30 @@ def bwrap_arguments(
             arguments += ["--ro-bind", git, git]
     else:
         arguments += ["--ro-bind", real_root, real_root]
-    for secret in hidden:
+    for secret in map(str, hidden):
         if _under(secret, fresh) and not _under(secret, shown):
             continue  # out of sight already
-        if secret.is_dir():
-            arguments += ["--tmpfs", str(secret), "--remount-ro", str(secret)]
+        if os.path.isdir(secret):
+            arguments += ["--tmpfs", secret, "--remount-ro", secret]
         else:
-            arguments += ["--ro-bind", "/dev/null", str(secret)]
+            arguments += ["--ro-bind", "/dev/null", secret]
     return [*arguments, "--chdir", real_root, "--", *command]
 
 
-def _under(path: Path, directories: Sequence[str]) -> bool:
-    return any(path == Path(d) or Path(d) in path.parents for d in directories)
+def _under(path: str, directories: Sequence[str]) -> bool:
+    """Whether `path` is one of `directories` or inside one (all absolute and normalised)."""
+    return any(path == d or path.startswith(d.rstrip("/") + "/") for d in directories)
 
 
 def command_environment() -> dict[str, str]:
     """The host's environment without the providers' keys, anything named like a secret, or a
     URL with a password in it (GROVE_STORE's, for one)."""
-    keys = {name for names in API_KEY_ENV.values() for name in names}
     return {
         name: value
         for name, value in os.environ.items()
-        if name not in keys
-        and not any(part in name.upper() for part in _SECRET_NAME_PARTS)
-        and not _URL_WITH_PASSWORD.search(value)
+        if name not in _KEY_VARIABLES
+        and not _SECRET_NAME.search(name.upper())
+        and not ("@" in value and _URL_WITH_PASSWORD.search(value))
     }
 
 
@@ -173,11 +174,16 @@ def sandbox_problem(environ: Mapping[str, str] | None = None) -> SandboxProblem 
 _working: dict[str, str | None] = {}  # bwrap path -> why it cannot start a sandbox (None: it can)
 
 
+_found_on: dict[str, str] = {}  # PATH -> the bwrap on it (looked for again while there is none)
+
+
 async def _checked_bwrap() -> str:
     """The `bwrap` on PATH, once shown to start a sandbox in this process."""
-    bwrap = shutil.which("bwrap")
+    path = os.environ.get("PATH", os.defpath)
+    bwrap = _found_on.get(path) or shutil.which("bwrap", path=path)
     if bwrap is None:
         raise SandboxUnavailable(str(MISSING))
+    _found_on[path] = bwrap
     if bwrap not in _working:
         process = await asyncio.create_subprocess_exec(
             *_probe(bwrap),

@@ -22,12 +22,24 @@ def readme_section(title: str) -> str:
     return text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
 
 
+def python_examples(title: str) -> list[str]:
+    """The section's Python examples, in order."""
+    return re.findall(r"```python\n(.+?)\n```", readme_section(title), re.DOTALL)
+
+
 def run_python_example(
     title: str, base: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """The section's one Python example, written to `base` and run there (`env` added to
-    the command line's environment)."""
-    (example,) = re.findall(r"```python\n(.+?)\n```", readme_section(title), re.DOTALL)
+    """The section's one Python example, run as `run_python` does."""
+    (example,) = python_examples(title)
+    return run_python(example, base, env)
+
+
+def run_python(
+    example: str, base: Path, env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`example` written to `base` and run there (`env` added to the command line's
+    environment)."""
     (base / "example.py").write_text(example)
     return subprocess.run(
         [sys.executable, "example.py"],

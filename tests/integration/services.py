@@ -5,6 +5,7 @@ background, in a config directory of its own) and stopped with `grove down`; one
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -43,14 +44,29 @@ class Service:
 
 
 @contextmanager
-def grove_service(base: Path, env: dict[str, str] | None = None) -> Iterator[Service]:
-    """A service on the simulator with its store and config directory in `base` (and the
-    `GROVE_*` settings of `env`), stopped, with all it started, at the end."""
+def grove_service(
+    base: Path,
+    env: dict[str, str] | None = None,
+    *,
+    simulate: bool = True,
+    open_files: int | None = None,
+) -> Iterator[Service]:
+    """A service on the simulator (on the real providers without `simulate`) with its store
+    and config directory in `base` (and the settings of `env`), stopped, with all it started,
+    at the end. `open_files`: the soft limit of open files `grove up` starts with (else this
+    process's)."""
     env = {**cli_environment(base), **(env or {})}
     port = free_loopback_port()
+    simulated = ["--simulate"] if simulate else []
+
+    def limit_open_files() -> None:
+        hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+        resource.setrlimit(resource.RLIMIT_NOFILE, (open_files or hard, hard))
+
     up = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", str(port)],
+        [sys.executable, "-m", "cli.entry", "up", *simulated, "--port", str(port)],
         capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
+        preexec_fn=None if open_files is None else limit_open_files,
     )  # fmt: skip
     assert up.returncode == 0, up.stderr
     address = up.stdout.strip().splitlines()[-1]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shutil
 import sys
 import time
 from collections.abc import Iterator
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from supervisor import Grove
+from supervisor.tool_rules import grant_of
 from tests.integration.groves import running_grove
 from tests.integration.groves import sim_call as call
 from tests.integration.groves import tool_results as results
@@ -31,7 +33,18 @@ def http_server() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
-def grove(tmp_path_factory: pytest.TempPathFactory, http_server: str) -> Iterator[Grove]:
+def calc(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of the tests' server of this module's own: the processes counted here are the
+    Grove's, not those of a module running beside it in another worker."""
+    server = tmp_path_factory.mktemp("calc") / "calc.py"
+    shutil.copy(CALC, server)
+    return server
+
+
+@pytest.fixture(scope="module")
+def grove(
+    tmp_path_factory: pytest.TempPathFactory, http_server: str, calc: Path
+) -> Iterator[Grove]:
     base = tmp_path_factory.mktemp("mcp")
     broken = "import sys; sys.stderr.write('missing license file\\n'); sys.exit(1)"
     garbage = "import sys; print('hello, not json-rpc', flush=True); sys.stdin.read()"
@@ -39,7 +52,7 @@ def grove(tmp_path_factory: pytest.TempPathFactory, http_server: str) -> Iterato
         f"""
 [mcp.servers.calc]
 command = {json.dumps(sys.executable)}
-args = [{json.dumps(str(CALC))}]
+args = [{json.dumps(str(calc))}]
 
 [mcp.servers.web]
 url = "{http_server}"
@@ -60,14 +73,13 @@ command = "no-such-mcp-server"
         yield grove
 
 
-def server_processes() -> list[int]:
-    return running(CALC, without_word="--http")
-
-
 def test_stdio_and_http_servers_tools_are_called(grove: Grove) -> None:
     root = grove.create_root(MODEL, tools=["mcp__calc", "mcp__web__add"]).uuid
     names = [tool["name"] for tool in grove.agent(root).metadata["mcp_tools"]]
     assert "mcp__calc__add" in names and "mcp__web__add" in names
+    # what a call cut off by its host's death may do: run again, from the annotations
+    again = set(grant_of(grove.agent(root).metadata).mcp_idempotent)
+    assert again == {"mcp__calc__add", "mcp__calc__pid", "mcp__web__add"}
     assert "mcp__web__pid" not in grove.agent(root).metadata["tools"]
     assert grove.ask(root, call("mcp__calc__add", a=2, b=3)).ok
     assert grove.ask(root, call("mcp__web__add", a=20, b=22)).ok
@@ -79,13 +91,13 @@ def test_stdio_and_http_servers_tools_are_called(grove: Grove) -> None:
     assert listing == ["calc: add, pid, has_variable, refuse, badge, die", "web: add"]
 
 
-def test_a_server_process_per_host_whatever_the_number_of_agents(grove: Grove) -> None:
+def test_a_server_process_per_host_whatever_the_number_of_agents(grove: Grove, calc: Path) -> None:
     roots = [grove.create_root(MODEL, tools=["mcp__calc"]).uuid for _ in range(8)]
     turns = [grove.send(root, call("mcp__calc__pid")) for root in roots]
     assert all(turn.result().ok for turn in turns)
     pids = {results(grove, root)[-1]["content"] for root in roots}
     assert 1 <= len(pids) <= 2  # two hosts: at most two servers, shared by all eight agents
-    assert len(server_processes()) <= 2
+    assert len(running(calc, without_word="--http")) <= 2
 
 
 def test_a_crashed_server_is_started_again(grove: Grove) -> None:

@@ -16,8 +16,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from tests.conformance.corpus import REPO_ROOT
 from tests.integration.groves import cli_environment
+from tests.integration.readme import readme_section
 from tests.integration.services import grove_service
 
 GROVE = str(Path(sys.executable).with_name("grove"))
@@ -27,8 +27,7 @@ DEFAULT_MODEL = {"GROVE_DEFAULTS__MODEL": "claude-sonnet-4-5"}
 
 def editor_configuration() -> dict[str, Any]:
     """The `grove` entry of the README's MCP client configuration."""
-    text = (REPO_ROOT / "README.md").read_text()
-    section = text.split("## Grove as an MCP server\n", 1)[1].split("\n## ", 1)[0]
+    section = readme_section("Grove as an MCP server")
     (block,) = re.findall(r"```json\n(.+?)\n```", section, re.DOTALL)
     entry: dict[str, Any] = json.loads(block)["mcpServers"]["grove"]
     assert entry["command"].endswith("/.venv/bin/grove")

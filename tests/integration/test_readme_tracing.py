@@ -24,6 +24,6 @@ def test_the_python_example_nests_grove_under_the_programs_span(tmp_path: Path) 
     assert created.parent == release.span_id and created.service == "grove"
     turns = [span for span in tree if span.name == "invoke_agent"]
     assert len(turns) == 2 and {turn.parent for turn in turns} == {created.span_id}
-    chats = [span for span in tree if span.name == "chat claude-sonnet-4-5"]
+    chats = [span for span in tree if span.name == "chat claude-sonnet-5-5"]
     assert sorted(chat.parent for chat in chats) == sorted(turn.span_id for turn in turns)
     assert len(tree) == len(spans) == 6  # nothing outside the one trace

@@ -156,13 +156,11 @@ def test_missing_credentials_text_and_nothing_sent(
     env: dict[str, str], listener: socket.socket, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
-    code, _, err = run("--model", "claude-sonnet-4-5/med", "Hello!")
-    assert code == 1
+    code, _, err = run("--model", "claude-sonnet-5-5/med", "Hello!")
+    assert code == 2  # checked before anything starts (cli/preflight.py)
     assert err.strip() == MISSING_ANTHROPIC_TEXT
     assert_nothing_sent(listener)
-    store = open_store(env["GROVE_STORE"])
-    (root,) = store.list_agents()
-    assert store.agent_messages(root.uuid) == []
+    assert open_store(env["GROVE_STORE"]).list_agents() == []
 
 
 def test_missing_credentials_names_each_key_page(env: dict[str, str]) -> None:

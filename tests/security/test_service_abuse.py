@@ -25,10 +25,12 @@ from supervisor.batch.tasks import MAX_TEXT_BYTES
 from tests.integration.groves import cli_environment
 from tests.integration.services import Service as RunningService
 from tests.integration.services import grove_service
+from tests.security.test_glob_freeze import cpu_used
 
 MAX_STREAMS = 500
 ALLOWED_HOST = "grove.test"
 MB = 1024 * 1024
+USUAL_OPEN_FILES = 1024  # the soft limit most systems start a process with
 
 
 @dataclass(frozen=True)
@@ -38,6 +40,14 @@ class Service(RunningService):
     @property
     def port(self) -> int:
         return int(self.url.rsplit(":", 1)[1])
+
+    def open_files_limits(self) -> tuple[int, int]:
+        """The service's soft and hard limits of open files."""
+        for line in Path(f"/proc/{self.pid}/limits").read_text().splitlines():
+            if line.startswith("Max open files"):
+                soft, hard = line.split()[3:5]
+                return int(soft), int(hard)
+        raise AssertionError("no open files limit")
 
     def status(self, field: str) -> int:
         """A number of /proc/PID/status of the service (kB for sizes)."""
@@ -52,14 +62,15 @@ class Service(RunningService):
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    """`grove up --simulate` with a config directory that already existed, open to others."""
+    """`grove up --simulate` with a config directory that already existed, open to others,
+    started with the usual soft limit of open files."""
     base = tmp_path_factory.mktemp("abuse")
     config = base / "config" / "grove"
     config.mkdir(parents=True, mode=0o755)
     config.chmod(0o755)
     settings = f'[service]\nmax_streams = {MAX_STREAMS}\nallowed_hosts = ["{ALLOWED_HOST}"]\n'
     Path(cli_environment(base)["GROVE_CONFIG_FILE"]).write_text(settings)
-    with grove_service(base) as running:
+    with grove_service(base, open_files=USUAL_OPEN_FILES) as running:
         pid = json.loads((running.config / "service.json").read_text())["pid"]
         yield Service(running.env, running.url, running.token, running.config, pid)
 
@@ -250,6 +261,40 @@ def test_500_open_streams_leave_the_service_answering_and_one_more_gets_429(
             break
         time.sleep(0.5)
     assert head.startswith("HTTP/1.1 200"), head
+
+
+def test_dashboards_may_hold_more_tree_streams_than_the_usual_soft_limit_allows(
+    service: Service,
+) -> None:
+    """A tree stream is a connection and a store connection (about three files in all): 300
+    of them are near the 1,024 open files the service was started with, which its start
+    raised to the hard limit (Ray's start does), so more fit. While nothing happens, they
+    cost the service next to nothing: a tree is read again when the event log grows."""
+    soft, hard = service.open_files_limits()
+    assert soft == hard and soft > USUAL_OPEN_FILES
+    streams: list[socket.socket] = []
+    try:
+        for _ in range(300):
+            sock, head = open_stream(service, "/api/tree/stream")
+            streams.append(sock)
+            assert head.startswith("HTTP/1.1 200"), head
+        time.sleep(1.0)  # each has sent its first rows
+        idle = cpu_used(service.pid, 3.0)
+        assert idle < 0.3, idle  # CPU seconds; 0.7 when each read the tree every 0.3 s
+        assert statistics.median(healthz_ms(service)) < 100
+        with service.api() as api:
+            root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+            answered = api.post(f"/api/agents/{root}/prompts", json={"text": "still there?"})
+        assert answered.status_code == 200 and answered.json()["ok"], answered.text
+        streams[-1].settimeout(30)
+        received = b""
+        while root.encode() not in received:  # the last stream is alive: it shows the root
+            chunk = streams[-1].recv(65536)
+            assert chunk, received[-500:]
+            received += chunk
+    finally:
+        for sock in streams:
+            sock.close()
 
 
 # ----- tokens, hosts, files ----------------------------------------------------------------

@@ -34,7 +34,7 @@ KEY = "sk-ant-api03-test-0123456789abcdef"
 ENDPOINT = Endpoint(base_url="https://api.anthropic.com", api_key=KEY)
 MODEL = "claude-sonnet-4-5"
 ANTHROPIC_MODELS = sorted(
-    [info.id for info in MODELS.values() if info.provider == "anthropic"]
+    [info.id for info in MODELS.values() if info.thinking_style == "anthropic_budget"]
     + ["claude-sonnet-4-7-20260101", "claude-3-5-haiku-latest"]  # unknown ids borrow figures
 )
 WEATHER = ToolSpec(
@@ -163,6 +163,25 @@ def test_thinking_budget_rules_hold_for_any_max_tokens(
     body = prepare(request).body
     budget = body["thinking"]["budget_tokens"]
     assert 1024 <= budget < body["max_tokens"] <= model_info(model).max_output_tokens
+
+
+def test_adaptive_models_send_an_effort_and_no_budget() -> None:
+    body = prepare(
+        Request(model="claude-sonnet-5-5", messages=(Message.user("Hi"),), thinking="med")
+    ).body
+    assert body["thinking"] == {"type": "adaptive"}
+    assert body["output_config"] == {"effort": "medium"}
+    body = prepare(
+        Request(model="claude-sonnet-5-5", messages=(Message.user("Hi"),), thinking="none")
+    ).body
+    assert body["thinking"] == {"type": "disabled"}
+    assert "output_config" not in body
+    body = prepare(
+        Request(model="claude-opus-5-5", messages=(Message.user("Hi"),), thinking="none")
+    ).body
+    assert (body["thinking"], body["output_config"]) == ({"type": "adaptive"}, {"effort": "low"})
+    body = prepare(Request(model="claude-sonnet-5-5", messages=(Message.user("Hi"),))).body
+    assert "thinking" not in body and "output_config" not in body
 
 
 @pytest.mark.parametrize("level", [None, "none"])

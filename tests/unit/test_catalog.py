@@ -6,6 +6,8 @@ spec/commands-model-fork.md, which binds them word for word.
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -14,13 +16,16 @@ from providers.base import THINKING_LEVELS, Usage
 from providers.catalog import (
     DEFAULT_MODELS,
     MODELS,
+    RETIREMENTS,
     ModelSpec,
     cache_saving_usd,
     completions,
     cost_usd,
     infer_provider,
     model_info,
+    near_miss,
     parse_model_spec,
+    retirement_warning,
 )
 from providers.errors import InvalidThinkingLevelError, UnknownModelError
 from providers.http import join_url
@@ -106,7 +111,7 @@ def test_every_catalog_model_belongs_to_its_inferred_provider() -> None:
     ("model", "family"),
     [
         ("claude-future-9", "claude-sonnet-4-5"),
-        ("claude-opus-5", "claude-opus-4-5"),
+        ("claude-opus-5", "claude-opus-5-5"),
         ("gpt-7", "gpt-5-mini"),
         ("gemini-9.0-ultra", "gemini-3.0-flash"),
         ("gemini-2.5-flash-preview", "gemini-2.5-flash"),
@@ -372,3 +377,60 @@ def test_a_base_url_ending_in_the_version_segment_is_not_doubled(
     base: str, path: str, url: str
 ) -> None:
     assert join_url(base, path) == url
+
+
+@pytest.mark.parametrize(
+    ("typo", "meant"),
+    [
+        ("claude-sonet-4-5", "claude-sonnet-4-5"),
+        ("claude-hiaku-4-5", "claude-haiku-4-5"),
+        ("claude-opsu-4-5-20251101", "claude-opus-4-5-20251101"),
+        ("gpt-5-mni", "gpt-5-mini"),
+        ("gpt-5-nanoo", "gpt-5-nano"),
+        ("gemini-2.5-flsh", "gemini-2.5-flash"),
+        ("gemini-2.5-flash-lte", "gemini-2.5-flash-lite"),
+    ],
+)
+def test_a_typo_in_a_known_ids_words_gets_the_catalogs_spelling(typo: str, meant: str) -> None:
+    assert near_miss(typo) == meant
+
+
+@pytest.mark.parametrize(
+    "model",
+    [
+        *MODELS,
+        "claude-sonnet-4-6",  # a new version number
+        "claude-sonnet-4-5-20250929",  # a dated snapshot
+        "gpt-4o-mini",
+        "gpt-5.4-mini",
+        "gpt-5-chat-latest",
+        "gemini-3-flash-preview",
+        "gemini-2.5-flash-lite-preview-06-17",
+        "claude-mythos-preview",  # a new name, far from every known word
+        "unknown-model",
+    ],
+)
+def test_known_ids_new_versions_and_new_names_are_no_near_miss(model: str) -> None:
+    assert near_miss(model) is None
+
+
+def test_a_deprecated_model_and_its_snapshots_warn_with_their_end_of_life() -> None:
+    before, after = date(2026, 11, 27), date(2026, 12, 1)
+    assert retirement_warning("claude-sonnet-4-5", before) == (
+        "Warning: claude-sonnet-4-5 reaches its end of life on 2026-11-30 (Anthropic's "
+        "deprecation list); use claude-sonnet-5-5"
+    )
+    assert retirement_warning("claude-sonnet-4-5-20250929", after) == (
+        "Warning: claude-sonnet-4-5-20250929 reached its end of life on 2026-11-30 "
+        "(Anthropic's deprecation list); use claude-sonnet-5-5"
+    )
+    assert "2027-01-22" in (retirement_warning("claude-opus-4-5", before) or "")
+    for model in ("claude-haiku-4-5", "claude-sonnet-4-5-preview", "gpt-5-mini"):
+        assert retirement_warning(model, before) is None
+
+
+def test_every_retired_model_names_a_current_catalog_model() -> None:
+    for retired, (_, successor) in RETIREMENTS.items():
+        assert successor in MODELS
+        assert retirement_warning(successor) is None
+        assert infer_provider(retired) == MODELS[successor].provider

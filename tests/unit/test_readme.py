@@ -1,4 +1,5 @@
-"""The README's first two commands, and CI running exactly the README's test command.
+"""The README's first two commands, CI running exactly the README's test command, and the
+README's examples on current models.
 
 A fresh machine is served by those two lines; this keeps them from drifting apart.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from providers.catalog import MODELS, retirement_warning
 from tests.conformance.corpus import REPO_ROOT
 
 
@@ -26,3 +28,18 @@ def test_readme_opens_with_main_job_then_tests() -> None:
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
     script = (REPO_ROOT / ".ci" / "run").read_text().splitlines()
     assert script[-1] == readme_commands()[1]
+
+
+def test_the_readme_examples_use_current_models() -> None:
+    """Every model id in the README's code blocks and the example tasks is one the catalog
+    knows, on no vendor's deprecation list (the bench tables name what they measured)."""
+    text = (REPO_ROOT / "README.md").read_text()
+    blocks = "\n".join(re.findall(r"```[a-z]*\n(.+?)\n```", text, re.DOTALL))
+    examples = (REPO_ROOT / "examples" / "review" / "tasks.jsonl").read_text()
+    ids = set(re.findall(r"\b(?:claude|gpt|gemini)-[a-z0-9.-]*[a-z0-9]", blocks + examples))
+    assert "claude-sonnet-5-5" in ids and "gpt-6-luna" in ids
+    for model in sorted(ids):
+        assert model in MODELS, model
+        assert retirement_warning(model) is None, model
+    (main_job,) = readme_commands()[:1]
+    assert "--model claude-sonnet-5-5/low" in main_job

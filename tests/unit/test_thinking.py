@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from providers.base import THINKING_LEVELS, ThinkingLevel
 from providers.catalog import MODELS, model_info
 from providers.thinking import (
+    anthropic_effort,
     anthropic_thinking,
     describe_thinking,
     google_thinking_config,
@@ -20,7 +21,8 @@ from providers.thinking import (
 )
 
 ENABLED_LEVELS: tuple[ThinkingLevel, ...] = ("low", "med", "high")
-ANTHROPIC_MODELS = [model for model, info in MODELS.items() if info.provider == "anthropic"]
+ANTHROPIC_MODELS = [m for m, info in MODELS.items() if info.thinking_style == "anthropic_budget"]
+ADAPTIVE_MODELS = [m for m, info in MODELS.items() if info.thinking_style == "anthropic_adaptive"]
 ANTHROPIC_IDS = [*ANTHROPIC_MODELS, "claude-future-9"]
 WARNING = "This model does not support disabling thinking"
 
@@ -70,6 +72,49 @@ def test_anthropic_without_thinking_sends_no_field(model: str, level: ThinkingLe
     thinking, tokens = anthropic_thinking(model, level, None)
     assert thinking is None
     assert 0 < tokens <= ceiling
+
+
+@pytest.mark.parametrize("model", ADAPTIVE_MODELS)
+def test_anthropic_adaptive_models_take_an_effort_never_a_budget(model: str) -> None:
+    info = model_info(model)
+    efforts: tuple[tuple[ThinkingLevel, str], ...] = (
+        ("low", "low"),
+        ("med", "medium"),
+        ("high", "high"),
+    )
+    for level, effort in efforts:
+        thinking, tokens = anthropic_thinking(model, level, None)
+        assert thinking == {"type": "adaptive"}
+        assert anthropic_effort(model, level) == effort
+        assert tokens <= info.max_output_tokens
+        assert describe_thinking(model, level) == f"Thinking: {effort} effort"
+    assert anthropic_thinking(model, None, None)[0] is None  # the provider's default
+    assert anthropic_effort(model, None) is None
+    thinking, _ = anthropic_thinking(model, "none", None)
+    if info.can_disable_thinking:
+        assert thinking == {"type": "disabled"}
+        assert anthropic_effort(model, "none") is None
+        assert describe_thinking(model, "none") == "Thinking: none"
+    else:  # always on: its lowest effort
+        assert thinking == {"type": "adaptive"}
+        assert anthropic_effort(model, "none") == "low"
+        assert describe_thinking(model, "none") == "Thinking: low effort (minimum)"
+
+
+def test_gemini_flash_without_minimal_thinks_at_its_lowest_for_none() -> None:
+    assert google_thinking_config("gemini-3.8-flash", "none") == (
+        {"thinkingLevel": "low", "includeThoughts": True},
+        WARNING,
+    )
+    levels: tuple[tuple[ThinkingLevel, str], ...] = (
+        ("low", "low"),
+        ("med", "medium"),
+        ("high", "high"),
+    )
+    for level, value in levels:
+        config, warning = google_thinking_config("gemini-3.8-flash", level)
+        assert (config or {}).get("thinkingLevel") == value and warning is None
+    assert describe_thinking("gemini-3.8-flash", "none") == "Thinking: LOW level (minimum)"
 
 
 def test_anthropic_keeps_a_large_enough_max_tokens() -> None:

@@ -1,0 +1,127 @@
+"""Benchmark: a fan-out of N asks from one asyncio program through `AsyncGrove` (all at once
+with `asyncio.gather`), against the same N turns through `Grove.fork_many` + `wait_any`, in
+the same run, on one Grove and one simulator in a process of its own; beside them, the same
+`fork_many` + `wait_any` fan-out awaited through AsyncGrove.
+
+Prints one JSON line; `ratio` is the asks' wall time over Grove's (goal: within 1.05x),
+`fork_many_ratio` the awaited fork_many fan-out's. All fan out from a root that holds the same
+context: the fork_many rounds fork their children as part of their time, the asks go to
+children forked beforehand with `fork` (`ratio_with_forks` counts those forks too;
+`asks_begin_s` is until every ask's turn had started). Run from the repository root:
+`python bench/async_fanout.py --n 1000`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import time
+from typing import Any
+
+from fanout import CONTEXT, TURN_TIMEOUT_S, check, collect, median, prompts
+from harness import MODEL, Pacing, running_grove, simulator_process
+
+from supervisor import AsyncGrove
+
+
+def grove_round(grove: Any, root: str, texts: list[str]) -> tuple[float, dict[str, Any]]:
+    """`fork_many` + `wait_any`: its wall time and every turn's result."""
+    start = time.perf_counter()
+    results = collect(grove, grove.fork_many(root, texts))
+    return time.perf_counter() - start, results
+
+
+async def asks_round(aio: AsyncGrove, root: str, texts: list[str]) -> dict[str, Any]:
+    """Children forked (timed apart), then one ask each, all at once."""
+    start = time.perf_counter()
+    children = await asyncio.gather(*(aio.fork(root) for _ in texts))
+    forked = time.perf_counter()
+    turns = [aio.send(child, text) for child, text in zip(children, texts, strict=True)]
+    await asyncio.gather(*turns)  # every turn started
+    begun = time.perf_counter()
+    answers = await asyncio.gather(*(turn.result(TURN_TIMEOUT_S) for turn in turns))
+    asked = time.perf_counter()
+    return {
+        "forks_s": forked - start,
+        "begin_s": begun - forked,
+        "asks_s": asked - forked,
+        "results": dict(zip(children, answers, strict=True)),
+    }
+
+
+async def fork_many_round(aio: AsyncGrove, root: str, texts: list[str]) -> dict[str, Any]:
+    """`fork_many` + `wait_any` awaited through AsyncGrove."""
+    start = time.perf_counter()
+    pending = set(await aio.fork_many(root, texts))
+    results: dict[str, Any] = {}
+    while pending:
+        done = await aio.wait_any(list(pending), 5.0)
+        results |= done
+        pending -= set(done)
+    return {"wall_s": time.perf_counter() - start, "results": results}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--n", type=int, default=1000, help="asks (and fork_many children)")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating runs; medians count")
+    Pacing.add_arguments(parser)
+    args = parser.parse_args()
+    pacing = Pacing.of(args)
+    texts = prompts(args.n)
+    walls: dict[str, list[float]] = {
+        "grove": [],
+        "async_asks": [],
+        "async_forks": [],
+        "async_asks_begin": [],
+        "async_fork_many": [],
+    }
+    completed = stored = 0
+    with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
+        root = grove.create_root(MODEL)
+        if not grove.ask(root.uuid, CONTEXT).ok:
+            raise SystemExit("async fanout bench: the context turn failed")
+        aio = AsyncGrove(grove)
+        for _ in range(args.rounds):
+            wall, results = grove_round(grove, root.uuid, texts)
+            walls["grove"].append(wall)
+            asks = asyncio.run(asks_round(aio, root.uuid, texts))
+            walls["async_asks"].append(asks["asks_s"])
+            walls["async_forks"].append(asks["forks_s"])
+            walls["async_asks_begin"].append(asks["begin_s"])
+            forked = asyncio.run(fork_many_round(aio, root.uuid, texts))
+            walls["async_fork_many"].append(forked["wall_s"])
+            for found in (results, asks["results"], forked["results"]):
+                checked = check(grove, found)
+                completed += checked["ok"]
+                stored += checked["stored"]
+    grove_s, asks_s = median(walls["grove"]), median(walls["async_asks"])
+    forks_s = median(walls["async_forks"])
+    print(
+        json.dumps(
+            {
+                "bench": "async_fanout",
+                "n": args.n,
+                "rounds": args.rounds,
+                "simulator": pacing.as_dict(),
+                "ideal_s": round(pacing.seconds, 3),
+                "grove_wall_s": grove_s,
+                "async_asks_wall_s": asks_s,
+                "async_forks_s": forks_s,
+                "ratio": round(asks_s / grove_s, 3),
+                "ratio_with_forks": round((forks_s + asks_s) / grove_s, 3),
+                "asks_begin_s": median(walls["async_asks_begin"]),
+                "async_fork_many_wall_s": median(walls["async_fork_many"]),
+                "fork_many_ratio": round(median(walls["async_fork_many"]) / grove_s, 3),
+                "turns": args.n * args.rounds * 3,
+                "completed": completed,
+                "stored": stored,
+                "walls": {name: [round(w, 3) for w in values] for name, values in walls.items()},
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

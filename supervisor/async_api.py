@@ -1,0 +1,148 @@
+"""`AsyncGrove`: every `Grove` method as a coroutine (or an async iterator), generated from
+`Grove` itself and run by supervisor/bridge.py, so both share one implementation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from supervisor.api import Grove
+from supervisor.bridge import bridge, bridged_iterator
+
+if TYPE_CHECKING:
+    from actors.agent import TurnResult
+    from server.client import RemoteGrove, RemoteTurn
+    from supervisor.api import Turn
+
+
+class AsyncTurn:
+    """A turn for asyncio, started on first use: `async for kind, text in grove.send(...)`,
+    `await turn.result()`; `turn = await grove.send(...)` starts it at once."""
+
+    def __init__(self, start: Callable[[], Awaitable[Turn | RemoteTurn | None]]) -> None:
+        self._start = start
+        self._starting: asyncio.Future[Turn | RemoteTurn | None] | None = None
+
+    async def started(self) -> Turn | RemoteTurn | None:
+        """The sync turn underneath (None: a command that started none)."""
+        if self._starting is None:
+            self._starting = asyncio.ensure_future(self._start())
+        return await self._starting
+
+    def __await__(self) -> Generator[Any, None, AsyncTurn | None]:
+        return self._itself().__await__()
+
+    async def _itself(self) -> AsyncTurn | None:
+        return self if await self.started() is not None else None
+
+    @property
+    def agent(self) -> str:
+        """The agent whose turn this is (once started)."""
+        if self._starting is None or not self._starting.done():
+            raise RuntimeError("the turn has not started yet: await it first")
+        turn = self._starting.result()
+        assert turn is not None
+        return turn.agent
+
+    def __aiter__(self) -> AsyncIterator[tuple[str, str]]:
+        return self._deltas()
+
+    async def _deltas(self) -> AsyncIterator[tuple[str, str]]:
+        turn = await self.started()
+        if turn is not None:
+            async for delta in bridged_iterator(iter(turn)):
+                yield delta
+
+    async def result(self, timeout_s: float = 3600.0) -> TurnResult:
+        turn = await self.started()
+        assert turn is not None, "a command that started no turn has no result"
+        return await bridge(turn.result, timeout_s)
+
+
+def kind_of(method: Callable[..., Any]) -> str:
+    """How `method`'s twin hands back what it returns: "iterator" (an async iterator),
+    "turn" (an AsyncTurn) or "value"."""
+    returns = str(inspect.signature(method).return_annotation)
+    if returns.startswith("Iterator["):
+        return "iterator"
+    return "turn" if returns.split(" | ")[0] == "Turn" else "value"
+
+
+def public_methods() -> dict[str, Callable[..., Any]]:
+    """Grove's public methods: what AsyncGrove has a twin of."""
+    return {
+        name: member
+        for name, member in vars(Grove).items()
+        if not name.startswith("_") and inspect.isfunction(member)
+    }
+
+
+def twin(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
+    """The async twin of Grove's `method`: the same signature, calling the same method on
+    the wrapped Grove with its waits awaited on the caller's loop; a coroutine, or an async
+    iterator, or for a turn an AsyncTurn (iterate it, or await it)."""
+    kind = kind_of(method)
+    if kind == "iterator":
+
+        def iterate(self: AsyncGrove, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+            items: Iterator[Any] = getattr(self.grove, name)(*args, **kwargs)
+            return bridged_iterator(items)
+
+        return functools.wraps(method)(iterate)
+
+    if kind == "turn":
+
+        def turn(self: AsyncGrove, *args: Any, **kwargs: Any) -> AsyncTurn:
+            return AsyncTurn(lambda: bridge(getattr(self.grove, name), *args, **kwargs))
+
+        return functools.wraps(method)(turn)
+
+    async def call(self: AsyncGrove, *args: Any, **kwargs: Any) -> Any:
+        return await bridge(getattr(self.grove, name), *args, **kwargs)
+
+    return functools.wraps(method)(call)
+
+
+class AsyncGrove:
+    """`async with AsyncGrove(simulate=True) as grove: await grove.ask(...)`: Grove's API for
+    asyncio programs (FastAPI, Jupyter), never blocking the caller's loop while it waits.
+    Given a `Grove` or a service's `RemoteGrove`, it runs on that one."""
+
+    def __init__(self, grove: Grove | RemoteGrove | None = None, **options: Any) -> None:
+        """`options` are Grove's (settings, simulate, hosts, endpoint), without `grove`."""
+        if grove is not None and options:
+            raise TypeError("give AsyncGrove a Grove or Grove's options, not both")
+        self.grove = grove if grove is not None else Grove(**options)
+
+    @classmethod
+    def service(cls) -> AsyncGrove:
+        """On the running service (`grove up`), over HTTP, as the command line uses it: the
+        methods its API has (create_root, ask, send, fork_many, wait_turn, agent, seed,
+        dispatch, cancel, run_batch and the reads). RemoteError when none is up."""
+        import server.wire_async  # noqa: F401  (httpx, imported now rather than mid-call)
+        from server.client import RemoteError, RemoteGrove
+        from server.files import read_state
+
+        state = read_state()
+        if state is None:
+            raise RemoteError("no Grove service is running: start one with `grove up`")
+        return cls(RemoteGrove(state))
+
+    async def __aenter__(self) -> AsyncGrove:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    if TYPE_CHECKING:  # the twins are made below, from Grove's own methods
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+for _name, _method in public_methods().items():
+    setattr(AsyncGrove, _name, twin(_name, _method))

@@ -1,0 +1,79 @@
+"""One implementation for `Grove` and `AsyncGrove`: Grove's methods wait only through the
+functions here, which block in a plain call and, in a call `bridge` runs for an asyncio
+caller, hand what they wait for to that caller's event loop (a greenlet switch, no thread).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, TypeVar
+
+import greenlet
+
+T = TypeVar("T")
+_END = object()
+
+
+class _Bridged(greenlet.greenlet):  # type: ignore[misc]
+    """A sync call run for an asyncio caller: its waits are awaited by the loop driving it."""
+
+
+def bridged() -> bool:
+    """Whether this code runs inside `bridge`, for an asyncio caller."""
+    return isinstance(greenlet.getcurrent(), _Bridged)
+
+
+def awaited(awaitable: Awaitable[T]) -> T:
+    """The result of `awaitable`, awaited by the event loop that drives this bridged call
+    (which is suspended meanwhile); its exception is raised here."""
+    current = greenlet.getcurrent()
+    if not isinstance(current, _Bridged):
+        raise RuntimeError("awaited() outside a bridged call")
+    result: T = current.parent.switch(awaitable)
+    return result
+
+
+async def bridge(function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """`function(*args, **kwargs)`, a sync call, run so that every wait inside it is
+    awaited here: the caller's event loop goes on meanwhile."""
+    call = _Bridged(function)
+    step = call.switch(*args, **kwargs)
+    while not call.dead:
+        try:
+            value = await step
+        except BaseException as exc:  # the call sees what its wait raised, cancellation too
+            step = call.throw(type(exc), exc, exc.__traceback__)
+        else:
+            step = call.switch(value)
+    result: T = step
+    return result
+
+
+async def bridged_iterator(items: Iterator[T]) -> AsyncIterator[T]:
+    """A sync iterator's items for `async for`, each step bridged."""
+    try:
+        while (item := await bridge(next, items, _END)) is not _END:
+            yield item
+    finally:
+        close = getattr(items, "close", None)
+        if close is not None:
+            await bridge(close)
+
+
+def run(awaitable: Awaitable[T]) -> T:
+    """An awaitable's result: awaited by the caller's loop in a bridged call, else run on a
+    loop of its own (never nested in a running one)."""
+    return awaited(awaitable) if bridged() else asyncio.run(_result(awaitable))
+
+
+async def _result(awaitable: Awaitable[T]) -> T:
+    return await awaitable
+
+
+def sleep(seconds: float) -> None:
+    if bridged():
+        awaited(asyncio.sleep(seconds))
+    else:
+        time.sleep(seconds)

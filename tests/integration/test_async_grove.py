@@ -1,0 +1,137 @@
+"""AsyncGrove on real Ray and the simulator: 20 asks at once from one asyncio program while a
+ticker on its loop keeps ticking, streams, fan-outs and batches from inside a running loop,
+and the same through a running service.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from supervisor import AsyncGrove, Grove
+from supervisor.batch.tasks import Task
+from tests.integration.readme import python_examples, run_python
+from tests.integration.services import grove_service
+
+ASKS = 20
+# Each answer streams 60 tokens at 30 a second: two seconds a turn, 40 one after another.
+PACED = "[[sim tokens=60 tps=30]]"
+TICK_S = 0.01
+
+
+@asynccontextmanager
+async def ticking() -> AsyncIterator[list[float]]:
+    """A ticker on the running loop for the block's length: the times it ticked."""
+    ticks: list[float] = []
+
+    async def tick() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(TICK_S)
+
+    ticker = asyncio.create_task(tick())
+    try:
+        yield ticks
+    finally:
+        ticker.cancel()
+        ticks.append(time.perf_counter())
+
+
+async def concurrent_asks(grove: AsyncGrove, roots: list[str]) -> dict[str, float]:
+    """ASKS asks at once; how long they took together and the ticker's largest gap."""
+    async with ticking() as ticks:
+        start = time.perf_counter()
+        results = await asyncio.gather(
+            *(grove.ask(root, f"{PACED} Task {n}: name a risk.") for n, root in enumerate(roots))
+        )
+        took = time.perf_counter() - start
+    assert [result.ok for result in results] == [True] * ASKS, [r.error for r in results]
+    assert all(result.text for result in results)
+    gap = max(later - earlier for earlier, later in itertools.pairwise(ticks))
+    return {"took": took, "gap": gap}
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+    from tests.integration.groves import running_grove
+
+    with running_grove(tmp_path_factory.mktemp("grove"), hosts=2) as grove:
+        yield grove
+
+
+async def test_twenty_asks_at_once_leave_the_callers_loop_ticking(grove: Grove) -> None:
+    aio = AsyncGrove(grove)
+    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+    figures = await concurrent_asks(aio, roots)
+    assert figures["took"] >= 2.0  # each turn streams for two seconds
+    assert figures["took"] < ASKS * 2.0 / 2  # together, not one after another
+    # A sync call would stop the ticker for the whole wait; here it ticks on throughout.
+    assert figures["gap"] < figures["took"] / 10, figures
+
+
+async def test_streams_fan_outs_and_batches_from_a_running_loop(grove: Grove) -> None:
+    aio = AsyncGrove(grove)
+    root = (await aio.create_root("claude-sonnet-4-5")).uuid
+    turn = aio.send(root, "Plan the release")
+    streamed = "".join([text async for kind, text in turn if kind == "text"])
+    result = await turn.result()
+    assert result.ok and streamed == result.text and turn.agent == root
+
+    children = await aio.fork_many(root, ["Check the docs", "Check the tests"])
+    done: dict[str, Any] = {}
+    while len(done) < len(children):
+        done |= await aio.wait_any([c for c in children if c not in done], 30.0)
+    assert all(result is not None and result.ok for result in done.values())
+    assert (await aio.history(children[0]))[-1].kind == "assistant"
+
+    tasks = [Task(id=n, key=str(n), line=n, prompt=f"Task {n}") for n in (1, 2, 3)]
+    records = [step async for step in aio.run_batch(root, tasks) if step is not None]
+    assert sorted(record["id"] for record in records) == [1, 2, 3]
+    assert {record["status"] for record in records} == {"ok"}
+
+    with pytest.raises(Exception, match="zzzz"):
+        await aio.agent("zzzz")
+
+
+def test_made_and_used_inside_asyncio_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in Jupyter: the AsyncGrove is made, started and closed inside a running loop."""
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("GROVE_STORE", f"sqlite:///{tmp_path / 'grove.sqlite3'}")
+
+    async def main() -> tuple[bool, str]:
+        async with AsyncGrove(simulate=True, hosts=1) as grove:
+            root = await grove.create_root("gpt-5-mini")
+            result = await grove.ask(root.uuid, "hello")
+            outcome = await grove.dispatch(root.uuid, "/agents")
+            return result.ok, outcome.text
+
+    ok, agents = asyncio.run(main())
+    assert ok and "gpt-5-mini" in agents
+
+
+async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with grove_service(tmp_path) as service:
+        monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
+        async with AsyncGrove.service() as aio:
+            roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+            figures = await concurrent_asks(aio, roots)
+            streamed = [text async for kind, text in aio.send(roots[0], "again") if kind == "text"]
+            forked = await aio.fork_many(roots[1], ["a", "b"])
+            waited = [await aio.wait_turn(child, 60.0) for child in forked]
+        _local, example = python_examples("Async")  # the README's, in a process of its own
+        done = run_python(example, tmp_path, service.env)
+        assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
+        assert figures["took"] < ASKS * 2.0 / 2
+        # The loop also reads the 20 answers' HTTP streams here: a looser bound, still far
+        # below the whole wait a sync call would stop the ticker for.
+        assert figures["gap"] < figures["took"] / 5, figures
+        assert streamed and all(result is not None and result.ok for result in waited)

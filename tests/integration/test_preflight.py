@@ -1,0 +1,257 @@
+"""What run, chat and batch check before anything starts (cli/preflight.py), run as a user runs
+`grove`: a typo of a known model, a missing key, --tools that cannot be imported, an MCP server
+that cannot start, unusable files and budgets are one message and exit 2 with Ray never even
+imported (the commands run with Python's import log on); a deprecated model warns once and runs.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from providers.catalog import retirement_warning
+from providers.credentials import missing_credentials_text
+from supervisor.tool_rules import unknown_tool_text
+from tests.integration.services import grove_service
+from tests.security.commands import Place, make_place
+
+WEATHER = '''
+def forecast(city: str) -> str:
+    """The forecast for a city."""
+    return f"sunny in {city}"
+
+
+NOT_A_FUNCTION = 42
+'''
+IMPORT_LOG = "import time:"
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> Iterator[Place]:
+    (tmp_path / "weather.py").write_text(WEATHER)
+    (tmp_path / "tasks.jsonl").write_text('{"id": "a", "prompt": "hi"}\n')
+    yield from make_place(tmp_path)
+
+
+def refused(place: Place, *args: str, **env: str) -> str:
+    """`grove ARGS` in the place's directory: exit 2 before Ray, without importing it; what it
+    printed on stderr (Python's import log taken out)."""
+    done = subprocess.run(
+        [*grove_command(), *args],
+        capture_output=True,
+        text=True,
+        cwd=place.base,
+        input="",
+        env={**place.env, "PYTHONPROFILEIMPORTTIME": "1", **env},
+        timeout=120,
+        check=False,
+    )
+    lines = done.stderr.splitlines()
+    imported = [line.rpartition("|")[2].strip() for line in lines if line.startswith(IMPORT_LOG)]
+    said = "\n".join(line for line in lines if not line.startswith(IMPORT_LOG))
+    assert done.returncode == 2, (args, said)
+    assert done.stdout == "", args
+    assert "Traceback" not in said, said
+    assert "cli.context" in imported  # the import log is on
+    assert not [name for name in imported if name.partition(".")[0] == "ray"], args
+    assert not place.ray_started()
+    return said
+
+
+def grove_command() -> list[str]:
+    import sys
+
+    return [sys.executable, "-m", "cli.app"]
+
+
+def each_command(place: Place, *flags: str) -> list[tuple[str, ...]]:
+    """run, chat and batch with `flags` (a model of their own where none is given)."""
+    model = () if "--model" in flags else ("--model", "gpt-5-mini")
+    return [
+        ("run", *model, *flags, "hi"),
+        ("chat", *model, *flags),
+        ("batch", str(place.base / "tasks.jsonl"), *model, *flags),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "line"),
+    [
+        (
+            "claude-sonet-4-5",
+            "Unknown model: claude-sonet-4-5. Did you mean claude-sonnet-4-5? (To send "
+            "claude-sonet-4-5 as written, name it anthropic:claude-sonet-4-5.)",
+        ),
+        (
+            "gpt-5-mni/low",
+            "Unknown model: gpt-5-mni. Did you mean gpt-5-mini? (To send gpt-5-mni as "
+            "written, name it openai:gpt-5-mni.)",
+        ),
+    ],
+)
+def test_a_typo_of_a_known_model_gets_a_did_you_mean(place: Place, model: str, line: str) -> None:
+    for args in each_command(place, "--model", model, "--simulate"):
+        assert refused(place, *args) == line, args
+
+
+def test_a_typo_in_a_task_or_the_advisor_is_refused_before_any_task_runs(place: Place) -> None:
+    tasks = place.base / "typo.jsonl"
+    tasks.write_text('{"id": "a", "prompt": "hi", "model": "gemini-2.5-flsh"}\n')
+    said = refused(place, "batch", str(tasks), "--simulate")
+    assert said.endswith("Did you mean gemini-2.5-flash? (To send gemini-2.5-flsh as written, "
+                         "name it google:gemini-2.5-flsh.)")  # fmt: skip
+    assert not (place.base / "typo.out.jsonl").exists()
+    said = refused(
+        place, "batch", str(place.base / "tasks.jsonl"), "--model", "gpt-5-mini",
+        "--advisor", "claude-hiaku-4-5",
+    )  # fmt: skip
+    assert "Did you mean claude-haiku-4-5?" in said
+
+
+@pytest.mark.parametrize(
+    ("model", "provider"),
+    [("claude-haiku-4-5", "anthropic"), ("gpt-5-mini", "openai"), ("gemini-3.0-flash", "google")],
+)
+def test_a_provider_without_a_key_is_refused_before_ray(
+    place: Place, model: str, provider: str
+) -> None:
+    commands = each_command(place, "--model", model)
+    for args in commands if provider == "anthropic" else commands[:1]:
+        assert refused(place, *args) == missing_credentials_text(provider), args  # type: ignore[arg-type]
+
+
+def test_a_key_from_the_environment_or_the_credentials_file_passes(place: Place) -> None:
+    """With the key there the check passes, and the next one (the tools) speaks."""
+    unknown = unknown_tool_text("nosuch")
+    key = {"OPENAI_API_KEY": "sk-not-used"}
+    assert refused(place, "run", "--model", "gpt-5-mini", "--tools", "nosuch", "hi", **key) == (
+        unknown
+    )
+    credentials = place.base / "config" / "grove" / "credentials.json"
+    credentials.parent.mkdir(parents=True, exist_ok=True)
+    credentials.write_text(json.dumps({"google": {"api_key": "not-used"}}))
+    credentials.chmod(0o600)
+    said = refused(place, "run", "--model", "gemini-3.0-flash", "--tools", "nosuch", "hi")
+    assert said == unknown
+
+
+@pytest.mark.parametrize(
+    ("tool", "line"),
+    [
+        (
+            "nosuchmodule:fn",
+            "tool spec 'nosuchmodule:fn': cannot import nosuchmodule: No module named "
+            "'nosuchmodule'",
+        ),
+        ("weather:nosuchfn", "tool spec 'weather:nosuchfn': weather has no nosuchfn"),
+        ("weather:NOT_A_FUNCTION", "tool spec 'weather:NOT_A_FUNCTION': 42 is not a function"),
+        ("weather", unknown_tool_text("weather")),
+    ],
+)
+def test_tools_that_cannot_be_had_are_refused_before_ray(
+    place: Place, tool: str, line: str
+) -> None:
+    commands = each_command(place, "--simulate", "--tools", tool)
+    for args in commands if tool.startswith("nosuchmodule") else commands[:1]:
+        assert refused(place, *args) == line, args
+
+
+def test_an_mcp_server_whose_command_is_missing_is_refused_before_ray(place: Place) -> None:
+    Path(place.env["GROVE_CONFIG_FILE"]).write_text(
+        '[mcp.servers.calc]\ncommand = "no-such-mcp-server"\n\n'
+        '[mcp.servers.local]\ncommand = "./servers/calc.py"\n\n'
+        '[mcp.servers.off]\ncommand = "also-missing"\nenabled = false\n'
+    )
+    for args in each_command(place, "--simulate"):
+        assert refused(place, *args) == (
+            "MCP server calc: command 'no-such-mcp-server' is not on PATH; fix "
+            "[mcp.servers.calc] command (a full path) or set enabled = false"
+        ), args
+    Path(place.env["GROVE_CONFIG_FILE"]).write_text(
+        '[mcp.servers.local]\ncommand = "./servers/calc.py"\n'
+    )
+    assert refused(place, "run", "--simulate", "--model", "gpt-5-mini", "hi") == (
+        "MCP server local: command './servers/calc.py' is not an executable file; fix "
+        "[mcp.servers.local] command or set enabled = false"
+    )
+
+
+def test_files_that_cannot_be_used_are_refused_before_ray(place: Place) -> None:
+    tasks = str(place.base / "tasks.jsonl")
+    batch = ("batch", tasks, "--simulate", "--model", "gpt-5-mini")
+    assert refused(place, "batch", "nosuch.jsonl", *batch[2:]) == (
+        "cannot read nosuch.jsonl: No such file or directory"
+    )
+    assert refused(place, *batch, "--context", "nosuch.md") == (
+        "cannot read nosuch.md: No such file or directory"
+    )
+    assert refused(place, *batch, "--output", str(place.base)) == (
+        f"cannot write the output {place.base}: it is not a file; name another with --output"
+    )
+    assert refused(place, *batch, "--output", f"{tasks}/out.jsonl") == (
+        f"cannot write the output {tasks}/out.jsonl: {tasks} is not a directory; name another "
+        "with --output"
+    )
+
+
+def test_budgets_that_cannot_be_kept_are_refused_before_ray(place: Place) -> None:
+    unpriced = (
+        "{} cannot be kept: my-local-model has no price in the catalog; set one in "
+        "[models.prices] or use a token budget"
+    )
+    commands = each_command(place, "--simulate", "--model", "openai:my-local-model")
+    for args in commands:
+        assert refused(place, *args, "--budget-cost", "1") == unpriced.format("--budget-cost")
+    assert refused(place, *commands[0], "--budget-time", "soon") == (
+        "--budget-time: use seconds or a number with s, m or h; got 'soon'"
+    )
+    assert refused(place, *commands[0], "--budget-tokens", "0") == (
+        "budget tokens must be a positive number, got 0"
+    )
+    Path(place.env["GROVE_CONFIG_FILE"]).write_text("[budget]\ncost_usd = 2.0\n")
+    args = ("run", "--simulate", "--model", "openai:my-local-model", "hi")
+    assert refused(place, *args) == unpriced.format("[budget] cost_usd")
+    Path(place.env["GROVE_CONFIG_FILE"]).write_text(
+        '[budget]\ncost_usd = 2.0\n\n[models.prices]\n"my-local-model" = [1.0, 2.0]\n'
+        '\n[mcp.servers.calc]\ncommand = "no-such-mcp-server"\n'
+    )
+    assert refused(place, *args).startswith("MCP server calc:")  # priced: the budget passed
+
+
+def test_through_a_service_the_same_checks_speak_the_same_lines(tmp_path: Path) -> None:
+    """A service on real providers (no keys where it runs): the command line asks it what it
+    has, and refuses as a Grove of its own would, before anything is made."""
+    (tmp_path / "weather.py").write_text(WEATHER)
+    key = {"OPENAI_API_KEY": "sk-not-used"}  # the service's and the command line's
+    with grove_service(tmp_path, key, simulate=False) as service:
+        for args, line in (
+            (("run", "--model", "claude-haiku-4-5", "hi"), missing_credentials_text("anthropic")),
+            (("run", "--model", "claude-sonet-4-5", "hi"), "Unknown model: claude-sonet-4-5."),
+            (
+                ("batch", "tasks.jsonl", "--model", "gpt-5-mini", "--tools", "weather:nosuchfn"),
+                "tool spec 'weather:nosuchfn': weather has no nosuchfn",
+            ),
+        ):
+            (tmp_path / "tasks.jsonl").write_text('{"id": "a", "prompt": "hi"}\n')
+            done = service.grove(*args, cwd=tmp_path, stdin="")
+            assert done.returncode == 2, (args, done.stderr)
+            assert done.stderr.strip().startswith(line) or line in done.stderr, done.stderr
+        with service.api() as api:
+            assert api.get("/api/agents").json()["agents"] == []  # nothing was made
+
+
+def test_a_deprecated_model_warns_once_with_its_end_of_life_and_still_runs(place: Place) -> None:
+    tasks = place.base / "three.jsonl"
+    tasks.write_text("".join(f'{{"id": {n}, "prompt": "task {n}"}}\n' for n in range(3)))
+    done = place.grove(
+        "batch", str(tasks), "--simulate", "--model", "claude-sonnet-4-5/low", "--hosts", "1"
+    )
+    assert done.returncode == 0, done.stderr
+    warning = retirement_warning("claude-sonnet-4-5")
+    assert warning is not None and "end of life on 2026-11-30" in warning
+    assert done.stderr.splitlines().count(warning) == 1, done.stderr
+    assert "Batch finished: 3 ok" in done.stdout

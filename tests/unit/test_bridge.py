@@ -1,0 +1,136 @@
+"""supervisor/bridge.py on its own, and AsyncGrove's twins of Grove's methods: every public
+method has one, with Grove's signature, of the right kind (no Ray needed)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import itertools
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from supervisor import bridge
+from supervisor.api import Grove
+from supervisor.async_api import AsyncGrove, AsyncTurn, kind_of, public_methods
+
+
+def slow_sum(values: list[float]) -> float:
+    """Sync code waiting as Grove's methods do: blocking alone, awaited when bridged."""
+    total = 0.0
+    for value in values:
+        bridge.sleep(value)
+        total += value
+    return total
+
+
+def test_unbridged_waits_block_and_answer() -> None:
+    assert not bridge.bridged()
+    start = time.perf_counter()
+    assert slow_sum([0.05, 0.05]) == pytest.approx(0.1)
+    assert time.perf_counter() - start >= 0.1
+    waiting = asyncio.sleep(0)
+    with pytest.raises(RuntimeError, match="outside a bridged call"):
+        bridge.awaited(waiting)
+    waiting.close()
+
+
+async def test_bridged_calls_wait_on_the_loop_together() -> None:
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.005)
+
+    ticking = asyncio.create_task(ticker())
+    start = time.perf_counter()
+    totals = await asyncio.gather(*(bridge.bridge(slow_sum, [0.1, 0.1]) for _ in range(50)))
+    took = time.perf_counter() - start
+    ticking.cancel()
+    assert totals == [pytest.approx(0.2)] * 50
+    assert took < 1.0  # 50 calls of 0.2 s each, at once: not 10 s
+    assert max(b - a for a, b in itertools.pairwise(ticks)) < took / 4
+
+
+async def test_a_bridged_call_raises_what_it_raised_and_sees_what_its_wait_raised() -> None:
+    def fails() -> None:
+        raise ValueError("no such agent")
+
+    with pytest.raises(ValueError, match="no such agent"):
+        await bridge.bridge(fails)
+
+    def catches() -> str:
+        try:
+            bridge.run(asyncio.wait_for(asyncio.sleep(10), 0.01))
+        except TimeoutError:
+            return "timed out"
+        return "slept"
+
+    assert await bridge.bridge(catches) == "timed out"
+
+
+async def test_cancelling_a_bridged_call_ends_it() -> None:
+    reached: list[str] = []
+
+    def waits() -> None:
+        try:
+            bridge.sleep(10)
+        finally:
+            reached.append("finally")
+
+    call = asyncio.ensure_future(bridge.bridge(waits))
+    await asyncio.sleep(0.05)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    assert reached == ["finally"]
+
+
+async def test_a_bridged_iterator_steps_a_sync_generator() -> None:
+    def counted() -> Iterator[int]:
+        for number in range(3):
+            bridge.sleep(0.01)
+            yield number
+
+    assert [n async for n in bridge.bridged_iterator(counted())] == [0, 1, 2]
+
+
+def test_every_public_grove_method_has_an_async_twin_with_its_signature() -> None:
+    methods = public_methods()
+    assert {"ask", "send", "fork_many", "wait_any", "run_batch", "watch", "start"} <= set(methods)
+    for name, method in methods.items():
+        twin = getattr(AsyncGrove, name)
+        assert inspect.signature(twin) == inspect.signature(method), name
+        assert twin.__doc__ == method.__doc__
+        kind = kind_of(method)
+        if kind == "iterator":
+            assert not inspect.iscoroutinefunction(twin), name
+        elif kind == "turn":
+            assert inspect.signature(method).return_annotation in ("Turn", "Turn | None")
+        else:
+            assert inspect.iscoroutinefunction(twin), name
+    assert kind_of(Grove.run_batch) == kind_of(Grove.watch) == "iterator"
+    assert kind_of(Grove.send) == kind_of(Grove.command_turn) == "turn"
+
+
+async def test_a_turn_twin_is_an_async_turn_started_once() -> None:
+    starts: list[int] = []
+
+    async def start() -> None:
+        starts.append(1)
+
+    turn = AsyncTurn(start)
+    assert await turn is None  # a command that started no turn
+    assert [delta async for delta in turn] == []
+    assert starts == [1]
+
+
+def test_asyncgrove_takes_a_grove_or_its_options_not_both() -> None:
+    grove = Grove(simulate=True)
+    assert AsyncGrove(grove).grove is grove
+    made = AsyncGrove(simulate=True, hosts=2).grove
+    assert isinstance(made, Grove) and made.hosts == 2
+    with pytest.raises(TypeError, match="not both"):
+        AsyncGrove(grove, simulate=True)
