@@ -52,6 +52,8 @@ from providers.http import HTTPProvider
 # Tells the supervisor what a request of a turn was billed, as soon as it ends: (ticket id,
 # agent, the data its reply is stored with, without its parts).
 Billed = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+# Stores finished steps of a turn as they end (actors/steps.py StoreSteps, for this ticket).
+StepStore = Callable[["Ticket", list[tuple[int, NewEntry]]], Awaitable[list[int] | None]]
 
 # Deltas that arrive within this window travel to a caller as one chunk.
 COALESCE_WINDOW_S = 0.03
@@ -167,9 +169,11 @@ class AgentHostCore:
         fleet: FleetPort | None = None,
         billed: Billed | None = None,
         cache: CachePolicy | None = None,
+        steps: StepStore | None = None,
         tracing: Tracing = NO_TRACING,
     ) -> None:
         self.host_id = host_id
+        self._steps = steps
         self.tracing = tracing  # the spans of its agents' turns
         self.cache = cache  # `[cache]` of every agent here (None: caching off)
         self._billed = billed
@@ -332,6 +336,7 @@ class AgentHostCore:
             billed = None
             if self._billed is not None:
                 billed = functools.partial(self._billed, run.ticket.ticket_id, uuid)
+            steps = None if self._steps is None else functools.partial(self._steps, run.ticket)
             workspace, worktree = self._workspaces.get(uuid, (None, None))
             if _present(workspace):
                 result = await agent.run_turn(
@@ -339,6 +344,7 @@ class AgentHostCore:
                     run.push,
                     billed,
                     output=run.ticket.output,
+                    steps=steps,
                     trace=run.ticket.trace,
                 )
                 if worktree is not None and not result.cancelled:

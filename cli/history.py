@@ -17,7 +17,7 @@ from cli.context import CliContext, fail
 from cli.printable import printable
 from cli.styles import DIM, styled
 from providers.errors import GroveError
-from supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND
+from supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND, TURN_END_KIND
 
 
 def message_block(message: dict[str, Any], owner: str) -> str:
@@ -37,6 +37,8 @@ def message_block(message: dict[str, Any], owner: str) -> str:
         lines[0] += (
             f"  (a reply of a turn that failed, {stopped}: counted, the model does not see it)"
         )
+    elif kind == TURN_END_KIND:
+        lines[0] += "  (the end of a turn that failed after some of its steps: not sent)"
     for part in data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
             lines.append(styled(sys.stdout, f"(thinking) {printable(part['text'])}", DIM))

@@ -65,6 +65,7 @@ from supervisor.worktrees import WorktreeRow, worktree_rows
 CALL_TIMEOUT_S = 60.0
 Approver = Callable[[ApprovalRequest], str | Awaitable[str]]
 SUPERVISOR_RESTART_WAIT_S = 120.0
+RESUME_WAIT_S = 120.0  # how long a reader waits for a turn cut off by its host to resume
 # Calls that change nothing, or that are idempotent (fork_many with keys): repeated after a
 # supervisor restart instead of failing.
 REPEATABLE_CALLS = frozenset(
@@ -85,7 +86,9 @@ REPEATABLE_CALLS = frozenset(
 )
 
 
-HOST_DIED = ("notice", "the agent's host died; the turn is reported as interrupted")
+HOST_DIED = ("notice", "the agent's host died; the turn resumes on another host")
+# How many host deaths in a row one reader follows a turn across before it stops reading.
+MAX_FOLLOWS = 20
 
 
 def got(ref: Any, timeout_s: float | None) -> Any:
@@ -96,18 +99,27 @@ def got(ref: Any, timeout_s: float | None) -> Any:
     return ray.get(ref, timeout=timeout_s)
 
 
-def streamed(stream: Any) -> Iterator[tuple[str, str]]:
-    """The deltas of a host's streaming generator, each chunk waited for as `got` does; a
-    host's death ends them with a notice."""
-    try:
-        while True:
-            try:
-                ref = bridge.awaited(stream.__anext__()) if bridge.bridged() else next(stream)
-            except (StopIteration, StopAsyncIteration):
-                return
-            yield from got(ref, CALL_TIMEOUT_S * 10)
-    except ray.exceptions.RayActorError:
-        yield HOST_DIED
+def streamed(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[tuple[str, str]]:
+    """The deltas of a host's streaming generator (of the turn `ticket`), each chunk waited
+    for as `got` does; when its host dies, a notice, then those of the turn resumed on
+    another host, from its resumption on."""
+    for _ in range(MAX_FOLLOWS):
+        try:
+            while True:
+                try:
+                    ref = bridge.awaited(stream.__anext__()) if bridge.bridged() else next(stream)
+                except (StopIteration, StopAsyncIteration):
+                    return
+                yield from got(ref, CALL_TIMEOUT_S * 10)
+        except ray.exceptions.RayActorError:
+            yield HOST_DIED
+        resumed = got(
+            supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S), RESUME_WAIT_S + 30
+        )
+        if resumed is None:
+            return
+        host, ticket = resumed
+        stream = host.watch.options(num_returns="streaming").remote(agent)
 
 
 def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> None:
@@ -131,8 +143,9 @@ def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> No
 class Turn:
     """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end.
 
-    When the host dies under it, iteration stops with a notice and `result()` answers from
-    the supervisor: the turn interrupted, or its retry's result."""
+    When the host dies under it, a notice comes, then the deltas of the turn resumed on
+    another host (from its last stored step on), and `result()` answers from the supervisor
+    with the resumed turn's result."""
 
     def __init__(
         self,
@@ -155,7 +168,7 @@ class Turn:
         """The turn's deltas; an approval request goes to the session's approver instead."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        for kind, text in streamed(stream):
+        for kind, text in streamed(self._supervisor, self.agent, self.ticket_id, stream):
             if kind == "approval" and self._on_approval is not None:
                 self._on_approval(text)
             else:
@@ -459,10 +472,15 @@ class Grove:
             raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
         if not wanted:
             return []
-        specs = bridge.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
+        listed = bridge.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
         return [
-            {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-            for spec in specs
+            {
+                "name": tool.spec.name,
+                "description": tool.spec.description,
+                "parameters": tool.spec.parameters,
+                "idempotent": tool.idempotent,
+            }
+            for tool in listed
         ]
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
@@ -578,7 +596,6 @@ class Grove:
         *,
         system: str | None = None,
         advisor: str | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -587,8 +604,8 @@ class Grove:
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
-        (MODEL[/THINKING]) attaches a reviewer to every child; `retry_interrupted` runs a
-        child's turn again when its host dies under it (its result is still stored once);
+        (MODEL[/THINKING]) attaches a reviewer to every child (a child's turn cut off by its
+        host's death resumes on another, its result still stored once: as every turn does);
         `keys` (one per prompt) name the children so that a repeated call returns them;
         `budget` limits what the children and their descendants spend together (on top of
         the tree's budget); `workspace="worktree"` puts each child in a git worktree of its
@@ -606,7 +623,6 @@ class Grove:
             spec,
             system,
             reviewer,
-            retry_interrupted,
             keys,
             budget,
             workspace,
@@ -775,9 +791,11 @@ class Grove:
     def watch(self, agent: str) -> Iterator[tuple[str, str]]:
         """The `(kind, text)` deltas of the agent's turn in progress, from now to its end
         (nothing when it has none): for a reader that did not start the turn."""
-        host = self._call("turn_host", agent)
-        if host is not None:
-            yield from streamed(host.watch.options(num_returns="streaming").remote(agent))
+        running = self._call("turn_host", agent)
+        if running is not None:
+            host, ticket = running
+            stream = host.watch.options(num_returns="streaming").remote(agent)
+            yield from streamed(self.supervisor, agent, ticket, stream)
 
     def cancel(self, agent: str) -> bool:
         cancelled: bool = self._call("cancel", agent)

@@ -56,6 +56,7 @@ HOST_PING_INTERVAL_S = 1.0
 HOST_PING_TIMEOUT_S = 10.0
 SUPERVISOR_NAME = "grove-supervisor"
 ONE_REQUEST_TIMEOUT_S = 900.0  # a summary of a long history may stream for minutes
+RESUME_POLL_S = 0.05  # how often a reader asks whether a resumed turn has begun
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -224,6 +225,7 @@ class Supervisor:
         self.budgets = BudgetDesk(self.core)
         self.fleet = FleetLimiter(settings.rate_limits)
         self.core.budget_check = self.budgets.before_turn
+        self.core.release_holds = self.budgets.release
         self.approvals = ApprovalDesk(self.core)
         self.holding = self.core.holding = TreeHolding(
             self.core.store, settings.holder, self.core.event
@@ -510,6 +512,12 @@ class Supervisor:
         """A host met the context limit in a turn: compact, and send the new conversation."""
         return await recover(self.core, uuid, reason, tokens)
 
+    async def store_steps(self, steps: list[tuple[Ticket, int, NewEntry]]) -> list[int | None]:
+        """Finished steps of turns in flight, from a host as they end: each one's message id
+        (None: not stored, the turn is no longer in flight there)."""
+        self._wake()
+        return self.core.store_steps(steps)
+
     async def complete_turns(self, finished: list[tuple[Ticket, TurnResult]]) -> list[str]:
         """Turns a host finished, reported together; the ticket ids that were not stored."""
         self._wake()
@@ -522,7 +530,6 @@ class Supervisor:
         model: ModelSpec | None,
         system: str | None = None,
         advisor: ModelSpec | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -546,7 +553,6 @@ class Supervisor:
             model,
             system,
             before_start=attach,
-            retry_interrupted=retry_interrupted,
             keys=keys,
             budget=budget,
             workspace=workspace,
@@ -620,10 +626,27 @@ class Supervisor:
         return self.core.streaming(uuid)
 
     async def turn_host(self, uuid: str) -> Any:
-        """The host running the agent's turn in progress (None: no turn is)."""
+        """The host running the agent's turn in progress and that turn's ticket (None: no
+        turn is)."""
         if not self.core.streaming(uuid):
             return None
-        return self.host(self.core.live(uuid).host.host_id)
+        state = self.core.live(uuid)
+        return self.host(state.host.host_id), state.ticket_id
+
+    async def resumed_host(self, uuid: str, dead: str, timeout_s: float) -> Any:
+        """After the host running the agent's turn `dead` (a ticket) died: the host its
+        resumed turn runs on and that turn's ticket, once it has begun there (None when no
+        turn is in flight, or none began in time)."""
+        state = self.core.live(self.core.agent(uuid).uuid)
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not state.turn_done.is_set():
+            ticket = state.ticket_id
+            if ticket is not None and ticket != dead and state.started == ticket:
+                return self.host(state.host.host_id), ticket
+            if asyncio.get_running_loop().time() > deadline:
+                return None
+            await asyncio.sleep(RESUME_POLL_S)
+        return None
 
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         state = self.core.live(uuid)

@@ -30,6 +30,7 @@ from supervisor.errors import CommandError
 from supervisor.holding import shown_status
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord
+from supervisor.turns import fork_end
 from supervisor.usage import root_of_each
 
 WorkspaceChoice = Literal["shared", "worktree"]
@@ -92,7 +93,7 @@ async def in_worktrees(
         made = await make_worktrees(point, [child.uuid for child in children])
     except WorktreeError as exc:
         raise CommandError(f"fork refused: {exc}") from exc
-    end = store.conversation_end(parent.uuid)
+    end = fork_end(store, parent)
     placed = []
     for child, worktree in zip(children, made, strict=True):
         workspace = os.path.join(worktree.path, point.prefix).rstrip("/")
