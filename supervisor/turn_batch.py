@@ -98,6 +98,7 @@ async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> 
             ticket = item.ticket
             assert ticket is not None
             if error is None:
+                item.state.started = ticket.ticket_id
                 outcomes[item.index] = TurnTicket(ticket=ticket, host_id=item.state.host.host_id)
                 core.event("TurnStarted", agent=item.record.uuid, ticket=ticket.ticket_id)
                 continue
