@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
 from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
+from actors.steps import INTERRUPTED_FACT, StepRefused, StoreSteps, interrupted_text, open_calls
 from actors.telemetry import NO_TRACING, TraceParent, Tracing
 from actors.transcript import entry_to_message, parts_to_data, to_messages
 from actors.turn_result import NewEntry as NewEntry
@@ -73,11 +74,19 @@ class ToolOutput:
 class Tool:
     """A tool an agent may call: its schema and the coroutine that runs it (text, or text
     with images). The calls of one step run concurrently, but a `sequential` tool's calls
-    run one at a time, in order."""
+    run one at a time, in order. `idempotent` (for all calls, or per call's arguments): a
+    call cut off by a host's death may run again when its turn resumes."""
 
     spec: ToolSpec
     run: Callable[[dict[str, Any]], Awaitable[str | ToolOutput]]
     sequential: bool = False
+    idempotent: bool | Callable[[dict[str, Any]], bool] = False
+
+    def repeatable(self, arguments: dict[str, Any]) -> bool:
+        """Whether this call may run a second time without a second effect."""
+        if callable(self.idempotent):
+            return self.idempotent(arguments)
+        return self.idempotent
 
 
 class ToolError(Exception):
@@ -205,6 +214,7 @@ class Agent:
         self._provider: Provider | None = None
         self._steering: list[NewEntry] = []
         self._billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+        self._steps: StoreSteps | None = None  # where this turn's finished steps are stored
         self._output: OutputType | None = None  # what this turn's answer must be
 
     @property
@@ -247,15 +257,19 @@ class Agent:
         emit: Emit,
         billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
         output: OutputType | None = None,
+        steps: StoreSteps | None = None,
         trace: TraceParent | None = None,
     ) -> TurnResult:
         """Run one turn to its end. Failures are reported in the result, never raised.
         `billed` is told what each request used as soon as it ends; `output` makes the final
-        answer typed: checked, and sent back with its problems up to its retries; `trace`:
-        where the turn's span hangs in its tree's trace (None: not traced)."""
+        answer typed: checked, and sent back with its problems up to its retries. `steps`
+        stores each finished step as it ends (a reply that calls tools, each tool result), so
+        that a turn cut off resumes from there: calls of the last stored reply that never
+        returned are settled first (run again when idempotent, else reported interrupted).
+        `trace`: where the turn's span hangs in its tree's trace (None: not traced)."""
         provider, model = (self.choice.provider, self.choice.model) if self.choice else (None, None)
         with self.tracing.invoke_agent(self.uuid, provider, model, trace) as span:
-            result = await self._turn(user, emit, billed, output)
+            result = await self._turn(user, emit, billed, output, steps)
             span.turn_ended(result.usage, result.error, result.cancelled)
         return result
 
@@ -265,12 +279,15 @@ class Agent:
         emit: Emit,
         billed: Callable[[dict[str, Any]], Awaitable[None]] | None,
         output: OutputType | None,
+        steps: StoreSteps | None,
     ) -> TurnResult:
         result = TurnResult()
         self.state = AgentState.IN_TURN
         self._billed = billed
+        self._steps = steps
         self._output = output
         try:
+            await self._settle_open_calls(result, emit)
             if user is not None:
                 self._append(result, user, entry_to_message(user))
             self._inject_steering(result)
@@ -299,6 +316,8 @@ class Agent:
                 await self._record_assistant(result, turn, time.monotonic() - started)
                 calls = turn.tool_calls
                 if calls:
+                    # stored before its calls run: a call of a stored reply counts as started
+                    await self._store(result, range(len(result.entries)))
                     await self._run_tools(result, calls, emit)
                 steered = self._inject_steering(result)
                 if not calls and not steered and self._answered(result, turn, emit):
@@ -317,7 +336,47 @@ class Agent:
         finally:
             self.state = AgentState.IDLE
             self._output = None
+            self._steps = None
         return result
+
+    async def _store(self, result: TurnResult, indices: Iterable[int]) -> None:
+        """Store these entries of the turn now, those not stored yet, and mark them stored
+        (the turn's end does not store them again). When the call fails they stay unmarked:
+        the turn's end stores them, under the same keys."""
+        if self._steps is None:
+            return
+        unsaved = [(i, result.entries[i]) for i in indices if STORED not in result.entries[i].data]
+        if not unsaved:
+            return
+        try:
+            ids = await self._steps(unsaved)
+        except Exception:  # durability lost for this step, not the turn
+            return
+        if ids is None:
+            raise StepRefused("this turn was taken over by another run of it")
+        for (index, entry), message_id in zip(unsaved, ids, strict=True):
+            result.entries[index] = replace(entry, data={**entry.data, STORED: message_id})
+
+    async def _settle_open_calls(self, result: TurnResult, emit: Emit) -> None:
+        """Calls of the last stored reply that never returned (their host died under them):
+        an idempotent one runs again; any other gets a result saying it was interrupted and
+        may or may not have taken effect."""
+        pending = open_calls(self.history)
+        if not pending:
+            return
+        locks = {name: asyncio.Lock() for name, t in self.tools.items() if t.sequential}
+        for call in pending:
+            tool = self.tools.get(call.name)
+            if tool is not None and tool.repeatable(call.arguments):
+                part, facts = await self._run_tool(call, locks)
+                facts["rerun"] = True
+            else:
+                text = interrupted_text(call.name)
+                part = ToolResultPart(
+                    call_id=call.call_id, name=call.name, content=text, is_error=True
+                )
+                facts = {INTERRUPTED_FACT: True, "duration_ms": 0.0}
+            await self._tool_result(result, part, facts, emit)
 
     def _answered(self, result: TurnResult, turn: AssistantTurn, emit: Emit) -> bool:
         """Whether the turn ends with this reply: always without a typed output; with one,
@@ -331,22 +390,22 @@ class Agent:
             result.output = answer["output"] = read_answer(turn.text, output)
         except AnswerError as exc:
             problem = str(exc)
-            if result.output_retries >= output.retries:
-                result.output_error = answer["output_error"] = problem
-                return True
-            result.output_retries += 1
-            left = output.retries - result.output_retries + 1
-            retry = NewEntry(kind=RETRY_KIND, content=retry_text(problem, left), data={})
-            self._append(result, retry, entry_to_message(retry))
-            emit(
-                ProviderWarning(
-                    text=f"── the answer did not match the schema; asking again "
-                    f"({result.output_retries} of {output.retries}) ──"
+            if result.output_retries < output.retries:
+                result.output_retries += 1
+                left = output.retries - result.output_retries + 1
+                retry = NewEntry(kind=RETRY_KIND, content=retry_text(problem, left), data={})
+                self._append(result, retry, entry_to_message(retry))
+                emit(
+                    ProviderWarning(
+                        text=f"── the answer did not match the schema; asking again "
+                        f"({result.output_retries} of {output.retries}) ──"
+                    )
                 )
-            )
-            return False
-        if result.output_retries:
+                return False
+            result.output_error = answer["output_error"] = problem
+        if result.output_retries:  # kept with the answer, to read back with it
             answer["output_retries"] = result.output_retries
+            answer["retry_usage"] = result.retry_usage.as_dict()
         return True
 
     async def _step(self, emit: Emit) -> AssistantTurn:
@@ -489,27 +548,32 @@ class Agent:
         result.stop_reason = turn.stop_reason
 
     async def _run_tools(
-        self, result: TurnResult, calls: tuple[ToolCallPart, ...], emit: Emit | None = None
+        self, result: TurnResult, calls: tuple[ToolCallPart, ...], emit: Emit
     ) -> None:
         """Every call of one step at once, a sequential tool's calls one after another;
-        results in call order, each with how long it took (and a failure's detail)."""
+        each result joins the turn, and is stored, as it comes."""
         locks = {name: asyncio.Lock() for name, t in self.tools.items() if t.sequential}
-        show = emit or (lambda event: None)
         for call in calls:
             arguments = json.dumps(call.arguments, ensure_ascii=False)
-            show(ToolActivity(kind="tool_call", text=preview(f"{call.name} {arguments}")))
-        outcomes = await asyncio.gather(*(self._run_tool(call, locks) for call in calls))
-        for part, _ in outcomes:
-            shown = f"{part.name}{' failed' if part.is_error else ''}: {part.content}"
-            show(ToolActivity(kind="tool_result", text=preview(shown)))
-        parts = tuple(part for part, _ in outcomes)
-        calls_data = {call.call_id: facts for call, (_, facts) in zip(calls, outcomes, strict=True)}
-        data = {"parts": parts_to_data(parts), "calls": calls_data}
-        self._append(
-            result,
-            NewEntry(kind="tool_result", content="", data=data),
-            Message(role="user", parts=parts),
-        )
+            emit(ToolActivity(kind="tool_call", text=preview(f"{call.name} {arguments}")))
+
+        async def run(call: ToolCallPart) -> None:
+            part, facts = await self._run_tool(call, locks)
+            await self._tool_result(result, part, facts, emit)
+
+        await asyncio.gather(*(run(call) for call in calls))
+
+    async def _tool_result(
+        self, result: TurnResult, part: ToolResultPart, facts: dict[str, Any], emit: Emit
+    ) -> None:
+        """A call's result joins the turn as it comes (with how long it took, and a failure's
+        detail) and is stored at once."""
+        shown = f"{part.name}{' failed' if part.is_error else ''}: {part.content}"
+        emit(ToolActivity(kind="tool_result", text=preview(shown)))
+        data = {"parts": parts_to_data((part,)), "calls": {part.call_id: facts}}
+        entry = NewEntry(kind="tool_result", content="", data=data)
+        self._append(result, entry, Message(role="user", parts=(part,)))
+        await self._store(result, (len(result.entries) - 1,))
 
     async def _run_tool(
         self, call: ToolCallPart, locks: dict[str, asyncio.Lock]

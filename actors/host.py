@@ -52,6 +52,8 @@ from providers.http import HTTPProvider
 # Tells the supervisor what a request of a turn was billed, as soon as it ends: (ticket id,
 # agent, the data its reply is stored with, without its parts).
 Billed = Callable[[str, str, dict[str, Any]], Awaitable[None]]
+# Stores finished steps of a turn as they end (actors/steps.py StoreSteps, for this ticket).
+StepStore = Callable[["Ticket", list[tuple[int, NewEntry]]], Awaitable[list[int] | None]]
 
 # Deltas that arrive within this window travel to a caller as one chunk.
 COALESCE_WINDOW_S = 0.03
@@ -167,9 +169,11 @@ class AgentHostCore:
         fleet: FleetPort | None = None,
         billed: Billed | None = None,
         cache: CachePolicy | None = None,
+        steps: StepStore | None = None,
         tracing: Tracing = NO_TRACING,
     ) -> None:
         self.host_id = host_id
+        self._steps = steps
         self.tracing = tracing  # the spans of its agents' turns
         self.cache = cache  # `[cache]` of every agent here (None: caching off)
         self._billed = billed
@@ -277,6 +281,32 @@ class AgentHostCore:
             self.activate(activation)
         self._start(ticket)
 
+    async def prepare_many(
+        self, items: Sequence[tuple[str, ModelChoice, Activation | None]]
+    ) -> list[Exception | None]:
+        """`prepare` for many agents: each one's error, or None."""
+        errors: list[Exception | None] = []
+        for uuid, choice, activation in items:
+            try:
+                await self.prepare(uuid, choice, activation)
+            except Exception as exc:  # that agent's error, for its own caller
+                errors.append(exc)
+            else:
+                errors.append(None)
+        return errors
+
+    def start_turns(self, tickets: Sequence[Ticket]) -> list[Exception | None]:
+        """Start the turns of agents held here already: each one's error, or None."""
+        errors: list[Exception | None] = []
+        for ticket in tickets:
+            try:
+                self.start_turn(ticket)
+            except Exception as exc:
+                errors.append(exc)
+            else:
+                errors.append(None)
+        return errors
+
     def start_many(
         self,
         items: Sequence[tuple[Ticket, Activation]],
@@ -306,6 +336,7 @@ class AgentHostCore:
             billed = None
             if self._billed is not None:
                 billed = functools.partial(self._billed, run.ticket.ticket_id, uuid)
+            steps = None if self._steps is None else functools.partial(self._steps, run.ticket)
             workspace, worktree = self._workspaces.get(uuid, (None, None))
             if _present(workspace):
                 result = await agent.run_turn(
@@ -313,6 +344,7 @@ class AgentHostCore:
                     run.push,
                     billed,
                     output=run.ticket.output,
+                    steps=steps,
                     trace=run.ticket.trace,
                 )
                 if worktree is not None and not result.cancelled:

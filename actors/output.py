@@ -16,11 +16,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from providers.base import JSONObject, OutputSchema
+from providers.base import DEFAULT_OUTPUT_RETRIES, JSONObject, OutputSchema
 from providers.output_schema import one_line, without_optional_nulls
 
-DEFAULT_OUTPUT_RETRIES = 2
-MAX_OUTPUT_RETRIES = 20
 MAX_PROBLEMS_SHOWN = 8
 RETRY_KIND = "output_retry"  # the stored message that sends an answer's problems back
 

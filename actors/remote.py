@@ -192,6 +192,30 @@ class SupervisorBillingPort:
             await self._told.call((ticket_id, uuid, data))
 
 
+class SupervisorStepPort:
+    """Finished steps of turns, stored by the supervisor as they end (the host's agents
+    together, one call per batch)."""
+
+    def __init__(self, supervisor: Any) -> None:
+        self._supervisor = supervisor
+        self._stored = Coalescer(self._store_many, "steps")
+
+    async def _store_many(self, steps: list[tuple[Ticket, int, NewEntry]]) -> list[int | None]:
+        ids: list[int | None] = await asyncio.wait_for(
+            self._supervisor.store_steps.remote(steps), REPORT_TIMEOUT_S
+        )
+        return ids
+
+    async def store(self, ticket: Ticket, entries: list[tuple[int, NewEntry]]) -> list[int] | None:
+        """Each entry's message id; None when the supervisor refused the turn's steps."""
+        ids = await asyncio.gather(
+            *(self._stored.call((ticket, index, entry)) for index, entry in entries)
+        )
+        if any(message_id is None for message_id in ids):
+            return None
+        return [message_id for message_id in ids if message_id is not None]
+
+
 class SupervisorToolPort:
     """Forwards fan-out tool calls to the supervisor actor, each with a timeout and the
     trace context of the call's span (a forked child's turns hang under it)."""
@@ -254,6 +278,7 @@ class AgentHost:
             fleet=SupervisorFleetPort(reporter, settings.limited_providers),
             billed=self._billing.tell,
             cache=settings.cache,
+            steps=SupervisorStepPort(reporter).store,
             tracing=self.tracing,
         )
         self._janitor: asyncio.Task[None] | None = None
@@ -302,6 +327,16 @@ class AgentHost:
     async def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
         self._ensure_janitor()
         self.core.start_turn(ticket, activation)
+
+    async def prepare_many(
+        self, items: list[tuple[str, ModelChoice, Activation | None]]
+    ) -> list[Exception | None]:
+        self._ensure_janitor()
+        return await self.core.prepare_many(items)
+
+    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:
+        self._ensure_janitor()
+        return self.core.start_turns(tickets)
 
     async def start_many(
         self,

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import functools
 import os
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +68,7 @@ class Span:
     def __enter__(self) -> Span:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, exc: object, trace: object) -> None:
         return None
 
     def replied(self, turn: AssistantTurn) -> None:
@@ -118,15 +119,40 @@ class Tracing:
 
 
 NO_TRACING = Tracing()
-# The turn a span of this task belongs to: (agent, root) for the Grove attributes.
-_TURN: contextvars.ContextVar[tuple[str, str] | None] = contextvars.ContextVar(
-    "grove_turn", default=None
-)
+
+
+@dataclass(frozen=True, slots=True)
+class _Turn:
+    """The traced turn this task runs: its agent and root (the Grove attributes of its
+    spans) and the OpenTelemetry context of its span (their parent)."""
+
+    agent: str
+    root: str
+    context: Any
+
+
+# Set for the turn's task (and the tool calls it starts) while a traced turn runs, and for
+# a tool call's task while its span is open: what nested spans and `current()` read. No
+# OpenTelemetry context is attached and detached per span: that machinery cost more than the
+# spans themselves in a fan-out.
+_TURN: contextvars.ContextVar[_Turn | None] = contextvars.ContextVar("grove_turn", default=None)
+_TOOL: contextvars.ContextVar[Any] = contextvars.ContextVar("grove_tool", default=None)
 
 
 class _OtelSpan(Span):
-    def __init__(self, span: OtelSpan) -> None:
+    """An SDK span ended when the block ends; an exception out of the block marks it failed.
+    `reset` puts back what entering it set."""
+
+    def __init__(self, span: OtelSpan, reset: Callable[[], None] | None = None) -> None:
         self.span = span
+        self._reset = reset
+
+    def __exit__(self, kind: object, exc: object, trace: object) -> None:
+        if isinstance(exc, BaseException):  # a cancelled request too
+            self.fail(type(exc).__name__, str(exc) or type(exc).__name__)
+        self.span.end()
+        if self._reset is not None:
+            self._reset()
 
     def replied(self, turn: AssistantTurn) -> None:
         usage = turn.usage
@@ -139,7 +165,7 @@ class _OtelSpan(Span):
         if turn.response_id:
             attributes["gen_ai.response.id"] = turn.response_id
         if turn.stop_reason:
-            attributes["gen_ai.response.finish_reasons"] = [turn.stop_reason]
+            attributes["gen_ai.response.finish_reasons"] = (turn.stop_reason,)
         self.span.set_attributes(attributes)
 
     def turn_ended(self, usage: Usage, error: str | None, cancelled: bool) -> None:
@@ -169,7 +195,7 @@ class OtelTracing(Tracing):
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
-        from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+        from opentelemetry.trace import SpanKind, set_span_in_context
 
         resource = Resource.create({"service.name": settings.service_name})
         self.provider = TracerProvider(resource=resource)
@@ -177,31 +203,28 @@ class OtelTracing(Tracing):
         queue = None if QUEUE_VARIABLE in os.environ else QUEUE_SPANS
         self.provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
         self.tracer: Tracer = self.provider.get_tracer("grove")
-        self._propagator = TraceContextTextMapPropagator()
+        self._client = SpanKind.CLIENT
+        self._in_context = set_span_in_context
         atexit.register(self.provider.shutdown)
 
     def create_agent(
         self, root: str, provider: str | None, model: str | None, parent: str | None
     ) -> TraceParent | None:
         attributes = _agent_attributes("create_agent", root, root, provider, model)
-        with self._span("create_agent", attributes, self._context(parent)) as span:
-            traceparent = self._traceparent(span.span)
-        return TraceParent(traceparent=traceparent, root=root)
+        span = self.tracer.start_span("create_agent", _context(parent), attributes=attributes)
+        span.end()
+        return TraceParent(traceparent=_traceparent(span), root=root)
 
-    @contextmanager
     def invoke_agent(
         self, agent: str, provider: str | None, model: str | None, parent: TraceParent | None
-    ) -> Iterator[Span]:
+    ) -> AbstractContextManager[Span]:
         if parent is None:
-            yield NO_SPAN
-            return
+            return NO_SPAN
         attributes = _agent_attributes("invoke_agent", agent, parent.root, provider, model)
-        token = _TURN.set((agent, parent.root))
-        try:
-            with self._span("invoke_agent", attributes, self._context(parent.traceparent)) as span:
-                yield span
-        finally:
-            _TURN.reset(token)
+        context = _context(parent.traceparent)
+        span = self.tracer.start_span("invoke_agent", context, attributes=attributes)
+        token = _TURN.set(_Turn(agent, parent.root, self._in_context(span)))
+        return _OtelSpan(span, lambda: _TURN.reset(token))
 
     def chat(self, request: Request, provider: str) -> AbstractContextManager[Span]:
         turn = _TURN.get()
@@ -211,11 +234,13 @@ class OtelTracing(Tracing):
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": PROVIDER_NAMES.get(provider, provider),
             "gen_ai.request.model": request.model,
-            **_grove_attributes(*turn),
+            **_grove_attributes(turn.agent, turn.root),
         }
         if request.max_tokens is not None:
             attributes["gen_ai.request.max_tokens"] = request.max_tokens
-        return self._span(f"chat {request.model}", attributes, kind="client")
+        name = f"chat {request.model}"
+        span = self.tracer.start_span(name, turn.context, self._client, attributes)
+        return _OtelSpan(span)
 
     def execute_tool(self, call: ToolCallPart) -> AbstractContextManager[Span]:
         turn = _TURN.get()
@@ -226,57 +251,35 @@ class OtelTracing(Tracing):
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.id": call.call_id,
             "gen_ai.tool.type": "function",
-            **_grove_attributes(*turn),
+            **_grove_attributes(turn.agent, turn.root),
         }
-        return self._span(f"execute_tool {call.name}", attributes)
+        span = self.tracer.start_span(
+            f"execute_tool {call.name}", turn.context, attributes=attributes
+        )
+        token = _TOOL.set(span)
+        return _OtelSpan(span, lambda: _TOOL.reset(token))
 
     def current(self) -> str | None:
-        from opentelemetry import trace
-
-        span = trace.get_current_span()
-        return self._traceparent(span) if span.get_span_context().is_valid else None
+        span = _TOOL.get()
+        return None if span is None else _traceparent(span)
 
     def flush(self) -> None:
         self.provider.force_flush()
 
-    @contextmanager
-    def _span(
-        self,
-        name: str,
-        attributes: Mapping[str, Any],
-        context: Any = None,
-        kind: str = "internal",
-    ) -> Iterator[_OtelSpan]:
-        """A span made current for the block; an exception out of it marks it failed."""
-        from opentelemetry.trace import SpanKind
 
-        span_kind = SpanKind.CLIENT if kind == "client" else SpanKind.INTERNAL
-        with self.tracer.start_as_current_span(
-            name,
-            context=context,
-            kind=span_kind,
-            attributes=attributes,
-            record_exception=False,
-            set_status_on_exception=False,
-        ) as span:
-            handle = _OtelSpan(span)
-            try:
-                yield handle
-            except BaseException as exc:  # a cancelled request too
-                handle.fail(type(exc).__name__, str(exc) or type(exc).__name__)
-                raise
+@functools.lru_cache(maxsize=1024)
+def _context(traceparent: str | None) -> Any:
+    """The context a traceparent names (None: none); the children of one fork share it."""
+    if traceparent is None:
+        return None
+    from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-    def _context(self, traceparent: str | None) -> Any:
-        if traceparent is None:
-            return None
-        return self._propagator.extract({"traceparent": traceparent})
+    return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
 
-    def _traceparent(self, span: OtelSpan) -> str:
-        from opentelemetry import trace
 
-        carrier: dict[str, str] = {}
-        self._propagator.inject(carrier, trace.set_span_in_context(span))
-        return carrier["traceparent"]
+def _traceparent(span: OtelSpan) -> str:
+    context = span.get_span_context()
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 
 _STARTED: dict[TelemetrySettings, OtelTracing] = {}

@@ -2,7 +2,7 @@
 host SIGKILLed every few seconds) against the same batch without faults, in one invocation.
 
 How the batch runs is how a user runs `grove batch`: pass 1 is `grove batch`'s own runner
-(`Grove.run_batch`: keyed `fork_many` with `retry_interrupted=True`, `wait_any`) on a Grove started
+(`Grove.run_batch`: keyed `fork_many`, `wait_any`) on a Grove started
 for it; the simulator runs in a process of its own. A stream broken after content is not
 retried by the provider (by design), so those tasks' records say error. Then, as a user
 reruns the same command, each further pass starts a new Grove on the same store and the same
@@ -28,6 +28,14 @@ more than one stored answer under their key), `lost_in_store` (tasks with none),
 Provider retries (`Retrying`) reach only a turn's stream, which the batch runner does not
 read, so `provider_faults_injected` counts the status faults planted (each is served once and
 answered by one provider retry).
+
+Tool-using tasks (`--tool-share` of those without a fault, default half) call a side-effecting
+tool at steps 1, 2 and 3, then answer: each call appends one line to a file, and the tool is
+not idempotent, so a call cut off by a kill is reported to the model, never run again. From
+the file: `side_effects_repeated` (calls that ran more than once) and `side_effects_missing`;
+from the simulator's bill: `requests_rebilled` (requests beyond each task's own steps, which
+were asked again after an interruption; a fault's reply is not billed) against
+`turns_interrupted`.
 
 Prints one JSON line. Run from the repository root: `python bench/chaos.py --n 1000`.
 """
@@ -63,6 +71,7 @@ from supervisor.batch.records import OutputLog, record_results
 from supervisor.batch.summary import Totals
 from supervisor.batch.tasks import Task, id_key, read_tasks
 from supervisor.store import open_store
+from supervisor.turns import calls_tools
 from supervisor.usage import billed_messages, usage_report
 
 CONTEXT = [
@@ -70,6 +79,7 @@ CONTEXT = [
     ("assistant", "Understood: one sentence per question about the tea shop."),
 ]
 FAULT_KINDS = ("429", "529", "error_after_200", "disconnect")
+TOOL_STEPS = 3
 STATUS_FAULT_KINDS = frozenset({"429", "529", "error_after_200"})  # retried by the provider
 BATCH_KEY = "chaos"
 
@@ -93,12 +103,45 @@ def planted_faults(n: int, share: float) -> dict[int, str]:
     return {i: FAULT_KINDS[turn % len(FAULT_KINDS)] for turn, i in enumerate(faulted)}
 
 
-def write_tasks(path: Path, n: int, faults: dict[int, str]) -> list[Task]:
+def effect(path: str, task: int, step: int) -> str:
+    """Record that a task's step ran (a side effect that must not happen twice).
+
+    Args:
+        path: the file the side effects are counted in.
+        task: the task's number.
+        step: the step's number.
+    """
+    with open(path, "a") as effects:
+        effects.write(f"{task}:{step}\n")
+    return f"recorded step {step} of task {task}"
+
+
+def tool_tasks(n: int, faults: dict[int, str], share: float) -> set[int]:
+    """Which tasks without a fault call the tool: `share` of them, spread evenly."""
+    plain = [i for i in range(n) if i not in faults]
+    return {i for turn, i in enumerate(plain) if int((turn + 1) * share) > int(turn * share)}
+
+
+def tool_directives(index: int, effects: Path) -> str:
+    """A call of `effect` at steps 1..TOOL_STEPS of a task, then its answer."""
+    calls = [
+        {"path": str(effects), "task": index, "step": step} for step in range(1, TOOL_STEPS + 1)
+    ]
+    return " ".join(
+        f"[[sim tool=effect args='{json.dumps(call)}' step={call['step']}]]" for call in calls
+    )
+
+
+def write_tasks(
+    path: Path, n: int, faults: dict[int, str], tools: set[int], effects: Path
+) -> list[Task]:
     lines = []
     for i in range(n):
         prompt = f"Question {i}: which tea suits customer {i}?"
         if i in faults:
             prompt = f"{fault_directive(faults[i], i)} {prompt}"
+        elif i in tools:
+            prompt = f"{tool_directives(i, effects)} {prompt}"
         lines.append(json.dumps({"id": i, "prompt": prompt}) + "\n")
     path.write_text("".join(lines))
     return read_tasks(path.read_bytes()).tasks
@@ -193,7 +236,7 @@ def run_batch(
             break
         started = time.perf_counter()
         with running_grove(simulator, store_url=store_url, hosts=hosts) as grove:
-            root = grove.create_root(MODEL).uuid
+            root = grove.create_root(MODEL, tools=[effect]).uuid
             grove.seed(root, CONTEXT)
             totals = Totals(total=len(todo))
             with OutputLog(output) as log, HostKiller(grove, kill_every_s) as killer:
@@ -241,7 +284,9 @@ def store_tally(directory: Path) -> dict[str, Any]:
             key = record.metadata.get("key")
             if isinstance(key, str) and key.startswith(f"batch:{BATCH_KEY}:"):
                 own = store.agent_messages(record.uuid)
-                answers[key] += sum(1 for message in own if message.kind == "assistant")
+                answers[key] += sum(
+                    1 for m in own if m.kind == "assistant" and not calls_tools(m.data)
+                )
         events = Counter(event.kind for event in store.events(limit=10_000_000))
         agents = store.list_agents(include_ended=True)
         recorded = usage_report(store, agents).total
@@ -270,12 +315,16 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=None, help="agent hosts (default: cores)")
     parser.add_argument("--kill-every", type=float, default=3.0, help="seconds; 0: no kills")
     parser.add_argument("--fault-share", type=float, default=0.2, help="tasks with a fault")
+    parser.add_argument(
+        "--tool-share", type=float, default=0.5, help="tasks without a fault that call a tool"
+    )
     parser.add_argument("--max-passes", type=int, default=3, help="the run and its reruns")
     parser.add_argument("--max-restarts", type=int, default=1000, help="per host per window")
     Pacing.add_arguments(parser)
     args = parser.parse_args()
     pacing = Pacing.of(args)
     faults = planted_faults(args.n, args.fault_share)
+    tools = tool_tasks(args.n, faults, args.tool_share)
     with (
         tempfile.TemporaryDirectory(prefix="grove-bench-chaos-") as name,
         simulator_process(pacing) as simulator,
@@ -283,7 +332,8 @@ def main() -> None:
         chaos_dir, plain_dir = Path(name) / "chaos", Path(name) / "baseline"
         chaos_dir.mkdir()
         plain_dir.mkdir()
-        chaos_tasks = write_tasks(chaos_dir / "tasks.jsonl", args.n, faults)
+        effects = chaos_dir / "effects.txt"
+        chaos_tasks = write_tasks(chaos_dir / "tasks.jsonl", args.n, faults, tools, effects)
         with environment(
             GROVE_HOSTS__MAX_RESTARTS=str(args.max_restarts), GROVE_HOSTS__RESTART_WINDOW_S="60"
         ):
@@ -298,8 +348,11 @@ def main() -> None:
             )
         chaos_records = last_records(chaos_dir / "out.jsonl")
         tally = store_tally(chaos_dir)
+        ran = Counter(effects.read_text().split()) if effects.exists() else Counter[str]()
         billed = simulator_stats(simulator)["billed"]  # the chaos run's, before the baseline
-        plain_tasks = write_tasks(plain_dir / "tasks.jsonl", args.n, {})
+        plain_tasks = write_tasks(
+            plain_dir / "tasks.jsonl", args.n, {}, tools, plain_dir / "effects.txt"
+        )
         baseline = run_batch(
             simulator,
             plain_tasks,
@@ -318,6 +371,10 @@ def main() -> None:
     rerun_start_s = sum(p.start_s for p in chaos.passes[1:])
     baseline_s = baseline.passes[0].seconds
     provider_faults = sum(kind in STATUS_FAULT_KINDS for kind in faults.values())
+    wanted = [f"{task}:{step}" for task in sorted(tools) for step in range(1, TOOL_STEPS + 1)]
+    # each task's own requests: its answer, and a step per call for the tool tasks (a fault's
+    # answer is not billed: the simulator bills a reply once its last byte is written)
+    requests_needed = args.n + TOOL_STEPS * len(tools)
     report = {
         "bench": "chaos",
         "tasks": args.n,
@@ -349,6 +406,15 @@ def main() -> None:
         "usage_recorded_equals_billed": tally["usage"] == billed,
         "billed_not_recorded": billed["requests"] - tally["usage"]["requests"],
         "recorded_requests_by_kind": tally["by_kind"],
+        "tool_tasks": len(tools),
+        "side_effects": sum(ran.values()),
+        "side_effects_repeated": sum(count - 1 for count in ran.values() if count > 1),
+        "side_effects_missing": sum(1 for call in wanted if not ran[call]),
+        "requests_needed": requests_needed,
+        "requests_rebilled": billed["requests"] - requests_needed,
+        "rebilled_per_interrupted_turn": round(
+            (billed["requests"] - requests_needed) / max(1, events["TurnInterrupted"]), 3
+        ),
     }
     print(json.dumps(report))
 

@@ -3,7 +3,8 @@ and with an OTLP exporter on, in one run, against a real OTLP/HTTP receiver in t
 
 Grove sessions alternate off, on, off, on (each a Grove of its own: tracing is set when Grove
 starts), each running `--rounds` fan-outs and as many bare asyncio + httpx rounds (the same
-baseline as fanout.py, so a session's load shows in its ratio). With tracing on, every child's
+baseline as fanout.py, so a session's load shows in its ratio), and the CPU time the driver,
+the supervisor and the hosts used in each fan-out. With tracing on, every child's
 `invoke_agent` and `chat` spans must arrive in the root's one trace. Prints one JSON line.
 Run from the repository root: `python bench/tracing.py --n 1000`.
 """
@@ -13,18 +14,31 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 from typing import Any
 
 from fanout import CONTEXT, bare_httpx, check, collect, median, prompts
-from harness import MODEL, REPO_ROOT, Pacing, running_grove, simulator_process
+from harness import MODEL, REPO_ROOT, Pacing, grove_pids, running_grove, simulator_process
 
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # the receiver is the tests' (tests/otlp.py)
 from tests.otlp import ReceivedSpan, Receiver, otlp_receiver
 
 SPANS_TIMEOUT_S = 120.0
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pids: list[int]) -> float:
+    """The CPU time (user and system) the processes have used so far: unlike the wall time,
+    not stretched by what else runs on a shared machine."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
 
 
 def traced_children(receiver: Receiver, root: str, children: list[str]) -> dict[str, int]:
@@ -69,22 +83,25 @@ def session(
     """One Grove, tracing on or off: its fan-out walls, the baseline's beside them, and (on)
     how many children's spans arrived in the root's trace each round."""
     sections = {"telemetry": {"otlp_endpoint": receiver.endpoint}} if traced else {}
-    walls: dict[str, list[float]] = {"grove": [], "baseline": []}
+    walls: dict[str, list[float]] = {"grove": [], "baseline": [], "grove_cpu": []}
     checks: list[dict[str, int]] = []
     completed = 0
     with running_grove(simulator, sections=sections) as grove:
         assert grove.traced == traced
+        pids = grove_pids(grove)  # this driver, the supervisor and the hosts
         for _ in range(rounds):
             root = grove.create_root(MODEL)
             if not grove.ask(root.uuid, CONTEXT).ok:
                 raise SystemExit("tracing bench: the context turn failed")
-            start = time.perf_counter()
+            start, used = time.perf_counter(), cpu_s(pids)
             children = grove.fork_many(root.uuid, texts)
             results = collect(grove, children)
             walls["grove"].append(time.perf_counter() - start)
+            if traced:
+                grove.flush_telemetry()  # the spans left to export count in its CPU time
+            walls["grove_cpu"].append(cpu_s(pids) - used)
             completed += check(grove, results)["ok"]
             if traced:
-                grove.flush_telemetry()
                 checks.append(traced_children(receiver, root.uuid, children))
             wall, _ = asyncio.run(bare_httpx(simulator, texts))
             walls["baseline"].append(wall)
@@ -116,7 +133,7 @@ def report(
     walls = {
         mode: {
             kind: [wall for one in sessions for wall in one["walls"][kind]]
-            for kind in ("grove", "baseline")
+            for kind in ("grove", "baseline", "grove_cpu")
         }
         for mode, sessions in results.items()
     }
@@ -138,6 +155,11 @@ def report(
         "off_ratio_vs_baseline": ratio["off"],
         "on_ratio_vs_baseline": ratio["on"],
         "on_vs_off_against_baseline": round(ratio["on"] / ratio["off"], 3),
+        "off_cpu_s": median(walls["off"]["grove_cpu"]),
+        "on_cpu_s": median(walls["on"]["grove_cpu"]),
+        "cpu_on_vs_off": round(
+            median(walls["on"]["grove_cpu"]) / median(walls["off"]["grove_cpu"]), 3
+        ),
         "completed": sum(one["completed"] for ones in results.values() for one in ones),
         "turns": args.n * args.rounds * args.sessions * 2,
         "children_in_trace": [check["children_in_trace"] for check in checks],

@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from cli.context import CliContext, fail
+from cli.printable import printable
 from providers.errors import GroveError
 
 
@@ -71,7 +72,7 @@ def agents_command(
         sys.stdout.write(json.dumps(rows) + "\n")
     else:
         lines = tree_lines(rows)
-        shown = "".join(f"{line}\n" for line in lines)
+        shown = printable("".join(f"{line}\n" for line in lines))  # a model may name a model
         sys.stdout.write(shown if lines or unreadable else "No agents\n")
     if unreadable:
         for error in unreadable:

@@ -23,18 +23,23 @@ from cli.context import (
     BudgetTokensOption,
     CliContext,
     HostsOption,
+    OutputRetriesOption,
+    OutputSchemaOption,
     SimulateOption,
     ToolsOption,
     cli_budget,
+    cli_output_schema,
     fail,
     undecodable_text,
 )
 from cli.preflight import check_output, preflight
 from cli.printable import printable
+from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
 from supervisor.batch.runner import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
+    from providers.base import JSONObject, ProviderName
     from providers.catalog import ModelSpec
     from server.client import RemoteGrove
     from supervisor.api import Grove
@@ -85,12 +90,15 @@ def batch_command(
     budget_cost: BudgetCostOption = None,
     budget_tokens: BudgetTokensOption = None,
     budget_time: BudgetTimeOption = None,
+    output_schema: OutputSchemaOption = None,
+    output_retries: OutputRetriesOption = DEFAULT_OUTPUT_RETRIES,
 ) -> None:
     """Run every task of TASKS.jsonl as a forked child of one root agent.
 
     TASKS.jsonl holds one JSON object a line: "id" (string or number, unique; 7 and "7" are the
-    same id), "prompt" (text), and optionally "model" (MODEL[/THINKING], else --model) and "system"
-    (a system prompt for that task). Blank lines are skipped.
+    same id), "prompt" (text), and optionally "model" (MODEL[/THINKING], else --model), "system"
+    (a system prompt for that task) and "schema" (a JSON schema its answer must match, else
+    --output-schema's). Blank lines are skipped.
 
     --context FILE becomes the root agent's history, which every task inherits: a .jsonl file holds
     one {"role": "user"|"assistant", "content": "..."} message a line; any other file is plain text
@@ -103,6 +111,11 @@ def batch_command(
     "line": N, "status": "error", "error": "..."} once. Running the same command again skips the ids
     whose last output line is ok and runs the rest; lines are only ever appended, so when an id
     appears more than once its last line counts.
+
+    A typed task's line also holds "output" (the checked JSON, null unless ok), "output_retries"
+    and "retry_usage" (what the answers sent back cost, counted in "usage" too); an answer still
+    malformed after --output-retries tries has "status": "invalid_output", its raw "text" kept
+    and its last problem as "error", and runs again on a rerun.
 
     A terminal shows a progress bar; otherwise a progress line goes to stderr every 10 s. With a
     service up the tasks run there (and show in its dashboard); the output file is written here.
@@ -127,7 +140,7 @@ def batch_command(
         needs_repository(Path.cwd())
     defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
-    plan = plan_batch(tasks_path, context_path, output_path, model, defaults)
+    plan = plan_batch(tasks_path, context_path, output_path, model, defaults, output_schema)
     if plan.todo:
         root_model = (model or defaults.model) if plan.root_model else None
         preflight(
@@ -156,6 +169,8 @@ def batch_command(
                 "advisor": advisor,
                 "key": batch_key(plan.output),
                 "workspace": "worktree" if worktrees else None,
+                "output_type": plan.schema,
+                "output_retries": output_retries,
             }
             ending = run_plan(grove, plan, log, root_options, run_options)
     if ending.stopped is not None:
@@ -195,6 +210,7 @@ class BatchPlan:
     previous: PreviousRun
     todo: list[Task]
     root_model: ModelSpec | None
+    schema: JSONObject | None
     totals: Totals
 
     @property
@@ -221,9 +237,10 @@ def plan_batch(
     output_path: Path | None,
     model: str | None,
     defaults: CommandDefaults,
+    schema_path: Path | None = None,
 ) -> BatchPlan:
     """Read the tasks and the context, skip what the output says is done (exit 2 for what
-    cannot be used)."""
+    cannot be used, --output-schema's file included)."""
     from supervisor.batch import (
         ContextError,
         Totals,
@@ -249,6 +266,8 @@ def plan_batch(
         sys.stderr.write(f"{out}: {previous.unreadable} unreadable line(s) ignored\n")
     todo = still_to_run(task_file.tasks, previous)
     root_model = resolve_root_model(model or defaults.model, defaults.aliases, todo)
+    schema = cli_output_schema(schema_path, unschemed_providers(todo, root_model))
+    todo, task_file = refuse_task_schemas(todo, task_file, root_model)
     totals = Totals(
         total=len(todo),
         malformed=len(task_file.errors),
@@ -261,8 +280,43 @@ def plan_batch(
         previous=previous,
         todo=todo,
         root_model=root_model,
+        schema=schema,
         totals=totals,
     )
+
+
+def unschemed_providers(tasks: list[Task], root_model: ModelSpec | None) -> set[ProviderName]:
+    """The providers the tasks without a schema of their own run on."""
+    from providers.catalog import parse_model_spec
+
+    found: set[ProviderName] = set()
+    for task in tasks:
+        if task.schema is None and task.model is not None:
+            found.add(parse_model_spec(task.model).provider)
+        elif task.schema is None and root_model is not None:
+            found.add(root_model.provider)
+    return found
+
+
+def refuse_task_schemas(
+    todo: list[Task], task_file: TaskFile, root_model: ModelSpec | None
+) -> tuple[list[Task], TaskFile]:
+    """A task's own schema that the root's provider would refuse (the task names no model of
+    its own) is an error of its line, as any other malformed line; the rest runs."""
+    from supervisor.batch.tasks import TaskFile, TaskLineError, schema_refusal
+
+    refused = {
+        task.key: TaskLineError(task.line, refusal)
+        for task in todo
+        if task.schema is not None
+        and task.model is None
+        and (refusal := schema_refusal(task.schema, str(root_model) if root_model else None))
+    }
+    if not refused:
+        return todo, task_file
+    errors = sorted([*task_file.errors, *refused.values()], key=lambda error: error.line)
+    tasks = [task for task in task_file.tasks if task.key not in refused]
+    return [task for task in todo if task.key not in refused], TaskFile(tasks=tasks, errors=errors)
 
 
 def run_plan(

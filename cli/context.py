@@ -7,18 +7,21 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
 from cli.printable import printable
 from cli.styles import RED, styled
+from providers.base import MAX_OUTPUT_RETRIES
 from providers.errors import GroveError
 
 if TYPE_CHECKING:  # the rest is imported where it is used: `grove --help` stays quick
+    from providers.base import JSONObject, ProviderName
     from server.client import RemoteGrove
     from supervisor.api import Grove
     from supervisor.budget_rules import Budget
@@ -69,6 +72,40 @@ def cli_budget(
     try:
         return Budget(tokens=tokens, cost_usd=cost, seconds=seconds, **defaults.budget_keeping)
     except ValueError as exc:
+        fail(str(exc), code=2)
+
+
+OutputSchemaOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--output-schema",
+        metavar="FILE",
+        help="Answer with JSON matching this JSON schema (its root an object); each answer is "
+        "checked, and a malformed one goes back to the model with what is wrong.",
+    ),
+]
+OutputRetriesOption = Annotated[
+    int,
+    typer.Option(
+        "--output-retries",
+        min=0,
+        max=MAX_OUTPUT_RETRIES,
+        help="How many times a malformed answer goes back to the model (with --output-schema).",
+    ),
+]
+
+
+def cli_output_schema(path: Path | None, providers: Iterable[ProviderName]) -> JSONObject | None:
+    """The schema of --output-schema, checked for `providers`; exit 2 in one line, before
+    anything starts, for a file that is not a schema they take."""
+    if path is None:
+        return None
+    from providers.output_schema import OutputSchemaError
+    from supervisor.output_files import schema_file
+
+    try:
+        return schema_file(path, providers)
+    except OutputSchemaError as exc:
         fail(str(exc), code=2)
 
 

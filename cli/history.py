@@ -1,5 +1,5 @@
-"""`grove history UUID`: an agent's whole conversation (inherited messages included, and what
-compactions summarised, each compaction marked where it happened).
+"""`grove history UUID`: an agent's whole conversation (inherited messages included, what
+compactions summarised, each compaction marked where it happened, typed answers as JSON).
 
 From the service or read from the store, the same either way; what a conversation is belongs
 to supervisor/store.
@@ -17,7 +17,7 @@ from cli.context import CliContext, fail
 from cli.printable import printable
 from cli.styles import DIM, styled
 from providers.errors import GroveError
-from supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND
+from supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND, TURN_END_KIND
 
 
 def message_block(message: dict[str, Any], owner: str) -> str:
@@ -37,11 +37,21 @@ def message_block(message: dict[str, Any], owner: str) -> str:
         lines[0] += (
             f"  (a reply of a turn that failed, {stopped}: counted, the model does not see it)"
         )
+    elif kind == TURN_END_KIND:
+        lines[0] += "  (the end of a turn that failed after some of its steps: not sent)"
     for part in data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
             lines.append(styled(sys.stdout, f"(thinking) {printable(part['text'])}", DIM))
-    if message["content"]:
-        lines.append(printable(message["content"]))
+    content = message["content"]
+    if kind == "assistant" and data.get("output") is not None:  # a typed answer, as JSON
+        retries = int(data.get("output_retries") or 0)
+        lines[0] += f"  (typed{f', after {retries} output retries' if retries else ''})"
+        content = json.dumps(data["output"], indent=2)
+    elif kind == "assistant" and data.get("output_error"):
+        lines[0] += "  (invalid output: the answer as it came, after its output retries)"
+        lines.append(styled(sys.stdout, printable(str(data["output_error"])), DIM))
+    if content:
+        lines.append(printable(content))
     lines[0] = printable(lines[0])  # a reply's stop reason is the provider's word
     return "\n".join(lines)
 

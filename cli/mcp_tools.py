@@ -206,7 +206,7 @@ def mcp_server(fleet: Fleet) -> MCPServer:
 
     @server.tool()
     async def grove_agents() -> dict[str, Any]:
-        """The fleet's live agents, oldest first: id, parent, model, state and usage."""
+        """The fleet's running and stopped agents, oldest first: id, parent, model, state, usage."""
         return await on_fleet("agents")
 
     @server.tool()

@@ -18,14 +18,19 @@ from cli.context import (
     BudgetTimeOption,
     BudgetTokensOption,
     CliContext,
+    OutputRetriesOption,
+    OutputSchemaOption,
     SimulateOption,
     ToolsOption,
     cli_budget,
+    cli_output_schema,
     fail,
     undecodable_text,
 )
 from cli.preflight import preflight
+from cli.printable import printable
 from cli.render import TurnWriter
+from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
 
 if TYPE_CHECKING:
@@ -60,12 +65,19 @@ def run_command(
     budget_cost: BudgetCostOption = None,
     budget_tokens: BudgetTokensOption = None,
     budget_time: BudgetTimeOption = None,
+    output_schema: OutputSchemaOption = None,
+    output_retries: OutputRetriesOption = DEFAULT_OUTPUT_RETRIES,
 ) -> None:
     """Send one prompt to a model through a new root agent and stream the reply.
 
     The root has the tools todo, fork, send and wait ([tools] default), the configured user
     and MCP tools, and those of --tools. --json prints one object: provider, model, thinking,
-    text, thinking_text, tool_calls, tool_results, usage, cost_usd, stop_reason, agent."""
+    text, thinking_text, tool_calls, tool_results, usage, cost_usd, stop_reason, agent.
+
+    With --output-schema FILE the answer is JSON matching that schema, checked: the command
+    prints the checked JSON on one line (--json: as "output", with "output_error",
+    "output_retries" and "retry_usage"). An answer still malformed after --output-retries
+    tries is printed as it came, and the command exits 1 naming the problem."""
     context: CliContext = ctx.obj
     for what, text in (("prompt", prompt), ("--system text", system)):
         problem = None if text is None else undecodable_text(what, text)
@@ -77,13 +89,20 @@ def run_command(
     spec = resolve_model(model, defaults)
     joined = context.joins_cluster(remote)
     preflight(defaults, models=[model or defaults.model], tools=tools, budget=budget, joined=joined)
+    schema = cli_output_schema(output_schema, [spec.provider])
     writer = TurnWriter(sys.stdout, styles=True)
     grove = remote or context.local_grove(simulate=simulate, hosts=hosts or 1)
     with grove:
         try:
             given = defaults.tools(tools, defaults=True)
             root = grove.create_root(
-                str(spec), system=system, tools=given, allow=allow or (), budget=budget
+                str(spec),
+                system=system,
+                tools=given,
+                allow=allow or (),
+                budget=budget,
+                output_type=schema,
+                output_retries=output_retries,
             )
         except GroveError as exc:
             fail(str(exc), code=2)
@@ -93,7 +112,8 @@ def run_command(
                 result = turn.result()
             else:
                 for kind, text in turn:
-                    writer.chunk(kind, text)
+                    if schema is None or kind == "notice":  # typed: the checked JSON at the end
+                        writer.chunk(kind, text)
                 writer.end_turn()
                 result = turn.result()
         except GroveError as exc:
@@ -101,7 +121,30 @@ def run_command(
     if result.error is not None:
         fail(result.error, code=1)
     if json_output:
-        sys.stdout.write(json.dumps(turn_json(spec, result, agent=root.uuid)) + "\n")
+        shown = turn_json(spec, result, agent=root.uuid)
+        typed = typed_json(result) if schema is not None else {}
+        sys.stdout.write(json.dumps({**shown, **typed}) + "\n")
+    elif schema is not None:
+        answer = result.text if result.output_error else json.dumps(result.output)
+        sys.stdout.write(printable(answer) + "\n")
+    if result.output_error is not None:
+        fail(invalid_output_text(result), code=1)
+
+
+def typed_json(result: TurnResult) -> dict[str, Any]:
+    """What `--json` adds for a typed answer."""
+    return {
+        "output": result.output,
+        "output_error": result.output_error,
+        "output_retries": result.output_retries,
+        "retry_usage": result.retry_usage.as_dict(),
+    }
+
+
+def invalid_output_text(result: TurnResult) -> str:
+    """Why a typed answer is not one, once its retries are spent."""
+    tries = "retry" if result.output_retries == 1 else "retries"
+    return f"invalid output after {result.output_retries} {tries}: {result.output_error}"
 
 
 def resolve_model(flag: str | None, defaults: CommandDefaults) -> ModelSpec:

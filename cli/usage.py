@@ -11,6 +11,7 @@ from typing import Annotated, Literal
 import typer
 
 from cli.context import CliContext, fail
+from cli.printable import printable
 from providers.errors import GroveError
 from supervisor.usage_table import report_lines
 
@@ -40,4 +41,4 @@ def usage_command(
     if as_json:
         sys.stdout.write(json.dumps(report) + "\n")
         return
-    sys.stdout.write("".join(f"{line}\n" for line in report_lines(report)))
+    sys.stdout.write(printable("".join(f"{line}\n" for line in report_lines(report))))

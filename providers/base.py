@@ -132,6 +132,11 @@ class CachePolicy:
         return CACHE_TTL_SECONDS[self.ttl]
 
 
+# How many times a malformed typed answer goes back to the model, by default and at most.
+DEFAULT_OUTPUT_RETRIES = 2
+MAX_OUTPUT_RETRIES = 20
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class OutputSchema:
     """A typed answer asked of the model: JSON matching `schema` (a JSON Schema whose root

@@ -22,6 +22,10 @@ MAX_SCHEMA_DEPTH = 64  # JSON nesting of the schema document itself
 STRICT_MAX_NESTING = 10
 STRICT_MAX_PROPERTIES = 5_000
 STRICT_MAX_ENUM_VALUES = 1_000
+# Schemas found good, as JSON text: checking one (jsonschema's meta-schema) takes milliseconds,
+# and a batch's thousand tasks, or its chunks of forks, bring the same one again and again.
+_CHECKED: dict[str, str] = {}
+CHECKED_KEPT = 256
 _NAME_FORBIDDEN = re.compile(r"[^A-Za-z0-9_-]+")
 _LOCAL_DEFINITION = re.compile(r"#/(\$defs|definitions)/([^/]+)")
 
@@ -181,6 +185,10 @@ def checked_schema(schema: object) -> JSONObject:
         raise OutputSchemaError(
             f"the output schema is {len(text):,} characters, over the {MAX_SCHEMA_CHARS:,} limit"
         )
+    known = _CHECKED.get(text)
+    if known is not None:  # a batch's tasks share their schema: checked once
+        checked: JSONObject = json.loads(known)
+        return checked
     if _depth(schema) > MAX_SCHEMA_DEPTH:
         raise OutputSchemaError(
             f"the output schema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
@@ -192,6 +200,9 @@ def checked_schema(schema: object) -> JSONObject:
             'the root of an output schema must be an object ({"type": "object", '
             '"properties": {...}}); put a list or a value in a property of one'
         )
+    if len(_CHECKED) >= CHECKED_KEPT:
+        _CHECKED.pop(next(iter(_CHECKED)))
+    _CHECKED[text] = json.dumps(root)
     return root
 
 

@@ -22,6 +22,7 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
+from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
 from providers.errors import GroveError
 from server.batches import MAX_BATCH_BYTES, batch_router
 from server.feeds import EventFeed
@@ -41,6 +42,7 @@ from supervisor.usage import GROUPINGS
 STATIC = Path(__file__).parent / "static"
 EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again
 TREE_EVERY_S = 0.3  # the tree's stream sends what changed at most this often
+TREE_IDLE_S = 5.0  # and without events (what changes agents), looks again this often
 MAX_NAME_CHARS = 200
 MAX_NAMES = 256
 
@@ -72,6 +74,15 @@ class RootIn(BaseModel):
     )
     allow: Names = Field(default_factory=list, description="tools that need no asking")
     budget: dict[str, Any] | None = Field(default=None, description="Budget(...) fields")
+    output_type: dict[str, Any] | None = Field(
+        default=None, description="a JSON schema (its root an object): every answer typed"
+    )
+    output_retries: int = Field(
+        default=DEFAULT_OUTPUT_RETRIES,
+        ge=0,
+        le=MAX_OUTPUT_RETRIES,
+        description="how many times a malformed answer goes back to the model",
+    )
 
 
 class PromptIn(BaseModel):
@@ -188,21 +199,25 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         """The tree as it changes, one `rows` event at most every 0.3 s, shaped as the
         answers of /api/agents: the first holds every agent (or those changed after `since`),
         each later one what changed after the one before. Each event's id is its cursor, so
-        a reconnect with Last-Event-ID resumes."""
+        a reconnect with Last-Event-ID resumes. The tree is read again when the event log
+        grows (or after TREE_IDLE_S), not every 0.3 s whatever happens."""
         cursor = request.headers.get("last-event-id") or since
 
         async def follow() -> AsyncIterator[bytes]:
             nonlocal cursor
+            await feed.start()
             opened = await run_in_threadpool(store)
             try:
                 first = True
                 while not await request.is_disconnected():
+                    seen = feed.last_id  # what these rows have seen at least
                     answer = await run_in_threadpool(tree.rows, opened, cursor)
                     if first or answer["agents"] or answer["trees"] or answer["complete"]:
                         cursor, first = answer["cursor"], False
                         data = json.dumps(answer)
                         yield ServerSentEvent(id=cursor, event="rows", data=data).encode()
                     await asyncio.sleep(TREE_EVERY_S)
+                    await feed.after(seen, TREE_IDLE_S)  # a quiet tree is not read again
             finally:
                 opened.close()
 
@@ -221,6 +236,8 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
                 tools=body.tools or (),
                 allow=body.allow,
                 budget=budget,
+                output_type=body.output_type,
+                output_retries=body.output_retries,
             )
         return record.model_dump(include=AGENT_FIELDS)
 

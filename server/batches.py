@@ -20,6 +20,7 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
+from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
 from server.files import private_file
 from supervisor.api import Grove
 from supervisor.batch.records import OutputLog, record_results
@@ -78,6 +79,7 @@ class BatchRun:
             "done": totals.done,
             "ok": totals.ok,
             "failed": totals.failed,
+            "invalid_output": totals.invalid_output,
             "skipped": totals.over_budget,
             "tokens": totals.tokens,
             "cost_usd": round(totals.cost_usd, 6),
@@ -107,14 +109,18 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
         advisor: str | None = None,
         key: str | None = None,
         workspace: Literal["worktree", "shared"] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> dict[str, Any]:
         """The body is a TASKS.jsonl file; bad lines are refused before anything runs. The
         tasks become children of `root` (an agent made for the batch), else of a new root on
         `model`; `advisor` puts a reviewer on each; `key` names the batch, so that a batch
         submitted again under it takes the answers an interrupted one left; `workspace`:
-        "worktree" puts each task in a git worktree of the service's repository."""
+        "worktree" puts each task in a git worktree of the service's repository. A task with
+        a `schema` answers typed, a malformed answer going back `output_retries` times."""
         if not 1 <= concurrency <= 10_000:
             raise HTTPException(400, "concurrency is 1 to 10,000")
+        if not 0 <= output_retries <= MAX_OUTPUT_RETRIES:
+            raise HTTPException(400, f"output_retries is 0 to {MAX_OUTPUT_RETRIES}")
         body = await request.body()  # at most MAX_BATCH_BYTES: server/gates.py's BodyLimit
         tasks = read_tasks(body, grove.settings.models.aliases, what="the batch")
         if tasks.errors:
@@ -133,7 +139,12 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
         threading.Thread(
             target=run.work,
             args=(grove, tasks.tasks, concurrency),
-            kwargs={"advisor": advisor, "key": key or run.id, "workspace": workspace},
+            kwargs={
+                "advisor": advisor,
+                "key": key or run.id,
+                "workspace": workspace,
+                "output_retries": output_retries,
+            },
             name=f"batch-{run.id}",
             daemon=True,
         ).start()

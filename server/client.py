@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
 from server.files import ServiceState, service_token
 from server.wire import NO_ANSWER, Answer, Wire, answers, sse_events
@@ -184,9 +185,12 @@ class RemoteGrove:
         tools: list[str] | None = None,
         allow: list[str] | tuple[str, ...] = (),
         budget: Budget | None = None,
+        output_type: dict[str, Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> RemoteRecord:
-        """As `Grove.create_root`; the modules of `package.module:attr` tools that the service
-        cannot import itself (local files) go with the request."""
+        """As `Grove.create_root` (`output_type` a JSON schema dict); the modules of
+        `package.module:attr` tools that the service cannot import itself (local files) go
+        with the request."""
         from supervisor.tool_files import module_files
 
         given = list(tools or [])
@@ -197,6 +201,8 @@ class RemoteGrove:
             "tool_files": module_files(name for name in given if ":" in name),
             "allow": list(allow),
             "budget": budget.as_dict() if budget is not None else None,
+            "output_type": output_type,
+            "output_retries": output_retries,
         }
         return record_of(self._json("POST", "/api/roots", body))
 
@@ -279,18 +285,27 @@ class RemoteGrove:
         key: str = "",
         workspace: str | None = None,
         stop: threading.Event | None = None,
+        output_type: dict[str, Any] | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> Iterator[Step]:
-        """As `Grove.run_batch`, run by the service: its records as they come. Leaving early
+        """As `Grove.run_batch`, run by the service: its records as they come (`output_type`,
+        a JSON schema dict, goes as the `schema` of each task without one). Leaving early
         (Ctrl+C) stops the batch there; BatchStopped when the service's run failed."""
         from supervisor.batch.tasks import task_json
 
-        lines = "".join(json.dumps(task_json(task)) + "\n" for task in tasks).encode()
-        params = {"root": root, "concurrency": concurrency, "key": key}
+        default = {} if output_type is None else {"schema": output_type}
+        lines = "".join(json.dumps({**default, **task_json(task)}) + "\n" for task in tasks)
+        params = {
+            "root": root,
+            "concurrency": concurrency,
+            "key": key,
+            "output_retries": output_retries,
+        }
         if advisor is not None:
             params["advisor"] = advisor
         if workspace is not None:
             params["workspace"] = workspace
-        run = self._json("POST", "/api/batches", params=params, content=lines)
+        run = self._json("POST", "/api/batches", params=params, content=lines.encode())
         ended = False
         try:
             for event, data in self.stream_events("GET", f"/api/batches/{run['id']}/records"):

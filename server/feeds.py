@@ -42,6 +42,11 @@ class EventFeed:
         started.cancel()
         self._check()
 
+    @property
+    def last_id(self) -> int:
+        """The newest event the feed has read."""
+        return self._last
+
     def _check(self) -> None:
         """Raise what stopped the feed, if it stopped."""
         if self._task is not None and self._task.done():

@@ -15,6 +15,7 @@ import secrets
 import threading
 import time
 import uuid as uuidlib
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -24,12 +25,14 @@ import ray
 from pydantic import BaseModel
 
 from actors.agent import TurnResult
-from actors.output import DEFAULT_OUTPUT_RETRIES, OutputType
+from actors.coalesce import Coalescer
+from actors.output import OutputType
 from actors.remote import HostSettings
 from actors.telemetry import caller_traceparent
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import list_server_tools
 from actors.tools.sandbox import SandboxPolicy
+from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.catalog import ModelSpec, parse_model_spec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
@@ -55,11 +58,14 @@ from supervisor.supervision import RestartPolicy
 from supervisor.telemetry import telemetry_settings
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
+from supervisor.turn_batch import TurnRequest
+from supervisor.turns import TurnTicket
 from supervisor.worktrees import WorktreeRow, worktree_rows
 
 CALL_TIMEOUT_S = 60.0
 Approver = Callable[[ApprovalRequest], str | Awaitable[str]]
 SUPERVISOR_RESTART_WAIT_S = 120.0
+RESUME_WAIT_S = 120.0  # how long a reader waits for a turn cut off by its host to resume
 # Calls that change nothing, or that are idempotent (fork_many with keys): repeated after a
 # supervisor restart instead of failing.
 REPEATABLE_CALLS = frozenset(
@@ -80,7 +86,9 @@ REPEATABLE_CALLS = frozenset(
 )
 
 
-HOST_DIED = ("notice", "the agent's host died; the turn is reported as interrupted")
+HOST_DIED = ("notice", "the agent's host died; the turn resumes on another host")
+# How many host deaths in a row one reader follows a turn across before it stops reading.
+MAX_FOLLOWS = 20
 
 
 def got(ref: Any, timeout_s: float | None) -> Any:
@@ -91,18 +99,27 @@ def got(ref: Any, timeout_s: float | None) -> Any:
     return ray.get(ref, timeout=timeout_s)
 
 
-def streamed(stream: Any) -> Iterator[tuple[str, str]]:
-    """The deltas of a host's streaming generator, each chunk waited for as `got` does; a
-    host's death ends them with a notice."""
-    try:
-        while True:
-            try:
-                ref = bridge.awaited(stream.__anext__()) if bridge.bridged() else next(stream)
-            except (StopIteration, StopAsyncIteration):
-                return
-            yield from got(ref, CALL_TIMEOUT_S * 10)
-    except ray.exceptions.RayActorError:
-        yield HOST_DIED
+def streamed(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[tuple[str, str]]:
+    """The deltas of a host's streaming generator (of the turn `ticket`), each chunk waited
+    for as `got` does; when its host dies, a notice, then those of the turn resumed on
+    another host, from its resumption on."""
+    for _ in range(MAX_FOLLOWS):
+        try:
+            while True:
+                try:
+                    ref = bridge.awaited(stream.__anext__()) if bridge.bridged() else next(stream)
+                except (StopIteration, StopAsyncIteration):
+                    return
+                yield from got(ref, CALL_TIMEOUT_S * 10)
+        except ray.exceptions.RayActorError:
+            yield HOST_DIED
+        resumed = got(
+            supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S), RESUME_WAIT_S + 30
+        )
+        if resumed is None:
+            return
+        host, ticket = resumed
+        stream = host.watch.options(num_returns="streaming").remote(agent)
 
 
 def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> None:
@@ -126,8 +143,9 @@ def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> No
 class Turn:
     """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end.
 
-    When the host dies under it, iteration stops with a notice and `result()` answers from
-    the supervisor: the turn interrupted, or its retry's result."""
+    When the host dies under it, a notice comes, then the deltas of the turn resumed on
+    another host (from its last stored step on), and `result()` answers from the supervisor
+    with the resumed turn's result."""
 
     def __init__(
         self,
@@ -150,7 +168,7 @@ class Turn:
         """The turn's deltas; an approval request goes to the session's approver instead."""
         self._read = True
         stream = self._host.stream.options(num_returns="streaming").remote(self.ticket_id)
-        for kind, text in streamed(stream):
+        for kind, text in streamed(self._supervisor, self.agent, self.ticket_id, stream):
             if kind == "approval" and self._on_approval is not None:
                 self._on_approval(text)
             else:
@@ -193,6 +211,10 @@ class Grove:
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
         self.supervisor: Any = None
+        # Per asyncio loop, the asks it makes at once, begun together (`_begin_turn`).
+        self._starts: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, Coalescer[TurnRequest, Any]
+        ] = weakref.WeakKeyDictionary()
         self.traced = False  # spans are exported (`[telemetry]`, OTEL_*: supervisor/telemetry.py)
 
     def __enter__(self) -> Grove:
@@ -343,6 +365,8 @@ class Grove:
         if self.supervisor is not None and self._started_ray:
             with contextlib.suppress(GroveError, ray.exceptions.RayError):
                 self.release_caches()  # a provider-side entry must not outlive its Grove
+            with contextlib.suppress(GroveError, ray.exceptions.RayError):
+                self._call("let_go", timeout_s=10.0)  # its trees show `stopped` at once
             ray.kill(self.supervisor)
             self.supervisor = None
         if self._started_ray:
@@ -448,10 +472,15 @@ class Grove:
             raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
         if not wanted:
             return []
-        specs = bridge.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
+        listed = bridge.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
         return [
-            {"name": spec.name, "description": spec.description, "parameters": spec.parameters}
-            for spec in specs
+            {
+                "name": tool.spec.name,
+                "description": tool.spec.description,
+                "parameters": tool.spec.parameters,
+                "idempotent": tool.idempotent,
+            }
+            for tool in listed
         ]
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
@@ -470,10 +499,45 @@ class Grove:
         """Start a turn (CommandError for the rules: no model, dead agent, ...). With
         `output_type` its answer is typed (see `create_root`)."""
         output = self._output(agent, output_type, output_retries, None)
-        ticket, host = self._call("begin_turn", agent, text, output)
+        ticket, host = self._begin_turn(agent, text, output)
         uuid = ticket.ticket.uuid
         model = model_of(output_type) if output_type is not None else None
         return self._turn(ticket.ticket.ticket_id, uuid, host, model)
+
+    def _begin_turn(
+        self, agent: str, text: str, output: OutputType | None
+    ) -> tuple[TurnTicket, Any]:
+        """The supervisor's `begin_turn`: its ticket and host. For an asyncio caller, the
+        asks its loop makes at once share one `begin_turns` call (supervisor/turn_batch.py);
+        one alone, or one whose agent is busy, goes as before."""
+        if bridge.bridged():
+            begun: tuple[TurnTicket, Any] | Exception | None = bridge.awaited(
+                self._turn_starts().call((agent, text, output))
+            )
+            if isinstance(begun, Exception):
+                raise begun
+            if begun is not None:
+                return begun
+        alone: tuple[TurnTicket, Any] = self._call("begin_turn", agent, text, output)
+        return alone
+
+    def _turn_starts(self) -> Coalescer[TurnRequest, Any]:
+        """The running loop's coalescer of turn beginnings (each loop has its own)."""
+        loop = asyncio.get_running_loop()
+        starts = self._starts.get(loop)
+        if starts is None:
+            starts = self._starts[loop] = Coalescer(self._begin_turns, "grove-begin-turns")
+        return starts
+
+    async def _begin_turns(self, requests: list[TurnRequest]) -> list[Any]:
+        """Begin the requests' turns in one supervisor call; a lone one: None, for its
+        caller to begin as it would have without company."""
+        if len(requests) == 1:
+            return [None]
+        outcomes: list[Any] = await bridge.bridge(
+            self._call, "begin_turns", requests, timeout_s=CALL_TIMEOUT_S * 5
+        )
+        return outcomes
 
     def _turn(
         self, ticket_id: str, agent: str, host: Any, model: type[BaseModel] | None = None
@@ -532,7 +596,6 @@ class Grove:
         *,
         system: str | None = None,
         advisor: str | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -541,8 +604,8 @@ class Grove:
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
-        (MODEL[/THINKING]) attaches a reviewer to every child; `retry_interrupted` runs a
-        child's turn again when its host dies under it (its result is still stored once);
+        (MODEL[/THINKING]) attaches a reviewer to every child (a child's turn cut off by its
+        host's death resumes on another, its result still stored once: as every turn does);
         `keys` (one per prompt) name the children so that a repeated call returns them;
         `budget` limits what the children and their descendants spend together (on top of
         the tree's budget); `workspace="worktree"` puts each child in a git worktree of its
@@ -560,7 +623,6 @@ class Grove:
             spec,
             system,
             reviewer,
-            retry_interrupted,
             keys,
             budget,
             workspace,
@@ -636,15 +698,26 @@ class Grove:
         key: str = "",
         workspace: str | None = None,
         stop: threading.Event | None = None,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> Iterator[Step]:
         """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
         a reviewer on each); each finished task's record as it comes, or None when a second
         passed without one. `key` names the batch: a rerun under it takes the answers an
         interrupted run left instead of running those tasks again. `workspace`: as fork_many's.
+        `output_type` types the answers of the tasks without a schema of their own (records
+        carry `output`; `invalid_output` for an answer still malformed after `output_retries`).
         `stop` ends the run early, cancelling the tasks in flight (supervisor/batch/ holds the
         stages around this one)."""
         runner = BatchRunner(
-            self, concurrency, advisor=advisor, key=key, workspace=workspace, stop=stop
+            self,
+            concurrency,
+            advisor=advisor,
+            key=key,
+            workspace=workspace,
+            stop=stop,
+            output_type=output_type,
+            output_retries=output_retries,
         )
         return runner.run(root, tasks)
 
@@ -718,9 +791,11 @@ class Grove:
     def watch(self, agent: str) -> Iterator[tuple[str, str]]:
         """The `(kind, text)` deltas of the agent's turn in progress, from now to its end
         (nothing when it has none): for a reader that did not start the turn."""
-        host = self._call("turn_host", agent)
-        if host is not None:
-            yield from streamed(host.watch.options(num_returns="streaming").remote(agent))
+        running = self._call("turn_host", agent)
+        if running is not None:
+            host, ticket = running
+            stream = host.watch.options(num_returns="streaming").remote(agent)
+            yield from streamed(self.supervisor, agent, ticket, stream)
 
     def cancel(self, agent: str) -> bool:
         cancelled: bool = self._call("cancel", agent)

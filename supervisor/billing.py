@@ -17,16 +17,35 @@ class InFlightBilling:
 
     def __init__(self) -> None:
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        # Replies stored as steps before their host told what they were billed (the two
+        # travel apart): not to be kept when that word comes.
+        self._stored_early: dict[str, list[dict[str, Any]]] = {}
 
     def seen(self, ticket_id: str, agent: str, data: dict[str, Any]) -> None:
+        early = self._stored_early.get(ticket_id)
+        if early and data in early:
+            early.remove(data)
+            return
         self._pending.setdefault(ticket_id, []).append((agent, data))
+
+    def step_stored(self, ticket_id: str, data: dict[str, Any]) -> None:
+        """A reply of a turn in flight is stored as a step (`data`: its stored data without
+        its parts): what it was billed is in that message."""
+        pending = self._pending.get(ticket_id, [])
+        for index, (_, billed) in enumerate(pending):
+            if billed == data:
+                del pending[index]
+                return
+        self._stored_early.setdefault(ticket_id, []).append(data)
 
     def stored(self, ticket_id: str) -> None:
         """The turn is stored: what it was billed is in its messages."""
         self._pending.pop(ticket_id, None)
+        self._stored_early.pop(ticket_id, None)
 
     def lost(self, ticket_id: str) -> list[NewMessage]:
         """The turn's host died before it was stored: its billed requests, as messages."""
+        self._stored_early.pop(ticket_id, None)
         return [spent_message(agent, data) for agent, data in self._pending.pop(ticket_id, [])]
 
 

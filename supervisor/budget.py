@@ -95,6 +95,9 @@ class TreeSpend:
         self.holds -= 1
         if not self.holds:
             self.held_cost = 0.0  # no float residue once nothing is in flight
+        self.count(tokens, cost)
+
+    def count(self, tokens: int, cost: float) -> None:
         self.tokens += tokens
         self.cost_usd += cost
 
@@ -128,6 +131,7 @@ class BudgetDesk:
         self._core = core
         self._spends: dict[str, TreeSpend] = {}  # by scope key, loaded on first use
         self._scopes: dict[str, tuple[Scope, ...]] = {}  # by agent: budgets never change
+        self._open: dict[str, list[Hold]] = {}  # holds not settled yet, by agent
 
     def scopes(self, uuid: str, record: AgentRecord | None = None) -> tuple[Scope, ...]:
         """The budgets the agent draws on: its tree's, then those of its fork groups."""
@@ -211,7 +215,7 @@ class BudgetDesk:
             spend.holds += 1
         if warning is not None:
             self._core.event("BudgetWarning", agent=uuid, root=scopes[0].top, text=warning)
-        return Hold(
+        hold = Hold(
             tokens=need_tokens,
             cost_usd=need_cost,
             output=output,
@@ -219,6 +223,8 @@ class BudgetDesk:
             cancel=any(scope.budget.hard_stop == "cancel" for scope in scopes),
             warning=warning,
         )
+        self._open.setdefault(uuid, []).append(hold)
+        return hold
 
     def extend(self, uuid: str, model: str, hold: Hold, more: int) -> Hold:
         """A reply outgrew its hold: the hold with `more` reply tokens too, if every budget
@@ -232,17 +238,37 @@ class BudgetDesk:
                 raise BudgetExhausted(exhausted_text(scope.budget, spend, more))
         for spend in spends:
             spend.take(more, cost)
-        return replace(
+        larger = replace(
             hold,
             tokens=hold.tokens + more,
             cost_usd=hold.cost_usd + cost,
             output=hold.output + more,
         )
+        held = self._open.get(uuid, [])
+        if hold in held:
+            held[held.index(hold)] = larger
+        return larger
 
     def settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
-        """A request ended: what it held goes back, what it used is counted."""
+        """A request ended: what it held goes back (unless `release` gave it back already),
+        what it used is counted."""
+        held = self._open.get(uuid, [])
+        open_hold = hold in held
+        if open_hold:
+            held.remove(hold)
         for scope in self.scopes(uuid):
-            self._spend(scope).settle(hold, tokens, cost_usd)
+            spend = self._spend(scope)
+            if open_hold:
+                spend.settle(hold, tokens, cost_usd)
+            else:
+                spend.count(tokens, cost_usd)
+
+    def release(self, uuid: str) -> None:
+        """The agent's host died: what its requests in flight held goes back (they will never
+        settle; what they were billed is kept by the turn's billing, see billing.py)."""
+        for hold in self._open.pop(uuid, []):
+            for scope in self.scopes(uuid):
+                self._spend(scope).settle(hold, 0, 0.0)
 
     def before_turn(self, record: AgentRecord, count: bool) -> None:
         """A new turn (`count`: it counts as one) or a fork in a budgeted tree: refused at a

@@ -32,13 +32,12 @@ def child_records(
     count: int,
     system: str | None = None,
     budget: Budget | None = None,
-    retry_interrupted: bool = False,
     keys: Sequence[str] | None = None,
     output: OutputType | None = None,
 ) -> list[AgentRecord]:
     """`count` children of `parent` forked after its message `point`, all made at one time:
     `model` or the parent's, the metadata they inherit, and what this fork adds: a system
-    prompt in place of the parent's, a `budget` they share, retries of interrupted turns, a
+    prompt in place of the parent's, a `budget` they share, a
     key each (`keys`), a typed answer (`output`)."""
     shared: dict[str, Any] = {
         key: parent.metadata[key] for key in INHERITED_METADATA if key in parent.metadata
@@ -48,8 +47,6 @@ def child_records(
     if budget is not None:
         groups = parent.metadata.get("budget_groups", [])
         shared["budget_groups"] = [*groups, group_entry(budget, parent.uuid)]
-    if retry_interrupted:
-        shared["retry_interrupted"] = True
     if output is not None:
         shared["output"] = output.to_data()
     now = time.time()

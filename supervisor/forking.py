@@ -11,6 +11,7 @@ from actors.telemetry import TRACE_KEY
 from providers.catalog import ModelSpec
 from supervisor.children import child_records
 from supervisor.tool_rules import narrowed
+from supervisor.turns import fork_end
 
 if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
@@ -43,7 +44,7 @@ async def fork_child(
     its turns' spans go instead of under its parent's context."""
     if core.budget_check is not None:
         core.budget_check(parent, False)
-    (child,) = child_records(parent, model, core.store.conversation_end(parent.uuid), 1)
+    (child,) = child_records(parent, model, fork_end(core.store, parent), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})

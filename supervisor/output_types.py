@@ -6,15 +6,13 @@ sent), and answers read back into the caller's model.
 from __future__ import annotations
 
 import inspect
-import json
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from actors.agent import TurnResult
-from actors.output import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, OutputType
-from providers.base import ProviderName
+from actors.output import OutputType
+from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, ProviderName
 from providers.output_schema import (
     OutputSchemaError,
     checked_schema,
@@ -62,28 +60,6 @@ def output_type(
         if refusal is not None:
             raise OutputSchemaError(refusal)
     return OutputType.of(name, schema, retries, model)
-
-
-def schema_file(path: Path) -> dict[str, Any]:
-    """The JSON schema in `path` (`--output-schema`), checked; OutputSchemaError in one line
-    naming the file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise OutputSchemaError(f"cannot read the output schema {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise OutputSchemaError(f"the output schema {path} is not UTF-8 text") from None
-    try:
-        schema = json.loads(text)
-    except ValueError as exc:
-        raise OutputSchemaError(
-            f"the output schema {path} is not JSON: {one_line(str(exc), 120)}"
-        ) from None
-    try:
-        checked: dict[str, Any] = checked_schema(schema)
-    except OutputSchemaError as exc:
-        raise OutputSchemaError(f"{path}: {exc}") from None
-    return checked
 
 
 def typed(result: TurnResult, model: type[BaseModel] | None) -> TurnResult:

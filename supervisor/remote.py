@@ -37,15 +37,17 @@ from supervisor.commands.bus import dispatch
 from supervisor.commands.registry import CommandOutcome
 from supervisor.compaction import recover
 from supervisor.context import CompactionPlan
-from supervisor.errors import CommandError, HostDiedError
+from supervisor.errors import CommandError, HostDiedError, StoreError
 from supervisor.fleet import FleetLimiter, ProviderLimits
 from supervisor.forking import fork_child
+from supervisor.holding import HOLDER_RENEW_S, TreeHolding, new_holder
 from supervisor.mail import route_mail
 from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
 from supervisor.toolbox import decode_source
+from supervisor.turn_batch import begin_turns
 from supervisor.turns import TurnTicket
 from supervisor.worktrees import Workspaces
 
@@ -54,6 +56,7 @@ HOST_PING_INTERVAL_S = 1.0
 HOST_PING_TIMEOUT_S = 10.0
 SUPERVISOR_NAME = "grove-supervisor"
 ONE_REQUEST_TIMEOUT_S = 900.0  # a summary of a long history may stream for minutes
+RESUME_POLL_S = 0.05  # how often a reader asks whether a resumed turn has begun
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,6 +71,8 @@ class SupervisorSettings:
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     rate_limits: dict[str, ProviderLimits] = field(default_factory=dict)
     fork_workspace: str = "shared"  # `[tools] workspace`: where children work by default
+    # Its name among the store's holders: the same after Ray restarts the supervisor.
+    holder: str = field(default_factory=new_holder)
 
 
 class RayHostClient:
@@ -113,6 +118,16 @@ class RayHostClient:
         self, items: list[tuple[Ticket, Activation]], prefix: Any, cached_content: str | None
     ) -> None:
         await self._call("start_many", items, prefix, cached_content)
+
+    async def prepare_many(
+        self, items: list[tuple[str, ModelChoice, Activation | None]]
+    ) -> list[Exception | None]:
+        errors: list[Exception | None] = await self._call("prepare_many", items)
+        return errors
+
+    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:
+        errors: list[Exception | None] = await self._call("start_turns", tickets)
+        return errors
 
     async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
         started: bool = await self._call(
@@ -210,7 +225,13 @@ class Supervisor:
         self.budgets = BudgetDesk(self.core)
         self.fleet = FleetLimiter(settings.rate_limits)
         self.core.budget_check = self.budgets.before_turn
+        self.core.release_holds = self.budgets.release
         self.approvals = ApprovalDesk(self.core)
+        self.holding = self.core.holding = TreeHolding(
+            self.core.store, settings.holder, self.core.event
+        )
+        self.holding.renew()
+        self._holding: asyncio.Task[None] | None = None
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
         # A name of this supervisor's own: after a restart, the old hosts' names may linger.
@@ -274,12 +295,30 @@ class Supervisor:
                 except (TimeoutError, ray.exceptions.RayError) as exc:
                     self.core.event("HostSlow", host=client.host_id, error=repr(exc))
 
+    async def _keep_holding(self) -> None:
+        """Every few seconds, tell the store this Grove lives on (a store that cannot be
+        reached is asked again next time; the event log says why)."""
+        while True:
+            await asyncio.sleep(HOLDER_RENEW_S)
+            try:
+                self.holding.renew()
+            except StoreError as exc:
+                with contextlib.suppress(StoreError):
+                    self.core.event("HolderNotRenewed", holder=self.holding.holder, error=str(exc))
+
+    async def let_go(self) -> None:
+        """The Grove ends: the trees it held show `stopped` at once."""
+        if self._holding is not None:
+            self._holding.cancel()
+        self.holding.let_go()
+
     def _wake(self) -> None:
         """Start what runs in the background once the actor's event loop is there (it is not
         in __init__): host supervision and, after a restart, recovery from the store."""
         if self._monitor is None:
             loop = asyncio.get_running_loop()
             self._monitor = loop.create_task(self._watch_hosts())
+            self._holding = loop.create_task(self._keep_holding())
             if ray.get_runtime_context().was_current_actor_reconstructed:
                 restarted = self.core.recover()
                 self.core.event("SupervisorStarted", pid=os.getpid(), turns_restarted=restarted)
@@ -400,6 +439,18 @@ class Supervisor:
         ticket = await self.core.begin_turn(uuid, text, output=output)
         return ticket, self.host(ticket.host_id)
 
+    async def begin_turns(
+        self, requests: list[tuple[str, str, OutputType | None]]
+    ) -> list[tuple[TurnTicket, Any] | Exception | None]:
+        """Many turns begun at once (concurrent asks: supervisor/turn_batch.py): for each
+        request its ticket and host, the error it met, or None: begin it alone."""
+        self._wake()
+        outcomes = await begin_turns(self.core, requests)
+        return [
+            (outcome, self.host(outcome.host_id)) if isinstance(outcome, TurnTicket) else outcome
+            for outcome in outcomes
+        ]
+
     async def fleet_acquire_many(self, requests: list[tuple[str, int]]) -> list[float]:
         """Before requests on rate-limited providers, `(provider, input tokens)` each: 0.0 for
         one that may go now (its slot and room are taken), else the seconds to wait before
@@ -461,6 +512,12 @@ class Supervisor:
         """A host met the context limit in a turn: compact, and send the new conversation."""
         return await recover(self.core, uuid, reason, tokens)
 
+    async def store_steps(self, steps: list[tuple[Ticket, int, NewEntry]]) -> list[int | None]:
+        """Finished steps of turns in flight, from a host as they end: each one's message id
+        (None: not stored, the turn is no longer in flight there)."""
+        self._wake()
+        return self.core.store_steps(steps)
+
     async def complete_turns(self, finished: list[tuple[Ticket, TurnResult]]) -> list[str]:
         """Turns a host finished, reported together; the ticket ids that were not stored."""
         self._wake()
@@ -473,7 +530,6 @@ class Supervisor:
         model: ModelSpec | None,
         system: str | None = None,
         advisor: ModelSpec | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -497,7 +553,6 @@ class Supervisor:
             model,
             system,
             before_start=attach,
-            retry_interrupted=retry_interrupted,
             keys=keys,
             budget=budget,
             workspace=workspace,
@@ -551,6 +606,9 @@ class Supervisor:
 
     async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
         self._wake()
+        record = self.core.store.get_agent(session)
+        if record is not None:  # a session resumed here is held from its first command on
+            self.core.hold(record)
         return await dispatch(
             self.core, session, line, origin=origin, aliases=self.settings.aliases
         )
@@ -568,10 +626,27 @@ class Supervisor:
         return self.core.streaming(uuid)
 
     async def turn_host(self, uuid: str) -> Any:
-        """The host running the agent's turn in progress (None: no turn is)."""
+        """The host running the agent's turn in progress and that turn's ticket (None: no
+        turn is)."""
         if not self.core.streaming(uuid):
             return None
-        return self.host(self.core.live(uuid).host.host_id)
+        state = self.core.live(uuid)
+        return self.host(state.host.host_id), state.ticket_id
+
+    async def resumed_host(self, uuid: str, dead: str, timeout_s: float) -> Any:
+        """After the host running the agent's turn `dead` (a ticket) died: the host its
+        resumed turn runs on and that turn's ticket, once it has begun there (None when no
+        turn is in flight, or none began in time)."""
+        state = self.core.live(self.core.agent(uuid).uuid)
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        while not state.turn_done.is_set():
+            ticket = state.ticket_id
+            if ticket is not None and ticket != dead and state.started == ticket:
+                return self.host(state.host.host_id), ticket
+            if asyncio.get_running_loop().time() > deadline:
+                return None
+            await asyncio.sleep(RESUME_POLL_S)
+        return None
 
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         state = self.core.live(uuid)

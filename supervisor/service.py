@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from actors.agent import NewEntry, TurnResult
+from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
@@ -28,9 +28,11 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.fork_cache import ForkCaches
+from supervisor.holding import TreeHolding
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
+from supervisor.store.kinds import TURN_END_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
 from supervisor.tool_rules import grant_of
@@ -38,10 +40,15 @@ from supervisor.turns import (
     HostClient,
     LiveAgent,
     TurnTicket,
+    calls_tools,
     choice_of,
+    fork_end,
+    step_events,
+    step_message,
     stored_entry,
     turn_events,
     turn_messages,
+    turn_open,
 )
 from supervisor.worktrees import Workspaces, worktree_of
 
@@ -93,11 +100,15 @@ class SupervisorCore:
         # Refuses a new turn (count=True) or fork in a tree whose budget is spent; set by the
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
+        # Gives back what the requests in flight of an agent whose host died held (the same).
+        self.release_holds: Callable[[str], None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self.workspaces = Workspaces()  # where agents work: set by the deployment
         self._live: dict[str, LiveAgent] = {}
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
+        # The trees this Grove holds, as the store tells every reader; set by the deployment.
+        self.holding: TreeHolding | None = None
 
     # --- tree -----------------------------------------------------------------------------
 
@@ -136,7 +147,13 @@ class SupervisorCore:
         self.store.create_agents([record])
         self.store.set_focus(record.uuid, record.uuid)
         self.event("AgentCreated", agent=record.uuid, role="root")
+        self.hold(record)
         return record
+
+    def hold(self, record: AgentRecord) -> None:
+        """This Grove holds the agent's tree from now on (supervisor/holding.py)."""
+        if self.holding is not None:
+            self.holding.hold(record)
 
     def agent(self, uuid_or_prefix: str) -> AgentRecord:
         return self.store.resolve_agent(uuid_or_prefix)
@@ -195,11 +212,10 @@ class SupervisorCore:
         state = self._live.get(uuid)
         if state is None:
             record = record or self.store.get_agent(uuid)
-            state = self._live[uuid] = LiveAgent(
-                host=self._place(uuid, record),
-                retry_interrupted=bool(record and record.metadata.get("retry_interrupted")),
-            )
+            state = self._live[uuid] = LiveAgent(host=self._place(uuid, record))
             state.turn_done.set()
+            if record is not None:
+                self.hold(record)
         return state
 
     def _place(self, uuid: str, record: AgentRecord | None) -> HostClient:
@@ -220,6 +236,22 @@ class SupervisorCore:
 
     # --- turns ----------------------------------------------------------------------------
 
+    def turn_rules(self, uuid: str) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
+        """What a new turn of `uuid` is checked against (CommandError, SupervisorError): the
+        agent's record, its model and its live state (placing it on first use)."""
+        record = self.agent(uuid)
+        if record.status != "running":
+            raise CommandError(f"Agent {record.uuid} is {record.status}")
+        choice = choice_of(record)
+        if choice is None:
+            raise CommandError(NO_MODEL_TEXT)
+        if self.budget_check is not None:
+            self.budget_check(record, True)
+        state = self.live(record.uuid, record)
+        if state.host.host_id in self.given_up:
+            raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
+        return record, choice, state
+
     async def begin_turn(
         self,
         uuid: str,
@@ -235,17 +267,7 @@ class SupervisorCore:
         Turns of one agent begin one at a time, in arrival order. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
-        record = self.agent(uuid)
-        if record.status != "running":
-            raise CommandError(f"Agent {record.uuid} is {record.status}")
-        choice = choice_of(record)
-        if choice is None:
-            raise CommandError(NO_MODEL_TEXT)
-        if self.budget_check is not None:
-            self.budget_check(record, True)
-        state = self.live(record.uuid, record)
-        if state.host.host_id in self.given_up:
-            raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
+        record, choice, state = self.turn_rules(uuid)
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
@@ -275,6 +297,7 @@ class SupervisorCore:
             state.turn_done.clear()
             try:
                 await asyncio.wait_for(state.host.start_turn(ticket, None), HOST_CALL_TIMEOUT_S)
+                state.started = ticket.ticket_id
             except BaseException:
                 if state.ticket_id == ticket.ticket_id:  # else host_died has taken it over
                     state.ticket_id = None
@@ -291,7 +314,6 @@ class SupervisorCore:
         model: ModelSpec | None,
         system: str | None = None,
         before_start: Callable[[list[AgentRecord]], Awaitable[None]] | None = None,
-        retry_interrupted: bool = False,
         keys: Sequence[str] | None = None,
         budget: Budget | None = None,
         workspace: str | None = None,
@@ -299,8 +321,7 @@ class SupervisorCore:
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
-        replaces the system prompt the children would inherit; `retry_interrupted` runs a
-        child's turn again when its host (or the supervisor) dies under it; `budget` is one
+        replaces the system prompt the children would inherit; `budget` is one
         the children share, besides their tree's. `keys` make the call idempotent: a child
         already forked from this parent under a key is returned as it is, not forked again
         (a caller repeating a call cut off by a restart). `workspace="worktree"` gives each
@@ -323,7 +344,6 @@ class SupervisorCore:
                         model,
                         system,
                         before_start,
-                        retry_interrupted,
                         [keys[index] for index in fresh],
                         budget,
                         workspace,
@@ -335,10 +355,8 @@ class SupervisorCore:
                 return [known[key] if key in known else next(made) for key in keys]
         if self.budget_check is not None:
             self.budget_check(parent, False)
-        point = self.store.conversation_end(parent.uuid)
-        records = child_records(
-            parent, model, point, len(prompts), system, budget, retry_interrupted, keys, output
-        )
+        point = fork_end(self.store, parent)
+        records = child_records(parent, model, point, len(prompts), system, budget, keys, output)
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)
@@ -386,7 +404,7 @@ class SupervisorCore:
         prefix = self.fork_caches.prefix(records[0], records[0].fork_message_id, tokens)
         started = await self.fork_caches.start_many(prefix, by_host, hosts, shared)
         for host_id, items, outcome in started:
-            if isinstance(outcome, HostDiedError) and retry_interrupted:
+            if isinstance(outcome, HostDiedError):
                 self._retry_unseen(host_id, [ticket for ticket, _ in items])
             elif isinstance(outcome, BaseException):
                 raise outcome
@@ -461,9 +479,11 @@ class SupervisorCore:
         """An agent's last answer read back from the store (after a supervisor restart the
         live result is gone, the stored one is not)."""
         for message in reversed(self.store.agent_messages(uuid)):
-            if message.kind == "user":
+            if message.kind in ("user", "tool_result", TURN_END_KIND):
                 return None
             if message.kind == "assistant":
+                if calls_tools(message.data):  # a step of a turn not finished
+                    return None
                 return TurnResult(
                     text=message.content,
                     usage=Usage(**message.data.get("usage", {})),
@@ -473,6 +493,7 @@ class SupervisorCore:
                     output=message.data.get("output"),
                     output_error=message.data.get("output_error"),
                     output_retries=int(message.data.get("output_retries", 0)),
+                    retry_usage=Usage(**message.data.get("retry_usage", {})),
                 )
         return None
 
@@ -494,6 +515,28 @@ class SupervisorCore:
             workspace=record.metadata.get("workspace"),
             worktree=worktree_of(record.metadata),
         )
+
+    def store_steps(self, steps: Sequence[tuple[Ticket, int, NewEntry]]) -> list[int | None]:
+        """Finished steps of turns in flight (a reply that calls tools, a tool result), stored
+        as they end in ONE store transaction, each keyed as its finished turn would store it
+        (a repeat stores nothing twice); their tool events go out now. The message id of
+        each; None for a step of a turn that is no longer its agent's turn in flight (another
+        run of it took over), which is not stored."""
+        current = [
+            (ticket, index, entry)
+            for ticket, index, entry in steps
+            if self.live(ticket.uuid).ticket_id == ticket.ticket_id
+        ]
+        stored = self.store.append_messages([step_message(*step) for step in current])
+        ids = {(t.ticket_id, index): m.id for (t, index, _), m in zip(current, stored, strict=True)}
+        with self.event_log.batched():
+            for ticket, _, entry in current:
+                if entry.kind == "assistant":
+                    billed = {key: value for key, value in entry.data.items() if key != "parts"}
+                    self.billing.step_stored(ticket.ticket_id, billed)
+                for kind, payload in step_events(ticket.uuid, entry):
+                    self.event(kind, **payload)
+        return [ids.get((ticket.ticket_id, index)) for ticket, index, _ in steps]
 
     def complete_turn(self, ticket: Ticket, result: TurnResult) -> list[MessageRecord]:
         """Persist what the turn produced, once per ticket, then release the agent."""
@@ -563,8 +606,8 @@ class SupervisorCore:
 
     async def host_died(self, host: HostClient, replace: Callable[[], Awaitable[None]]) -> None:
         """A host is gone: replace it (within the restart intensity) and rebuild its agents on
-        their next message. Turns it was running are reported interrupted; those whose caller
-        asked for it run again, so their result is still stored exactly once."""
+        their next message. Turns it was running are reported interrupted and resume on the new
+        host from their last stored step, so their result is still stored exactly once."""
         affected = [(uuid, state) for uuid, state in self._live.items() if state.host is host]
         intensity = self._intensity.setdefault(host.host_id, RestartIntensity(self.restart_policy))
         if not intensity.allow():
@@ -578,15 +621,14 @@ class SupervisorCore:
         self.event("HostRestarted", host=host.host_id, agents=len(affected))
         for uuid, state in affected:
             state.active, state.ready_for = False, None
+            if self.release_holds is not None:
+                self.release_holds(uuid)
             if state.ticket_id is None:
                 continue
             self._keep_billed(state.ticket_id)
             self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host.host_id)
-            if state.retry_interrupted:
-                state.ticket_id = None  # waiters keep waiting: the retry is this turn's end
-                self._schedule_retry(uuid, state)
-            else:
-                self._interrupted(uuid, state, "interrupted: the agent's host died")
+            state.ticket_id = None  # waiters keep waiting: the resumed turn is this turn's end
+            self._schedule_retry(uuid, state)
         if self.advisors is not None:
             await self.advisors.host_replaced(host)
 
@@ -597,24 +639,22 @@ class SupervisorCore:
             self.store.append_messages(lost)
 
     def recover(self) -> int:
-        """After a supervisor restart: turns that were in flight are reported interrupted and,
-        where their caller asked for it (`retry_interrupted`), run again; until then they
-        count as in flight, so nobody waiting takes them for finished. Returns how many."""
+        """After a supervisor restart: turns that were in flight are reported interrupted and
+        resume from their last stored step; until then they count as in flight, so nobody
+        waiting takes them for finished. Returns how many."""
         restarted = 0
         for record in self.store.list_agents():
             if record.role == "advisor":
                 self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
                 continue
-            own = self.store.agent_messages(record.uuid)
-            if not own or own[-1].kind != "user":
+            if not turn_open(self.store.agent_messages(record.uuid)):
                 continue
             self.event("TurnInterrupted", agent=record.uuid, reason="supervisor restarted")
-            if record.metadata.get("retry_interrupted"):
-                state = self.live(record.uuid, record)
-                state.ticket_id = RECOVERING
-                state.turn_done.clear()
-                restarted += 1
-                self._schedule_retry(record.uuid, state)
+            state = self.live(record.uuid, record)
+            state.ticket_id = RECOVERING
+            state.turn_done.clear()
+            restarted += 1
+            self._schedule_retry(record.uuid, state)
         return restarted
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:

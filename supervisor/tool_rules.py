@@ -140,14 +140,17 @@ def grant_of(metadata: Mapping[str, Any]) -> ToolGrant:
         for data in metadata.get("shipped_tools", ())
         if data.get("name") in names
     )
+    listed = [data for data in metadata.get("mcp_tools", ()) if has_tool(names, data["name"])]
     mcp = tuple(
         ToolSpec(name=data["name"], description=data["description"], parameters=data["parameters"])
-        for data in metadata.get("mcp_tools", ())
-        if has_tool(names, data["name"])
+        for data in listed
     )
+    idempotent = tuple(data["name"] for data in listed if data.get("idempotent"))
     policy = tuple(
         (name, chosen)
         for name, chosen in metadata.get("tool_policy", {}).items()
         if chosen != "allow"
     )
-    return ToolGrant(names=names, shipped=shipped, mcp=mcp, policy=policy)
+    return ToolGrant(
+        names=names, shipped=shipped, mcp=mcp, policy=policy, mcp_idempotent=idempotent
+    )

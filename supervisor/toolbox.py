@@ -105,8 +105,14 @@ def resolve_tools(items: Iterable[str | Callable[..., Any]]) -> ResolvedTools:
                 raise CommandError(str(exc)) from exc
             digest, payload = pack(function, made.name)
             sources[digest] = payload
+            options = made.options
             shipped.append(
-                ShippedTool(spec=made.spec, digest=digest, sequential=made.options.sequential)
+                ShippedTool(
+                    spec=made.spec,
+                    digest=digest,
+                    sequential=options.sequential,
+                    idempotent=options.idempotent,
+                )
             )
             names.append(made.name)
     duplicates = sorted({name for name in names if names.count(name) > 1})

@@ -1,5 +1,6 @@
 """The agent tree and its messages as JSON for scripts and the dashboard: each agent's record,
 turn state, message count, tokens, cost and share of its context window, each tree's totals.
+An agent of a tree no live Grove holds shows `stopped`, and no turn of it streams.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 from providers.catalog import model_info
 from providers.errors import GroveError
 from supervisor.errors import StoreError
+from supervisor.holding import shown_status
 from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
 from supervisor.usage import UsageTotals, below, is_billed, root_of_each
 
@@ -45,6 +47,10 @@ MESSAGES_ONLY = frozenset({"TurnStarted", "TurnCompleted", "ToolCalled", "ToolRe
 NAMING_KEYS = ("agent", "recipient", "sender")
 # Events that change agents they do not name (a reviewer comes or goes, a restart).
 CHANGES_UNNAMED = frozenset({"AdvisorToggled", "SupervisorStarted"})
+# A Grove took a tree (its `agent` is the root): the tree's agents are running again, and a
+# turn that began before it is not streaming.
+TREE_HELD = "TreeHeld"
+ENDED = ("dead", "reaped")  # statuses of agents that are over (`grove agents --all` shows them)
 TURN_ENDS = frozenset({"TurnCompleted", "TurnInterrupted"})
 # A parent's children, those created since a time if one is given (Store.children).
 Children = Callable[[str, float | None], list[AgentRecord]]
@@ -52,10 +58,11 @@ Children = Callable[[str, float | None], list[AgentRecord]]
 
 class OpenTurns:
     """The agents in a turn, as the event log tells: from TurnStarted, or from the AgentsForked
-    that made them, to TurnCompleted or TurnInterrupted."""
+    that made them, to TurnCompleted or TurnInterrupted; `open` maps each to the id of the
+    event that began its turn."""
 
     def __init__(self) -> None:
-        self.open: set[str] = set()
+        self.open: dict[str, int] = {}
         self._seen: set[str] = set()  # agents whose turn began or ended in an event taken in
 
     def follow(self, event: EventRecord, children: Children) -> list[str]:
@@ -63,14 +70,14 @@ class OpenTurns:
         agent = event.payload.get("agent")
         if event.kind in ("TurnStarted", *TURN_ENDS) and isinstance(agent, str):
             if event.kind == "TurnStarted":
-                self.open.add(agent)
+                self.open[agent] = event.id
             else:
-                self.open.discard(agent)
+                self.open.pop(agent, None)
             self._seen.add(agent)
             return [agent]
         if event.kind == "AgentsForked":
             made = [child.uuid for child in forked(event, children) if child.uuid not in self._seen]
-            self.open.update(made)  # not those whose turn ended before the fork's event
+            self.open.update(dict.fromkeys(made, event.id))  # not those whose turn ended before
             self._seen.update(made)
             return made
         return []
@@ -141,8 +148,9 @@ class TreeView:
     """The tree's rows, kept between reads for a dashboard that asks often while thousands of
     agents run. Each read follows the event log from where the last one stopped and reads again
     only the agents its events name, and only their new messages; every agent is read again at
-    least every `full_read_every_s`. A reader passes the cursor of its last answer and gets only
-    the rows and tree totals changed since. Safe to call from several threads."""
+    least every `full_read_every_s`. Which Groves are alive is read every time, which trees they
+    hold on full reads and from TreeHeld events. A reader passes the cursor of its last answer
+    and gets only the rows and tree totals changed since. Safe to call from several threads."""
 
     def __init__(
         self, full_read_every_s: float = FULL_READ_EVERY_S, full_read_share: float = FULL_READ_SHARE
@@ -157,6 +165,9 @@ class TreeView:
         self._turns = OpenTurns()
         self._roots: dict[str, str] = {}  # uuid -> the root of its tree
         self._tree_spent: dict[str, UsageTotals] = {}  # root uuid -> its tree's totals
+        self._holders: set[str] = set()  # the live Groves
+        self._held_by: dict[str, str] = {}  # root uuid -> the Grove holding its tree
+        self._held_at: dict[str, int] = {}  # root uuid -> the id of its latest TreeHeld event
         self._rows = Changes()
         self._trees = Changes()
         self._after_event: int | None = None  # None: no read yet
@@ -200,6 +211,7 @@ class TreeView:
             self._after_event = max(0, store.last_event_id() - EVENTS_PER_READ)
         wanted = self._full_read_wanted
         turned: list[str] = []
+        taken: set[str] = set()  # roots of trees a Grove took in these events
         while True:
             try:
                 events = store.events(self._after_event, EVENTS_PER_READ)
@@ -208,6 +220,7 @@ class TreeView:
                 break
             self._after_event = events[-1].id if events else self._after_event
             turned += [uuid for event in events for uuid in self._turns.follow(event, children)]
+            taken.update(self._follow_holds(events))
             wanted = wanted or any(event.kind in CHANGES_UNNAMED for event in events)
             if len(events) < EVENTS_PER_READ:
                 break
@@ -218,12 +231,19 @@ class TreeView:
             wanted and since_full >= spacing
         )
         self._full_read_wanted = wanted and not full
+        holders = store.live_holders()
+        if holders != self._holders:  # a Grove came or went: any tree may have changed hands
+            self._holders = holders
+            taken.update(self._roots.values())
         if full:
             started = self._full_read_at = time.monotonic()
             self._unreadable = []
             listed = store.list_agents(True, unreadable=self._unreadable)
             self._records = {record.uuid: record for record in listed}
-            self._turns.open -= {uuid for uuid, r in self._records.items() if r.status != "running"}
+            self._held_by = store.tree_holders()
+            for uuid, record in self._records.items():
+                if record.status != "running":
+                    self._turns.open.pop(uuid, None)
             self._roots = root_of_each(self._records.values())
             self._tree_spent = {}
             for uuid, spent in self._spent.items():
@@ -232,6 +252,9 @@ class TreeView:
             changed = list(self._records)
         else:
             changed = self._named(store, events, turned, children)
+            if taken:
+                members = [uuid for uuid in self._records if self._root(uuid) in taken]
+                changed = list(dict.fromkeys([*changed, *members]))
         self._read_again(store, changed, all_trees=full)
         if full:
             self._full_read_s = time.monotonic() - started
@@ -250,12 +273,32 @@ class TreeView:
                 root = self._root(uuid)
                 self._tree_spent.setdefault(root, UsageTotals()).merge(billed)
                 trees.add(root)
-            row = agent_row(self._records[uuid], spent, uuid in self._turns.open)
+            row = self._row(uuid, spent)
             if self._rows.put(uuid, row, version):
                 self._version = version
         for root in trees:
             if self._trees.put(root, self._tree_spent[root].as_dict(), version):
                 self._version = version
+
+    def _follow_holds(self, events: list[EventRecord]) -> list[str]:
+        """Take in the trees Groves took in `events`; their roots."""
+        taken = []
+        for event in events:
+            root, holder = event.payload.get("agent"), event.payload.get("holder")
+            if event.kind == TREE_HELD and isinstance(root, str) and isinstance(holder, str):
+                self._held_by[root] = holder
+                self._held_at[root] = event.id
+                taken.append(root)
+        return taken
+
+    def _row(self, uuid: str, spent: Spent) -> dict[str, Any]:
+        """The agent's row: `stopped` and idle when no live Grove holds its tree, streaming
+        only in a turn that began after a Grove last took the tree."""
+        root = self._root(uuid)
+        held = self._held_by.get(root) in self._holders
+        began = self._turns.open.get(uuid)
+        in_turn = held and began is not None and began > self._held_at.get(root, 0)
+        return agent_row(self._records[uuid], spent, in_turn=in_turn, held=held)
 
     def _root(self, uuid: str) -> str:
         """The root of `uuid`'s tree: its topmost ancestor known (a reviewer's parent is the
@@ -307,12 +350,14 @@ class TreeView:
         if record is not None:
             self._records[uuid] = record
             if record.status != "running":
-                self._turns.open.discard(uuid)  # a killed agent's turn ended with it
+                self._turns.open.pop(uuid, None)  # a killed agent's turn ended with it
 
 
-def agent_row(record: AgentRecord, spent: Spent, in_turn: bool) -> dict[str, Any]:
+def agent_row(record: AgentRecord, spent: Spent, *, in_turn: bool, held: bool) -> dict[str, Any]:
+    """`held`: a live Grove holds the agent's tree; else a running agent shows `stopped`."""
     return {
         **record.model_dump(include=AGENT_FIELDS),
+        "status": shown_status(record.status, held),
         "turn": "streaming" if in_turn else "idle",
         "messages": spent.messages,
         "tokens": spent.totals.input_tokens + spent.totals.output_tokens,
@@ -332,7 +377,7 @@ def listing(answer: dict[str, Any], include_ended: bool) -> dict[str, Any]:
     agents were made (ended ones only with `include_ended`), the trees' totals, and the
     errors of records that could not be read."""
     rows = sorted(answer["agents"], key=lambda row: (row["created_at"], row["uuid"]))
-    shown = [row for row in rows if include_ended or row["status"] == "running"]
+    shown = [row for row in rows if include_ended or row["status"] not in ENDED]
     return {"agents": shown, "trees": answer["trees"], "unreadable": answer["unreadable"]}
 
 

@@ -5,15 +5,18 @@ what a finished turn leaves in the store.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from actors.advisor import ReviewerSpec
 from actors.agent import STORED, ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
+from actors.steps import INTERRUPTED_FACT
 from providers.base import AssistantTurn
 from providers.google_cache import CachedContent
-from supervisor.store.base import SPENT_KIND
+from supervisor.store.base import SPENT_KIND, Store
+from supervisor.store.kinds import TURN_END_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
 
@@ -31,6 +34,12 @@ class HostClient(Protocol):
     async def start_many(
         self, items: list[tuple[Ticket, Activation]], prefix: Any, cached_content: str | None
     ) -> None: ...
+
+    async def prepare_many(
+        self, items: list[tuple[str, ModelChoice, Activation | None]]
+    ) -> list[Exception | None]: ...
+
+    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]: ...
 
     async def wait_started(self, ticket_id: str, timeout_s: float) -> bool: ...
 
@@ -84,12 +93,12 @@ class LiveAgent:
     ready_for: ModelChoice | None = None  # the model whose provider the host has prepared
     begin_lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     ticket_id: str | None = None
+    started: str | None = None  # the ticket of the last turn begun that its host has taken
     turn_done: asyncio.Event = field(default_factory=asyncio.Event)
     last_result: TurnResult | None = None
     mail: asyncio.Queue[MessageRecord] = field(default_factory=asyncio.Queue)
     released: asyncio.Event = field(default_factory=asyncio.Event)  # cancel ends a sync wait
-    retry_interrupted: bool = False  # a turn cut off by a dead host runs again (batch tasks)
-    retrying: bool = False  # a retry of an interrupted turn is under way
+    retrying: bool = False  # an interrupted turn's resumption is under way
 
 
 def stored_entry(message: MessageRecord, kind: str | None = None) -> NewEntry:
@@ -106,15 +115,10 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
     """What a finished turn leaves in the store, each message keyed by its ticket; never what
     was stored before it reached the agent (its prompt, mail, advice). A turn that failed or
     was cancelled keeps no assistant or tool output, so the history stays whole, but what its
-    requests used is kept, as `spent` messages (a cancelled turn keeps nothing else)."""
+    requests used is kept, as `spent` messages (a cancelled turn keeps nothing else); when
+    steps of it were stored as they ended, a `turn_end` with its error closes it."""
     new = [
-        NewMessage(
-            agent_uuid=ticket.uuid,
-            kind=entry.kind,
-            content=entry.content,
-            data=entry.data,
-            ticket=f"{ticket.ticket_id}:{index}",
-        )
+        step_message(ticket, index, entry)
         for index, entry in enumerate(result.entries)
         if STORED not in entry.data
     ]
@@ -138,34 +142,28 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
         for message in new
         if message.kind == "assistant"
     ]
-    return kept + spent
+    stepped = any(
+        STORED in entry.data and entry.kind in ("assistant", "tool_result")
+        for entry in result.entries
+    )
+    end = NewMessage(
+        agent_uuid=ticket.uuid,
+        kind=TURN_END_KIND,
+        content=result.error or "cancelled",
+        ticket=f"{ticket.ticket_id}:end",
+    )
+    return kept + spent + ([end] if stepped else [])
 
 
 def turn_events(ticket: Ticket, result: TurnResult) -> list[tuple[str, dict[str, Any]]]:
-    """The events of a finished turn: ToolCalled and ToolResulted for each call it made, in
-    order (a failed call's detail, such as a traceback, goes here, not to the model), then
-    TurnCompleted."""
-    events: list[tuple[str, dict[str, Any]]] = []
-    for entry in result.entries:
-        facts = entry.data.get("calls", {})
-        for part in (
-            entry.data.get("parts", []) if entry.kind in ("assistant", "tool_result") else []
-        ):
-            if part.get("kind") == "tool_call":
-                call = {"agent": ticket.uuid, "tool": part["name"], "call_id": part["call_id"]}
-                events.append(("ToolCalled", call))
-            elif part.get("kind") == "tool_result":
-                fact = facts.get(part["call_id"], {})
-                resulted = {
-                    "agent": ticket.uuid,
-                    "tool": part["name"],
-                    "call_id": part["call_id"],
-                    "is_error": part["is_error"],
-                    "duration_ms": fact.get("duration_ms"),
-                }
-                if "detail" in fact:
-                    resulted["detail"] = fact["detail"]
-                events.append(("ToolResulted", resulted))
+    """The events of a finished turn: those of its steps not stored as they ended (see
+    `step_events`), in order, then TurnCompleted."""
+    events = [
+        event
+        for entry in result.entries
+        if STORED not in entry.data
+        for event in step_events(ticket.uuid, entry)
+    ]
     completed = {
         "agent": ticket.uuid,
         "ticket": ticket.ticket_id,
@@ -175,6 +173,87 @@ def turn_events(ticket: Ticket, result: TurnResult) -> list[tuple[str, dict[str,
         "cost_usd": result.cost_usd,
     }
     return [*events, ("TurnCompleted", completed)]
+
+
+def step_events(uuid: str, entry: NewEntry) -> list[tuple[str, dict[str, Any]]]:
+    """ToolCalled for each call of a reply, ToolResulted for each result (a failed call's
+    detail, such as a traceback, goes here, not to the model), ToolInterrupted for a call
+    cut off by its host's death that was not run again."""
+    if entry.kind not in ("assistant", "tool_result"):
+        return []
+    events: list[tuple[str, dict[str, Any]]] = []
+    facts = entry.data.get("calls", {})
+    for part in entry.data.get("parts", []):
+        call = {"agent": uuid, "tool": part.get("name"), "call_id": part.get("call_id")}
+        if part.get("kind") == "tool_call":
+            events.append(("ToolCalled", call))
+        elif part.get("kind") == "tool_result":
+            fact = facts.get(part["call_id"], {})
+            if fact.get(INTERRUPTED_FACT):
+                events.append(("ToolInterrupted", call))
+                continue
+            resulted = {
+                **call,
+                "is_error": part["is_error"],
+                "duration_ms": fact.get("duration_ms"),
+            }
+            for key in ("detail", "rerun"):
+                if key in fact:
+                    resulted[key] = fact[key]
+            events.append(("ToolResulted", resulted))
+    return events
+
+
+def step_message(ticket: Ticket, index: int, entry: NewEntry) -> NewMessage:
+    """A turn's entry as it is stored, keyed by its ticket and place in the turn: the same
+    key whether it is stored as its step ends or with the finished turn."""
+    return NewMessage(
+        agent_uuid=ticket.uuid,
+        kind=entry.kind,
+        content=entry.content,
+        data=entry.data,
+        ticket=f"{ticket.ticket_id}:{index}",
+    )
+
+
+def turn_open(messages: Sequence[MessageRecord]) -> bool:
+    """Whether an agent's last turn has not ended, from its own messages: the last of them is
+    its prompt, or a step stored as it ended (a reply calling tools, a tool result)."""
+    if not messages:
+        return False
+    last = messages[-1]
+    if last.kind == "assistant":
+        return calls_tools(last.data)
+    return last.kind in ("user", "tool_result")
+
+
+def fork_end(store: Store, parent: AgentRecord) -> int:
+    """Where a child forked from `parent` now branches off: the end of its conversation, but
+    before a stored reply whose calls have not all returned (the parent's turn in flight is
+    running them, a `fork` call perhaps): a child inherits whole steps only."""
+    end = store.conversation_end(parent.uuid)
+    own = store.agent_messages(parent.uuid)
+    if not own or own[-1].id != end:
+        return end
+    answered: set[str] = set()
+    for index in range(len(own) - 1, -1, -1):
+        message = own[index]
+        parts = message.data.get("parts", [])
+        if message.kind == "tool_result":
+            answered.update(part.get("call_id") for part in parts)
+            continue
+        if message.kind != "assistant" or not calls_tools(message.data):
+            return end
+        calls = {part.get("call_id") for part in parts if part.get("kind") == "tool_call"}
+        if calls <= answered:
+            return end
+        return own[index - 1].id if index else parent.fork_message_id
+    return end
+
+
+def calls_tools(data: dict[str, Any]) -> bool:
+    """Whether a stored reply calls tools (it is a step of its turn, not its answer)."""
+    return any(part.get("kind") == "tool_call" for part in data.get("parts", []))
 
 
 def choice_of(record: AgentRecord) -> ModelChoice | None:

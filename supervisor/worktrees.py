@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -27,8 +27,11 @@ from actors.tools.worktrees import (
     repository,
 )
 from supervisor.errors import CommandError
+from supervisor.holding import shown_status
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord
+from supervisor.turns import fork_end
+from supervisor.usage import root_of_each
 
 WorkspaceChoice = Literal["shared", "worktree"]
 WORKSPACE_CHOICES: tuple[str, ...] = get_args(WorkspaceChoice)
@@ -90,7 +93,7 @@ async def in_worktrees(
         made = await make_worktrees(point, [child.uuid for child in children])
     except WorktreeError as exc:
         raise CommandError(f"fork refused: {exc}") from exc
-    end = store.conversation_end(parent.uuid)
+    end = fork_end(store, parent)
     placed = []
     for child, worktree in zip(children, made, strict=True):
         workspace = os.path.join(worktree.path, point.prefix).rstrip("/")
@@ -136,20 +139,25 @@ async def worktree_rows(store: Store, workspace: str, prune: bool = False) -> li
     home = str(Path(common, *WORKTREES_DIR))
     if prune:
         await git(top, "worktree", "prune")  # forget worktrees whose directory is gone
-    agents = _agents_by_branch(store)
+    every = store.list_agents(include_ended=True)
+    agents = _agents_by_branch(every)
+    roots, held = root_of_each(every), store.tree_holders()
     rows = []
     for path, branch in await _listed(top):
         if not branch.startswith(BRANCH_PREFIX) or str(Path(path).parent) != home:
             continue
         record = agents.get(branch)
-        rows.append(await _row(store, top, path, branch, record, prune))
+        row = await _row(store, top, path, branch, record, prune)
+        if record is not None:
+            row = replace(row, status=shown_status(record.status, roots[record.uuid] in held))
+        rows.append(row)
     return rows
 
 
-def _agents_by_branch(store: Store) -> dict[str, AgentRecord]:
+def _agents_by_branch(agents: Sequence[AgentRecord]) -> dict[str, AgentRecord]:
     return {
         str(record.metadata["worktree"]["branch"]): record
-        for record in store.list_agents(include_ended=True)
+        for record in agents
         if isinstance(record.metadata.get("worktree"), dict)
     }
 

@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
 from actors.agent import Tool
-from actors.tools.todo import TODO_SPEC
+from actors.tools.todo import TODO_SPEC, reads_only
 from providers.base import ToolSpec
 
 # The longest wait a user or a model may ask for: a day, in seconds.
@@ -93,4 +93,12 @@ def fanout_tools(port: ToolPort, agent: str, names: tuple[str, ...]) -> dict[str
 
         return run
 
-    return {name: Tool(spec=_SPECS[name], run=forward(name)) for name in names if name in _SPECS}
+    return {
+        name: Tool(
+            spec=_SPECS[name],
+            run=forward(name),
+            idempotent=reads_only if name == TODO_SPEC.name else False,
+        )
+        for name in names
+        if name in _SPECS
+    }

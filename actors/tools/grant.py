@@ -27,6 +27,7 @@ class ShippedTool:
     spec: ToolSpec
     digest: str
     sequential: bool = False
+    idempotent: bool = False
 
     def to_data(self) -> dict[str, Any]:
         return {
@@ -35,6 +36,7 @@ class ShippedTool:
             "parameters": self.spec.parameters,
             "digest": self.digest,
             "sequential": self.sequential,
+            "idempotent": self.idempotent,
         }
 
     @classmethod
@@ -44,7 +46,12 @@ class ShippedTool:
             description=str(data["description"]),
             parameters=dict(data["parameters"]),
         )
-        return cls(spec=spec, digest=str(data["digest"]), sequential=bool(data.get("sequential")))
+        return cls(
+            spec=spec,
+            digest=str(data["digest"]),
+            sequential=bool(data.get("sequential")),
+            idempotent=bool(data.get("idempotent")),
+        )
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -56,6 +63,8 @@ class ToolGrant:
     shipped: tuple[ShippedTool, ...] = ()
     mcp: tuple[ToolSpec, ...] = ()  # the MCP tools granted, with their servers' schemas
     policy: tuple[tuple[str, str], ...] = ()
+    # MCP tools whose annotations say read-only or idempotent: run again when cut off.
+    mcp_idempotent: tuple[str, ...] = ()
 
     def __bool__(self) -> bool:
         return bool(self.names)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import pickle
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -71,7 +72,8 @@ class ToolKit:
             workspace_tools = self.workspace_tools(workspace)
             tools.update({n: t for n, t in workspace_tools.items() if n in grant.names})
         tools.update({s.spec.name: self._shipped(agent, s) for s in grant.shipped})
-        tools.update({spec.name: self.mcp.tool(spec) for spec in grant.mcp})
+        idempotent = set(grant.mcp_idempotent)
+        tools.update({s.name: self.mcp.tool(s, s.name in idempotent) for s in grant.mcp})
         # A denied tool is not offered at all; one to ask about runs once someone says yes.
         return {
             name: self._gated(agent, tool, policy)
@@ -89,7 +91,12 @@ class ToolKit:
             made = await asyncio.shield(loaded)
             return await made.run(arguments)
 
-        return Tool(spec=shipped.spec, run=run, sequential=shipped.sequential)
+        return Tool(
+            spec=shipped.spec,
+            run=run,
+            sequential=shipped.sequential,
+            idempotent=shipped.idempotent,
+        )
 
     async def _load(self, agent: str, digest: str) -> PythonTool:
         payload = await self._port.source(agent, digest)
@@ -105,4 +112,4 @@ class ToolKit:
             await port.approve(agent, name, arguments)
             return await tool.run(arguments)
 
-        return Tool(spec=tool.spec, run=run, sequential=tool.sequential)
+        return replace(tool, run=run)

@@ -229,7 +229,7 @@ class McpPool:
                 raise McpLost(str(exc) or type(exc).__name__) from exc
             raise
 
-    async def list_tools(self, name: str) -> list[ToolSpec]:
+    async def list_tools(self, name: str) -> list[ListedTool]:
         session = await self.session(name)
         try:
             listed = await self._request(
@@ -240,10 +240,13 @@ class McpPool:
                 session._problem(f"ended while listing its tools: {lost}")
             ) from None
         return [
-            ToolSpec(
-                name=mcp_tool_name(name, tool.name),
-                description=tool.description or tool.name,
-                parameters=dict(tool.input_schema or {"type": "object", "properties": {}}),
+            ListedTool(
+                spec=ToolSpec(
+                    name=mcp_tool_name(name, tool.name),
+                    description=tool.description or tool.name,
+                    parameters=dict(tool.input_schema or {"type": "object", "properties": {}}),
+                ),
+                idempotent=said_idempotent(tool),
             )
             for tool in listed.tools
         ]
@@ -280,13 +283,13 @@ class McpPool:
         self._sessions.clear()
         await asyncio.gather(*(session.close() for session in sessions))
 
-    def tool(self, spec: ToolSpec) -> Tool:
+    def tool(self, spec: ToolSpec, idempotent: bool = False) -> Tool:
         server, _, name = spec.name[len(MCP_PREFIX) :].partition("__")
 
         async def run(arguments: dict[str, Any]) -> str | ToolOutput:
             return await self.call(server, name, arguments)
 
-        return Tool(spec=spec, run=run)
+        return Tool(spec=spec, run=run, idempotent=idempotent)
 
 
 def failure_text(failure: BaseException) -> str:
@@ -320,13 +323,34 @@ def result_text(result: Any) -> str:
     return "\n".join(pieces)
 
 
-async def list_server_tools(servers: Mapping[str, McpServerConfig]) -> list[ToolSpec]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ListedTool:
+    """A server's tool as listed: its schema, and whether its annotations say a call may run
+    twice without a second effect (`readOnlyHint` or `idempotentHint`)."""
+
+    spec: ToolSpec
+    idempotent: bool = False
+
+
+def said_idempotent(tool: Any) -> bool:
+    """Whether an MCP tool's annotations call it read-only or idempotent."""
+    annotations = getattr(tool, "annotations", None)
+    return bool(
+        annotations is not None
+        and (
+            getattr(annotations, "read_only_hint", None)
+            or getattr(annotations, "idempotent_hint", None)
+        )
+    )
+
+
+async def list_server_tools(servers: Mapping[str, McpServerConfig]) -> list[ListedTool]:
     """Every configured server's tools, listed from this process (all servers at once) and
     closed again; a server that cannot be started or listed is one warning (with its stderr's
     tail) and no tools."""
     pool = McpPool(servers)
 
-    async def listed(name: str) -> list[ToolSpec]:
+    async def listed(name: str) -> list[ListedTool]:
         try:
             return await pool.list_tools(name)
         except Exception as exc:  # any failure: warn, go on without

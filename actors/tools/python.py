@@ -39,6 +39,7 @@ class ToolOptions:
     name: str | None = None
     timeout_s: float = DEFAULT_TIMEOUT_S
     sequential: bool = False
+    idempotent: bool = False  # a call cut off by a host's death may run again
 
 
 @overload
@@ -47,7 +48,11 @@ def tool(function: F, /) -> F: ...
 
 @overload
 def tool(
-    *, name: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, sequential: bool = False
+    *,
+    name: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    sequential: bool = False,
+    idempotent: bool = False,
 ) -> Callable[[F], F]: ...
 
 
@@ -58,10 +63,15 @@ def tool(
     name: str | None = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     sequential: bool = False,
+    idempotent: bool = False,
 ) -> F | Callable[[F], F]:
     """Mark a function as a tool, bare (`@tool`) or with options (`@tool(timeout_s=5)`).
-    Any typed function is a tool without it; this only overrides the defaults."""
-    options = ToolOptions(name=name, timeout_s=timeout_s, sequential=sequential)
+    Any typed function is a tool without it; this only overrides the defaults.
+    `idempotent=True`: a call its host's death cut off runs again when the turn resumes
+    (otherwise the model is told it may or may not have taken effect)."""
+    options = ToolOptions(
+        name=name, timeout_s=timeout_s, sequential=sequential, idempotent=idempotent
+    )
 
     def mark(target: F) -> F:
         setattr(target, _OPTIONS, options)
@@ -84,7 +94,12 @@ class PythonTool:
         return self.spec.name
 
     def as_tool(self) -> Tool:
-        return Tool(spec=self.spec, run=self.run, sequential=self.options.sequential)
+        return Tool(
+            spec=self.spec,
+            run=self.run,
+            sequential=self.options.sequential,
+            idempotent=self.options.idempotent,
+        )
 
     async def run(self, arguments: dict[str, Any]) -> str:
         """The function's result as text; a ToolError carries what the model is told."""

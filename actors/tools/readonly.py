@@ -155,7 +155,7 @@ def readonly_tools(root: Path) -> dict[str, Tool]:
             finally:
                 budget.cancelled.set()  # the thread ends at its next look, if it still runs
 
-        return Tool(spec=spec, run=run)
+        return Tool(spec=spec, run=run, idempotent=True)
 
     bodies = ((READ, read_file), (SEARCH, search_files), (FIND, find_files))
     return {spec.name: bind(spec, body) for spec, body in bodies}

@@ -108,6 +108,14 @@ class TodoOutcome:
     completed: tuple[dict[str, str], ...] = field(default=())
 
 
+def reads_only(arguments: dict[str, Any]) -> bool:
+    """Whether a call only views the list (so it may run again without a second effect)."""
+    ops = arguments.get("ops")
+    return isinstance(ops, list) and all(
+        isinstance(entry, dict) and entry.get("op") == "view" for entry in ops
+    )
+
+
 def apply_todo(phases: tuple[Phase, ...], arguments: dict[str, Any]) -> TodoOutcome:
     """One call of the tool: its ops in order, errors collected (later ops still apply),
     then the single-in-progress normalization (not for a batch of views alone)."""

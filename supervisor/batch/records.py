@@ -1,5 +1,5 @@
-"""The record stage of a batch: each task's output line (ok, error, skipped; a malformed input
-line's), and OUT.jsonl, appended one whole, flushed line at a time. Nothing here runs tasks.
+"""The record stage of a batch: each task's line (ok, invalid_output, error, skipped; a malformed
+input line's), and OUT.jsonl, appended one whole, flushed line at a time. Nothing runs tasks here.
 """
 
 from __future__ import annotations
@@ -19,10 +19,16 @@ if TYPE_CHECKING:
     from supervisor.batch.tasks import Task, TaskLineError
 
 
-def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dict[str, Any]:
-    """The output line of a finished task; a missing result is an error record."""
+def task_record(
+    task: Task, agent: str | None, result: TurnResult | None, *, typed: bool = False
+) -> dict[str, Any]:
+    """The output line of a finished task; a missing result is an error record. A `typed`
+    task's line carries its checked `output` (null unless ok), and an answer that stayed
+    malformed after its retries is `invalid_output`, its raw text kept and its last problem
+    the error."""
+    answer = output_fields(result) if typed else {}
     if result is None:
-        return error_record(task, agent, "the agent ended without a result")
+        return {**error_record(task, agent, "the agent ended without a result"), **answer}
     if not result.ok:
         failed = error_record(
             task,
@@ -32,19 +38,37 @@ def task_record(task: Task, agent: str | None, result: TurnResult | None) -> dic
             cost_usd=result.cost_usd,
             saved_usd=result.saved_usd,
         )
-        return {**failed, **worktree_fields(result)}
+        return {**failed, **worktree_fields(result), **answer}
     return {
         "id": task.id,
         "agent": agent,
-        "status": "ok",
+        "status": "ok" if result.output_error is None else "invalid_output",
         "text": result.text,
         "usage": result.usage.as_dict(),
         "cost_usd": result.cost_usd,
         "saved_usd": round(result.saved_usd, 8),
-        "error": None,
+        "error": result.output_error,
         "advice": [],
         **tool_exchanges(result),
         **worktree_fields(result),
+        **answer,
+    }
+
+
+def output_fields(result: TurnResult | None) -> dict[str, Any]:
+    """A typed task's answer: the checked output (JSON data), how many answers went back to
+    the model, and what their requests used (counted in `usage` too)."""
+    if result is None:
+        from providers.base import Usage
+
+        return {"output": None, "output_retries": 0, "retry_usage": Usage().as_dict()}
+    output = result.output
+    if hasattr(output, "model_dump"):  # read into the caller's pydantic model
+        output = output.model_dump(mode="json", by_alias=True)
+    return {
+        "output": output if result.ok and result.output_error is None else None,
+        "output_retries": result.output_retries,
+        "retry_usage": result.retry_usage.as_dict(),
     }
 
 

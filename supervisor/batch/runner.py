@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import threading
 import time
 from collections import deque
@@ -14,9 +15,10 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
 from supervisor import bridge
-from supervisor.batch.records import error_record, skipped_record, task_record
+from supervisor.batch.records import error_record, output_fields, skipped_record, task_record
 from supervisor.errors import BUDGET_EXHAUSTED
 
 if TYPE_CHECKING:
@@ -43,9 +45,10 @@ class BatchGrove(Protocol):
         *,
         system: str | None = None,
         advisor: str | None = None,
-        retry_interrupted: bool = False,
         keys: list[str] | None = None,
         workspace: str | None = None,
+        output_type: Any = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> list[str]: ...
 
     def wait_any(self, agents: list[str], timeout_s: float) -> dict[str, TurnResult | None]: ...
@@ -75,8 +78,11 @@ class BatchRunner:
     """Runs tasks on `grove` under `root` and yields their records as they finish (a None at
     least every WAIT_TICK_S while none does). Tasks an earlier run of the same `key` finished
     are not run again: their stored answers come first. `workspace="worktree"` forks each
-    task into a git worktree of its own. Setting `stop` cancels the tasks in flight and ends
-    the run; those run again next time."""
+    task into a git worktree of its own. A task's answer is typed by its own schema, else by
+    `output_type` (a JSON schema dict or a pydantic model), with `output_retries`; an earlier
+    answer that is not checked output (it stayed malformed) is not taken: that task runs
+    again. Setting `stop` cancels
+    the tasks in flight and ends the run; those run again next time."""
 
     def __init__(
         self,
@@ -87,8 +93,12 @@ class BatchRunner:
         key: str = "",
         workspace: str | None = None,
         stop: threading.Event | None = None,
+        output_type: Any = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> None:
         self.grove = grove
+        self.output_type = output_type
+        self.output_retries = output_retries
         self.workspace = workspace  # "worktree", "shared", or None: `[tools] workspace`
         self.concurrency = concurrency
         self.advisor = advisor
@@ -127,13 +137,26 @@ class BatchRunner:
                     self.over_budget = str(result.error)
                     yield skipped_record(task, agent, self.over_budget)
                 elif self.advisor is None:
-                    yield task_record(task, agent, result)
+                    yield self._record(task, agent, result)
                 else:
                     deadline = time.monotonic() + ADVICE_WAIT_S
-                    self.reviewing[agent] = (task_record(task, agent, result), deadline)
+                    self.reviewing[agent] = (self._record(task, agent, result), deadline)
         elif self.reviewing:
             bridge.sleep(REVIEW_POLL_S)
         yield from self._advised()
+
+    def _record(self, task: Task, agent: str, result: TurnResult | None) -> dict[str, Any]:
+        return task_record(task, agent, result, typed=self.output_of(task) is not None)
+
+    def output_of(self, task: Task) -> Any:
+        """What the task's answer must be: its own schema, else the batch's output type."""
+        return task.schema if task.schema is not None else self.output_type
+
+    def _finished(self, task: Task, result: TurnResult) -> bool:
+        """Whether a stored answer finished the task: a typed task's is checked output."""
+        if self.output_of(task) is None:
+            return True
+        return result.output is not None and result.output_error is None
 
     def child_key(self, task: Task) -> str:
         """The key a task's child is forked under: this batch's key, this task's id."""
@@ -146,10 +169,10 @@ class BatchRunner:
         left = []
         for task in tasks:
             hit = found.get(self.child_key(task))
-            if hit is None:
+            if hit is None or not self._finished(task, hit[1]):
                 left.append(task)
             else:
-                yield task_record(task, hit[0], hit[1])
+                yield self._record(task, *hit)
         return left
 
     def _advised(self) -> Iterator[Step]:
@@ -168,11 +191,12 @@ class BatchRunner:
         if self.over_budget is not None:
             return
         free = min(self.concurrency - len(self.in_flight), len(pending))
-        groups: dict[tuple[str | None, str | None], list[Task]] = {}
+        groups: dict[tuple[str | None, str | None, str | None], list[Task]] = {}
         for _ in range(free):
             task = pending.popleft()
-            groups.setdefault((task.model, task.system), []).append(task)
-        for (model, system), group in groups.items():
+            schema = None if task.schema is None else json.dumps(task.schema, sort_keys=True)
+            groups.setdefault((task.model, task.system, schema), []).append(task)
+        for (model, system, _), group in groups.items():
             try:
                 agents = self.grove.fork_many(
                     root,
@@ -180,15 +204,20 @@ class BatchRunner:
                     model,
                     system=system,
                     advisor=self.advisor,
-                    retry_interrupted=True,
                     keys=[self.child_key(task) for task in group],
                     workspace=self.workspace,
+                    output_type=self.output_of(group[0]),
+                    output_retries=self.output_retries,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 if is_over_budget(str(exc)):
                     self.over_budget = str(exc)
-                make = skipped_record if self.over_budget else error_record
                 for task in group:
-                    yield make(task, None, str(exc))
+                    if self.over_budget:
+                        yield skipped_record(task, None, str(exc))
+                    elif self.output_of(task) is None:
+                        yield error_record(task, None, str(exc))
+                    else:
+                        yield {**error_record(task, None, str(exc)), **output_fields(None)}
                 continue
             self.in_flight.update(zip(agents, group, strict=True))

@@ -15,6 +15,7 @@ class Totals:
     total: int = 0
     ok: int = 0
     failed: int = 0
+    invalid_output: int = 0  # of failed: answers that stayed malformed after their retries
     malformed: int = 0
     skipped: int = 0
     over_budget: int = 0  # not run: the tree's budget was spent
@@ -23,6 +24,8 @@ class Totals:
     cache_read_tokens: int = 0  # of input_tokens
     cost_usd: float = 0.0
     saved_usd: float = 0.0  # what provider caching saved
+    output_retries: int = 0  # typed answers sent back to the model
+    retry_tokens: int = 0  # of the tokens: what those retries' requests used
 
     @property
     def done(self) -> int:
@@ -40,12 +43,19 @@ class Totals:
             self.over_budget += 1
         else:
             self.failed += 1
+            if record["status"] == "invalid_output":
+                self.invalid_output += 1
         usage = record.get("usage") or {}
         self.input_tokens += int(usage.get("input_tokens", 0))
         self.output_tokens += int(usage.get("output_tokens", 0))
         self.cache_read_tokens += int(usage.get("cache_read_tokens", 0))
         self.cost_usd += float(record.get("cost_usd") or 0.0)
         self.saved_usd += float(record.get("saved_usd") or 0.0)
+        self.output_retries += int(record.get("output_retries") or 0)
+        retried = record.get("retry_usage") or {}
+        self.retry_tokens += int(retried.get("input_tokens", 0)) + int(
+            retried.get("output_tokens", 0)
+        )
 
 
 def duration_text(seconds: float) -> str:
@@ -77,15 +87,11 @@ def progress_line(totals: Totals, elapsed_s: float) -> str:
 def summary_line(totals: Totals, wall_s: float, output: str, *, interrupted: int = -1) -> str:
     """The last line of every run; `interrupted` counts the tasks left in flight by Ctrl+C."""
     head = "Batch interrupted" if interrupted >= 0 else "Batch finished"
-    malformed = (
-        f" ({totals.malformed} malformed line{'s' if totals.malformed != 1 else ''})"
-        if totals.malformed
-        else ""
-    )
     text = (
-        f"{head}: {totals.ok} ok, {totals.failed + totals.malformed} failed{malformed}, "
-        f"{totals.skipped} skipped (already ok), {totals.tokens:,} tokens{cached_text(totals)}, "
-        f"${totals.cost_usd:.4f}{saved_text(totals)}, {wall_s:.1f}s. Output: {output}"
+        f"{head}: {totals.ok} ok, {totals.failed + totals.malformed} failed{failed_text(totals)}, "
+        f"{totals.skipped} skipped (already ok), {totals.tokens:,} tokens{cached_text(totals)}"
+        f"{retried_text(totals)}, ${totals.cost_usd:.4f}{saved_text(totals)}, {wall_s:.1f}s. "
+        f"Output: {output}"
     )
     if totals.over_budget:
         text += (
@@ -95,6 +101,24 @@ def summary_line(totals: Totals, wall_s: float, output: str, *, interrupted: int
     if interrupted > 0:
         text += f". {interrupted} unfinished task(s) run again on the next run"
     return text
+
+
+def failed_text(totals: Totals) -> str:
+    """` (3 malformed lines, 1 invalid output)`: the failures that are not the tasks' turns."""
+    kinds = []
+    if totals.malformed:
+        kinds.append(f"{totals.malformed} malformed line{'s' if totals.malformed != 1 else ''}")
+    if totals.invalid_output:
+        kinds.append(f"{totals.invalid_output} invalid output")
+    return f" ({', '.join(kinds)})" if kinds else ""
+
+
+def retried_text(totals: Totals) -> str:
+    """` (1,234 of them in 200 output retries)` when typed answers were sent back."""
+    if not totals.output_retries:
+        return ""
+    plural = "y" if totals.output_retries == 1 else "ies"
+    return f" ({totals.retry_tokens:,} of them in {totals.output_retries} output retr{plural})"
 
 
 def cached_text(totals: Totals) -> str:

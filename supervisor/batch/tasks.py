@@ -1,4 +1,4 @@
-"""The read stage of a batch: task lines (id, prompt, model, system) and the shared context.
+"""The read stage of a batch: task lines (id, prompt, model, system, schema), the shared context.
 Pure text handling that raises only `TaskLineError` / `ContextError`; running tasks is runner.py's.
 """
 
@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
+from providers.base import JSONObject
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
+from providers.output_schema import OutputSchemaError, checked_schema, provider_refusal
 from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
 
-TASK_FIELDS = ("id", "prompt", "model", "system")
+TASK_FIELDS = ("id", "prompt", "model", "system", "schema")
 MAX_TEXT_BYTES = DEFAULT_MAX_MESSAGE_BYTES // 2  # room for the stored message's data
 # One task line: a prompt and a system text at the limit, with room for JSON escapes.
 MAX_LINE_BYTES = 4 * MAX_TEXT_BYTES
@@ -57,6 +59,7 @@ class Task:
     prompt: str
     model: str | None = None  # canonical MODEL[/THINKING], aliases resolved
     system: str | None = None
+    schema: JSONObject | None = None  # the task's own output schema, checked
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -163,7 +166,9 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
     if unknown:
         names = ", ".join(repr(key) for key in unknown)
         plural = "s" if len(unknown) > 1 else ""
-        problems.append(f"unknown field{plural} {names} (a task has id, prompt, model, system)")
+        problems.append(
+            f"unknown field{plural} {names} (a task has id, prompt, model, system, schema)"
+        )
     if "id" not in value:
         problems.append("missing required field 'id'")
     elif (problem := _id_problem(value["id"])) is not None:
@@ -188,6 +193,11 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
         and (problem := _string_problem("system", system, required=False)) is not None
     ):
         problems.append(problem)
+    schema = None
+    if "schema" in value:
+        schema, problem = _schema(value["schema"], spec)
+        if problem is not None:
+            problems.append(problem)
     if problems:
         raise TaskLineError(line, "; ".join(problems))
     return Task(
@@ -197,7 +207,29 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
         prompt=value["prompt"],
         model=spec,
         system=system,
+        schema=schema,
     )
+
+
+def _schema(value: object, model: str | None) -> tuple[JSONObject | None, str | None]:
+    """A task's own output schema, checked (and for its own model's provider, when it names
+    one), or what is wrong with it."""
+    if not isinstance(value, dict):
+        return None, f"'schema' must be a JSON schema object, not {_json_type(value)}"
+    try:
+        schema = checked_schema(value)
+    except OutputSchemaError as exc:
+        return None, f"'schema': {exc}"
+    refusal = schema_refusal(schema, model)
+    return (None, refusal) if refusal else (schema, None)
+
+
+def schema_refusal(schema: JSONObject, model: str | None) -> str | None:
+    """Why the provider of `model` (MODEL[/THINKING], canonical) would refuse `schema`."""
+    if model is None:
+        return None
+    refusal = provider_refusal(schema, parse_model_spec(model).provider)
+    return None if refusal is None else f"'schema': {refusal}"
 
 
 def decode_lines(
@@ -338,4 +370,6 @@ def task_json(task: Task) -> dict[str, Any]:
         line["model"] = task.model
     if task.system is not None:
         line["system"] = task.system
+    if task.schema is not None:
+        line["schema"] = task.schema
     return line

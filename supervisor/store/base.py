@@ -22,9 +22,9 @@ DEFAULT_LEASE_POLL_S = 0.01
 
 
 class Store(Protocol):
-    """Agents, messages, events, focus and session leases. Writes either happen whole or raise
-    StoreError and change nothing; reads validate every record and raise StoreError on one
-    they cannot trust."""
+    """Agents, messages, events, focus, session leases and the trees live Groves hold. Writes
+    either happen whole or raise StoreError and change nothing; reads validate every record
+    and raise StoreError on one they cannot trust."""
 
     max_message_bytes: int
 
@@ -131,6 +131,27 @@ class Store(Protocol):
 
     def lease(self, session_id: str, timeout_s: float) -> AbstractAsyncContextManager[Lease]:
         """Hold the session's lease: FIFO across processes; SupervisorError after `timeout_s`."""
+        ...
+
+    def renew_holder(self, holder: str, ttl_s: float) -> bool:
+        """The Grove `holder` (a supervisor) is alive for `ttl_s` seconds more; whether it was
+        alive until now. One not renewed in time is gone, and the trees it held with it."""
+        ...
+
+    def drop_holder(self, holder: str) -> None:
+        """The Grove `holder` ends: it holds no tree any more."""
+        ...
+
+    def hold_trees(self, holder: str, roots: Collection[str]) -> None:
+        """The Grove `holder` holds the trees of these root uuids now (whoever held them)."""
+        ...
+
+    def live_holders(self) -> set[str]:
+        """The holders renewed in time and not dropped."""
+        ...
+
+    def tree_holders(self) -> dict[str, str]:
+        """Root uuid -> holder, for every tree a live holder holds."""
         ...
 
     def close(self) -> None: ...

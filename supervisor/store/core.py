@@ -7,6 +7,7 @@ No storage calls here: anything that touches SQLite or Redis belongs to a backen
 from __future__ import annotations
 
 import json
+import math
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
@@ -22,6 +23,7 @@ from supervisor.store.codec import decode_json, describe, encode_json, utf8_size
 from supervisor.store.lease import Lease, LeaseQueue, hold_lease
 from supervisor.store.records import (
     IMMUTABLE_AGENT_FIELDS,
+    AgentId,
     AgentRecord,
     EventKind,
     EventRecord,
@@ -32,6 +34,7 @@ from supervisor.store.records import (
 # How many candidates an ambiguous prefix lists.
 _AMBIGUOUS_SHOWN = 10
 _EVENT_KIND: TypeAdapter[str] = TypeAdapter(EventKind)
+_AGENT_ID: TypeAdapter[str] = TypeAdapter(AgentId)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -346,6 +349,38 @@ class StoreCore(ABC):
     def lease(self, session_id: str, timeout_s: float) -> AbstractAsyncContextManager[Lease]:
         return hold_lease(self._lease_queue, session_id, timeout_s, self._lease_poll_s)
 
+    # ----- holders: the live Groves and the trees they hold ----------------------------------
+
+    def renew_holder(self, holder: str, ttl_s: float) -> bool:
+        if not (math.isfinite(ttl_s) and ttl_s > 0):
+            raise StoreError(f"A holder's time to live must be positive, not {ttl_s!r}")
+        return self._renew_holder(_checked_id(holder, "holder"), ttl_s)
+
+    def drop_holder(self, holder: str) -> None:
+        self._drop_holder(_checked_id(holder, "holder"))
+
+    def hold_trees(self, holder: str, roots: Collection[str]) -> None:
+        checked = [_checked_id(root, "root") for root in roots]
+        if checked:
+            self._hold_trees(_checked_id(holder, "holder"), checked)
+
+    @abstractmethod
+    def _renew_holder(self, holder: str, ttl_s: float) -> bool:
+        """Keep `holder` alive `ttl_s` more, after letting go of what expired holders held;
+        whether it was alive."""
+
+    @abstractmethod
+    def _drop_holder(self, holder: str) -> None: ...
+
+    @abstractmethod
+    def _hold_trees(self, holder: str, roots: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def live_holders(self) -> set[str]: ...
+
+    @abstractmethod
+    def tree_holders(self) -> dict[str, str]: ...
+
     # ----- helpers for the backends ---------------------------------------------------------
 
     def _require_agent(self, uuid: str) -> AgentRecord:
@@ -408,6 +443,14 @@ def ticketed(existing: MessageRecord, agent_uuid: str) -> MessageRecord:
             f"{existing.agent_uuid}; nothing was written"
         )
     return existing
+
+
+def _checked_id(value: str, what: str) -> str:
+    """A holder's or a root's id: the alphabet of agent ids (it ends up in key names)."""
+    try:
+        return _AGENT_ID.validate_python(value)
+    except ValidationError as exc:
+        raise StoreError(f"Invalid {what} id: {describe(exc)}; nothing was written") from exc
 
 
 def _revalidate(record: AgentRecord) -> AgentRecord:

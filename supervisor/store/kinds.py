@@ -10,3 +10,6 @@ COMPACTION_KIND = "compaction"  # data: first_kept_message_id, tokens_before, to
 # reviewer, whose transcript is its own): its usage was billed (data: usage, cost_usd, model,
 # provider, duration_s, stop_reason).
 SPENT_KIND = "spent"
+# The end of a turn that failed or was cancelled after some of its steps were stored as they
+# ended: its error text; the model does not see it (data: none).
+TURN_END_KIND = "turn_end"

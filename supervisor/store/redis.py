@@ -85,6 +85,34 @@ return {ticket, head()}
 )
 # KEYS: the session queue. ARGV: ticket key prefix.
 _LEASE_HEAD = _QUEUE_HEAD + "return head()"
+# let_go(holder): drop a holder: the trees it holds (those no other holder took since), its
+# set of them, its key, its place among the holders. KEYS: the holds hash, the holders set.
+# ARGV: holder key prefix (the holder's key is prefix .. id, its trees' set prefix .. id ..
+# ':trees').
+_LET_GO = """
+local function let_go(holder)
+  local trees = ARGV[1] .. holder .. ':trees'
+  for _, root in ipairs(redis.call('SMEMBERS', trees)) do
+    if redis.call('HGET', KEYS[1], root) == holder then redis.call('HDEL', KEYS[1], root) end
+  end
+  redis.call('DEL', trees, ARGV[1] .. holder)
+  redis.call('SREM', KEYS[2], holder)
+end
+"""
+# The live holders (their key has not expired); those that expired are let go of here.
+_LIVE_HOLDERS = (
+    _LET_GO
+    + """
+local live = {}
+for _, holder in ipairs(redis.call('SMEMBERS', KEYS[2])) do
+  if redis.call('EXISTS', ARGV[1] .. holder) == 1 then table.insert(live, holder)
+  else let_go(holder) end
+end
+return live
+"""
+)
+# ARGV[2]: the holder to drop.
+_DROP_HOLDER = _LET_GO + "let_go(ARGV[2])"
 
 
 class _Keys:
@@ -98,6 +126,9 @@ class _Keys:
         self.event_seq = f"{namespace}:event:seq"
         self.focus = f"{namespace}:focus"
         self.lease_seq = f"{namespace}:lease:seq"
+        self.holders = f"{namespace}:holders"
+        self.holds = f"{namespace}:holds"
+        self.holder_prefix = f"{namespace}:holder:"
 
     def agent(self, uuid: str) -> str:
         return f"{self.ns}:agent:{uuid}"
@@ -468,6 +499,42 @@ class RedisStore(StoreCore):
                 return [_event(entry_id, fields) for entry_id, fields in reply[0][1]]
             remaining_ms -= block_ms
         return self.events(after_id, limit)
+
+    # ----- holders: each one's key expires unless renewed (the server's clock) ----------------
+
+    def _renew_holder(self, holder: str, ttl_s: float) -> bool:
+        self.live_holders()  # lets go of what expired holders held
+        key = f"{self._keys.holder_prefix}{holder}"
+        with self._mapped("renew a holder"):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.exists(key)
+            pipe.set(key, "1", px=max(1, int(ttl_s * 1000)))
+            pipe.sadd(self._keys.holders, holder)
+            alive = pipe.execute()[0]
+        return bool(alive)
+
+    def _drop_holder(self, holder: str) -> None:
+        keys = [self._keys.holds, self._keys.holders]
+        self._run("drop a holder", _DROP_HOLDER, keys, self._keys.holder_prefix, holder)
+
+    def _hold_trees(self, holder: str, roots: Sequence[str]) -> None:
+        with self._mapped("hold trees"):
+            pipe = self._client.pipeline(transaction=True)
+            pipe.hset(self._keys.holds, mapping=dict.fromkeys(roots, holder))
+            pipe.sadd(f"{self._keys.holder_prefix}{holder}:trees", *roots)
+            pipe.execute()
+
+    def live_holders(self) -> set[str]:
+        keys = [self._keys.holds, self._keys.holders]
+        live = self._run("read the holders", _LIVE_HOLDERS, keys, self._keys.holder_prefix)
+        return {_text(raw, "holder") for raw in live}
+
+    def tree_holders(self) -> dict[str, str]:
+        live = self.live_holders()
+        with self._mapped("read the held trees"):
+            raw = self._client.hgetall(self._keys.holds)
+        held = {_text(root, "held root"): _text(holder, "holder") for root, holder in raw.items()}
+        return {root: holder for root, holder in held.items() if holder in live}
 
     # ----- plumbing for the lease queue ------------------------------------------------------
 

@@ -82,6 +82,18 @@ CREATE TABLE IF NOT EXISTS lease_tickets (
 );
 CREATE INDEX IF NOT EXISTS lease_tickets_by_session ON lease_tickets(session_id, ticket);
 """
+# Made in any store that lacks them (they came after schema version 1; older Groves ignore them).
+_HOLDER_SCHEMA = """
+CREATE TABLE IF NOT EXISTS holders (
+    holder TEXT PRIMARY KEY,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tree_holds (
+    root_uuid TEXT PRIMARY KEY,
+    holder TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tree_holds_by_holder ON tree_holds(holder);
+"""
 
 _AGENT_COLUMNS = (
     "uuid",
@@ -200,6 +212,9 @@ class SqliteStore(StoreCore):
                     f"SQLite store {db.path} has schema version {version}; this Grove reads "
                     f"version {SCHEMA_VERSION}"
                 )
+            for statement in _HOLDER_SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
 
     @property
     def _lease_queue(self) -> LeaseQueue:
@@ -384,6 +399,52 @@ class SqliteStore(StoreCore):
                 return found
             time.sleep(min(EVENT_POLL_S, remaining))
 
+    # ----- holders --------------------------------------------------------------------------
+
+    def _renew_holder(self, holder: str, ttl_s: float) -> bool:
+        now = time.time()
+        with self._db.transaction("renew a holder") as conn:
+            alive = conn.execute(
+                "SELECT 1 FROM holders WHERE holder = ? AND expires_at > ?", (holder, now)
+            ).fetchone()
+            expired = "SELECT holder FROM holders WHERE expires_at <= ?"
+            conn.execute(f"DELETE FROM tree_holds WHERE holder IN ({expired})", (now,))
+            conn.execute("DELETE FROM holders WHERE expires_at <= ?", (now,))
+            conn.execute(
+                "INSERT INTO holders (holder, expires_at) VALUES (?, ?) "
+                "ON CONFLICT (holder) DO UPDATE SET expires_at = excluded.expires_at",
+                (holder, now + ttl_s),
+            )
+        return alive is not None
+
+    def _drop_holder(self, holder: str) -> None:
+        with self._db.transaction("drop a holder") as conn:
+            conn.execute("DELETE FROM tree_holds WHERE holder = ?", (holder,))
+            conn.execute("DELETE FROM holders WHERE holder = ?", (holder,))
+
+    def _hold_trees(self, holder: str, roots: Sequence[str]) -> None:
+        with self._db.transaction("hold trees") as conn:
+            conn.executemany(
+                "INSERT INTO tree_holds (root_uuid, holder) VALUES (?, ?) "
+                "ON CONFLICT (root_uuid) DO UPDATE SET holder = excluded.holder",
+                [(root, holder) for root in roots],
+            )
+
+    def live_holders(self) -> set[str]:
+        rows = self._db.query(
+            "read the holders", "SELECT holder FROM holders WHERE expires_at > ?", (time.time(),)
+        )
+        return {_text(row[0], "holder") for row in rows}
+
+    def tree_holders(self) -> dict[str, str]:
+        rows = self._db.query(
+            "read the held trees",
+            "SELECT t.root_uuid, t.holder FROM tree_holds t JOIN holders h ON h.holder = t.holder "
+            "WHERE h.expires_at > ?",
+            (time.time(),),
+        )
+        return {_text(root, "held root"): _text(holder, "holder") for root, holder in rows}
+
 
 class _SqliteLeaseQueue:
     """Lease tickets as rows; a row whose expires_at has passed is a dead holder's ticket."""
@@ -458,3 +519,9 @@ def _event(row: Sequence[Any]) -> EventRecord:
 def _label(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str):
+        raise StoreError(f"Corrupted {what} in the store: {_label(value)}")
+    return value

@@ -1,5 +1,6 @@
 """bench/chaos.py end to end at a tiny size: the simulator in its own process, planted faults,
-hosts SIGKILLed every second, the rerun pass, the baseline, and the one JSON line it prints.
+tool-using tasks, hosts SIGKILLed every second, the rerun pass, the baseline, and the one JSON
+line it prints.
 """
 
 from __future__ import annotations
@@ -53,3 +54,11 @@ def test_chaos_bench_loses_nothing_and_runs_nothing_twice() -> None:
     assert report["baseline_completed"] == TASKS
     assert report["wall_s"] > 0 and report["baseline_wall_s"] > 0
     assert report["ratio"] == pytest.approx(report["wall_s"] / report["baseline_wall_s"], rel=0.01)
+    # Half the tasks without a fault call a side-effecting tool three times: none ran twice,
+    # and a turn cut off asked again for at most the one request in flight when it was.
+    assert report["tool_tasks"] == 10
+    assert report["side_effects_repeated"] == 0
+    # a call cut off before it ran is missing (the model is told it may not have happened)
+    assert report["side_effects"] + report["side_effects_missing"] == 30
+    assert report["side_effects"] >= 20
+    assert report["requests_rebilled"] <= report["turns_interrupted"]

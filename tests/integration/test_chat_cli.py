@@ -233,10 +233,10 @@ def test_agents_shows_the_tree_with_models_and_counts(chat_run: ChatRun, store: 
     plain, tasked, grandchild = (uuid for uuid, _ in forks(chat_run))
     count = len(store.agent_messages(grandchild))
     assert lines == [
-        f"{root}  root  running  anthropic/claude-sonnet-4-5/med  2 messages",
-        f"  {plain}  child  running  anthropic/claude-sonnet-4-5/med  0 messages",
-        f"  {tasked}  child  running  anthropic/claude-sonnet-4-5/med  2 messages",
-        f"    {grandchild}  child  running  openai/gpt-5/default  {count} messages",
+        f"{root}  root  stopped  anthropic/claude-sonnet-4-5/med  2 messages",
+        f"  {plain}  child  stopped  anthropic/claude-sonnet-4-5/med  0 messages",
+        f"  {tasked}  child  stopped  anthropic/claude-sonnet-4-5/med  2 messages",
+        f"    {grandchild}  child  stopped  openai/gpt-5/default  {count} messages",
     ]
 
 

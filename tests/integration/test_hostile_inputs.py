@@ -98,8 +98,8 @@ def test_a_record_of_the_wrong_types_is_named_by_agents_and_history(damaged: Wor
     record still reads, and nothing is changed by trying."""
     before = _dump(damaged.base / "g.sqlite3")
     healthy = (
-        "aaaa1111  root  running  no model  1 message\n"
-        "  aaaa2222  child  running  no model  1 message\n"
+        "aaaa1111  root  stopped  no model  1 message\n"
+        "  aaaa2222  child  stopped  no model  1 message\n"
     )
     for args in (["agents"], ["agents", "--all"]):
         done = grove_cli(damaged, *args)

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from supervisor import Grove
+from supervisor.tool_rules import grant_of
 from tests.integration.groves import running_grove
 from tests.integration.groves import sim_call as call
 from tests.integration.groves import tool_results as results
@@ -76,6 +77,9 @@ def test_stdio_and_http_servers_tools_are_called(grove: Grove) -> None:
     root = grove.create_root(MODEL, tools=["mcp__calc", "mcp__web__add"]).uuid
     names = [tool["name"] for tool in grove.agent(root).metadata["mcp_tools"]]
     assert "mcp__calc__add" in names and "mcp__web__add" in names
+    # what a call cut off by its host's death may do: run again, from the annotations
+    again = set(grant_of(grove.agent(root).metadata).mcp_idempotent)
+    assert again == {"mcp__calc__add", "mcp__calc__pid", "mcp__web__add"}
     assert "mcp__web__pid" not in grove.agent(root).metadata["tools"]
     assert grove.ask(root, call("mcp__calc__add", a=2, b=3)).ok
     assert grove.ask(root, call("mcp__web__add", a=20, b=22)).ok

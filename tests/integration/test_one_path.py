@@ -49,6 +49,29 @@ SHOPKIT = {
 }
 
 
+FINDING = {
+    "title": "Finding",
+    "type": "object",
+    "properties": {
+        "severity": {"enum": ["low", "medium", "high"]},
+        "file": {"type": "string"},
+        "line": {"type": "integer"},
+    },
+    "required": ["severity", "file", "line"],
+}
+VERDICT = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+# A typed batch: ok at once, ok after a retry, malformed throughout, a failed turn, a schema of
+# its own, and a schema that is none (an error record for its line).
+TYPED_TASKS = [
+    {"id": "plain", "prompt": "Review part 1."},
+    {"id": "retried", "prompt": "Review part 2. [[sim invalid_output=1]]"},
+    {"id": "invalid", "prompt": "Review part 3. [[sim invalid_output=5]]"},
+    {"id": "broken", "prompt": "[[sim fault=disconnect after=2]] Review part 4."},
+    {"id": "own", "prompt": "Is it fine?", "schema": VERDICT},
+    {"id": "unusable", "prompt": "Review part 5.", "schema": {"type": "array"}},
+]
+
+
 @dataclass(frozen=True)
 class Outcome:
     code: int
@@ -85,9 +108,11 @@ def service(tmp_path_factory: pytest.TempPathFactory, mcp: dict[str, str]) -> It
 def local_env(
     tmp_path_factory: pytest.TempPathFactory, store_url: str, mcp: dict[str, str]
 ) -> dict[str, str]:
-    """The environment of a command with no service up, on the module's Grove and store."""
+    """The environment of a command with no service up, on the module's Grove and store. Its
+    agents answer from the module's simulator; the key only lets the command's own checks
+    (cli/preflight.py) pass, as a user's real key would."""
     env = cli_environment(tmp_path_factory.mktemp("local"))
-    env.update(GROVE_STORE=store_url, **mcp)
+    env.update(GROVE_STORE=store_url, ANTHROPIC_API_KEY="sk-ant-not-used", **mcp)
     return env
 
 
@@ -105,6 +130,8 @@ def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tasks.append({"id": "sys", "prompt": "[[sim reply=ok]] go", "system": "Be brief."})
     (base / "tasks.jsonl").write_text("".join(json.dumps(task) + "\n" for task in tasks))
     (base / "guide.md").write_text("Review with care.\n")
+    (base / "finding.json").write_text(json.dumps(FINDING))
+    (base / "typed.jsonl").write_text("".join(json.dumps(task) + "\n" for task in TYPED_TASKS))
     return base
 
 
@@ -177,7 +204,15 @@ RUNS = [
     ("no-function", ["run", "-m", MODEL, "--tools", "shopkit.tools:nope", "hi"], 2, "nope"),
     ("failed-turn", ["run", "-m", MODEL, "[[sim fault=disconnect after=2]] hi"], 1, "stream"),
     ("batch", ["batch", "tasks.jsonl", "-m", MODEL, "-c", "1", "--context", "guide.md"], 0, "ok"),
-]
+    ("typed", ["run", "-m", MODEL, "--output-schema", "finding.json",
+               "Review. [[sim invalid_output=1]]"], 0, '"severity"'),
+    ("typed-json", ["run", "-m", MODEL, "--json", "--output-schema", "finding.json", "Review."], 0,
+     '"output": {"severity"'),
+    ("typed-invalid", ["run", "-m", MODEL, "--output-schema", "finding.json", "--output-retries",
+                       "1", "Review. [[sim invalid_output=5]]"], 1, "invalid output after 1 retry"),
+    ("typed-batch", ["batch", "typed.jsonl", "-m", MODEL, "--output-schema", "finding.json"], 1,
+     "3 failed (1 malformed line, 1 invalid output)"),
+]  # fmt: skip
 # Reads of the service's store: served, and with --store (which reads it directly).
 READS = [
     ("agents", ["agents"], 0, "root"),
@@ -210,7 +245,7 @@ def test_a_command_runs_the_same_with_a_service_and_without(
     outputs = {}
     for way, env in (("served", service.env), ("local", local_env)):
         output = workdir / f"{name}-{way}.out.jsonl"
-        outcome = invoke(env, *(a if a != "tasks.jsonl" else str(workdir / a) for a in args),
+        outcome = invoke(env, *(str(workdir / a) if a.endswith(".jsonl") else a for a in args),
                          *(["--output", str(output)] if args[0] == "batch" else []))  # fmt: skip
         outputs[way] = outcome
         assert outcome.code == code, (way, outcome)
@@ -222,6 +257,55 @@ def test_a_command_runs_the_same_with_a_service_and_without(
         served, local = outputs[f"served{kind}"], outputs[f"local{kind}"]
         paths = {str(workdir / f"{name}-{way}.out.jsonl"): "<out>" for way in ("served", "local")}
         assert normalised(served, paths) == normalised(local, paths)
+
+
+def test_a_typed_batch_rerun_runs_again_only_what_was_not_ok(
+    service: Service,
+    grove: Grove,
+    local_env: dict[str, str],
+    workdir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both ways: the first run records each typed answer (the retries' usage counted in its
+    usage), the rerun runs just the invalid_output and the error, never an ok; `grove history`
+    shows the typed answer as JSON."""
+    monkeypatch.chdir(workdir)
+    for way, env in (("served", service.env), ("local", local_env)):
+        output = workdir / f"typed-rerun-{way}.out.jsonl"
+        args = ["batch", str(workdir / "typed.jsonl"), "-m", MODEL, "--output-schema",
+                "finding.json", "--output", str(output)]  # fmt: skip
+        first = invoke(env, *args)
+        assert first.code == 1, (way, first)
+        records = {r["id"]: r for r in map(json.loads, output.read_text().splitlines())}
+        assert records["plain"]["status"] == records["own"]["status"] == "ok"
+        assert records["own"]["output"] in ({"ok": True}, {"ok": False})
+        retried = records["retried"]
+        assert retried["status"] == "ok" and retried["output"]["severity"] in (
+            "low",
+            "medium",
+            "high",
+        )
+        assert retried["output_retries"] == 1 and retried["retry_usage"]["input_tokens"] > 0
+        assert retried["usage"]["input_tokens"] > retried["retry_usage"]["input_tokens"]
+        invalid = records["invalid"]
+        assert (invalid["status"], invalid["output"], invalid["output_retries"]) == (
+            "invalid_output", None, 2,
+        )  # fmt: skip
+        assert invalid["text"] and invalid["error"].startswith("The answer does not match")
+        assert records["broken"]["status"] == "error" and records["broken"]["output"] is None
+        assert records[None]["line"] == 6 and "'schema'" in records[None]["error"]
+        again = invoke(env, *args)
+        assert again.code == 1, (way, again)
+        assert (
+            "batch: 2 task(s) to run, 3 skipped (already ok), 1 malformed line(s)" in again.stderr
+        )
+        rerun = [json.loads(line) for line in output.read_text().splitlines()[len(records) :]]
+        assert sorted(record["id"] for record in rerun) == ["broken", "invalid"], way
+        history = ["history", records["retried"]["agent"]]
+        shown = invoke(env, *history)
+        assert shown.code == 0 and "(typed, after 1 output retries)" in shown.stdout, shown
+        assert json.dumps(retried["output"], indent=2) in shown.stdout
+        assert "output_retry" in shown.stdout  # what went back to the model, in its history
 
 
 @pytest.mark.parametrize(("name", "args", "code", "shows"), READS, ids=[case[0] for case in READS])

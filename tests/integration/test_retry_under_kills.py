@@ -26,7 +26,7 @@ def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(
     root = grove.create_root("claude-haiku-4-5").uuid
     long = [f"[[sim tps=20 tokens=60]] long {index}" for index in range(100)]
     short = [f"[[sim ttft_ms={1500 + 10 * i} tokens=2]] short {i}" for i in range(400)]
-    children = grove.fork_many(root, long + short, retry_interrupted=True)
+    children = grove.fork_many(root, long + short)
     time.sleep(1.0)
     kill_host(grove, grove.provider_identity(children[0])["host"])
     results = finish_all(grove, children)
@@ -42,7 +42,7 @@ def test_fork_many_onto_a_host_just_killed_runs_every_child(grove: Grove, store:
     root = grove.create_root("gpt-5-mini").uuid
     prompts = [f"[[sim tokens=5]] right after the kill {index}" for index in range(40)]
     kill_host(grove, "host-1")
-    children = grove.fork_many(root, prompts, retry_interrupted=True)
+    children = grove.fork_many(root, prompts)
     results = finish_all(grove, children)
     assert all(result is not None and result.ok for result in results.values())
     for child in children:
@@ -55,7 +55,7 @@ def test_a_host_killed_again_while_its_turns_are_retried(grove: Grove, store: St
     exactly one stored answer."""
     root = grove.create_root("claude-haiku-4-5").uuid
     prompts = [f"[[sim tps=20 tokens=40]] twice interrupted {index}" for index in range(200)]
-    children = grove.fork_many(root, prompts, retry_interrupted=True)
+    children = grove.fork_many(root, prompts)
     victim = grove.provider_identity(children[0])["host"]
     restarts = len(events(store, "HostRestarted"))
     time.sleep(1.0)

@@ -368,7 +368,7 @@ def test_the_right_redis_password_lists_the_agents(locked_redis: int, tmp_path: 
     store.close()
     done, _ = grove_agents(url, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "abcd1234  root  running  no model  0 messages\n"
+    assert done.stdout == "abcd1234  root  stopped  no model  0 messages\n"
     assert REDIS_PASSWORD not in done.stderr + done.stdout
 
 

@@ -15,8 +15,9 @@ import sys
 import time
 from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -26,6 +27,9 @@ from tests.conformance.corpus import REPO_ROOT
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
 from tests.integration.services import Service, grove_service
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Locator, Page
 
 TIMEOUT_S = 180
 NO_RAY_PROBE = """
@@ -279,66 +283,156 @@ def chromium_path() -> str:
     return found
 
 
-def test_the_dashboard_shows_a_batch_and_a_streaming_agent_live(
-    service: Service, tmp_path: Path
-) -> None:
+@pytest.fixture(scope="module")
+def browser(service: Service) -> Iterator[Browser]:
+    """Headless Chromium for the dashboard's tests (one for the module: it starts slowly)."""
     from playwright.sync_api import sync_playwright
 
-    with sync_playwright() as playwright, service.api() as api:
-        browser = playwright.chromium.launch(
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(
             executable_path=chromium_path(), args=["--no-sandbox", "--disable-gpu"]
         )
         try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(f"{service.url}/?token={service.token}")
-            page.wait_for_selector("#connection:has-text('live')")
-            lines = "".join(
-                json.dumps({"id": n, "prompt": f"[[sim tokens=20 tps=20]] task {n}"}) + "\n"
-                for n in range(24)
-            )
-            submitted = api.post(
-                "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 4},
-                content=lines.encode(),
-            ).json()  # fmt: skip
-            cell = page.locator(f"tr[data-batch='{submitted['id']}'] td.completed")
-            seen: list[int] = []
-            deadline = time.monotonic() + 120
-            while not seen or seen[-1] < 24:
-                assert time.monotonic() < deadline, seen
-                if cell.count():
-                    done = int(cell.inner_text().split(" / ")[0])
-                    if not seen or done != seen[-1]:
-                        seen.append(done)
-                time.sleep(0.1)
-            assert len(seen) >= 3 and seen == sorted(seen), seen  # it rose while we watched
-
-            root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
-            page.wait_for_selector(f"tr[data-uuid='{root}']")
-            page.click(f"tr[data-uuid='{root}']")
-            page.wait_for_selector(f"#transcript-title:has-text('{root}')")
-            slow = {"text": '[[sim reply="Streaming into the dashboard word by word" tps=4]] go'}
-            with ThreadPoolExecutor(1) as pool:
-                turn = pool.submit(api.post, f"/api/agents/{root}/prompts", json=slow)
-                page.wait_for_function(
-                    "document.getElementById('live').textContent.length > 0", timeout=30_000
-                )
-                partial = page.inner_text("#live")
-                assert "Streaming into the dashboard word by word".startswith(partial.strip())
-                page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
-                assert turn.result(timeout=60).json()["ok"]
-            page.wait_for_selector(".message.assistant:has-text('word by word')")
-
-            # A tree whose second turn reads the first's prompt from the provider's cache.
-            cached = api.post("/api/roots", json={"model": "claude-sonnet-4-5"}).json()["uuid"]
-            long_prompt = "[[sim tokens=3]] " + " ".join(f"note-{n}" for n in range(2_000))
-            for text in (long_prompt, "[[sim tokens=3]] and again"):
-                api.post(f"/api/agents/{cached}/prompts", json={"text": text})
-            cache_cell = page.locator(f"tr[data-uuid='{cached}'] td.cache")
-            cache_cell.filter(has_text="saved").wait_for(timeout=30_000)
-            assert "%" in cache_cell.inner_text()
+            yield launched
         finally:
-            browser.close()
+            launched.close()
+
+
+@contextmanager
+def dashboard(browser: Browser, service: Service) -> Iterator[Page]:
+    """The dashboard in a page of its own, once it follows the tree."""
+    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    try:
+        page.goto(f"{service.url}/?token={service.token}")
+        page.wait_for_selector("#connection:has-text('live')")
+        yield page
+    finally:
+        page.close()
+
+
+def test_the_dashboard_shows_a_batch_rising_and_a_trees_caching(
+    browser: Browser, service: Service
+) -> None:
+    with dashboard(browser, service) as page, service.api() as api:
+        lines = "".join(
+            json.dumps({"id": n, "prompt": f"[[sim tokens=20 tps=20]] task {n}"}) + "\n"
+            for n in range(24)
+        )
+        submitted = api.post(
+            "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 4},
+            content=lines.encode(),
+        ).json()  # fmt: skip
+        cell = page.locator(f"tr[data-batch='{submitted['id']}'] td.completed")
+        seen: list[int] = []
+        deadline = time.monotonic() + 120
+        while not seen or seen[-1] < 24:
+            assert time.monotonic() < deadline, seen
+            if cell.count():
+                done = int(cell.inner_text().split(" / ")[0])
+                if not seen or done != seen[-1]:
+                    seen.append(done)
+            time.sleep(0.1)
+        assert len(seen) >= 3 and seen == sorted(seen), seen  # it rose while we watched
+
+        # A tree whose second turn reads the first's prompt from the provider's cache.
+        cached = api.post("/api/roots", json={"model": "claude-sonnet-4-5"}).json()["uuid"]
+        long_prompt = "[[sim tokens=3]] " + " ".join(f"note-{n}" for n in range(2_000))
+        for text in (long_prompt, "[[sim tokens=3]] and again"):
+            api.post(f"/api/agents/{cached}/prompts", json={"text": text})
+        cache_cell = page.locator(f"tr[data-uuid='{cached}'] td.cache")
+        cache_cell.filter(has_text="saved").wait_for(timeout=30_000)
+        assert "%" in cache_cell.inner_text()
+
+
+def test_the_dashboard_streams_a_reply_in_and_then_shows_it_once(
+    browser: Browser, service: Service, tmp_path: Path
+) -> None:
+    reply = "Streaming into the dashboard word by word"
+    with dashboard(browser, service) as page, service.api() as api:
+        root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+        page.click(f"tr[data-uuid='{root}']")
+        page.wait_for_selector(f"#transcript-title:has-text('{root}')")
+        slow = {"text": f'[[sim reply="{reply}" tps=4]] go'}
+        with ThreadPoolExecutor(1) as pool:
+            turn = pool.submit(api.post, f"/api/agents/{root}/prompts", json=slow)
+            page.wait_for_function(
+                "document.getElementById('live').textContent.length > 0", timeout=30_000
+            )
+            partial = page.inner_text("#live")
+            assert reply.startswith(partial.strip())
+            page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+            assert turn.result(timeout=60).json()["ok"]
+        page.wait_for_selector(f"#transcript .message.assistant:has-text('{reply}')")
+        # The turn is over: the stored reply stays, the live copy goes.
+        page.wait_for_function("document.getElementById('live').hidden", timeout=30_000)
+        shown = page.locator("#transcript-section .message.assistant:visible", has_text=reply)
+        assert shown.count() == 1
+        assert page.inner_text("#live") == ""
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
+
+
+def test_the_dashboard_lists_the_newest_trees_first(browser: Browser, service: Service) -> None:
+    with service.api() as api:
+        older = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+        api.post(f"/api/agents/{older}/fork", json={"prompts": ["[[sim tokens=3]] a child"]})
+        newer = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+    with dashboard(browser, service) as page:
+        for uuid in (older, newer):
+            page.wait_for_selector(f"tr[data-uuid='{uuid}']")
+        order = page.eval_on_selector_all("tr.agent", "rows => rows.map(row => row.dataset.uuid)")
+        # The newest tree on top; an older one below, its child right under it.
+        assert order[0] == newer
+        assert order.index(older) > order.index(newer)
+        child = order[order.index(older) + 1]
+        assert page.locator(f"tr[data-uuid='{child}'] td").nth(1).inner_text() == "child"
+
+
+def test_the_dashboard_names_batches_by_root_and_size_and_links_the_root(
+    browser: Browser, service: Service
+) -> None:
+    tasks = [json.dumps({"id": n, "prompt": f"[[sim tokens=3]] small {n}"}) for n in range(3)]
+    with dashboard(browser, service) as page, service.api() as api:
+        batches = [
+            api.post(
+                "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 3},
+                content="\n".join(tasks[:size]).encode(),
+            ).json()
+            for size in (3, 1)
+        ]  # fmt: skip
+        for batch, size in zip(batches, ("3 tasks", "1 task"), strict=True):
+            name = page.locator(f"tr[data-batch='{batch['id']}'] td.batch-name")
+            name.filter(has_text=f"{batch['root'][:8]} · {size}").wait_for(timeout=30_000)
+            assert batch["id"] not in name.inner_text()  # no hex id for a name
+        order = page.eval_on_selector_all(
+            "tr[data-batch]", "rows => rows.map(r => r.dataset.batch)"
+        )
+        assert order.index(batches[1]["id"]) < order.index(batches[0]["id"])  # newest first
+        root = batches[0]["root"]
+        page.click(f"tr[data-batch='{batches[0]['id']}'] a.root-link")
+        page.wait_for_selector(f"#transcript-title:has-text('{root}')")
+        page.wait_for_selector(f"tr.agent.selected[data-uuid='{root}']")
+
+
+def test_the_dashboard_shows_a_tree_no_grove_holds_as_stopped_until_resumed(
+    browser: Browser, service: Service
+) -> None:
+    # A Grove of its own on the service's store: it ran and exited.
+    ran = service.grove("run", "--simulate", "--model", "claude-haiku-4-5", "--json",
+                        "[[sim reply=done]] hi")  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    left = json.loads(ran.stdout)["agent"]
+    with dashboard(browser, service) as page, service.api() as api:
+        held = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+
+        def status(uuid: str) -> Locator:
+            return page.locator(f"tr[data-uuid='{uuid}'] td.status")
+
+        status(left).filter(has_text="stopped").wait_for(timeout=30_000)
+        status(held).filter(has_text="running").wait_for(timeout=30_000)
+        # Resumed in the service, which holds its tree from now on.
+        again = {"text": "[[sim reply=again]] go on"}
+        assert api.post(f"/api/agents/{left}/prompts", json=again).json()["ok"]
+        status(left).filter(has_text="running").wait_for(timeout=30_000)
 
 
 def test_two_ups_at_once_start_one_service(tmp_path: Path) -> None:

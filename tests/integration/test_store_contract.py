@@ -10,6 +10,7 @@ import asyncio
 import itertools
 import math
 import queue
+import re
 import sqlite3
 import subprocess
 import sys
@@ -548,6 +549,60 @@ def test_wait_events_blocks_until_an_event_or_the_timeout(backend: Backend, stor
         timer.join()
     assert [event.kind for event in woken] == ["ModelSwitched"]
     assert time.monotonic() - started < 3.0
+
+
+# ----- holders: the live Groves and the trees they hold ----------------------------------------
+
+
+def test_a_live_holder_holds_its_trees_until_another_takes_one_or_it_drops(
+    backend: Backend, store: Store
+) -> None:
+    other = backend.open()  # another process's view of the same store
+    for holder in ("grove-a", "grove-b"):
+        assert not store.renew_holder(holder, ttl_s=30.0)  # new
+    assert other.renew_holder("grove-a", ttl_s=30.0)  # alive until now
+    store.hold_trees("grove-a", ["root-1", "root-2"])
+    store.hold_trees("grove-b", [])  # holds nothing: no write
+    assert other.live_holders() == {"grove-a", "grove-b"}
+    assert other.tree_holders() == {"root-1": "grove-a", "root-2": "grove-a"}
+    other.hold_trees("grove-b", ["root-2", "root-3"])  # root-2 is taken over
+    store.drop_holder("grove-a")
+    assert store.live_holders() == {"grove-b"}
+    assert store.tree_holders() == {"root-2": "grove-b", "root-3": "grove-b"}
+    store.drop_holder("grove-b")
+    store.drop_holder("grove-b")  # twice is no error
+    assert (store.live_holders(), store.tree_holders()) == (set(), {})
+
+
+def test_a_holder_not_renewed_in_time_holds_nothing(backend: Backend, store: Store) -> None:
+    store.renew_holder("short", ttl_s=0.3)
+    store.renew_holder("long", ttl_s=30.0)
+    store.hold_trees("short", ["root-1"])
+    store.hold_trees("long", ["root-2"])
+    assert store.tree_holders() == {"root-1": "short", "root-2": "long"}
+    time.sleep(0.5)
+    assert backend.open().live_holders() == {"long"}
+    assert store.tree_holders() == {"root-2": "long"}
+    assert not store.renew_holder("short", ttl_s=30.0)  # back, but what it held went with it
+    assert store.tree_holders() == {"root-2": "long"}
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda store: store.renew_holder("a b", ttl_s=5.0), "Invalid holder id: "),
+        (lambda store: store.renew_holder("a", ttl_s=0.0), "time to live must be positive"),
+        (lambda store: store.renew_holder("a", ttl_s=math.nan), "time to live must be positive"),
+        (lambda store: store.hold_trees("a", ["x:y"]), "Invalid root id: "),
+        (lambda store: store.drop_holder(""), "Invalid holder id: "),
+    ],
+)
+def test_bad_holder_input_is_refused_and_changes_nothing(
+    store: Store, call: Any, message: str
+) -> None:
+    with pytest.raises(StoreError, match=re.escape(message)):
+        call(store)
+    assert (store.live_holders(), store.tree_holders()) == (set(), {})
 
 
 # ----- leases --------------------------------------------------------------------------------

@@ -163,7 +163,7 @@ def test_a_killed_hosts_retried_turns_stay_in_their_trace(grove: Grove, receiver
     root = grove.create_root("claude-haiku-4-5").uuid
     prompts = [f"[[sim tps=20 tokens=40]] slow {index}" for index in range(20)]
     restarts = len(_events(grove, "HostRestarted"))
-    children = grove.fork_many(root, prompts, retry_interrupted=True)
+    children = grove.fork_many(root, prompts)
     victim = grove.provider_identity(children[0])["host"]
     time.sleep(1.0)
     kill_host(grove, victim)

@@ -1,6 +1,7 @@
 """The dashboard's tree view on a real SQLite store: only what events name is read again, a
 cursor brings only the rows changed since, turns show from the events that begin and end them,
-and what no event names shows at the next full read.
+what no event names shows at the next full read, and agents of a tree no live Grove holds
+show `stopped`, their turns not streaming.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any
 import pytest
 
 from supervisor.store import AgentRecord, Store, open_store
-from supervisor.tree_view import TreeView, tree_rows
+from supervisor.tree_view import TreeView, listing, tree_rows
 
 MODEL = "claude-sonnet-4-5"
 
@@ -46,6 +47,13 @@ def reply(store: Store, record: AgentRecord, tokens: int, cost: float) -> None:
 
 def uuids(answer: dict[str, Any]) -> set[str]:
     return {row["uuid"] for row in answer["agents"]}
+
+
+def hold(store: Store, root: AgentRecord, holder: str = "grove-test", ttl_s: float = 60.0) -> None:
+    """What a live Grove does when it takes a tree: it lives on, holds it, and says so."""
+    store.renew_holder(holder, ttl_s)
+    store.hold_trees(holder, [root.uuid])
+    store.append_event("TreeHeld", {"agent": root.uuid, "holder": holder})
 
 
 def test_a_cursor_brings_only_the_rows_events_named_since(store: Store) -> None:
@@ -154,6 +162,7 @@ def turns(answer: dict[str, Any]) -> dict[str, str]:
 def test_a_turn_streams_from_its_start_or_its_fork_to_its_end(store: Store) -> None:
     root = agent()
     store.create_agents([root])
+    hold(store, root)
     view = TreeView(full_read_every_s=3600)
     cursor = view.rows(store)["cursor"]
     store.append_event("TurnStarted", {"agent": root.uuid})
@@ -180,3 +189,53 @@ def test_a_cursor_of_another_view_or_malformed_brings_every_row(store: Store) ->
     cursor = TreeView().rows(store)["cursor"]
     for given in (cursor, "nonsense", ":", "x:-1", ""):
         assert TreeView().rows(store, given)["complete"]
+
+
+def statuses(answer: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    return {row["uuid"]: (row["status"], row["turn"]) for row in answer["agents"]}
+
+
+def test_agents_run_only_while_a_live_grove_holds_their_tree(store: Store) -> None:
+    root = agent()
+    child, gone = agent(root), agent(root, status="dead")
+    store.create_agents([root, child, gone])
+    store.append_event("TurnStarted", {"agent": child.uuid})  # its Grove exited mid-turn
+    view = TreeView(full_read_every_s=3600)
+    left = view.rows(store)
+    assert statuses(left) == {
+        root.uuid: ("stopped", "idle"),
+        child.uuid: ("stopped", "idle"),
+        gone.uuid: ("dead", "idle"),
+    }
+    # `grove agents` lists stopped agents (they can be resumed), ended ones only with --all.
+    assert uuids(listing(left, include_ended=False)) == {root.uuid, child.uuid}
+
+    hold(store, root)  # resumed: running, but the turn begun before it is not streaming
+    taken = view.rows(store, left["cursor"])
+    assert statuses(taken) == {root.uuid: ("running", "idle"), child.uuid: ("running", "idle")}
+    store.append_event("TurnStarted", {"agent": child.uuid})
+    began = view.rows(store, taken["cursor"])
+    assert statuses(began) == {child.uuid: ("running", "streaming")}
+    assert statuses(TreeView().rows(store)) == statuses(view.rows(store))  # read anew the same
+
+    other = agent()
+    store.create_agents([other])
+    hold(store, other, holder="grove-other")
+    store.drop_holder("grove-test")  # its Grove closed: no event, the holders say it
+    closed = view.rows(store, began["cursor"])
+    assert statuses(closed) == {
+        root.uuid: ("stopped", "idle"),
+        child.uuid: ("stopped", "idle"),
+        other.uuid: ("running", "idle"),
+    }
+
+
+def test_a_grove_that_stopped_renewing_holds_nothing(store: Store) -> None:
+    root = agent()
+    store.create_agents([root])
+    hold(store, root, ttl_s=0.3)  # then killed: it renews no more
+    view = TreeView(full_read_every_s=3600)
+    held = view.rows(store)
+    assert statuses(held) == {root.uuid: ("running", "idle")}
+    time.sleep(0.4)
+    assert statuses(view.rows(store, held["cursor"])) == {root.uuid: ("stopped", "idle")}

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from actors.agent import TurnResult
 from cli.app import app
 from supervisor import Grove
 from supervisor.errors import CommandError
+from supervisor.holding import HOLDER_RENEW_S
 from supervisor.store import open_store
 from tests.integration.groves import running_grove, sim_call, tool_results
 from tests.integration.services import grove_service
@@ -231,6 +233,25 @@ def test_grove_worktrees_lists_and_prunes(
     ]
     assert kept in listed_after and not {killed, merged, vanished} & set(listed_after)
     assert [row.agent for row in grove.worktrees()] == listed_after  # the Python API's view
+
+    # Taken for gone (as if its Grove had been killed), the agent shows stopped; the Grove's
+    # next renewal finds itself gone and holds its trees again.
+    store = open_store(store_url)
+    try:
+        store.drop_holder(store.tree_holders()[parent])
+    finally:
+        store.close()
+    assert status_of(kept, store_url) == "stopped"
+    deadline = time.monotonic() + HOLDER_RENEW_S * 5
+    while status_of(kept, store_url) != "running":
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+
+
+def status_of(agent: str, store_url: str) -> str:
+    """The agent's status as `grove worktrees --json` shows it."""
+    rows = map(json.loads, worktrees_cli(store_url, "--json")[1].splitlines())
+    return next(str(row["status"]) for row in rows if row["agent"] == agent)
 
 
 def test_grove_worktrees_outside_a_repository(store_url: str, tmp_path: Path) -> None:

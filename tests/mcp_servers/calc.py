@@ -9,6 +9,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Image, MCPServer
+from mcp.types import ToolAnnotations
 
 server = MCPServer("calc")
 ONE_PIXEL_PNG = base64.b64decode(
@@ -16,13 +17,13 @@ ONE_PIXEL_PNG = base64.b64decode(
 )
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def add(a: int, b: int) -> int:
     """Add two numbers."""
     return a + b
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True, read_only_hint=False))
 def pid() -> str:
     """The server's process id."""
     return str(os.getpid())

@@ -2,7 +2,7 @@
 bash output, file names listed, an MCP server's answer) carrying OSC 0 (window title), CSI 2J
 (clear screen), OSC 52 (the clipboard), a C1 CSI and a bidi override reach `grove run`, `grove
 chat` (piped and on a terminal) and `grove history` shown, not obeyed; `--json` keeps the exact
-text.
+text. A model that names its child's model so reaches `grove agents` and `grove usage` shown too.
 """
 
 from __future__ import annotations
@@ -170,3 +170,23 @@ def test_grove_chat_on_a_terminal_shows_it(scene: Scene) -> None:
     hostile = (TITLE, CLEAR, CLIPBOARD, "\x1b]52", "\x9b", "\u202e")
     assert [raw for raw in hostile if raw in screen] == []
     assert screen.count("^[]52;c;cHduZWQ=^Gclip") >= 3
+
+
+def test_a_model_name_a_model_chose_is_shown_by_agents_and_usage(place: Place) -> None:
+    """`fork` takes `openai:ANY_ID` (a compatible server's own model): the id is the model's."""
+    model = f"openai:{TITLE}m{CLIPBOARD}"
+    calls = [
+        {"name": "fork", "args": {"prompt": "[[sim reply=done]] go on", "model": model}},
+        {"name": "wait"},
+    ]
+    run = place.grove(
+        "run", *MODEL, "--tools", "fork", "--tools", "wait",
+        f"[[sim calls='{json.dumps(calls)}' step=1]] fork",
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr
+    shown = "openai/^[]0;pwned^Gm^[]52;c;cHduZWQ=^G"
+    for command in (("agents",), ("usage", "--by", "model")):
+        listed = place.grove(*command)
+        assert listed.returncode == 0, listed.stderr
+        assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+        assert shown in listed.stdout, listed.stdout

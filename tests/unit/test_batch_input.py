@@ -21,9 +21,16 @@ from supervisor.batch.tasks import (
     parse_task_line,
     read_context,
     read_tasks,
+    schema_refusal,
+    task_json,
 )
 
 ALIASES = {"fast": "gemini-3.0-flash/low"}
+VERDICT = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+FREE_KEYS = {
+    "type": "object",
+    "properties": {"tags": {"type": "object", "additionalProperties": True}},
+}
 
 
 def line_error(text: str, line: int = 1) -> str:
@@ -89,16 +96,58 @@ def test_blank_lines_are_not_tasks() -> None:
         ('{"id": 1, "prompt": "x", "system": {}}', "'system' must be a string, not an object"),
         (
             '{"id": 1, "prompt": "x", "sytem": "s", "meta": 1}',
-            "unknown fields 'sytem', 'meta' (a task has id, prompt, model, system)",
+            "unknown fields 'sytem', 'meta' (a task has id, prompt, model, system, schema)",
         ),
         (
             '{"id": 1, "prompt": "x", "model": "claude-sonnet-4-5/max"}',
             "'model': Invalid thinking level: max\nValid levels: none, low, med, high",
         ),
+        (
+            '{"id": 1, "prompt": "x", "schema": "s"}',
+            "'schema' must be a JSON schema object, not a string",
+        ),
+        (
+            '{"id": 1, "prompt": "x", "schema": {"type": "array"}}',
+            "'schema': the root of an output schema must be an object "
+            '({"type": "object", "properties": {...}}); put a list or a value in a property of one',
+        ),
+        (
+            '{"id": 1, "prompt": "x", "schema": {"type": "object", "required": 3}}',
+            "'schema': the output schema is not a valid JSON Schema: 3 is not of type 'array' "
+            "(at /required)",
+        ),
+        (
+            f'{{"id": 1, "prompt": "x", "model": "gpt-5-mini", "schema": {json.dumps(FREE_KEYS)}}}',
+            "'schema': the output schema uses additionalProperties (an object with free keys) at "
+            "/properties/tags, which OpenAI's strict mode cannot take; list its keys as "
+            "properties, or use another provider",
+        ),
     ],
 )
 def test_each_malformed_line_gets_its_precise_message(text: str, message: str) -> None:
     assert line_error(text, 9) == message
+
+
+def test_a_task_schema_is_checked_and_goes_with_the_task() -> None:
+    text = json.dumps({"id": 1, "prompt": "x", "schema": VERDICT})
+    task = parse_task_line(text, 1, ALIASES)
+    assert task is not None and task.schema == VERDICT
+    assert task_json(task) == {"id": 1, "prompt": "x", "schema": VERDICT}
+    assert parse_task_line(json.dumps(task_json(task)), 1) == task
+    # Free keys: refused for OpenAI's strict mode only (a task naming no model is checked
+    # against the root's model by the command, which knows it).
+    for model in ("claude-haiku-4-5", None):
+        line = {"id": 2, "prompt": "x", "schema": FREE_KEYS, **({"model": model} if model else {})}
+        free = parse_task_line(json.dumps(line), 2)
+        assert free is not None and free.schema == FREE_KEYS
+    assert schema_refusal(FREE_KEYS, "gpt-5-mini/low") is not None
+    assert schema_refusal(FREE_KEYS, "claude-haiku-4-5") is None
+    lines = [{"id": 1, "prompt": "a", "schema": []}, {"id": 2, "prompt": "b", "schema": VERDICT}]
+    parsed = read_tasks("".join(json.dumps(line) + "\n" for line in lines).encode())
+    assert [task.id for task in parsed.tasks] == [2]
+    assert [(error.line, error.message) for error in parsed.errors] == [
+        (1, "'schema' must be a JSON schema object, not an array")
+    ]
 
 
 def test_an_unknown_model_quotes_the_reference_text() -> None:
@@ -165,7 +214,9 @@ def test_any_text_is_a_task_none_or_a_line_error(text: str, line: int) -> None:
 
 @given(
     JSON_VALUES
-    | st.dictionaries(st.sampled_from(["id", "prompt", "model", "system", "x"]), JSON_VALUES)
+    | st.dictionaries(
+        st.sampled_from(["id", "prompt", "model", "system", "schema", "x"]), JSON_VALUES
+    )
 )
 def test_any_json_value_is_a_task_or_a_line_error(value: Any) -> None:
     text = json.dumps(value)
@@ -210,8 +261,9 @@ MUTATIONS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("'prompt' is empty", lambda t: t.update(prompt="\n ")),
     ("'model' must be a string, not a boolean", lambda t: t.update(model=False)),
     ("'system' must be a string, not a number", lambda t: t.update(system=1.5)),
+    ("'schema' must be a JSON schema object, not an array", lambda t: t.update(schema=[1])),
     (
-        "unknown field 'priority' (a task has id, prompt, model, system)",
+        "unknown field 'priority' (a task has id, prompt, model, system, schema)",
         lambda t: t.update(priority=1),
     ),
 ]

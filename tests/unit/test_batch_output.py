@@ -142,3 +142,55 @@ def test_the_summary_says_what_caching_read_and_saved() -> None:
     assert "20,010 tokens (95% of input from cache), $0.0200 (caching saved $1.2500)" in line
     totals.saved_usd = -0.25  # wrote more than it read
     assert "(caching cost $0.2500 more)" in summary_line(totals, 3.0, "out.jsonl")
+
+
+def test_a_typed_task_records_its_output_or_stays_invalid_output() -> None:
+    retried = Usage(input_tokens=40, output_tokens=6)
+    answer = TurnResult(
+        text='{"ok": true}',
+        usage=Usage(input_tokens=100, output_tokens=12),
+        output={"ok": True},
+        output_retries=1,
+        retry_usage=retried,
+    )
+    ok = task_record(TASK, "a", answer, typed=True)
+    assert (ok["status"], ok["output"], ok["error"]) == ("ok", {"ok": True}, None)
+    assert (ok["output_retries"], ok["retry_usage"]) == (1, retried.as_dict())
+    malformed = TurnResult(
+        text="{ok: yes", output_error="The answer is not valid JSON", output_retries=2
+    )
+    invalid = task_record(TASK, "b", malformed, typed=True)
+    assert invalid["status"] == "invalid_output" and invalid["output"] is None
+    assert (invalid["text"], invalid["error"]) == ("{ok: yes", "The answer is not valid JSON")
+    failed = task_record(TASK, "c", TurnResult(error="HTTP 529"), typed=True)
+    assert (failed["status"], failed["output"], failed["output_retries"]) == ("error", None, 0)
+    assert task_record(TASK, "d", None, typed=True)["output"] is None
+    assert "output" not in task_record(TASK, "e", TurnResult(text="plain"))
+
+
+def test_totals_and_summary_count_invalid_output_and_retries(tmp_path: Path) -> None:
+    totals = Totals(total=3)
+    for record in (
+        {
+            "status": "ok",
+            "output_retries": 1,
+            "retry_usage": {"input_tokens": 40, "output_tokens": 6},
+        },
+        {"status": "invalid_output", "output_retries": 2, "retry_usage": {"input_tokens": 90}},
+        {"status": "ok", "output_retries": 0},
+    ):
+        totals.count({**record, "usage": {"input_tokens": 1000}})
+    assert (totals.ok, totals.failed, totals.invalid_output) == (2, 1, 1)
+    assert (totals.output_retries, totals.retry_tokens) == (3, 136)
+    assert summary_line(totals, 1.0, "o") == (
+        "Batch finished: 2 ok, 1 failed (1 invalid output), 0 skipped (already ok), "
+        "3,000 tokens (136 of them in 3 output retries), $0.0000, 1.0s. Output: o"
+    )
+    path = tmp_path / "out.jsonl"
+    path.write_text(
+        json.dumps({"id": 1, "status": "ok"})
+        + "\n"
+        + json.dumps({"id": 2, "status": "invalid_output"})
+        + "\n"
+    )
+    assert read_previous(path).done == frozenset({"1"})  # a rerun runs the invalid one again

@@ -88,13 +88,13 @@ def invoke(store_url: str, *args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-def test_agents_shows_running_agents_indented_by_depth(filled: str) -> None:
+def test_agents_shows_the_agents_not_ended_indented_by_depth(filled: str) -> None:
     code, out, _ = invoke(filled, "agents")
     assert code == 0
     assert out.splitlines() == [
-        f"{ROOT}  root  running  anthropic/claude-sonnet-4-5/med  2 messages",
-        f"  {CHILD}  child  running  openai/gpt-5/high  1 message",
-        f"    {GRANDCHILD}  child  running  openai/gpt-5/default  1 message",
+        f"{ROOT}  root  stopped  anthropic/claude-sonnet-4-5/med  2 messages",
+        f"  {CHILD}  child  stopped  openai/gpt-5/high  1 message",
+        f"    {GRANDCHILD}  child  stopped  openai/gpt-5/default  1 message",
     ]
 
 
@@ -113,8 +113,8 @@ def test_agents_shows_the_readable_records_and_names_the_unreadable_one(
     code, out, err = invoke(filled, "agents")
     assert code == 1
     assert out.splitlines() == [
-        f"{ROOT}  root  running  anthropic/claude-sonnet-4-5/med  2 messages",
-        f"{GRANDCHILD}  child  running  openai/gpt-5/default  1 message",
+        f"{ROOT}  root  stopped  anthropic/claude-sonnet-4-5/med  2 messages",
+        f"{GRANDCHILD}  child  stopped  openai/gpt-5/default  1 message",
     ]
     assert err.startswith(f"Skipped an unreadable agent record: Corrupted agent record '{CHILD}'")
 

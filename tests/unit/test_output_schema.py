@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import string
+import tempfile
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -26,6 +28,7 @@ from providers.output_schema import (
 )
 from providers.simulator.schema_json import json_for, malformed_for
 from providers.simulator.schema_rules import closed_objects_problem, strict_problem
+from supervisor.output_files import schema_file
 
 NAMES = st.text(string.ascii_lowercase, min_size=1, max_size=6)
 SEEDS = st.text(max_size=8)
@@ -302,3 +305,19 @@ def test_an_answer_through_the_final_tool_becomes_text() -> None:
     assert answer.text == '{"severity": "low"}'
     plain = Message(role="assistant", parts=(TextPart(text="{}"),))
     assert answer_message(plain) is plain
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.binary(max_size=300) | JSON.map(lambda value: json.dumps(value).encode()))
+def test_any_file_is_an_output_schema_or_one_line_naming_it(data: bytes) -> None:
+    """`--output-schema FILE`: whatever the file holds, a checked schema or one line that
+    names the file."""
+    with tempfile.TemporaryDirectory() as directory:
+        path = Path(directory) / "schema.json"
+        path.write_bytes(data)
+        try:
+            schema = schema_file(path, ["openai", "anthropic", "google"])
+        except OutputSchemaError as exc:
+            assert "\n" not in str(exc) and str(path) in str(exc)
+        else:
+            assert checked_schema(schema) == schema

@@ -198,10 +198,16 @@ async def run_step(tools: dict[str, Tool], calls: list[tuple[str, str]]) -> tupl
         for i, (name, label) in enumerate(calls)
     )
     started = time.monotonic()
-    await agent._run_tools(result, parts)
+    await agent._run_tools(result, parts, lambda event: None)
     elapsed = time.monotonic() - started
-    (entry,) = result.entries
-    return [part["content"] for part in entry.data["parts"]], elapsed
+    return [part["content"] for part in results_by_call(result)], elapsed
+
+
+def results_by_call(result: TurnResult) -> list[dict[str, Any]]:
+    """The step's results (one entry each, in the order they came), in call order."""
+    parts = [part for entry in result.entries for part in entry.data["parts"]]
+    assert [entry.kind for entry in result.entries] == ["tool_result"] * len(parts)
+    return sorted(parts, key=lambda part: part["call_id"])
 
 
 async def test_the_calls_of_one_step_run_at_once_unless_sequential() -> None:
@@ -219,9 +225,8 @@ async def test_arguments_that_are_not_a_json_object_are_an_error_result() -> Non
         ToolCallPart(call_id=f"c{i}", name="nap", arguments=parse_arguments(raw), signature=None)
         for i, raw in enumerate(['{"label": "unfinished', "[1, 2]"])
     )
-    await agent._run_tools(result, calls)
-    (entry,) = result.entries
-    contents = [(part["content"], part["is_error"]) for part in entry.data["parts"]]
+    await agent._run_tools(result, calls, lambda event: None)
+    contents = [(part["content"], part["is_error"]) for part in results_by_call(result)]
     assert contents[0][1] and contents[0][0].startswith("The arguments of nap were not valid JSON")
     assert contents[1] == (
         "The arguments of nap were a JSON list, not an object; send a JSON object",

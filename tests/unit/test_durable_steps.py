@@ -1,0 +1,124 @@
+"""Durable turns, the pure parts: which calls never returned, when a stored agent's turn is
+still open, what a step's events are, and billing that counts a reply stored as a step once
+whichever of the two words about it comes first.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from actors.steps import INTERRUPTED_FACT, open_calls
+from actors.tools.todo import reads_only
+from actors.transcript import parts_to_data
+from actors.turn_result import NewEntry
+from providers.base import Message, TextPart, ToolCallPart, ToolResultPart
+from supervisor.billing import InFlightBilling
+from supervisor.store import open_store
+from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+from supervisor.turns import fork_end, step_events, turn_open
+
+
+def call(call_id: str, name: str = "mark") -> ToolCallPart:
+    return ToolCallPart(call_id=call_id, name=name, arguments={}, signature=None)
+
+
+def result(call_id: str, name: str = "mark") -> ToolResultPart:
+    return ToolResultPart(call_id=call_id, name=name, content="ok", is_error=False)
+
+
+def test_open_calls_are_those_of_the_last_reply_without_a_result() -> None:
+    reply = Message(role="assistant", parts=(TextPart(text="on it"), call("a"), call("b")))
+    prompt = Message.user("do it")
+    assert open_calls([prompt, reply]) == [call("a"), call("b")]
+    partly = Message(role="user", parts=(result("b"),))
+    assert open_calls([prompt, reply, partly]) == [call("a")]
+    whole = Message(role="user", parts=(result("b"), result("a")))
+    assert open_calls([prompt, reply, whole]) == []
+    answered = Message(role="assistant", parts=(TextPart(text="done"),))
+    assert open_calls([prompt, reply, whole, answered]) == []
+    assert open_calls([prompt]) == [] and open_calls([]) == []
+
+
+def message(kind: str, parts: list[Any] | None = None, index: int = 1) -> MessageRecord:
+    data = {"parts": parts_to_data(parts)} if parts is not None else {}
+    return MessageRecord(id=index, agent_uuid="a", kind=kind, content="", data=data, created_at=0.0)
+
+
+def test_a_turn_is_open_until_its_answer_or_end_is_stored() -> None:
+    prompt = message("user")
+    step = message("assistant", [call("a")])
+    assert turn_open([prompt])
+    assert turn_open([prompt, step])
+    assert turn_open([prompt, step, message("tool_result", [result("a")])])
+    assert not turn_open([prompt, step, message("assistant", [TextPart(text="done")])])
+    assert not turn_open([prompt, step, message("turn_end")])
+    assert not turn_open([])
+
+
+def test_step_events_name_each_call_result_and_interruption() -> None:
+    reply = NewEntry(kind="assistant", content="", data={"parts": parts_to_data([call("a")])})
+    assert step_events("x", reply) == [
+        ("ToolCalled", {"agent": "x", "tool": "mark", "call_id": "a"})
+    ]
+    cut = NewEntry(
+        kind="tool_result",
+        content="",
+        data={"parts": parts_to_data([result("a")]), "calls": {"a": {INTERRUPTED_FACT: True}}},
+    )
+    assert step_events("x", cut) == [
+        ("ToolInterrupted", {"agent": "x", "tool": "mark", "call_id": "a"})
+    ]
+    again = NewEntry(
+        kind="tool_result",
+        content="",
+        data={"parts": parts_to_data([result("a")]), "calls": {"a": {"rerun": True}}},
+    )
+    ((kind, payload),) = step_events("x", again)
+    assert kind == "ToolResulted" and payload["rerun"] is True
+    assert step_events("x", NewEntry(kind="user", content="hi", data={})) == []
+
+
+def test_a_reply_stored_as_a_step_is_not_kept_as_spent_whatever_came_first() -> None:
+    billing = InFlightBilling()
+    first, second = {"cost_usd": 1.0}, {"cost_usd": 2.0}
+    billing.seen("t", "a", first)
+    billing.step_stored("t", first)  # the usual order
+    billing.step_stored("t", second)  # the step's store overtook the word of its bill
+    billing.seen("t", "a", second)
+    billing.seen("t", "a", {"cost_usd": 3.0})  # a reply that never got stored
+    assert [m.data for m in billing.lost("t")] == [{"cost_usd": 3.0}]
+
+
+def test_a_todo_call_that_only_views_may_run_again() -> None:
+    assert reads_only({"ops": [{"op": "view"}, {"op": "view"}]})
+    assert not reads_only({"ops": [{"op": "view"}, {"op": "done", "task": "x"}]})
+    assert not reads_only({"ops": "view"})
+
+
+def test_a_child_forked_mid_step_branches_off_before_the_reply_still_running_its_calls(
+    tmp_path: Path,
+) -> None:
+    store = open_store(f"sqlite:///{tmp_path / 'g.sqlite3'}")
+    try:
+        parent = AgentRecord(uuid="p", role="root", created_at=time.time())
+        (prompt,) = store.create_agents(
+            [parent], [NewMessage(agent_uuid="p", kind="user", content="go")]
+        )
+        assert fork_end(store, parent) == prompt.id
+
+        def add(kind: str, parts: list[Any]) -> int:
+            data = {"parts": parts_to_data(parts)}
+            return store.append_message("p", kind, "", data).id
+
+        add("assistant", [call("a"), call("b")])  # its calls run: `fork` among them
+        assert fork_end(store, parent) == prompt.id
+        add("tool_result", [result("a")])
+        assert fork_end(store, parent) == prompt.id
+        whole = add("tool_result", [result("b")])  # the step is whole: inherited
+        assert fork_end(store, parent) == whole
+        answer = add("assistant", [TextPart(text="done")])
+        assert fork_end(store, parent) == answer
+    finally:
+        store.close()
