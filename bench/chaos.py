@@ -348,6 +348,7 @@ def main() -> None:
             )
         chaos_records = last_records(chaos_dir / "out.jsonl")
         tally = store_tally(chaos_dir)
+        ran = Counter(effects.read_text().split()) if effects.exists() else Counter[str]()
         billed = simulator_stats(simulator)["billed"]  # the chaos run's, before the baseline
         plain_tasks = write_tasks(
             plain_dir / "tasks.jsonl", args.n, {}, tools, plain_dir / "effects.txt"
@@ -370,7 +371,6 @@ def main() -> None:
     rerun_start_s = sum(p.start_s for p in chaos.passes[1:])
     baseline_s = baseline.passes[0].seconds
     provider_faults = sum(kind in STATUS_FAULT_KINDS for kind in faults.values())
-    ran = Counter(effects.read_text().split()) if effects.exists() else Counter[str]()
     wanted = [f"{task}:{step}" for task in sorted(tools) for step in range(1, TOOL_STEPS + 1)]
     # each task's own requests: its answer, and a step per call for the tool tasks (a fault's
     # answer is not billed: the simulator bills a reply once its last byte is written)

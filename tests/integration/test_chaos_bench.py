@@ -58,5 +58,7 @@ def test_chaos_bench_loses_nothing_and_runs_nothing_twice() -> None:
     # and a turn cut off asked again for at most the one request in flight when it was.
     assert report["tool_tasks"] == 10
     assert report["side_effects_repeated"] == 0
+    # a call cut off before it ran is missing (the model is told it may not have happened)
     assert report["side_effects"] + report["side_effects_missing"] == 30
+    assert report["side_effects"] >= 20
     assert report["requests_rebilled"] <= report["turns_interrupted"]
