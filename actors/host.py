@@ -281,6 +281,32 @@ class AgentHostCore:
             self.activate(activation)
         self._start(ticket)
 
+    async def prepare_many(
+        self, items: Sequence[tuple[str, ModelChoice, Activation | None]]
+    ) -> list[Exception | None]:
+        """`prepare` for many agents: each one's error, or None."""
+        errors: list[Exception | None] = []
+        for uuid, choice, activation in items:
+            try:
+                await self.prepare(uuid, choice, activation)
+            except Exception as exc:  # that agent's error, for its own caller
+                errors.append(exc)
+            else:
+                errors.append(None)
+        return errors
+
+    def start_turns(self, tickets: Sequence[Ticket]) -> list[Exception | None]:
+        """Start the turns of agents held here already: each one's error, or None."""
+        errors: list[Exception | None] = []
+        for ticket in tickets:
+            try:
+                self.start_turn(ticket)
+            except Exception as exc:
+                errors.append(exc)
+            else:
+                errors.append(None)
+        return errors
+
     def start_many(
         self,
         items: Sequence[tuple[Ticket, Activation]],

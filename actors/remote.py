@@ -328,6 +328,16 @@ class AgentHost:
         self._ensure_janitor()
         self.core.start_turn(ticket, activation)
 
+    async def prepare_many(
+        self, items: list[tuple[str, ModelChoice, Activation | None]]
+    ) -> list[Exception | None]:
+        self._ensure_janitor()
+        return await self.core.prepare_many(items)
+
+    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:
+        self._ensure_janitor()
+        return self.core.start_turns(tickets)
+
     async def start_many(
         self,
         items: list[tuple[Ticket, Activation]],

@@ -15,6 +15,7 @@ import secrets
 import threading
 import time
 import uuid as uuidlib
+import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack
 from pathlib import Path
@@ -24,6 +25,7 @@ import ray
 from pydantic import BaseModel
 
 from actors.agent import TurnResult
+from actors.coalesce import Coalescer
 from actors.output import OutputType
 from actors.remote import HostSettings
 from actors.telemetry import caller_traceparent
@@ -56,6 +58,8 @@ from supervisor.supervision import RestartPolicy
 from supervisor.telemetry import telemetry_settings
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
+from supervisor.turn_batch import TurnRequest
+from supervisor.turns import TurnTicket
 from supervisor.worktrees import WorktreeRow, worktree_rows
 
 CALL_TIMEOUT_S = 60.0
@@ -207,6 +211,10 @@ class Grove:
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
         self.supervisor: Any = None
+        # Per asyncio loop, the asks it makes at once, begun together (`_begin_turn`).
+        self._starts: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, Coalescer[TurnRequest, Any]
+        ] = weakref.WeakKeyDictionary()
         self.traced = False  # spans are exported (`[telemetry]`, OTEL_*: supervisor/telemetry.py)
 
     def __enter__(self) -> Grove:
@@ -491,10 +499,45 @@ class Grove:
         """Start a turn (CommandError for the rules: no model, dead agent, ...). With
         `output_type` its answer is typed (see `create_root`)."""
         output = self._output(agent, output_type, output_retries, None)
-        ticket, host = self._call("begin_turn", agent, text, output)
+        ticket, host = self._begin_turn(agent, text, output)
         uuid = ticket.ticket.uuid
         model = model_of(output_type) if output_type is not None else None
         return self._turn(ticket.ticket.ticket_id, uuid, host, model)
+
+    def _begin_turn(
+        self, agent: str, text: str, output: OutputType | None
+    ) -> tuple[TurnTicket, Any]:
+        """The supervisor's `begin_turn`: its ticket and host. For an asyncio caller, the
+        asks its loop makes at once share one `begin_turns` call (supervisor/turn_batch.py);
+        one alone, or one whose agent is busy, goes as before."""
+        if bridge.bridged():
+            begun: tuple[TurnTicket, Any] | Exception | None = bridge.awaited(
+                self._turn_starts().call((agent, text, output))
+            )
+            if isinstance(begun, Exception):
+                raise begun
+            if begun is not None:
+                return begun
+        alone: tuple[TurnTicket, Any] = self._call("begin_turn", agent, text, output)
+        return alone
+
+    def _turn_starts(self) -> Coalescer[TurnRequest, Any]:
+        """The running loop's coalescer of turn beginnings (each loop has its own)."""
+        loop = asyncio.get_running_loop()
+        starts = self._starts.get(loop)
+        if starts is None:
+            starts = self._starts[loop] = Coalescer(self._begin_turns, "grove-begin-turns")
+        return starts
+
+    async def _begin_turns(self, requests: list[TurnRequest]) -> list[Any]:
+        """Begin the requests' turns in one supervisor call; a lone one: None, for its
+        caller to begin as it would have without company."""
+        if len(requests) == 1:
+            return [None]
+        outcomes: list[Any] = await bridge.bridge(
+            self._call, "begin_turns", requests, timeout_s=CALL_TIMEOUT_S * 5
+        )
+        return outcomes
 
     def _turn(
         self, ticket_id: str, agent: str, host: Any, model: type[BaseModel] | None = None

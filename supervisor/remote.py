@@ -47,6 +47,7 @@ from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
 from supervisor.toolbox import decode_source
+from supervisor.turn_batch import begin_turns
 from supervisor.turns import TurnTicket
 from supervisor.worktrees import Workspaces
 
@@ -117,6 +118,16 @@ class RayHostClient:
         self, items: list[tuple[Ticket, Activation]], prefix: Any, cached_content: str | None
     ) -> None:
         await self._call("start_many", items, prefix, cached_content)
+
+    async def prepare_many(
+        self, items: list[tuple[str, ModelChoice, Activation | None]]
+    ) -> list[Exception | None]:
+        errors: list[Exception | None] = await self._call("prepare_many", items)
+        return errors
+
+    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:
+        errors: list[Exception | None] = await self._call("start_turns", tickets)
+        return errors
 
     async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
         started: bool = await self._call(
@@ -427,6 +438,18 @@ class Supervisor:
         self._wake()
         ticket = await self.core.begin_turn(uuid, text, output=output)
         return ticket, self.host(ticket.host_id)
+
+    async def begin_turns(
+        self, requests: list[tuple[str, str, OutputType | None]]
+    ) -> list[tuple[TurnTicket, Any] | Exception | None]:
+        """Many turns begun at once (concurrent asks: supervisor/turn_batch.py): for each
+        request its ticket and host, the error it met, or None: begin it alone."""
+        self._wake()
+        outcomes = await begin_turns(self.core, requests)
+        return [
+            (outcome, self.host(outcome.host_id)) if isinstance(outcome, TurnTicket) else outcome
+            for outcome in outcomes
+        ]
 
     async def fleet_acquire_many(self, requests: list[tuple[str, int]]) -> list[float]:
         """Before requests on rate-limited providers, `(provider, input tokens)` each: 0.0 for

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from actors.agent import NewEntry, TurnResult
+from actors.agent import ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
@@ -236,6 +236,22 @@ class SupervisorCore:
 
     # --- turns ----------------------------------------------------------------------------
 
+    def turn_rules(self, uuid: str) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
+        """What a new turn of `uuid` is checked against (CommandError, SupervisorError): the
+        agent's record, its model and its live state (placing it on first use)."""
+        record = self.agent(uuid)
+        if record.status != "running":
+            raise CommandError(f"Agent {record.uuid} is {record.status}")
+        choice = choice_of(record)
+        if choice is None:
+            raise CommandError(NO_MODEL_TEXT)
+        if self.budget_check is not None:
+            self.budget_check(record, True)
+        state = self.live(record.uuid, record)
+        if state.host.host_id in self.given_up:
+            raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
+        return record, choice, state
+
     async def begin_turn(
         self,
         uuid: str,
@@ -251,17 +267,7 @@ class SupervisorCore:
         Turns of one agent begin one at a time, in arrival order. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
-        record = self.agent(uuid)
-        if record.status != "running":
-            raise CommandError(f"Agent {record.uuid} is {record.status}")
-        choice = choice_of(record)
-        if choice is None:
-            raise CommandError(NO_MODEL_TEXT)
-        if self.budget_check is not None:
-            self.budget_check(record, True)
-        state = self.live(record.uuid, record)
-        if state.host.host_id in self.given_up:
-            raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
+        record, choice, state = self.turn_rules(uuid)
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()

@@ -15,8 +15,12 @@ from typing import Any
 
 import pytest
 
+from actors.agent import TurnResult
+from server.client import RemoteGrove
 from supervisor import AsyncGrove, Grove
 from supervisor.batch.tasks import Task
+from supervisor.errors import CommandError
+from supervisor.store import open_store
 from tests.integration.readme import python_examples, run_python
 from tests.integration.services import grove_service
 
@@ -76,6 +80,34 @@ async def test_twenty_asks_at_once_leave_the_callers_loop_ticking(grove: Grove) 
     assert figures["gap"] < figures["took"] / 10, figures
 
 
+async def test_asks_made_at_once_are_begun_in_one_supervisor_call(grove: Grove) -> None:
+    """20 asks at once share one `begin_turns` call (one `TurnsBegun` event); an ask for an
+    unknown agent gets its own error, and a second ask for a busy agent waits its turn."""
+    aio = AsyncGrove(grove)
+    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+    store = open_store(grove.settings.store)
+    try:
+        last = max((event.id for event in store.events(limit=100_000)), default=0)
+        results = await asyncio.gather(
+            *(aio.ask(root, f"Task {n}: name a risk.") for n, root in enumerate(roots)),
+            aio.ask("zzzz", "Anyone there?"),
+            aio.ask(roots[0], "And a second one?"),
+            return_exceptions=True,
+        )
+        events = store.events(after_id=last, limit=100_000)
+    finally:
+        store.close()
+    answers, unknown, again = results[:ASKS], results[ASKS], results[ASKS + 1]
+    assert all(isinstance(a, TurnResult) and a.ok and a.text for a in answers), answers
+    assert isinstance(unknown, CommandError) and "zzzz" in str(unknown), unknown
+    assert isinstance(again, TurnResult) and again.ok, again
+    begun = [event.payload for event in events if event.kind == "TurnsBegun"]
+    assert begun == [{"count": ASKS + 2, "started": ASKS}], begun
+    started = [event.payload["agent"] for event in events if event.kind == "TurnStarted"]
+    assert sorted(started) == sorted([*roots, roots[0]])
+    assert (await aio.history(roots[0]))[-2].content == "And a second one?"
+
+
 async def test_streams_fan_outs_and_batches_from_a_running_loop(grove: Grove) -> None:
     aio = AsyncGrove(grove)
     root = (await aio.create_root("claude-sonnet-4-5")).uuid
@@ -121,7 +153,7 @@ async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
 ) -> None:
     with grove_service(tmp_path) as service:
         monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
-        async with AsyncGrove.service() as aio:
+        async with AsyncGrove(RemoteGrove.running()) as aio:
             roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
             figures = await concurrent_asks(aio, roots)
             streamed = [text async for kind, text in aio.send(roots[0], "again") if kind == "text"]

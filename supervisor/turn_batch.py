@@ -1,0 +1,159 @@
+"""`begin_turns`: many turns begun together (concurrent asks) with one store transaction, one
+prepare and one start call per host, each request's error kept for that request alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid as uuidlib
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from actors.agent import ModelChoice
+from actors.host import Activation, Ticket
+from actors.output import OutputType
+from actors.telemetry import TraceParent
+from supervisor.service import HOST_CALL_TIMEOUT_S
+from supervisor.store.records import AgentRecord, NewMessage
+from supervisor.turns import HostClient, LiveAgent, TurnTicket, stored_entry
+
+if TYPE_CHECKING:
+    from supervisor.service import SupervisorCore
+
+# (agent, its message, the answer's type) for each turn to begin.
+TurnRequest = tuple[str, str, OutputType | None]
+# Each request's outcome: its ticket, the error it met, or None: begin it alone (`begin_turn`),
+# its agent being busy (a turn in flight, or a second request for it in the batch).
+TurnOutcome = TurnTicket | Exception | None
+
+
+@dataclass(slots=True)
+class _Begun:
+    index: int
+    record: AgentRecord
+    choice: ModelChoice
+    state: LiveAgent
+    text: str
+    output: OutputType | None
+    ticket: Ticket | None = None
+
+
+async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> list[TurnOutcome]:
+    """Begin the turns of idle agents together, as `begin_turn` would one by one; a request
+    for a busy agent comes back None, for its caller to begin alone (it waits its turn)."""
+    outcomes: list[TurnOutcome] = [None] * len(requests)
+    batch: list[_Begun] = []
+    for index, (uuid, text, output) in enumerate(requests):
+        try:
+            record, choice, state = core.turn_rules(uuid)
+        except Exception as exc:  # this request's error, for its caller
+            outcomes[index] = exc
+            continue
+        idle = state.ticket_id is None and not state.begin_lock.locked()
+        if idle and all(item.record.uuid != record.uuid for item in batch):
+            batch.append(_Begun(index, record, choice, state, text, output))
+    with ExitStack() as held:
+        for item in batch:  # free locks: taken at once, before anything awaits
+            await item.state.begin_lock.acquire()
+            held.callback(item.state.begin_lock.release)
+        if core.advisors is not None:
+            for item in batch:
+                item.state.released.clear()
+            await asyncio.gather(
+                *(core.advisors.wait_for_backlog(i.record.uuid, i.state.released) for i in batch)
+            )
+        batch = await _prepared(core, batch, outcomes)
+        if not batch:
+            return outcomes
+        try:
+            stored = core.store.append_messages(
+                [NewMessage(agent_uuid=i.record.uuid, kind="user", content=i.text) for i in batch]
+            )
+        except Exception as exc:
+            for item in batch:
+                outcomes[item.index] = exc
+            return outcomes
+        for item, message in zip(batch, stored, strict=True):
+            output = item.output
+            if output is None and "output" in item.record.metadata:
+                output = OutputType.from_data(item.record.metadata["output"])
+            item.ticket = Ticket(
+                ticket_id=uuidlib.uuid4().hex,
+                uuid=item.record.uuid,
+                user=stored_entry(message),
+                choice=item.choice,
+                output=output,
+                trace=TraceParent.from_metadata(item.record.metadata),
+            )
+            item.state.ticket_id = item.ticket.ticket_id
+            item.state.turn_done.clear()
+        started = await _per_host(
+            batch, lambda host, items: host.start_turns([i.ticket for i in items if i.ticket])
+        )
+    with core.event_log.batched():
+        core.event("TurnsBegun", count=len(requests), started=len(started))
+        for item, error in started:
+            ticket = item.ticket
+            assert ticket is not None
+            if error is None:
+                item.state.started = ticket.ticket_id
+                outcomes[item.index] = TurnTicket(ticket=ticket, host_id=item.state.host.host_id)
+                core.event("TurnStarted", agent=item.record.uuid, ticket=ticket.ticket_id)
+                continue
+            outcomes[item.index] = error
+            if item.state.ticket_id == ticket.ticket_id:  # else host_died has taken it over
+                item.state.ticket_id = None
+                item.state.active = False
+                item.state.turn_done.set()
+    return outcomes
+
+
+async def _prepared(
+    core: SupervisorCore, batch: list[_Begun], outcomes: list[TurnOutcome]
+) -> list[_Begun]:
+    """The batch's agents held on their models, built first where their host has none (one
+    call per host): those that are ready; the others' errors go to their outcomes."""
+    unready = [i for i in batch if not i.state.active or i.state.ready_for != i.choice]
+
+    def items(group: list[_Begun]) -> list[tuple[str, ModelChoice, Activation | None]]:
+        return [
+            (i.record.uuid, i.choice, None if i.state.active else core.activation(i.record))
+            for i in group
+        ]
+
+    failed: set[int] = set()
+    prepared = await _per_host(unready, lambda host, group: host.prepare_many(items(group)))
+    for item, error in prepared:
+        if error is None:
+            item.state.active, item.state.ready_for = True, item.choice
+        else:
+            outcomes[item.index] = error
+            failed.add(item.index)
+    return [item for item in batch if item.index not in failed]
+
+
+async def _per_host(
+    batch: list[_Begun],
+    call: Callable[[HostClient, list[_Begun]], Awaitable[list[Exception | None]]],
+) -> list[tuple[_Begun, Exception | None]]:
+    """`call` once per host with that host's part of the batch, all hosts at once: each
+    item with its error (None: done); a failed call is the error of all its items."""
+    groups: dict[str, list[_Begun]] = {}
+    for item in batch:
+        groups.setdefault(item.state.host.host_id, []).append(item)
+
+    async def one(group: list[_Begun]) -> list[Exception | None]:
+        host = group[0].state.host
+        try:
+            return await asyncio.wait_for(call(host, group), HOST_CALL_TIMEOUT_S)
+        except Exception as exc:
+            return [exc] * len(group)
+
+    answers = await asyncio.gather(*(one(group) for group in groups.values()))
+    return [
+        pair
+        for group, errors in zip(groups.values(), answers, strict=True)
+        for pair in zip(group, errors, strict=True)
+    ]
