@@ -212,9 +212,13 @@ class CliContext:
         return command_defaults(self.settings(), simulated=simulate)
 
     def joins_cluster(self, remote: RemoteGrove | None) -> bool:
-        """Whether the agents run on a Ray cluster this command joins (--address), whose
-        environment (keys, commands) is not this process's."""
-        return remote is None and self.address is not None
+        """Whether the agents run on a Ray this command does not start: a cluster it joins
+        (--address), or the Ray this process runs already (a program that calls the command
+        line); its hosts' environment (keys, commands) is not this process's."""
+        if remote is not None:
+            return False
+        ray = sys.modules.get("ray")  # never imported here for the question
+        return self.address is not None or (ray is not None and ray.is_initialized())
 
     def local_grove(self, *, simulate: bool = False, hosts: int | None = None) -> Grove:
         """A Grove of this command's own, not started; its store and where its traces go

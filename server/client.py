@@ -13,8 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
-from server.files import ServiceState, service_token
-from server.wire import NO_ANSWER, Answer, Wire, answers, sse_events
+from server.answers import Answer
+from server.files import ServiceState, read_state, service_token
+from server.wire import NO_ANSWER, Wire, answers, sse_events
 from supervisor.command_defaults import CommandDefaults
 from supervisor.results import result_from_json
 
@@ -118,6 +119,15 @@ class RemoteTurn:
 class RemoteGrove:
     """The `Grove` of the service `state` describes, over HTTP: what the command line needs of
     `supervisor.Grove` (turns, roots, batches, commands) and of `StoreReads` (the reads)."""
+
+    @classmethod
+    def running(cls) -> RemoteGrove:
+        """The running service's (`grove up`); `AsyncGrove(RemoteGrove.running())` for asyncio
+        programs, with the methods its API has. RemoteError when none is up."""
+        state = read_state()
+        if state is None:
+            raise RemoteError("no Grove service is running: start one with `grove up`")
+        return cls(state)
 
     def __init__(self, state: ServiceState) -> None:
         self.url = state.url

@@ -10,43 +10,18 @@ import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
+from server.answers import CONNECT_TIMEOUT_S, Answer, Streamed
 from supervisor.bridge import bridged
 
 if TYPE_CHECKING:
     from server.wire_async import LoopWire
 
 REQUEST_TIMEOUT_S = 3700.0  # an answer may wait long: a command, a turn's wait
-CONNECT_TIMEOUT_S = 30.0
 # What a request that got no answer raises: refused, reset, timed out, cut off.
 NO_ANSWER = (OSError, http.client.HTTPException)
-
-
-class Streamed(Protocol):
-    """An answer read as it comes: http.client's, or server/wire_async.py's."""
-
-    status: int
-
-    def read(self) -> bytes: ...
-
-    def readline(self) -> bytes: ...
-
-
-class Answer:
-    """A whole answer: its status and body."""
-
-    def __init__(self, status: int, body: bytes) -> None:
-        self.status = status
-        self.body = body
-
-    def json(self) -> Any:
-        return json.loads(self.body)
-
-    @property
-    def text(self) -> str:
-        return self.body.decode("utf-8", "replace")
 
 
 def query(params: dict[str, Any] | None) -> str:

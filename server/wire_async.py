@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 import httpx
 
-from server.wire import CONNECT_TIMEOUT_S, Answer
+from server.answers import CONNECT_TIMEOUT_S, Answer
 from supervisor.bridge import awaited
 
 

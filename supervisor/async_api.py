@@ -15,7 +15,6 @@ from supervisor.bridge import bridge, bridged_iterator
 
 if TYPE_CHECKING:
     from actors.agent import TurnResult
-    from server.client import RemoteGrove, RemoteTurn
     from supervisor.api import Turn
 
 
@@ -23,11 +22,11 @@ class AsyncTurn:
     """A turn for asyncio, started on first use: `async for kind, text in grove.send(...)`,
     `await turn.result()`; `turn = await grove.send(...)` starts it at once."""
 
-    def __init__(self, start: Callable[[], Awaitable[Turn | RemoteTurn | None]]) -> None:
+    def __init__(self, start: Callable[[], Awaitable[Turn | Any]]) -> None:
         self._start = start
-        self._starting: asyncio.Future[Turn | RemoteTurn | None] | None = None
+        self._starting: asyncio.Future[Turn | Any] | None = None
 
-    async def started(self) -> Turn | RemoteTurn | None:
+    async def started(self) -> Turn | Any:
         """The sync turn underneath (None: a command that started none)."""
         if self._starting is None:
             self._starting = asyncio.ensure_future(self._start())
@@ -110,27 +109,15 @@ def twin(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
 class AsyncGrove:
     """`async with AsyncGrove(simulate=True) as grove: await grove.ask(...)`: Grove's API for
     asyncio programs (FastAPI, Jupyter), never blocking the caller's loop while it waits.
-    Given a `Grove` or a service's `RemoteGrove`, it runs on that one."""
+    Given a `Grove`, or a service's `RemoteGrove` (`AsyncGrove(RemoteGrove.running())`), it
+    runs on that one."""
 
-    def __init__(self, grove: Grove | RemoteGrove | None = None, **options: Any) -> None:
-        """`options` are Grove's (settings, simulate, hosts, endpoint), without `grove`."""
+    def __init__(self, grove: Grove | Any = None, **options: Any) -> None:
+        """`grove`: a Grove or a RemoteGrove (server/ sits above this layer, hence Any);
+        `options` are Grove's (settings, simulate, hosts, endpoint), without `grove`."""
         if grove is not None and options:
             raise TypeError("give AsyncGrove a Grove or Grove's options, not both")
         self.grove = grove if grove is not None else Grove(**options)
-
-    @classmethod
-    def service(cls) -> AsyncGrove:
-        """On the running service (`grove up`), over HTTP, as the command line uses it: the
-        methods its API has (create_root, ask, send, fork_many, wait_turn, agent, seed,
-        dispatch, cancel, run_batch and the reads). RemoteError when none is up."""
-        import server.wire_async  # noqa: F401  (httpx, imported now rather than mid-call)
-        from server.client import RemoteError, RemoteGrove
-        from server.files import read_state
-
-        state = read_state()
-        if state is None:
-            raise RemoteError("no Grove service is running: start one with `grove up`")
-        return cls(RemoteGrove(state))
 
     async def __aenter__(self) -> AsyncGrove:
         await self.start()

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from actors.agent import TurnResult
+from server.client import RemoteGrove
 from supervisor import AsyncGrove, Grove
 from supervisor.batch.tasks import Task
 from supervisor.errors import CommandError
@@ -152,7 +153,7 @@ async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
 ) -> None:
     with grove_service(tmp_path) as service:
         monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
-        async with AsyncGrove.service() as aio:
+        async with AsyncGrove(RemoteGrove.running()) as aio:
             roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
             figures = await concurrent_asks(aio, roots)
             streamed = [text async for kind, text in aio.send(roots[0], "again") if kind == "text"]

@@ -45,7 +45,7 @@ CALLS = [
 ]
 PROMPT = f"[[sim calls='{json.dumps(CALLS)}' step=1]] look around"
 TOOLS = ("--tools", "bash", "--tools", "find", "--tools", "read", "--allow", "bash")
-MODEL = ("--simulate", "--model", "claude-sonnet-4-5/low")
+MODEL = ("--simulate", "--model", "claude-sonnet-5-5/low")
 
 
 # ----- the one function ----------------------------------------------------------------------
