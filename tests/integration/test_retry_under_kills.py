@@ -11,10 +11,17 @@ import pytest
 
 from supervisor import Grove
 from supervisor.store import Store
+from supervisor.store.kinds import SPENT_KIND
 from tests.integration.host_kills import events, finish_all, kill_host, wait_for_event
 
 MAX_RESTARTS = 50  # every test here kills hosts; none is meant to be given up on
 pytestmark = pytest.mark.grove(env={"GROVE_HOSTS__MAX_RESTARTS": str(MAX_RESTARTS)})
+
+
+def conversation_kinds(store: Store, agent: str) -> list[str]:
+    """The kinds of an agent's stored messages, without the `spent` records a request cut off
+    by a kill leaves for its bill (SPEC section 14: billed once, counted once)."""
+    return [m.kind for m in store.agent_messages(agent) if m.kind != SPENT_KIND]
 
 
 def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(
@@ -33,7 +40,7 @@ def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(
     unfinished = [child for child, result in results.items() if result is None or not result.ok]
     assert not unfinished, f"{len(unfinished)} children reported without their answer"
     for child in children:
-        assert [m.kind for m in store.agent_messages(child)] == ["user", "assistant"]
+        assert conversation_kinds(store, child) == ["user", "assistant"]
 
 
 def test_fork_many_onto_a_host_just_killed_runs_every_child(grove: Grove, store: Store) -> None:
@@ -46,7 +53,7 @@ def test_fork_many_onto_a_host_just_killed_runs_every_child(grove: Grove, store:
     results = finish_all(grove, children)
     assert all(result is not None and result.ok for result in results.values())
     for child in children:
-        assert [m.kind for m in store.agent_messages(child)] == ["user", "assistant"]
+        assert conversation_kinds(store, child) == ["user", "assistant"]
 
 
 def test_a_host_killed_again_while_its_turns_are_retried(grove: Grove, store: Store) -> None:
@@ -66,4 +73,4 @@ def test_a_host_killed_again_while_its_turns_are_retried(grove: Grove, store: St
     failed = {str(r.error if r else None) for r in results.values() if not (r and r.ok)}
     assert not failed
     for child in children:
-        assert [m.kind for m in store.agent_messages(child)] == ["user", "assistant"]
+        assert conversation_kinds(store, child) == ["user", "assistant"]
