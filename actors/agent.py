@@ -215,7 +215,6 @@ class Agent:
         self._steering: list[NewEntry] = []
         self._billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self._steps: StoreSteps | None = None  # where this turn's finished steps are stored
-        self._storing: list[asyncio.Task[None]] = []  # tool results being stored
         self._output: OutputType | None = None  # what this turn's answer must be
 
     @property
@@ -325,7 +324,6 @@ class Agent:
                     break
             else:
                 result.error = tool_steps_text(self.max_steps)
-            await self._stored_so_far()
             tokens = context_tokens(turn)
             if result.error is None and not recovered and self._past_threshold(tokens):
                 # Threshold maintenance, before the turn ends: the next one starts compacted.
@@ -339,33 +337,12 @@ class Agent:
             self.state = AgentState.IDLE
             self._output = None
             self._steps = None
-            for storing in self._storing:  # a turn that failed: its end stores what is left
-                storing.cancel()
-            self._storing = []
         return result
 
     async def _store(self, result: TurnResult, indices: Iterable[int]) -> None:
-        """Store these entries of the turn now, once the stores under way have ended (so the
-        store keeps the turn's order)."""
-        await self._stored_so_far()
-        await self._store_now(result, indices)
-
-    def _store_soon(self, result: TurnResult, index: int) -> None:
-        """Store an entry without waiting for it (a tool result: the next reply's store, or
-        the turn's end, waits for it)."""
-        if self._steps is not None:
-            self._storing.append(asyncio.ensure_future(self._store_now(result, (index,))))
-
-    async def _stored_so_far(self) -> None:
-        storing, self._storing = self._storing, []
-        if storing:
-            await asyncio.gather(*storing)
-
-    async def _store_now(self, result: TurnResult, indices: Iterable[int]) -> None:
-        """Store these entries of the turn, those not stored yet, and mark them stored (the
-        turn's end does not store them again). When the call fails they stay unmarked and
-        this turn stores nothing more as it goes: its end stores the rest, in order, under
-        the same keys."""
+        """Store these entries of the turn now, those not stored yet, and mark them stored
+        (the turn's end does not store them again). When the call fails they stay unmarked:
+        the turn's end stores them, under the same keys."""
         if self._steps is None:
             return
         unsaved = [(i, result.entries[i]) for i in indices if STORED not in result.entries[i].data]
@@ -373,8 +350,7 @@ class Agent:
             return
         try:
             ids = await self._steps(unsaved)
-        except Exception:  # durability lost for the rest of this turn, not the turn
-            self._steps = None
+        except Exception:  # durability lost for this step, not the turn
             return
         if ids is None:
             raise StepRefused("this turn was taken over by another run of it")
@@ -400,7 +376,7 @@ class Agent:
                     call_id=call.call_id, name=call.name, content=text, is_error=True
                 )
                 facts = {INTERRUPTED_FACT: True, "duration_ms": 0.0}
-            self._tool_result(result, part, facts, emit)
+            await self._tool_result(result, part, facts, emit)
 
     def _answered(self, result: TurnResult, turn: AssistantTurn, emit: Emit) -> bool:
         """Whether the turn ends with this reply: always without a typed output; with one,
@@ -583,21 +559,21 @@ class Agent:
 
         async def run(call: ToolCallPart) -> None:
             part, facts = await self._run_tool(call, locks)
-            self._tool_result(result, part, facts, emit)
+            await self._tool_result(result, part, facts, emit)
 
         await asyncio.gather(*(run(call) for call in calls))
 
-    def _tool_result(
+    async def _tool_result(
         self, result: TurnResult, part: ToolResultPart, facts: dict[str, Any], emit: Emit
     ) -> None:
         """A call's result joins the turn as it comes (with how long it took, and a failure's
-        detail), and its store begins at once."""
+        detail) and is stored at once."""
         shown = f"{part.name}{' failed' if part.is_error else ''}: {part.content}"
         emit(ToolActivity(kind="tool_result", text=preview(shown)))
         data = {"parts": parts_to_data((part,)), "calls": {part.call_id: facts}}
         entry = NewEntry(kind="tool_result", content="", data=data)
         self._append(result, entry, Message(role="user", parts=(part,)))
-        self._store_soon(result, len(result.entries) - 1)
+        await self._store(result, (len(result.entries) - 1,))
 
     async def _run_tool(
         self, call: ToolCallPart, locks: dict[str, asyncio.Lock]
