@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cli.context import fail
 from providers.errors import GroveError
@@ -151,4 +151,8 @@ def check_output(path: Path) -> None:
         if problem is None and not os.access(parent, os.W_OK | os.X_OK):
             problem = f"{parent} cannot be written"
     if problem is not None:
-        fail(f"cannot write the output {path}: {problem}; name another with --output", code=2)
+        refuse_output(path, problem)
+
+
+def refuse_output(path: Path, problem: str) -> NoReturn:
+    fail(f"cannot write the output {path}: {problem}; name another with --output", code=2)
