@@ -71,7 +71,9 @@ def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> Non
     env = cli_environment(tmp_path)
     port = free_loopback_port()
     effects = [tmp_path / f"effects{n}.txt" for n in range(4)]
-    tasks = [{"id": f"q{n}", "prompt": f"[[sim tokens=3]] quick {n}"} for n in range(2)]
+    tasks: list[dict[str, object]] = [
+        {"id": f"q{n}", "prompt": f"[[sim tokens=3]] quick {n}"} for n in range(2)
+    ]
     tasks += [{"id": n, "prompt": three_calls("mark", path)} for n, path in enumerate(effects)]
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text("".join(json.dumps(task) + "\n" for task in tasks))
