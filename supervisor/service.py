@@ -43,12 +43,14 @@ from supervisor.turns import (
     calls_tools,
     choice_of,
     fork_end,
+    prompt_data,
     step_events,
     step_message,
     stored_entry,
     turn_events,
     turn_messages,
     turn_open,
+    turn_output,
 )
 from supervisor.worktrees import Workspaces, worktree_of
 
@@ -287,10 +289,13 @@ class SupervisorCore:
                 )
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = entry
+            resumed: list[MessageRecord] = []
             if text is not None:
-                user = stored_entry(self.store.append_message(record.uuid, "user", text))
-            if output is None and "output" in record.metadata:
-                output = OutputType.from_data(record.metadata["output"])
+                stored = self.store.append_message(record.uuid, "user", text, prompt_data(output))
+                user = stored_entry(stored)
+            elif entry is None and output is None:
+                resumed = self.store.agent_messages(record.uuid)
+            output = turn_output(record, output, resumed)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
@@ -330,7 +335,8 @@ class SupervisorCore:
         replaces the system prompt the children would inherit; `budget` is one
         the children share, besides their tree's. `keys` make the call idempotent: a child
         already forked from this parent under a key is returned as it is, not forked again
-        (a caller repeating a call cut off by a restart). `workspace="worktree"` gives each
+        (a caller repeating a call cut off by a restart), its turn resumed from its last
+        stored step when a restart cut it off too. `workspace="worktree"` gives each
         child a git worktree of its own (supervisor/worktrees.py); `output` makes their
         answers typed."""
         parent = self.agent(parent_uuid)
@@ -342,6 +348,8 @@ class SupervisorCore:
             forked = self._keyed_children()
             known = {key: forked[parent.uuid, key] for key in keys if (parent.uuid, key) in forked}
             if any(key in known for key in keys):
+                for record in known.values():
+                    self._resume_cut_off(record)
                 fresh = [index for index, key in enumerate(keys) if key not in known]
                 made = iter(
                     await self.fork_many(
@@ -655,13 +663,24 @@ class SupervisorCore:
                 continue
             if not turn_open(self.store.agent_messages(record.uuid)):
                 continue
-            self.event("TurnInterrupted", agent=record.uuid, reason="supervisor restarted")
-            state = self.live(record.uuid, record)
-            state.ticket_id = RECOVERING
-            state.turn_done.clear()
+            self._resume(record, "supervisor restarted")
             restarted += 1
-            self._schedule_retry(record.uuid, state)
         return restarted
+
+    def _resume_cut_off(self, record: AgentRecord) -> None:
+        """A keyed child forked again: when its turn is stored open and this supervisor never
+        ran it (a Grove before it was stopped or killed mid-turn), it resumes."""
+        if record.uuid not in self._live and turn_open(self.store.agent_messages(record.uuid)):
+            self._resume(record, "forked again after a restart")
+
+    def _resume(self, record: AgentRecord, reason: str) -> None:
+        """Resume an agent's open turn from its last stored step; until it has begun, the
+        turn counts as in flight, so nobody waiting takes it for finished."""
+        self.event("TurnInterrupted", agent=record.uuid, reason=reason)
+        state = self.live(record.uuid, record)
+        state.ticket_id = RECOVERING
+        state.turn_done.clear()
+        self._schedule_retry(record.uuid, state)
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:
         if state.ticket_id is not None:
