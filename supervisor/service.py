@@ -289,13 +289,13 @@ class SupervisorCore:
                 )
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = entry
-            resumed: list[MessageRecord] = []
+            own: list[MessageRecord] = []  # a resumed turn's output type is its prompt's
             if text is not None:
                 stored = self.store.append_message(record.uuid, "user", text, prompt_data(output))
                 user = stored_entry(stored)
-            elif entry is None and output is None:
-                resumed = self.store.agent_messages(record.uuid)
-            output = turn_output(record, output, resumed)
+            elif resumed and output is None:
+                own = self.store.agent_messages(record.uuid)
+            output = turn_output(record, output, own)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
