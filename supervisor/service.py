@@ -43,12 +43,14 @@ from supervisor.turns import (
     calls_tools,
     choice_of,
     fork_end,
+    prompt_data,
     step_events,
     step_message,
     stored_entry,
     turn_events,
     turn_messages,
     turn_open,
+    turn_output,
 )
 from supervisor.worktrees import Workspaces, worktree_of
 
@@ -287,10 +289,13 @@ class SupervisorCore:
                 )
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = entry
+            resumed: list[MessageRecord] = []
             if text is not None:
-                user = stored_entry(self.store.append_message(record.uuid, "user", text))
-            if output is None and "output" in record.metadata:
-                output = OutputType.from_data(record.metadata["output"])
+                stored = self.store.append_message(record.uuid, "user", text, prompt_data(output))
+                user = stored_entry(stored)
+            elif entry is None and output is None:
+                resumed = self.store.agent_messages(record.uuid)
+            output = turn_output(record, output, resumed)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
