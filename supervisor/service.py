@@ -232,6 +232,12 @@ class SupervisorCore:
         self._load[host.host_id] += 1
         return host
 
+    def in_flight(self, uuid: str) -> bool:
+        """Whether the agent has a turn in flight: on its host, or between hosts until it
+        resumes."""
+        state = self._live.get(uuid)
+        return state is not None and not state.turn_done.is_set()
+
     def streaming(self, uuid: str) -> bool:
         state = self._live.get(uuid)
         return state is not None and state.ticket_id is not None
