@@ -272,9 +272,12 @@ class SupervisorCore:
         `entry` instead of `text` starts the turn with a message stored already (advice);
         `output` makes its answer typed (else the agent's own, if its record has one).
 
-        Turns of one agent begin one at a time, in arrival order. Before the first turn on a
+        Turns of one agent begin one at a time, in arrival order; a turn a restart cut off
+        resumes and ends before the agent's first prompt here. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
+        if text is not None and uuid not in self._live:
+            await self._finish_cut_off(uuid)
         record, choice, state = self.turn_rules(uuid)
         async with state.begin_lock:
             while state.ticket_id is not None:
@@ -667,11 +670,20 @@ class SupervisorCore:
             restarted += 1
         return restarted
 
-    def _resume_cut_off(self, record: AgentRecord) -> None:
-        """A keyed child forked again: when its turn is stored open and this supervisor never
-        ran it (a Grove before it was stopped or killed mid-turn), it resumes."""
-        if record.uuid not in self._live and turn_open(self.store.agent_messages(record.uuid)):
-            self._resume(record, "forked again after a restart")
+    def _resume_cut_off(self, record: AgentRecord) -> bool:
+        """When the agent's turn is stored open and this supervisor never ran it (a Grove
+        before it was stopped or killed mid-turn), it resumes; whether it does."""
+        if record.uuid in self._live or not turn_open(self.store.agent_messages(record.uuid)):
+            return False
+        self._resume(record, "cut off by a restart")
+        return True
+
+    async def _finish_cut_off(self, uuid: str) -> None:
+        """Before an agent's first prompt here: its turn a restart cut off resumes and ends
+        first, so that the prompt follows a whole turn."""
+        record = self.agent(uuid)
+        if self._resume_cut_off(record):
+            await self.live(record.uuid).turn_done.wait()
 
     def _resume(self, record: AgentRecord, reason: str) -> None:
         """Resume an agent's open turn from its last stored step; until it has begun, the
