@@ -18,8 +18,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
-from actors.transcript import parts_to_data
-from providers.base import CachePolicy, TextPart, Usage
+from providers.base import CachePolicy, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
@@ -44,6 +43,7 @@ from supervisor.turns import (
     choice_of,
     fork_end,
     prompt_data,
+    seeded_messages,
     step_events,
     step_message,
     stored_entry,
@@ -188,17 +188,7 @@ class SupervisorCore:
         for kind, _ in entries:
             if kind not in ("user", "assistant"):
                 raise CommandError(f"A seeded message is user or assistant, not {kind!r}")
-        new = [
-            NewMessage(
-                agent_uuid=record.uuid,
-                kind=kind,
-                content=content,
-                data={"parts": parts_to_data([TextPart(text=content)])}
-                if kind == "assistant"
-                else {},
-            )
-            for kind, content in entries
-        ]
+        new = seeded_messages(record.uuid, entries)
         stored = self.store.append_messages(new) if new else []
         state = self._live.get(record.uuid)
         if state is not None:
