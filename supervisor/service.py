@@ -43,12 +43,14 @@ from supervisor.turns import (
     calls_tools,
     choice_of,
     fork_end,
+    prompt_data,
     step_events,
     step_message,
     stored_entry,
     turn_events,
     turn_messages,
     turn_open,
+    turn_output,
 )
 from supervisor.worktrees import Workspaces, worktree_of
 
@@ -230,22 +232,32 @@ class SupervisorCore:
         self._load[host.host_id] += 1
         return host
 
+    def in_flight(self, uuid: str) -> bool:
+        """Whether the agent has a turn in flight: on its host, or between hosts until it
+        resumes."""
+        state = self._live.get(uuid)
+        return state is not None and not state.turn_done.is_set()
+
     def streaming(self, uuid: str) -> bool:
         state = self._live.get(uuid)
         return state is not None and state.ticket_id is not None
 
     # --- turns ----------------------------------------------------------------------------
 
-    def turn_rules(self, uuid: str) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
+    def turn_rules(
+        self, uuid: str, *, resumed: bool = False
+    ) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
         """What a new turn of `uuid` is checked against (CommandError, SupervisorError): the
-        agent's record, its model and its live state (placing it on first use)."""
+        agent's record, its model and its live state (placing it on first use). A `resumed`
+        turn is the same turn again: its budgets neither count nor check it as a new one (its
+        requests still ask them for room)."""
         record = self.agent(uuid)
         if record.status != "running":
             raise CommandError(f"Agent {record.uuid} is {record.status}")
         choice = choice_of(record)
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
-        if self.budget_check is not None:
+        if self.budget_check is not None and not resumed:
             self.budget_check(record, True)
         state = self.live(record.uuid, record)
         if state.host.host_id in self.given_up:
@@ -259,15 +271,17 @@ class SupervisorCore:
         *,
         entry: NewEntry | None = None,
         output: OutputType | None = None,
+        resumed: bool = False,
     ) -> TurnTicket:
         """Check the rules, persist the user message, start the turn on the agent's host.
         `entry` instead of `text` starts the turn with a message stored already (advice);
-        `output` makes its answer typed (else the agent's own, if its record has one).
+        `output` makes its answer typed (else the agent's own, if its record has one);
+        `resumed`: neither, the interrupted turn goes on from its last stored step.
 
         Turns of one agent begin one at a time, in arrival order. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
-        record, choice, state = self.turn_rules(uuid)
+        record, choice, state = self.turn_rules(uuid, resumed=resumed)
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
@@ -281,10 +295,13 @@ class SupervisorCore:
                 )
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = entry
+            own: list[MessageRecord] = []  # a resumed turn's output type is its prompt's
             if text is not None:
-                user = stored_entry(self.store.append_message(record.uuid, "user", text))
-            if output is None and "output" in record.metadata:
-                output = OutputType.from_data(record.metadata["output"])
+                stored = self.store.append_message(record.uuid, "user", text, prompt_data(output))
+                user = stored_entry(stored)
+            elif resumed and output is None:
+                own = self.store.agent_messages(record.uuid)
+            output = turn_output(record, output, own)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
@@ -697,7 +714,7 @@ class SupervisorCore:
         try:
             while True:
                 try:
-                    await self.begin_turn(uuid, None)
+                    await self.begin_turn(uuid, None, resumed=True)
                     return
                 except HostDiedError:
                     continue  # host_died has dealt with the host before this was raised

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from actors.advisor import ReviewerSpec
 from actors.agent import STORED, ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
+from actors.output import OutputType
 from actors.steps import INTERRUPTED_FACT
 from providers.base import AssistantTurn
 from providers.google_cache import CachedContent
@@ -225,6 +226,26 @@ def turn_open(messages: Sequence[MessageRecord]) -> bool:
     if last.kind == "assistant":
         return calls_tools(last.data)
     return last.kind in ("user", "tool_result")
+
+
+def prompt_data(output: OutputType | None) -> dict[str, Any]:
+    """What a prompt's stored message keeps beside its text: the output type the turn was
+    asked for, so that the turn answers to it also when it resumes."""
+    return {} if output is None else {"output": output.to_data()}
+
+
+def turn_output(
+    record: AgentRecord, output: OutputType | None, resumed: Sequence[MessageRecord] = ()
+) -> OutputType | None:
+    """The output type a turn answers to: the one it was asked for (for a resumed turn, the
+    one stored with its prompt in `resumed`, the agent's messages), else the agent's own."""
+    if output is None:
+        prompt = next((m for m in reversed(resumed) if m.kind == "user"), None)
+        if prompt is not None and "output" in prompt.data:
+            return OutputType.from_data(prompt.data["output"])
+        if "output" in record.metadata:
+            return OutputType.from_data(record.metadata["output"])
+    return output
 
 
 def fork_end(store: Store, parent: AgentRecord) -> int:

@@ -1,6 +1,7 @@
-"""Durable turns in the service: a batch goes on through a restart of the service (killed with
-SIGKILL mid-batch), each task finished once and no side effect repeated, its `grove batch`
-following it there to its end.
+"""Durable turns in the service: a turn sent over HTTP whose host is SIGKILLed in its second tool
+call resumes, its prompter's and a watcher's event streams following it to its end; a batch goes
+on through a restart of the service (killed with SIGKILL mid-batch), each task finished once and
+no side effect repeated, its `grove batch` following it there to its end.
 """
 
 from __future__ import annotations
@@ -9,22 +10,150 @@ import collections
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
+import pytest
+import uvicorn
+
+from providers.http import Endpoint
+from providers.simulator import SimulatorConfig, SimulatorThread
+from server.app import create_app
 from server.client import healthy
 from server.files import read_state
+from supervisor import Grove
+from supervisor.api import HOST_DIED
 from supervisor.store import open_store
 from supervisor.turns import calls_tools
 from tests.conftest import free_loopback_port
-from tests.integration.groves import cli_environment
-from tests.integration.host_kills import events
+from tests.integration.groves import cli_environment, running_grove
+from tests.integration.host_kills import events, kill_host, wait_for_event
 from tests.integration.test_durable_turns import SLOW_LABEL, three_calls, wait_for_label
 
 MARK = "tests.integration.test_durable_turns:mark"
 START_S = 180
+KEY = "sim-service-resume-5d2a"
+TOKEN = "service-resume-token"
+
+
+@dataclass(frozen=True)
+class Served:
+    """A Grove on a simulator of its own, and the service's API over it, in this process."""
+
+    grove: Grove
+    simulator: SimulatorThread
+    url: str
+
+    def api(self) -> httpx.Client:
+        headers = {"authorization": f"Bearer {TOKEN}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("served")
+    with (
+        SimulatorThread(SimulatorConfig(api_key=KEY, tokens=4)) as simulator,
+        running_grove(base, endpoint=Endpoint(base_url=simulator.base_url, api_key=KEY)) as grove,
+    ):
+        port = free_loopback_port()
+        app = create_app(grove, TOKEN, base / "batches")
+        server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+        serving = threading.Thread(target=server.run)
+        serving.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not server.started:
+                assert serving.is_alive() and time.monotonic() < deadline
+                time.sleep(0.05)
+            yield Served(grove, simulator, f"http://127.0.0.1:{port}")
+        finally:
+            server.should_exit = True
+            serving.join(60)
+
+
+def sse(served: Served, method: str, path: str, body: Any, into: list[tuple[str, Any]]) -> None:
+    """Read a Server-Sent Events answer to its end: each (event, its data as JSON) goes
+    `into` the list as it comes."""
+    event = "message"
+    with served.api() as api, api.stream(method, path, json=body) as answer:
+        for line in answer.iter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                into.append((event, json.loads(line[5:])))
+
+
+def reading(served: Served, method: str, path: str, body: Any = None) -> Reader:
+    """`sse` in a thread of its own, started."""
+    found: list[tuple[str, Any]] = []
+    thread = threading.Thread(target=sse, args=(served, method, path, body, found))
+    thread.start()
+    return Reader(thread, found)
+
+
+@dataclass(frozen=True)
+class Reader:
+    thread: threading.Thread
+    found: list[tuple[str, Any]]
+
+    def wait_for_one(self) -> None:
+        deadline = time.monotonic() + 60
+        while not self.found:
+            assert time.monotonic() < deadline, "nothing came"
+            time.sleep(0.02)
+
+    def deltas(self) -> list[tuple[str, str]]:
+        self.thread.join(120)
+        assert not self.thread.is_alive()
+        return [(data["kind"], data["text"]) for event, data in self.found if event == "delta"]
+
+
+def test_a_service_turn_resumes_and_its_event_streams_follow_it(
+    served: Served, tmp_path: Path
+) -> None:
+    """A turn prompted over HTTP with `stream` (as `grove run` through the service) and
+    watched from another connection (as the dashboard does), its host SIGKILLed during the
+    second of three side-effecting calls: the turn resumes from its last stored step on a new
+    host, and both streams get the notice, then the resumed turn to its end."""
+    path = tmp_path / "effects.txt"
+    with served.api() as api:
+        made = api.post("/api/roots", json={"model": "claude-haiku-4-5", "tools": [MARK]})
+    assert made.status_code == 201, made.text
+    root = made.json()["uuid"]
+    body = {"text": three_calls("mark", path), "stream": True}
+    prompter = reading(served, "POST", f"/api/agents/{root}/prompts", body)
+    wait_for_label(path, "1")  # the turn is under way: a watcher is shown it from its start
+    watcher = reading(served, "GET", f"/api/agents/{root}/stream")
+    watcher.wait_for_one()
+    wait_for_label(path, SLOW_LABEL)
+    kill_host(served.grove, served.grove.provider_identity(root)["host"])
+    store = open_store(served.grove.settings.store)
+    try:
+        wait_for_event(store, "TurnInterrupted", 1)  # between hosts, or resumed by now
+    finally:
+        store.close()
+    late = reading(served, "GET", f"/api/agents/{root}/stream")  # a dashboard opened now
+    readers = {"prompter": prompter, "watcher": watcher, "late": late}
+    deltas = {name: reader.deltas() for name, reader in readers.items()}
+    assert prompter.found[-1][0] == "result"
+    assert watcher.found[-1][0] == "end" and late.found[-1][0] == "end"
+    result = prompter.found[-1][1]
+    assert result["ok"], result
+    assert path.read_text().split() == ["1", "2", "3"]  # each side effect once
+    assert served.simulator.simulator.billed["requests"] == 4  # none answered sent again
+    for name in ("prompter", "watcher"):
+        assert HOST_DIED in deltas[name], name
+    for name, found in deltas.items():
+        after = found[found.index(HOST_DIED) + 1 :] if HOST_DIED in found else found
+        assert any(kind == "tool_call" and '"3"' in text for kind, text in after), name
+        assert "".join(text for kind, text in after if kind == "text") == result["text"], name
 
 
 def started_service(base: Path, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
