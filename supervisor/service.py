@@ -18,8 +18,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
-from actors.transcript import parts_to_data
-from providers.base import CachePolicy, TextPart, Usage
+from providers.base import CachePolicy, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
@@ -44,6 +43,7 @@ from supervisor.turns import (
     choice_of,
     fork_end,
     prompt_data,
+    seeded_messages,
     step_events,
     step_message,
     stored_entry,
@@ -188,17 +188,7 @@ class SupervisorCore:
         for kind, _ in entries:
             if kind not in ("user", "assistant"):
                 raise CommandError(f"A seeded message is user or assistant, not {kind!r}")
-        new = [
-            NewMessage(
-                agent_uuid=record.uuid,
-                kind=kind,
-                content=content,
-                data={"parts": parts_to_data([TextPart(text=content)])}
-                if kind == "assistant"
-                else {},
-            )
-            for kind, content in entries
-        ]
+        new = seeded_messages(record.uuid, entries)
         stored = self.store.append_messages(new) if new else []
         state = self._live.get(record.uuid)
         if state is not None:
@@ -244,16 +234,20 @@ class SupervisorCore:
 
     # --- turns ----------------------------------------------------------------------------
 
-    def turn_rules(self, uuid: str) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
+    def turn_rules(
+        self, uuid: str, *, resumed: bool = False
+    ) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
         """What a new turn of `uuid` is checked against (CommandError, SupervisorError): the
-        agent's record, its model and its live state (placing it on first use)."""
+        agent's record, its model and its live state (placing it on first use). A `resumed`
+        turn is the same turn again: its budgets neither count nor check it as a new one (its
+        requests still ask them for room)."""
         record = self.agent(uuid)
         if record.status != "running":
             raise CommandError(f"Agent {record.uuid} is {record.status}")
         choice = choice_of(record)
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
-        if self.budget_check is not None:
+        if self.budget_check is not None and not resumed:
             self.budget_check(record, True)
         state = self.live(record.uuid, record)
         if state.host.host_id in self.given_up:
@@ -267,10 +261,12 @@ class SupervisorCore:
         *,
         entry: NewEntry | None = None,
         output: OutputType | None = None,
+        resumed: bool = False,
     ) -> TurnTicket:
         """Check the rules, persist the user message, start the turn on the agent's host.
         `entry` instead of `text` starts the turn with a message stored already (advice);
-        `output` makes its answer typed (else the agent's own, if its record has one).
+        `output` makes its answer typed (else the agent's own, if its record has one);
+        `resumed`: neither, the interrupted turn goes on from its last stored step.
 
         Turns of one agent begin one at a time, in arrival order; a turn a restart cut off
         resumes and ends before the agent's first prompt here. Before the first turn on a
@@ -278,7 +274,7 @@ class SupervisorCore:
         fails here: nothing sent, nothing saved."""
         if text is not None and uuid not in self._live:
             await self._finish_cut_off(uuid)
-        record, choice, state = self.turn_rules(uuid)
+        record, choice, state = self.turn_rules(uuid, resumed=resumed)
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
@@ -292,13 +288,13 @@ class SupervisorCore:
                 )
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = entry
-            resumed: list[MessageRecord] = []
+            own: list[MessageRecord] = []  # a resumed turn's output type is its prompt's
             if text is not None:
                 stored = self.store.append_message(record.uuid, "user", text, prompt_data(output))
                 user = stored_entry(stored)
-            elif entry is None and output is None:
-                resumed = self.store.agent_messages(record.uuid)
-            output = turn_output(record, output, resumed)
+            elif resumed and output is None:
+                own = self.store.agent_messages(record.uuid)
+            output = turn_output(record, output, own)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
@@ -720,7 +716,7 @@ class SupervisorCore:
         try:
             while True:
                 try:
-                    await self.begin_turn(uuid, None)
+                    await self.begin_turn(uuid, None, resumed=True)
                     return
                 except HostDiedError:
                     continue  # host_died has dealt with the host before this was raised
