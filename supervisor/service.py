@@ -18,8 +18,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
-from actors.transcript import parts_to_data
-from providers.base import CachePolicy, TextPart, Usage
+from providers.base import CachePolicy, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
@@ -44,6 +43,7 @@ from supervisor.turns import (
     choice_of,
     fork_end,
     prompt_data,
+    seeded_messages,
     step_events,
     step_message,
     stored_entry,
@@ -188,17 +188,7 @@ class SupervisorCore:
         for kind, _ in entries:
             if kind not in ("user", "assistant"):
                 raise CommandError(f"A seeded message is user or assistant, not {kind!r}")
-        new = [
-            NewMessage(
-                agent_uuid=record.uuid,
-                kind=kind,
-                content=content,
-                data={"parts": parts_to_data([TextPart(text=content)])}
-                if kind == "assistant"
-                else {},
-            )
-            for kind, content in entries
-        ]
+        new = seeded_messages(record.uuid, entries)
         stored = self.store.append_messages(new) if new else []
         state = self._live.get(record.uuid)
         if state is not None:
@@ -278,9 +268,12 @@ class SupervisorCore:
         `output` makes its answer typed (else the agent's own, if its record has one);
         `resumed`: neither, the interrupted turn goes on from its last stored step.
 
-        Turns of one agent begin one at a time, in arrival order. Before the first turn on a
+        Turns of one agent begin one at a time, in arrival order; a turn a restart cut off
+        resumes and ends before the agent's first prompt here. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
+        if text is not None and uuid not in self._live:
+            await self._finish_cut_off(uuid)
         record, choice, state = self.turn_rules(uuid, resumed=resumed)
         async with state.begin_lock:
             while state.ticket_id is not None:
@@ -681,11 +674,20 @@ class SupervisorCore:
         for uuid in cut_off:
             self._schedule_retry(uuid, self.live(uuid))
 
-    def _resume_cut_off(self, record: AgentRecord) -> None:
-        """A keyed child forked again: when its turn is stored open and this supervisor never
-        ran it (a Grove before it was stopped or killed mid-turn), it resumes."""
-        if record.uuid not in self._live and turn_open(self.store.agent_messages(record.uuid)):
-            self._resume(record, "forked again after a restart")
+    def _resume_cut_off(self, record: AgentRecord) -> bool:
+        """When the agent's turn is stored open and this supervisor never ran it (a Grove
+        before it was stopped or killed mid-turn), it resumes; whether it does."""
+        if record.uuid in self._live or not turn_open(self.store.agent_messages(record.uuid)):
+            return False
+        self._resume(record, "cut off by a restart")
+        return True
+
+    async def _finish_cut_off(self, uuid: str) -> None:
+        """Before an agent's first prompt here: its turn a restart cut off resumes and ends
+        first, so that the prompt follows a whole turn."""
+        record = self.agent(uuid)
+        if self._resume_cut_off(record):
+            await self.live(record.uuid).turn_done.wait()
 
     def _resume(self, record: AgentRecord, reason: str) -> None:
         """Resume an agent's open turn from its last stored step."""
