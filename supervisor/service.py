@@ -27,7 +27,7 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.fork_cache import ForkCaches
-from supervisor.holding import TreeHolding
+from supervisor.holding import TreeHolding, open_turns_unheld
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -650,18 +650,17 @@ class SupervisorCore:
 
     def recover(self) -> int:
         """After a supervisor restart: turns that were in flight are reported interrupted and
-        resume from their last stored step; until then they count as in flight, so nobody
-        waiting takes them for finished. Returns how many."""
-        restarted = 0
+        resume from their last stored step (not those of trees another live Grove holds: it
+        runs them); until then they count as in flight, so nobody waiting takes them for
+        finished. Returns how many."""
         for record in self.store.list_agents():
             if record.role == "advisor":
                 self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
-                continue
-            if not turn_open(self.store.agent_messages(record.uuid)):
-                continue
+        holder = self.holding.holder if self.holding is not None else ""
+        resumed = open_turns_unheld(self.store, holder)  # its reviewers are dead by now
+        for record in resumed:
             self._resume(record, "supervisor restarted")
-            restarted += 1
-        return restarted
+        return len(resumed)
 
     def _resume_cut_off(self, record: AgentRecord) -> None:
         """A keyed child forked again: when its turn is stored open and this supervisor never
