@@ -126,6 +126,8 @@ def assert_stored_live(grove: Grove, child: str) -> None:
 def test_a_turn_resumes_from_its_last_stored_step_without_repeating_a_side_effect(
     setup: tuple[Grove, SimulatorThread], tmp_path: Path
 ) -> None:
+    """Each side effect once, each answered request sent once, and the tree's usage in the
+    store is what the simulator billed, request for request."""
     grove, simulator = setup
     path = tmp_path / "effects.txt"
     child = killed_during_second_call(grove, "mark", path)
