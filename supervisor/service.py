@@ -18,8 +18,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
-from actors.transcript import parts_to_data
-from providers.base import CachePolicy, TextPart, Usage
+from providers.base import CachePolicy, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
@@ -28,7 +27,7 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.fork_cache import ForkCaches
-from supervisor.holding import TreeHolding
+from supervisor.holding import TreeHolding, unheld_agents
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -44,6 +43,7 @@ from supervisor.turns import (
     choice_of,
     fork_end,
     prompt_data,
+    seeded_messages,
     step_events,
     step_message,
     stored_entry,
@@ -188,17 +188,7 @@ class SupervisorCore:
         for kind, _ in entries:
             if kind not in ("user", "assistant"):
                 raise CommandError(f"A seeded message is user or assistant, not {kind!r}")
-        new = [
-            NewMessage(
-                agent_uuid=record.uuid,
-                kind=kind,
-                content=content,
-                data={"parts": parts_to_data([TextPart(text=content)])}
-                if kind == "assistant"
-                else {},
-            )
-            for kind, content in entries
-        ]
+        new = seeded_messages(record.uuid, entries)
         stored = self.store.append_messages(new) if new else []
         state = self._live.get(record.uuid)
         if state is not None:
@@ -232,22 +222,32 @@ class SupervisorCore:
         self._load[host.host_id] += 1
         return host
 
+    def in_flight(self, uuid: str) -> bool:
+        """Whether the agent has a turn in flight: on its host, or between hosts until it
+        resumes."""
+        state = self._live.get(uuid)
+        return state is not None and not state.turn_done.is_set()
+
     def streaming(self, uuid: str) -> bool:
         state = self._live.get(uuid)
         return state is not None and state.ticket_id is not None
 
     # --- turns ----------------------------------------------------------------------------
 
-    def turn_rules(self, uuid: str) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
+    def turn_rules(
+        self, uuid: str, *, resumed: bool = False
+    ) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
         """What a new turn of `uuid` is checked against (CommandError, SupervisorError): the
-        agent's record, its model and its live state (placing it on first use)."""
+        agent's record, its model and its live state (placing it on first use). A `resumed`
+        turn is the same turn again: its budgets neither count nor check it as a new one (its
+        requests still ask them for room)."""
         record = self.agent(uuid)
         if record.status != "running":
             raise CommandError(f"Agent {record.uuid} is {record.status}")
         choice = choice_of(record)
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
-        if self.budget_check is not None:
+        if self.budget_check is not None and not resumed:
             self.budget_check(record, True)
         state = self.live(record.uuid, record)
         if state.host.host_id in self.given_up:
@@ -261,15 +261,20 @@ class SupervisorCore:
         *,
         entry: NewEntry | None = None,
         output: OutputType | None = None,
+        resumed: bool = False,
     ) -> TurnTicket:
         """Check the rules, persist the user message, start the turn on the agent's host.
         `entry` instead of `text` starts the turn with a message stored already (advice);
-        `output` makes its answer typed (else the agent's own, if its record has one).
+        `output` makes its answer typed (else the agent's own, if its record has one);
+        `resumed`: neither, the interrupted turn goes on from its last stored step.
 
-        Turns of one agent begin one at a time, in arrival order. Before the first turn on a
+        Turns of one agent begin one at a time, in arrival order; a turn a restart cut off
+        resumes and ends before the agent's first prompt here. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
-        record, choice, state = self.turn_rules(uuid)
+        if text is not None and uuid not in self._live:
+            await self._finish_cut_off(uuid)
+        record, choice, state = self.turn_rules(uuid, resumed=resumed)
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
@@ -283,13 +288,13 @@ class SupervisorCore:
                 )
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = entry
-            resumed: list[MessageRecord] = []
+            own: list[MessageRecord] = []  # a resumed turn's output type is its prompt's
             if text is not None:
                 stored = self.store.append_message(record.uuid, "user", text, prompt_data(output))
                 user = stored_entry(stored)
-            elif entry is None and output is None:
-                resumed = self.store.agent_messages(record.uuid)
-            output = turn_output(record, output, resumed)
+            elif resumed and output is None:
+                own = self.store.agent_messages(record.uuid)
+            output = turn_output(record, output, own)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
@@ -595,8 +600,13 @@ class SupervisorCore:
             self.event(kind, **payload)
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
+        """The result of the agent's turn in flight once it ends (or of its last one); None
+        when none ended within `timeout_s`."""
         state = self.live(uuid)
-        await asyncio.wait_for(state.turn_done.wait(), timeout_s)
+        try:
+            await asyncio.wait_for(state.turn_done.wait(), timeout_s)
+        except TimeoutError:
+            return None
         return state.last_result
 
     def background(self, work: Coroutine[Any, Any, None]) -> None:
@@ -648,33 +658,56 @@ class SupervisorCore:
 
     def recover(self) -> int:
         """After a supervisor restart: turns that were in flight are reported interrupted and
-        resume from their last stored step; until then they count as in flight, so nobody
-        waiting takes them for finished. Returns how many."""
-        restarted = 0
-        for record in self.store.list_agents():
+        resume from their last stored step, once the reviewers of the supervisor before watch
+        their agents again (started anew); not those of trees another live Grove holds: it
+        runs them. Until then they count as in flight, so nobody waiting takes them for
+        finished. Returns how many."""
+        holder = self.holding.holder if self.holding is not None else ""
+        reviewers: list[AgentRecord] = []
+        cut_off: list[str] = []
+        for record in unheld_agents(self.store, holder):
             if record.role == "advisor":
                 self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
-                continue
-            if not turn_open(self.store.agent_messages(record.uuid)):
-                continue
-            self._resume(record, "supervisor restarted")
-            restarted += 1
-        return restarted
+                reviewers.append(record)
+            elif turn_open(self.store.agent_messages(record.uuid)):
+                self._hold_open(record, "supervisor restarted")
+                cut_off.append(record.uuid)
+        self.background(self._recovered(reviewers, cut_off))
+        return len(cut_off)
 
-    def _resume_cut_off(self, record: AgentRecord) -> None:
-        """A keyed child forked again: when its turn is stored open and this supervisor never
-        ran it (a Grove before it was stopped or killed mid-turn), it resumes."""
-        if record.uuid not in self._live and turn_open(self.store.agent_messages(record.uuid)):
-            self._resume(record, "forked again after a restart")
+    async def _recovered(self, reviewers: list[AgentRecord], cut_off: list[str]) -> None:
+        if self.advisors is not None:
+            await self.advisors.restore(reviewers)
+        for uuid in cut_off:
+            self._schedule_retry(uuid, self.live(uuid))
+
+    def _resume_cut_off(self, record: AgentRecord) -> bool:
+        """When the agent's turn is stored open and this supervisor never ran it (a Grove
+        before it was stopped or killed mid-turn), it resumes; whether it does."""
+        if record.uuid in self._live or not turn_open(self.store.agent_messages(record.uuid)):
+            return False
+        self._resume(record, "cut off by a restart")
+        return True
+
+    async def _finish_cut_off(self, uuid: str) -> None:
+        """Before an agent's first prompt here: its turn a restart cut off resumes and ends
+        first, so that the prompt follows a whole turn."""
+        record = self.agent(uuid)
+        if self._resume_cut_off(record):
+            await self.live(record.uuid).turn_done.wait()
 
     def _resume(self, record: AgentRecord, reason: str) -> None:
-        """Resume an agent's open turn from its last stored step; until it has begun, the
-        turn counts as in flight, so nobody waiting takes it for finished."""
+        """Resume an agent's open turn from its last stored step."""
+        self._schedule_retry(record.uuid, self._hold_open(record, reason))
+
+    def _hold_open(self, record: AgentRecord, reason: str) -> LiveAgent:
+        """An agent's open turn is to resume: until it has begun, the turn counts as in
+        flight, so nobody waiting takes it for finished."""
         self.event("TurnInterrupted", agent=record.uuid, reason=reason)
         state = self.live(record.uuid, record)
         state.ticket_id = RECOVERING
         state.turn_done.clear()
-        self._schedule_retry(record.uuid, state)
+        return state
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:
         if state.ticket_id is not None:
@@ -702,7 +735,7 @@ class SupervisorCore:
         try:
             while True:
                 try:
-                    await self.begin_turn(uuid, None)
+                    await self.begin_turn(uuid, None, resumed=True)
                     return
                 except HostDiedError:
                     continue  # host_died has dealt with the host before this was raised

@@ -9,15 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from actors.agent import ModelChoice, TurnResult
+from actors.host import Ticket
 from actors.steps import INTERRUPTED_FACT, open_calls
 from actors.tools.todo import reads_only
 from actors.transcript import parts_to_data
 from actors.turn_result import NewEntry
 from providers.base import Message, TextPart, ToolCallPart, ToolResultPart
 from supervisor.billing import InFlightBilling
+from supervisor.holding import new_holder, unheld_agents
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
-from supervisor.turns import fork_end, step_events, turn_open
+from supervisor.turns import fork_end, seeded_messages, step_events, turn_messages, turn_open
 
 
 def call(call_id: str, name: str = "mark") -> ToolCallPart:
@@ -55,6 +58,31 @@ def test_a_turn_is_open_until_its_answer_or_end_is_stored() -> None:
     assert not turn_open([prompt, step, message("assistant", [TextPart(text="done")])])
     assert not turn_open([prompt, step, message("turn_end")])
     assert not turn_open([])
+
+
+def stored(new: list[NewMessage], first: int = 2) -> list[MessageRecord]:
+    return [
+        MessageRecord(id=first + i, created_at=0.0, **m.model_dump(exclude={"ticket"}))
+        for i, m in enumerate(new)
+    ]
+
+
+def test_a_turn_that_ended_before_any_reply_is_not_open_any_more() -> None:
+    prompt = message("user")
+    choice = ModelChoice(provider="anthropic", model="claude-sonnet-4-5")
+    ticket = Ticket(ticket_id="t", uuid="a", user=None, choice=choice)
+    for ended in (
+        TurnResult(cancelled=True, error="cancelled"),
+        TurnResult(error="ProviderConnectionError: refused"),
+    ):
+        # else a restarted supervisor would run a cancelled (or failed) prompt again
+        assert not turn_open([prompt, *stored(turn_messages(ticket, ended))])
+
+
+def test_a_seeded_context_is_no_turn_to_resume() -> None:
+    new = seeded_messages("a", [("assistant", "earlier"), ("user", "the shared context")])
+    assert [m.kind for m in new] == ["assistant", "user"]
+    assert not turn_open(stored(new))
 
 
 def test_step_events_name_each_call_result_and_interruption() -> None:
@@ -120,5 +148,37 @@ def test_a_child_forked_mid_step_branches_off_before_the_reply_still_running_its
         assert fork_end(store, parent) == whole
         answer = add("assistant", [TextPart(text="done")])
         assert fork_end(store, parent) == answer
+    finally:
+        store.close()
+
+
+def test_a_restarted_supervisor_leaves_the_open_turns_of_another_live_grove_alone(
+    tmp_path: Path,
+) -> None:
+    """Those run on the Grove that holds them; its own (held, or lapsed while Ray restarted
+    it) and those of a Grove that is gone resume."""
+    store = open_store(f"sqlite:///{tmp_path / 'g.sqlite3'}")
+    try:
+        now = time.time()
+        roots = [AgentRecord(uuid=uuid, role="root", created_at=now) for uuid in "abc"]
+        child = AgentRecord(uuid="a1", role="child", parent_uuid="a", created_at=now)
+        answered = AgentRecord(uuid="a2", role="child", parent_uuid="a", created_at=now)
+        prompts = [NewMessage(agent_uuid=r.uuid, kind="user", content="go") for r in roots]
+        reviewers = [
+            AgentRecord(uuid=f"r{w}", role="advisor", watched_uuid=w, created_at=now) for w in "ab"
+        ]
+        store.create_agents(
+            [*roots, child, answered, *reviewers],
+            [*prompts, NewMessage(agent_uuid="a1", kind="user", content="go")],
+        )
+        store.append_message("a2", "assistant", "done", {})
+        mine, other = new_holder(), new_holder()
+        for holder, root in ((mine, "a"), (other, "b")):  # "c": its Grove is gone
+            store.renew_holder(holder, 60.0)
+            store.hold_trees(holder, [root])
+        unheld = unheld_agents(store, mine)
+        assert sorted(r.uuid for r in unheld) == ["a", "a1", "a2", "c", "ra"]  # not rb, b
+        open_turns = [r.uuid for r in unheld if turn_open(store.agent_messages(r.uuid))]
+        assert sorted(open_turns) == ["a", "a1", "c"]
     finally:
         store.close()
