@@ -27,7 +27,7 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.fork_cache import ForkCaches
-from supervisor.holding import TreeHolding, open_turns_unheld
+from supervisor.holding import TreeHolding, unheld_agents
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -653,20 +653,20 @@ class SupervisorCore:
 
     def recover(self) -> int:
         """After a supervisor restart: turns that were in flight are reported interrupted and
-        resume from their last stored step (not those of trees another live Grove holds: it
-        runs them), once the reviewers of the supervisor before watch their agents again
-        (started anew); until then they count as in flight, so nobody waiting takes them for
+        resume from their last stored step, once the reviewers of the supervisor before watch
+        their agents again (started anew); not those of trees another live Grove holds: it
+        runs them. Until then they count as in flight, so nobody waiting takes them for
         finished. Returns how many."""
+        holder = self.holding.holder if self.holding is not None else ""
         reviewers: list[AgentRecord] = []
-        for record in self.store.list_agents():
+        cut_off: list[str] = []
+        for record in unheld_agents(self.store, holder):
             if record.role == "advisor":
                 self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
                 reviewers.append(record)
-        holder = self.holding.holder if self.holding is not None else ""
-        cut_off: list[str] = []
-        for record in open_turns_unheld(self.store, holder):  # no reviewer: all are dead now
-            self._hold_open(record, "supervisor restarted")
-            cut_off.append(record.uuid)
+            elif turn_open(self.store.agent_messages(record.uuid)):
+                self._hold_open(record, "supervisor restarted")
+                cut_off.append(record.uuid)
         self.background(self._recovered(reviewers, cut_off))
         return len(cut_off)
 
