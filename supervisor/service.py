@@ -600,8 +600,13 @@ class SupervisorCore:
             self.event(kind, **payload)
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
+        """The result of the agent's turn in flight once it ends (or of its last one); None
+        when none ended within `timeout_s`."""
         state = self.live(uuid)
-        await asyncio.wait_for(state.turn_done.wait(), timeout_s)
+        try:
+            await asyncio.wait_for(state.turn_done.wait(), timeout_s)
+        except TimeoutError:
+            return None
         return state.last_result
 
     def background(self, work: Coroutine[Any, Any, None]) -> None:
