@@ -209,13 +209,14 @@ def ids(path: Path) -> list[object]:
     return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 
 
-def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> None:
-    """Two quick tasks are recorded, two tasks calling a side-effecting tool three times are
-    in flight (the first in its second call) and two wait when the service is SIGKILLed; a
-    root's turn calling the tool is in its second call too. Started again, the service runs
-    the rest of the batch from its records and the store: the cut-off turns resume from their
-    last stored step, and `grove batch` follows the batch to its end. The root's cut-off turn
-    resumes and ends before its next prompt."""
+def test_a_batch_goes_on_through_restarts_of_the_service(tmp_path: Path) -> None:
+    """Two quick tasks, then four calling a side-effecting tool three times each, two at a
+    time. The service is stopped (SIGTERM, as `grove down` does) while the first two are in
+    their second call, started again, then SIGKILLed while the last two are, and a root's
+    turn calling the tool is too. Each start runs the rest of the batch from its records and
+    the store: the cut-off turns resume from their last stored step, and `grove batch`
+    follows the batch through both to its end. The root's cut-off turn resumes and ends
+    before its next prompt."""
     env = cli_environment(tmp_path)
     port = free_loopback_port()
     effects = [tmp_path / f"effects{n}.txt" for n in range(4)]
@@ -240,19 +241,23 @@ def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> Non
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         followers.append(follower)
-        wait_for_label(effects[0], "1")
+        wait_for_label(effects[0], SLOW_LABEL)
+        services[0].terminate()  # as `grove down` stops it: Grove, its Ray and hosts go
+        services[0].wait(120)
+        (output,) = (tmp_path / "config" / "grove" / "batches").glob("*[0-9a-f].jsonl")
+        assert 2 <= len(ids(output)) < 4  # the quick ones at least, not the rest
+        services.append(started_service(tmp_path, env, port))
         chat = threading.Thread(
             target=prompted, args=(tmp_path, port, root, three_calls("mark", chat_effects))
         )
         chat.start()
         wait_for_label(chat_effects, SLOW_LABEL)
-        wait_for_label(effects[0], SLOW_LABEL)
-        services[0].kill()  # SIGKILL: the service's Ray goes with it
-        services[0].wait()
+        wait_for_label(effects[2], SLOW_LABEL)
+        services[1].kill()  # SIGKILL: the service's Ray goes with it
+        services[1].wait()
         chat.join(60)
-        (output,) = (tmp_path / "config" / "grove" / "batches").glob("*[0-9a-f].jsonl")
-        assert 2 <= len(ids(output)) < len(tasks)  # the quick ones at least, not the rest
-        assert follower.poll() is None  # still following, through the outage
+        assert 4 <= len(ids(output)) < len(tasks)
+        assert follower.poll() is None  # still following, through both outages
         services.append(started_service(tmp_path, env, port))
         answer = prompted(tmp_path, port, root, "[[sim tokens=3]] and now?")
         stdout, stderr = follower.communicate(timeout=240)
