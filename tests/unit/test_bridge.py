@@ -37,15 +37,16 @@ def test_unbridged_waits_block_and_answer() -> None:
     waiting.close()
 
 
+async def ticker(ticks: list[float], every_s: float) -> None:
+    """The loop's heartbeat: a time in `ticks` each `every_s`, while the loop is free."""
+    while True:
+        ticks.append(time.perf_counter())
+        await asyncio.sleep(every_s)
+
+
 async def test_bridged_calls_wait_on_the_loop_together() -> None:
     ticks: list[float] = []
-
-    async def ticker() -> None:
-        while True:
-            ticks.append(time.perf_counter())
-            await asyncio.sleep(0.005)
-
-    ticking = asyncio.create_task(ticker())
+    ticking = asyncio.create_task(ticker(ticks, 0.005))
     start = time.perf_counter()
     totals = await asyncio.gather(*(bridge.bridge(slow_sum, [0.1, 0.1]) for _ in range(50)))
     took = time.perf_counter() - start
@@ -149,13 +150,7 @@ async def test_a_batch_follower_waiting_for_its_service_to_return_keeps_the_loop
     remote = RemoteGrove(ServiceState(pid=1, host="127.0.0.1", port=9, started=1.0))
     waiting = remote._come_back(cut_off=True)
     ticks: list[float] = []
-
-    async def ticker() -> None:
-        while True:
-            ticks.append(time.perf_counter())
-            await asyncio.sleep(0.01)
-
-    ticking = asyncio.create_task(ticker())
+    ticking = asyncio.create_task(ticker(ticks, 0.01))
     try:
         assert await bridge.bridge(next, waiting) is None  # no service: a tick
         start = time.perf_counter()
