@@ -12,18 +12,15 @@ import json
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cli.app import app
 from supervisor import Budget, Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
 from supervisor.usage import usage_report
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import Invoked, cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"
 
@@ -104,13 +101,6 @@ def test_bad_budgets_are_refused_with_the_reason(limits: dict[str, float], messa
         Budget(**limits)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
 def joined(grove: Grove, tmp_path: Path) -> dict[str, str]:
     """The environment of a command with its config in `tmp_path`, on the module's Grove and
@@ -118,12 +108,7 @@ def joined(grove: Grove, tmp_path: Path) -> dict[str, str]:
     return {**cli_environment(tmp_path), "GROVE_STORE": grove.settings.store or ""}
 
 
-def invoke(env: dict[str, str], *args: str) -> Done:
-    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
-    return Done(result.exit_code, result.stdout, result.stderr)
-
-
-def run_cli(env: dict[str, str], *options: str) -> Done:
+def run_cli(env: dict[str, str], *options: str) -> Invoked:
     return invoke(env, "run", "--simulate", "--model", MODEL, *options)
 
 
@@ -155,7 +140,7 @@ def write_tasks(path: Path, count: int, reply_tokens: int) -> Path:
     return path
 
 
-def run_batch(env: dict[str, str], tasks: Path, output: Path, *options: str) -> Done:
+def run_batch(env: dict[str, str], tasks: Path, output: Path, *options: str) -> Invoked:
     return invoke(
         env, "batch", str(tasks), "--simulate", "--model", MODEL, "--output", str(output), *options
     )

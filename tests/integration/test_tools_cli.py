@@ -11,15 +11,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from cli.app import app
 from supervisor import Grove
-from tests.integration.groves import cli_environment
+from tests.integration.groves import Invoked, cli_environment, invoke
 
 TIMEOUT_S = 240
 TOOLS_FILE = '''
@@ -48,13 +45,6 @@ def grove(base: Path, *args: str, config: str = "") -> subprocess.CompletedProce
     )
 
 
-@dataclass(frozen=True)
-class Done:
-    returncode: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Where the commands run: the tool module `voice` in the current directory."""
@@ -72,11 +62,10 @@ def joined(
     return {**cli_environment(workdir), "GROVE_STORE": store_url}
 
 
-def invoke(env: dict[str, str], *args: str, config: str = "") -> Done:
+def with_config(env: dict[str, str], *args: str, config: str = "") -> Invoked:
     """`grove ARGS` in this process, with `config` as its config file."""
     Path(env["GROVE_CONFIG_FILE"]).write_text(config)
-    result = CliRunner().invoke(app, list(args), env=env, catch_exceptions=False)
-    return Done(result.exit_code, result.stdout, result.stderr)
+    return invoke(env, *args)
 
 
 def directive(tool: str, **arguments: object) -> str:
@@ -87,13 +76,13 @@ def test_run_takes_tools_from_the_current_directory_and_the_config(
     joined: dict[str, str],
 ) -> None:
     run = ("run", "--simulate", "--model", "gpt-5-mini", "--json")
-    done = invoke(joined, *run, "--tools", "voice:shout", directive("shout", text="hi"))
+    done = with_config(joined, *run, "--tools", "voice:shout", directive("shout", text="hi"))
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     assert [c["name"] for c in result["tool_calls"]] == ["shout"]
     assert [(r["content"], r["is_error"]) for r in result["tool_results"]] == [("HI!", False)]
     configured = '[tools]\nmodules = ["voice:whisper"]\n'
-    done = invoke(joined, *run, directive("whisper", text="HI"), config=configured)
+    done = with_config(joined, *run, directive("whisper", text="HI"), config=configured)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["tool_results"][0]["content"] == "hi..."
 
@@ -101,12 +90,12 @@ def test_run_takes_tools_from_the_current_directory_and_the_config(
 def test_run_roots_have_the_default_tools_and_bash_needs_allow(joined: dict[str, str]) -> None:
     run = ("run", "--simulate", "--model", "gpt-5-mini", "--json", "--tools", "bash")
     command = directive("bash", command="echo ran")
-    refused = json.loads(invoke(joined, *run, command).stdout)["tool_results"][0]
+    refused = json.loads(with_config(joined, *run, command).stdout)["tool_results"][0]
     assert refused["is_error"] and "--allow bash" in refused["content"]
-    allowed = json.loads(invoke(joined, *run, "--allow", "bash", command).stdout)
+    allowed = json.loads(with_config(joined, *run, "--allow", "bash", command).stdout)
     assert allowed["tool_results"][0]["content"] == "exit code 0\nran\n"
     todo = directive("todo", ops=[{"op": "append", "phase": "P", "items": ["a"]}])
-    listed = json.loads(invoke(joined, *run[:5], todo).stdout)
+    listed = json.loads(with_config(joined, *run[:5], todo).stdout)
     assert listed["tool_results"][0]["content"].startswith("Remaining: 1 of 1 tasks")
 
 
@@ -119,7 +108,7 @@ def test_a_bad_tool_spec_is_exit_2_with_the_reason(tmp_path: Path) -> None:
 
 def test_each_call_and_result_is_one_line_in_the_stream(joined: dict[str, str]) -> None:
     run = ("run", "--simulate", "--model", "gpt-5-mini", "--tools", "voice:shout")
-    done = invoke(joined, *run, directive("shout", text="hi"))
+    done = with_config(joined, *run, directive("shout", text="hi"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert '→ shout {"text": "hi"}' in lines
@@ -138,11 +127,8 @@ def test_todo_edit_round_trips_the_list_through_the_editor(
     plan = [{"op": "init", "list": [{"phase": "Build", "items": ["parse", "store"]}]}]
     env = {**joined, "EDITOR": str(editor)}
 
-    def chat(*args: str, script: str) -> Done:
-        result = CliRunner().invoke(
-            app, ["chat", "--simulate", *args], input=script, env=env, catch_exceptions=False
-        )
-        return Done(result.exit_code, result.stdout, result.stderr)
+    def chat(*args: str, script: str) -> Invoked:
+        return invoke(env, "chat", "--simulate", *args, stdin=script)
 
     Path(env["GROVE_CONFIG_FILE"]).write_text("")
     first = chat("--model", "gpt-5-mini", script=directive("todo", ops=plan) + "\n")
@@ -160,7 +146,7 @@ def test_batch_records_hold_the_tool_calls_and_results(
     tasks.write_text(json.dumps({"id": 1, "prompt": directive("shout", text="hi")}) + "\n")
     out = tmp_path / "out.jsonl"
     batch = ("batch", str(tasks), "--simulate", "--model", "gpt-5-mini", "--output", str(out))
-    done = invoke(joined, *batch, "--tools", "voice:shout")
+    done = with_config(joined, *batch, "--tools", "voice:shout")
     assert done.returncode == 0, done.stderr
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert [c["name"] for c in record["tool_calls"]] == ["shout"]
