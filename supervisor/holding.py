@@ -10,6 +10,7 @@ from typing import Any
 
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord
+from supervisor.usage import root_of_each
 
 # A holder not renewed for this long is gone (its Grove was killed), and its trees stop.
 HOLDER_TTL_S = 10.0
@@ -24,6 +25,16 @@ def shown_status(status: str, held: bool) -> str:
     """An agent's status as every view shows it: a running agent whose tree no live Grove
     holds (`held`) is `stopped`."""
     return "stopped" if status == "running" and not held else status
+
+
+def unheld_agents(store: Store, holder: str) -> list[AgentRecord]:
+    """The running agents (reviewers too) whose tree no live Grove but `holder` holds: what
+    `holder`'s supervisor, restarted, takes up again (another Grove runs its own trees' turns
+    and reviewers; `holder`'s own holds may have lapsed while Ray restarted it)."""
+    every = store.list_agents(include_ended=True)
+    tops = root_of_each(every)
+    others = {root for root, by in store.tree_holders().items() if by != holder}
+    return [r for r in every if r.status == "running" and tops[r.uuid] not in others]
 
 
 class TreeHolding:

@@ -37,6 +37,13 @@ HOME_SECRETS = (
     ".git-credentials",
     ".config/gh",
     ".ray",  # Ray's auth token
+    # Package registries' tokens and database passwords.
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".gem/credentials",
 )
 # Variables naming files whose contents are secret.
 SECRET_FILE_VARIABLES = ("RAY_AUTH_TOKEN_PATH", "GROVE_CONFIG_FILE")
@@ -114,6 +121,8 @@ def bwrap_arguments(
         git = os.path.join(real_root, ".git")
         if os.path.lexists(git):  # its hooks and config would run outside the sandbox
             arguments += ["--ro-bind", git, git]
+        else:  # nor may a command make one: Grove's own git, run there, would obey it
+            arguments += ["--tmpfs", git, "--remount-ro", git]
     else:
         arguments += ["--ro-bind", real_root, real_root]
     for secret in map(str, hidden):

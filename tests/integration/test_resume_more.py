@@ -37,7 +37,7 @@ WAIT = "wait"  # a label ending so blocks its call until the test lets it go
 
 
 def mark(path: str, label: str) -> str:
-    """Record a side effect: append the label to the file; a label ending in "wait" then
+    """Record a side effect: append the label to the file; a label ending in WAIT then
     blocks until the file `path` + ".go" exists.
 
     Args:
@@ -46,7 +46,7 @@ def mark(path: str, label: str) -> str:
     """
     with open(path, "a") as counted:
         counted.write(label + "\n")
-    if label.endswith("wait"):
+    if label.endswith(WAIT):
         deadline = time.monotonic() + 120
         while not os.path.exists(path + ".go") and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -164,7 +164,7 @@ def test_a_search_cut_off_by_its_hosts_death_runs_again(
     args = json.dumps({"pattern": "needle", "path": "tree"})
     (child,) = grove.fork_many(root, [f"[[sim tool=search args='{args}' step=1]] Look."])
     host = grove.provider_identity(child)["host"]
-    wait_for_open_file(grove.host_pids()[host], workspace / "tree" / "lines.txt")
+    wait_for_open_file(grove.host_pids()[host], (workspace / "tree" / "lines.txt").resolve())
     kill_host(grove, host)
     (result,) = finish_all(grove, [child]).values()
     assert result is not None and result.ok, result
