@@ -1,11 +1,13 @@
 """Durable turns in the service: a turn sent over HTTP whose host is SIGKILLed in its second tool
 call resumes, its prompter's and a watcher's event streams following it to its end; a batch goes
 on through a restart of the service (killed with SIGKILL mid-batch), each task finished once and
-no side effect repeated, its `grove batch` following it there to its end.
+no side effect repeated, its `grove batch` following it there to its end; a turn a stopped
+Grove cut off ends before the next asks to its agent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import subprocess
@@ -22,19 +24,20 @@ import httpx
 import pytest
 import uvicorn
 
+from actors.turn_result import TurnResult
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from server.app import create_app
 from server.client import healthy
 from server.files import read_state
-from supervisor import Grove
+from supervisor import AsyncGrove, Grove
 from supervisor.api import HOST_DIED
 from supervisor.store import open_store
 from supervisor.turns import calls_tools
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.host_kills import events, kill_host, wait_for_event
-from tests.integration.test_durable_turns import SLOW_LABEL, three_calls, wait_for_label
+from tests.integration.test_durable_turns import SLOW_LABEL, mark, three_calls, wait_for_label
 
 MARK = "tests.integration.test_durable_turns:mark"
 START_S = 180
@@ -293,3 +296,27 @@ def test_a_batch_goes_on_through_restarts_of_the_service(tmp_path: Path) -> None
         ]
     finally:
         store.close()
+
+
+def test_a_turn_a_stopped_grove_cut_off_ends_before_the_next_asks(tmp_path: Path) -> None:
+    """A Grove stopped while a turn is in its second side-effecting call leaves the turn
+    open; asks sent at once by an asyncio program to a Grove started next on the same store
+    (to that agent and two new ones) all answer, the cut-off turn resumed and ended first."""
+    store_url = f"sqlite:///{tmp_path / 'grove.sqlite3'}"
+    path = tmp_path / "effects.txt"
+    with running_grove(tmp_path, store_url=store_url) as grove:
+        root = grove.create_root("claude-haiku-4-5", tools=[mark]).uuid
+        grove.send(root, three_calls("mark", path))  # begun; nobody reads it
+        wait_for_label(path, SLOW_LABEL)
+    with running_grove(tmp_path, store_url=store_url) as grove:
+        agents = [grove.create_root("claude-haiku-4-5").uuid for _ in range(2)] + [root]
+
+        async def asked() -> list[TurnResult]:
+            aio = AsyncGrove(grove)
+            return list(await asyncio.gather(*(aio.ask(a, "[[sim tokens=3]] hi") for a in agents)))
+
+        results = asyncio.run(asked())
+        assert all(result.ok for result in results), results
+        kinds = [m.kind for m in grove.history(root) if m.kind in CONVERSATION]
+    assert path.read_text().split() == ["1", "2", "3"]  # the cut-off call not run again
+    assert kinds == ["user", *["assistant", "tool_result"] * 3, "assistant", "user", "assistant"]
