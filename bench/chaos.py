@@ -37,6 +37,16 @@ from the simulator's bill: `requests_rebilled` (requests beyond each task's own 
 were asked again after an interruption; a fault's reply is not billed) against
 `turns_interrupted`.
 
+Against a whole-turn retry (what a host death cost before turns were durable: the turn ran
+again from its prompt), derived from the store, as there is no such switch any more: such a
+retry sends again every request of the turn that was answered before the interruption, those
+whose replies were stored as steps (kept here: each carries its turn's ticket) and those whose
+replies were lost with the host (sent again here too). So `whole_turn_rebilled` is
+`requests_rebilled` plus the replies of interrupted turns kept as steps; it would also run
+their finished tool calls again (`whole_turn_side_effects_repeated`) and spend again the
+seconds those replies and calls took (`whole_turn_seconds_again`, from their stored
+durations). The `*_per_interrupted_turn` figures divide by `turns_interrupted`.
+
 Prints one JSON line. Run from the repository root: `python bench/chaos.py --n 1000`.
 """
 
@@ -65,12 +75,14 @@ from harness import (
     simulator_stats,
 )
 
+from actors.steps import INTERRUPTED_FACT
 from providers.errors import GroveError
 from supervisor.batch.done import read_previous
 from supervisor.batch.records import OutputLog, record_results
 from supervisor.batch.summary import Totals
 from supervisor.batch.tasks import Task, id_key, read_tasks
 from supervisor.store import open_store
+from supervisor.store.records import MessageRecord
 from supervisor.turns import calls_tools
 from supervisor.usage import billed_messages, usage_report
 
@@ -82,6 +94,14 @@ FAULT_KINDS = ("429", "529", "error_after_200", "disconnect")
 TOOL_STEPS = 3
 STATUS_FAULT_KINDS = frozenset({"429", "529", "error_after_200"})  # retried by the provider
 BATCH_KEY = "chaos"
+# What the store records of a request and the simulator bills alike
+COMPARED_USAGE = (
+    "requests",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+)
 
 
 def fault_directive(kind: str, index: int) -> str:
@@ -287,8 +307,17 @@ def store_tally(directory: Path) -> dict[str, Any]:
                 answers[key] += sum(
                     1 for m in own if m.kind == "assistant" and not calls_tools(m.data)
                 )
-        events = Counter(event.kind for event in store.events(limit=10_000_000))
+        logged = store.events(limit=10_000_000)
+        events = Counter(event.kind for event in logged)
         agents = store.list_agents(include_ended=True)
+        interrupted = {
+            str(event.payload["ticket"])
+            for event in logged
+            if event.kind == "TurnInterrupted" and event.payload.get("ticket")
+        }
+        kept = kept_steps(
+            [m for agent in agents for m in store.agent_messages(agent.uuid)], interrupted
+        )
         recorded = usage_report(store, agents).total
         kinds = Counter(
             (message.kind, bool(message.data.get("usage", {}).get("output_tokens")))
@@ -297,15 +326,47 @@ def store_tally(directory: Path) -> dict[str, Any]:
         )
     finally:
         store.close()
-    usage = {
-        "requests": recorded.requests,
-        "input_tokens": recorded.input_tokens,
-        "output_tokens": recorded.output_tokens,
-    }
+    usage = {name: getattr(recorded, name) for name in COMPARED_USAGE}
     by_kind = {
         f"{kind}{'' if output else ' (no output)'}": n for (kind, output), n in kinds.items()
     }
-    return {"answers": answers, "events": events, "usage": usage, "by_kind": by_kind}
+    return {
+        "answers": answers,
+        "events": events,
+        "usage": usage,
+        "by_kind": by_kind,
+        "kept": kept,
+    }
+
+
+@dataclass(kw_only=True, slots=True)
+class KeptSteps:
+    """What interrupted turns had stored as steps when their host died: what a whole-turn
+    retry would have done again."""
+
+    replies: int = 0  # requests answered, stored: sent again by a whole-turn retry
+    calls: int = 0  # tool calls finished, stored: run again by a whole-turn retry
+    seconds: float = 0.0  # what those replies and calls took
+
+
+def kept_steps(messages: list[MessageRecord], interrupted: set[str]) -> KeptSteps:
+    """The steps stored under the tickets of interrupted turns (a step is keyed
+    `ticket:index`; the resumed run of the turn has a ticket of its own)."""
+    kept = KeptSteps()
+    for message in messages:
+        if (message.ticket or "").partition(":")[0] not in interrupted:
+            continue
+        if message.kind == "assistant":
+            kept.replies += 1
+            kept.seconds += float(message.data.get("duration_s") or 0.0)
+        elif message.kind == "tool_result":
+            facts = message.data.get("calls", {})
+            for part in message.data.get("parts", []):
+                fact = facts.get(part.get("call_id"), {})
+                if not fact.get(INTERRUPTED_FACT):
+                    kept.calls += 1
+                    kept.seconds += float(fact.get("duration_ms") or 0.0) / 1000
+    return kept
 
 
 def main() -> None:
@@ -375,6 +436,12 @@ def main() -> None:
     # each task's own requests: its answer, and a step per call for the tool tasks (a fault's
     # answer is not billed: the simulator bills a reply once its last byte is written)
     requests_needed = args.n + TOOL_STEPS * len(tools)
+    kept: KeptSteps = tally["kept"]
+    whole_turn_rebilled = billed["requests"] - requests_needed + kept.replies
+
+    def per_turn(value: float) -> float:
+        return round(value / max(1, events["TurnInterrupted"]), 3)
+
     report = {
         "bench": "chaos",
         "tasks": args.n,
@@ -403,7 +470,9 @@ def main() -> None:
         "ratio_with_rerun_start": round((wall_s + rerun_start_s) / baseline_s, 3),
         "usage_recorded": tally["usage"],
         "usage_billed": billed,
-        "usage_recorded_equals_billed": tally["usage"] == billed,
+        # the same fields on both sides: requests, input (whole prompts), output, cache tokens
+        "usage_recorded_equals_billed": tally["usage"]
+        == {name: billed[name] for name in COMPARED_USAGE},
         "billed_not_recorded": billed["requests"] - tally["usage"]["requests"],
         "recorded_requests_by_kind": tally["by_kind"],
         "tool_tasks": len(tools),
@@ -412,8 +481,20 @@ def main() -> None:
         "side_effects_missing": sum(1 for call in wanted if not ran[call]),
         "requests_needed": requests_needed,
         "requests_rebilled": billed["requests"] - requests_needed,
-        "rebilled_per_interrupted_turn": round(
-            (billed["requests"] - requests_needed) / max(1, events["TurnInterrupted"]), 3
+        "rebilled_per_interrupted_turn": per_turn(billed["requests"] - requests_needed),
+        "whole_turn_rebilled": whole_turn_rebilled,
+        "whole_turn_rebilled_per_interrupted_turn": per_turn(whole_turn_rebilled),
+        "rebilled_vs_whole_turn": round(
+            (billed["requests"] - requests_needed) / max(1, whole_turn_rebilled), 3
+        ),
+        "whole_turn_side_effects_repeated": kept.calls,
+        "whole_turn_seconds_again": round(kept.seconds, 2),
+        "whole_turn_seconds_again_per_interrupted_turn": per_turn(kept.seconds),
+        "whole_turn_method": (
+            "derived, not run: a whole-turn retry sends again every answered request of the "
+            "turn, so whole_turn_rebilled = requests_rebilled + replies of interrupted turns "
+            "stored as steps under their ticket; it runs their finished tool calls again and "
+            "spends their stored durations again"
         ),
     }
     print(json.dumps(report))

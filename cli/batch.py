@@ -32,7 +32,7 @@ from cli.context import (
     fail,
     undecodable_text,
 )
-from cli.preflight import check_output, preflight
+from cli.preflight import check_output, preflight, refuse_output
 from cli.printable import printable
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
@@ -150,10 +150,14 @@ def batch_command(
             budget=budget,
             joined=context.joins_cluster(remote),
         )
+    try:  # what the checks cannot know (a kernel file, a root's rights) shows on opening
+        output = OutputLog(plan.output).opened()
+    except OSError as exc:
+        refuse_output(plan.output, exc.strerror or str(exc))
     sys.stderr.write(plan.line + "\n")
     started = time.monotonic()
     ending = Ending()
-    with OutputLog(plan.output) as log:
+    with output as log:
         for error in plan.task_file.errors:
             if (error.line, error.message) not in plan.previous.line_errors:
                 log.append(line_error_record(error))

@@ -38,7 +38,7 @@ def message_block(message: dict[str, Any], owner: str) -> str:
             f"  (a reply of a turn that failed, {stopped}: counted, the model does not see it)"
         )
     elif kind == TURN_END_KIND:
-        lines[0] += "  (the end of a turn that failed after some of its steps: not sent)"
+        lines[0] += "  (the end of a turn that failed or was cancelled: not sent)"
     for part in data.get("parts", []):
         if isinstance(part, dict) and part.get("kind") == "thinking" and part.get("text"):
             lines.append(styled(sys.stdout, f"(thinking) {printable(part['text'])}", DIM))

@@ -8,7 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from cli.context import fail
 from providers.errors import GroveError
@@ -46,19 +46,13 @@ def preflight(
 def checked_model(text: str, aliases: dict[str, str]) -> ModelSpec:
     """The spec `text` names; the reference's texts for what does not parse, and a "did you
     mean" for a typo of a known id (named `PROVIDER:MODEL`, an id is taken as written)."""
-    from providers.catalog import near_miss, near_miss_text, parse_model_spec
+    from providers.catalog import parse_model_choice
     from providers.errors import ModelSpecError
 
     try:
-        spec = parse_model_spec(text, aliases)
+        return parse_model_choice(text, aliases)
     except ModelSpecError as exc:
         fail(str(exc), code=2)
-    name = text.strip().partition("/")[0]
-    written = aliases.get(name, name).strip().partition("/")[0]
-    suggestion = None if ":" in written else near_miss(spec.model)
-    if suggestion is not None:
-        fail(near_miss_text(spec.model, spec.provider, suggestion), code=2)
-    return spec
 
 
 def warn_if_retiring(model: str) -> None:
@@ -151,4 +145,8 @@ def check_output(path: Path) -> None:
         if problem is None and not os.access(parent, os.W_OK | os.X_OK):
             problem = f"{parent} cannot be written"
     if problem is not None:
-        fail(f"cannot write the output {path}: {problem}; name another with --output", code=2)
+        refuse_output(path, problem)
+
+
+def refuse_output(path: Path, problem: str) -> NoReturn:
+    fail(f"cannot write the output {path}: {problem}; name another with --output", code=2)

@@ -467,6 +467,19 @@ def parse_model_spec(text: str, aliases: Mapping[str, str] | None = None) -> Mod
     return ModelSpec(provider=provider, model=model, thinking=thinking)
 
 
+def parse_model_choice(text: str, aliases: Mapping[str, str] | None = None) -> ModelSpec:
+    """A model a user picks now (a flag, /model, /fork --model): `parse_model_spec`, and an id
+    a typo away from a catalog id refused with a "did you mean" (UnknownModelError); one
+    named `PROVIDER:MODEL`, directly or by an alias, is taken as written."""
+    spec = parse_model_spec(text, aliases)
+    name = text.strip().partition("/")[0]
+    written = (aliases or {}).get(name, name).strip().partition("/")[0]
+    suggestion = None if ":" in written else near_miss(spec.model)
+    if suggestion is not None:
+        raise UnknownModelError(near_miss_text(spec.model, spec.provider, suggestion), spec.model)
+    return spec
+
+
 def _thinking_level(level: str) -> ThinkingLevel:
     for known in THINKING_LEVELS:
         if level == known:

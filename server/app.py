@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 
 from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
 from providers.errors import GroveError
-from server.batches import MAX_BATCH_BYTES, batch_router
+from server.batches import MAX_BATCH_BYTES, Batches, batch_router
 from server.feeds import EventFeed
 from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
 from supervisor.api import Grove
@@ -131,10 +131,13 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     """The API over a started `grove`; batches write their records under `batch_dir`."""
     aio = AsyncGrove(grove)  # the same Grove, for the routes that wait: nothing blocks the loop
     feed = EventFeed(lambda: open_store(grove.settings.store))
+    batches = Batches(grove, batch_dir)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        await run_in_threadpool(batches.resume)  # what a restart cut off goes on
         yield
+        batches.closing.set()
         await feed.close()
 
     app = FastAPI(
@@ -149,7 +152,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     app.add_middleware(StreamLimit, per_token=service.max_streams)
     app.add_middleware(BearerTokenGate, token=token)
     app.add_middleware(HostGate, allowed=service.allowed_hosts)
-    app.include_router(batch_router(grove, batch_dir))
+    app.include_router(batch_router(batches))
     tree = TreeView()  # the dashboard asks for the tree often: unchanged agents are not read
 
     def store() -> Store:

@@ -1,12 +1,15 @@
 """The service's batches: each runs in a thread of its own on the service's Grove through the
 batch pipeline (supervisor/batch/), keeps its records in a file, and streams them to whoever
-follows (`grove batch` with a service up), with ticks while none finishes and an end.
+follows (`grove batch` with a service up), with ticks while none finishes and an end. A restarted
+service takes up the batches it had not finished (server/batch_files.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
+import sys
 import threading
 import time
 import uuid as uuidlib
@@ -21,7 +24,7 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
 from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
-from server.files import private_file
+from server.batch_files import BatchFiles, described_batches, read_recorded
 from supervisor.api import Grove
 from supervisor.batch.records import OutputLog, record_results
 from supervisor.batch.summary import Totals
@@ -32,13 +35,18 @@ TICK_S = 1.0  # a follower hears at least this often while nothing finishes
 
 
 class BatchRun:
-    """A batch the service runs: its progress, its records (a file), its end."""
+    """A batch the service runs: its progress, its records (a file), its end. `options` are
+    run_batch's (concurrency, advisor, key, workspace, output_retries)."""
 
-    def __init__(self, batch_id: str, root: str, total: int, output: Path) -> None:
-        self.id = batch_id
+    def __init__(
+        self, files: BatchFiles, root: str, totals: Totals, options: dict[str, Any]
+    ) -> None:
+        self.files = files
+        self.id = files.id
         self.root = root
-        self.totals = Totals(total=total)
-        self.output = output
+        self.totals = totals
+        self.options = options
+        self.output = files.output
         self.started = time.time()
         self.finished: float | None = None
         self.error: str | None = None
@@ -46,29 +54,41 @@ class BatchRun:
         self.steps = 0  # records written and ticks passed, for followers to wait on
         self.changed = threading.Condition()
 
-    def work(self, grove: Grove, tasks: list[Task], concurrency: int, **options: Any) -> None:
-        """Run the batch to its end (or its stop); followers are told of each step."""
+    def work(self, grove: Grove, tasks: list[Task], closing: threading.Event) -> None:
+        """Run the batch to its end (or its stop); followers are told of each step. An end
+        that is the service's own (`closing`) is not the batch's: its next start goes on."""
         try:
             with OutputLog(self.output) as log:
-                steps = grove.run_batch(
-                    self.root, tasks, concurrency=concurrency, stop=self.stop, **options
-                )
+                steps = grove.run_batch(self.root, tasks, stop=self.stop, **self.options)
                 for _ in record_results(steps, log, self.totals):
                     with self.changed:
                         self.steps += 1
                         self.changed.notify_all()
         except Exception as exc:  # the batch's end, reported by its progress and its stream
             self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            with self.changed:
-                self.finished = time.time()
-                self.changed.notify_all()
+        if closing.is_set():
+            return
+        with self.changed:
+            self.finished = time.time()
+            self.changed.notify_all()
+        self.files.describe(self.description())
 
     def wait(self, seen: int, timeout_s: float) -> int:
         """Wait until a step after the `seen`-th one, or the end, or the timeout; the steps."""
         with self.changed:
             self.changed.wait_for(lambda: self.steps > seen or self.finished, timeout_s)
             return self.steps
+
+    def description(self) -> dict[str, Any]:
+        """What batch_files.py keeps of it: enough to run the rest, or to show its end."""
+        return {
+            "root": self.root,
+            "options": self.options,
+            "started": self.started,
+            "finished": self.finished,
+            "error": self.error,
+            "totals": dataclasses.asdict(self.totals),
+        }
 
     def as_dict(self) -> dict[str, Any]:
         totals = self.totals
@@ -89,13 +109,66 @@ class BatchRun:
         }
 
 
-def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
-    """The routes of the batches run on `grove`, their records kept under `batch_dir`."""
+class Batches:
+    """The batches of the service's `grove`, their files under `directory`."""
+
+    def __init__(self, grove: Grove, directory: Path) -> None:
+        self.grove = grove
+        self.directory = directory
+        self.runs: dict[str, BatchRun] = {}
+        self.closing = threading.Event()  # the service is stopping: a batch's end is not its own
+
+    def start(self, run: BatchRun, tasks: list[Task]) -> None:
+        self.runs[run.id] = run
+        thread = threading.Thread(
+            target=run.work, args=(self.grove, tasks, self.closing), name=f"batch-{run.id}"
+        )
+        thread.daemon = True
+        thread.start()
+
+    def submit(
+        self, body: bytes, tasks: list[Task], root: str, options: dict[str, Any]
+    ) -> BatchRun:
+        files = BatchFiles(directory=self.directory, id=uuidlib.uuid4().hex[:12])
+        options["key"] = options["key"] or files.id
+        run = BatchRun(files, root, Totals(total=len(tasks)), options)
+        files.create(body, run.description())
+        self.start(run, tasks)
+        return run
+
+    def resume(self) -> None:
+        """After a restart: the batches this service ran, those it had not finished taken up
+        again. Their tasks already recorded are not run again, nor those whose answer the
+        store holds (run_batch takes those), and turns cut off resume from their last step."""
+        for files, described in described_batches(self.directory):
+            try:
+                self._take_up(files, described)
+            except (OSError, ValueError, KeyError, TypeError) as exc:
+                sys.stderr.write(f"batch {files.id} cannot be taken up again: {exc!r}\n")
+
+    def _take_up(self, files: BatchFiles, described: dict[str, Any]) -> None:
+        totals = Totals(**described["totals"])
+        run = BatchRun(files, described["root"], totals, described["options"])
+        run.started = float(described["started"])
+        if described["finished"] is not None:
+            run.finished, run.error = float(described["finished"]), described["error"]
+            self.runs[run.id] = run
+            return
+        tasks = read_tasks(
+            files.tasks.read_bytes(), self.grove.settings.models.aliases, what="the batch"
+        ).tasks
+        recorded = read_recorded(files.output, totals.total)
+        run.totals = recorded.totals
+        self.start(run, [task for task in tasks if task.key not in recorded.ids])
+
+
+def batch_router(batches: Batches) -> APIRouter:
+    """The routes of the service's batches."""
     router = APIRouter()
-    batches: dict[str, BatchRun] = {}
+    grove = batches.grove
 
     def known(batch: str) -> BatchRun:
-        run = batches.get(batch)
+        run = batches.runs.get(batch)
         if run is None:
             raise HTTPException(404, f"Unknown batch: {batch}")
         return run
@@ -116,7 +189,8 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
         `model`; `advisor` puts a reviewer on each; `key` names the batch, so that a batch
         submitted again under it takes the answers an interrupted one left; `workspace`:
         "worktree" puts each task in a git worktree of the service's repository. A task with
-        a `schema` answers typed, a malformed answer going back `output_retries` times."""
+        a `schema` answers typed, a malformed answer going back `output_retries` times. The
+        batch outlives a restart of the service, which takes it up again."""
         if not 1 <= concurrency <= 10_000:
             raise HTTPException(400, "concurrency is 1 to 10,000")
         if not 0 <= output_retries <= MAX_OUTPUT_RETRIES:
@@ -132,27 +206,19 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
             parent = await run_in_threadpool(lambda: grove.create_root(model).uuid)
         else:
             parent = await run_in_threadpool(lambda: grove.agent(root).uuid)
-        batch_id = uuidlib.uuid4().hex[:12]
-        output = private_file(batch_dir / f"{batch_id}.jsonl")  # prompts and replies: 0600
-        run = BatchRun(batch_id, parent, len(tasks.tasks), output)
-        batches[run.id] = run
-        threading.Thread(
-            target=run.work,
-            args=(grove, tasks.tasks, concurrency),
-            kwargs={
-                "advisor": advisor,
-                "key": key or run.id,
-                "workspace": workspace,
-                "output_retries": output_retries,
-            },
-            name=f"batch-{run.id}",
-            daemon=True,
-        ).start()
+        options = {
+            "concurrency": concurrency,
+            "advisor": advisor,
+            "key": key,
+            "workspace": workspace,
+            "output_retries": output_retries,
+        }
+        run = await run_in_threadpool(batches.submit, body, tasks.tasks, parent, options)
         return run.as_dict()
 
     @router.get("/api/batches")
     def list_batches() -> dict[str, list[dict[str, Any]]]:
-        return {"batches": [run.as_dict() for run in batches.values()]}
+        return {"batches": [run.as_dict() for run in batches.runs.values()]}
 
     @router.get("/api/batches/{batch}")
     def batch_progress(batch: str) -> dict[str, Any]:
@@ -175,7 +241,8 @@ def batch_router(grove: Grove, batch_dir: Path) -> APIRouter:
     async def batch_records(request: Request, batch: str, after: int = 0) -> EventSourceResponse:
         """The batch's records as they are written (`record`, its id its line number), a
         `tick` with the progress after each quiet second, and `end` with the progress once
-        it is over. Reconnecting with Last-Event-ID resumes after that line."""
+        it is over. Reconnecting with Last-Event-ID (or `after`) resumes after that line,
+        also after a restart of the service."""
         run = known(batch)
         resume = request.headers.get("last-event-id")
         seen = int(resume) if resume and resume.isdigit() else max(after, 0)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -30,10 +31,15 @@ if TYPE_CHECKING:
     from supervisor.commands.registry import CommandOutcome
 
 HEALTH_TIMEOUT_S = 2.0
+RETURN_WAIT_S = 180.0  # how long a batch's follower waits for a service that stopped
 
 
 class RemoteError(GroveError):
     """The service refused a request, or did not answer; the text says which and why."""
+
+
+class ServiceGone(RemoteError):
+    """The service did not answer (not running, or stopped mid-answer)."""
 
 
 class BatchStopped(GroveError):
@@ -131,6 +137,7 @@ class RemoteGrove:
 
     def __init__(self, state: ServiceState) -> None:
         self.url = state.url
+        self.started = state.started  # which start of the service this is
         self.approvers: dict[str, Callable[[ApprovalRequest], str]] = {}
         self._wire = Wire(state.url, {"authorization": f"Bearer {service_token()}"})
 
@@ -158,7 +165,7 @@ class RemoteGrove:
         try:
             answer = self._wire.request(method, path, body, params=params, content=content)
         except NO_ANSWER as exc:
-            raise RemoteError(f"The Grove service at {self.url} did not answer: {exc}") from exc
+            raise ServiceGone(f"The Grove service at {self.url} did not answer: {exc}") from exc
         if answer.status >= 400:
             raise RemoteError(error_text(answer))
         return answer.json()
@@ -177,7 +184,7 @@ class RemoteGrove:
                     raise RemoteError(error_text(Answer(response.status, response.read())))
                 yield from sse_events(response)
         except NO_ANSWER as exc:
-            raise RemoteError(f"The Grove service at {self.url} did not answer: {exc}") from exc
+            raise ServiceGone(f"The Grove service at {self.url} did not answer: {exc}") from exc
 
     # --- what a command takes from the configuration ---------------------------------------
 
@@ -300,7 +307,9 @@ class RemoteGrove:
     ) -> Iterator[Step]:
         """As `Grove.run_batch`, run by the service: its records as they come (`output_type`,
         a JSON schema dict, goes as the `schema` of each task without one). Leaving early
-        (Ctrl+C) stops the batch there; BatchStopped when the service's run failed."""
+        (Ctrl+C) stops the batch there; BatchStopped when the service's run failed. When the
+        service stops mid-batch, its next start takes the batch up again, and this follows it
+        there from the records it had."""
         from supervisor.batch.tasks import task_json
 
         default = {} if output_type is None else {"schema": output_type}
@@ -316,24 +325,54 @@ class RemoteGrove:
         if workspace is not None:
             params["workspace"] = workspace
         run = self._json("POST", "/api/batches", params=params, content=lines.encode())
-        ended = False
+        records, ended = 0, False
         try:
-            for event, data in self.stream_events("GET", f"/api/batches/{run['id']}/records"):
-                if event == "record":
-                    yield json.loads(data)
-                elif event == "tick":
-                    yield None
-                elif event == "end":
-                    ended = True
-                    error = json.loads(data)["error"]
-                    if error:
-                        raise BatchStopped(error)
-                    return
-            raise RemoteError(f"The Grove service at {self.url} ended the batch's stream early")
+            while True:
+                try:
+                    path = f"/api/batches/{run['id']}/records"
+                    for event, data in self.stream_events("GET", path, params={"after": records}):
+                        if event == "record":
+                            records += 1
+                            yield json.loads(data)
+                        elif event == "tick":
+                            yield None
+                        elif event == "end":
+                            ended = True
+                            error = json.loads(data)["error"]
+                            if error:
+                                raise BatchStopped(error)
+                            return
+                    cut_off = False  # the stream ended without the batch's end
+                except ServiceGone:
+                    cut_off = True
+                yield from self._come_back(cut_off)  # a restarted service goes on with it
         finally:
-            if not ended:  # the caller went away (Ctrl+C) or the stream broke: stop it there
+            if not ended:  # the caller went away (Ctrl+C) or the service did: stop it there
                 with contextlib.suppress(RemoteError):
                     self._json("POST", f"/api/batches/{run['id']}/stop")
+
+    def _come_back(self, cut_off: bool) -> Iterator[None]:
+        """After a batch's stream ended early: wait (a None each second) until the service
+        answers again, perhaps at another address; ServiceGone after RETURN_WAIT_S without
+        it. A stream the same service ended (not `cut_off`) is a RemoteError."""
+        deadline = time.monotonic() + RETURN_WAIT_S
+        while time.monotonic() < deadline:
+            state = read_state()
+            if state is not None and healthy(state):
+                if state.started == self.started and not cut_off:
+                    raise RemoteError(f"The Grove service at {self.url} ended a stream early")
+                self.started = state.started
+                if state.url != self.url:
+                    self._wire.close()
+                    self.url = state.url
+                    self._wire = Wire(state.url, {"authorization": f"Bearer {service_token()}"})
+                return
+            yield None
+            time.sleep(1.0)
+        raise ServiceGone(
+            f"The Grove service at {self.url} stopped and did not come back within "
+            f"{RETURN_WAIT_S:.0f} s (grove up starts it; a rerun goes on from the output file)"
+        )
 
     # --- reads, as supervisor.reads.StoreReads ----------------------------------------------
 

@@ -790,9 +790,10 @@ class Grove:
         return streaming
 
     def watch(self, agent: str) -> Iterator[tuple[str, str]]:
-        """The `(kind, text)` deltas of the agent's turn in progress, from now to its end
-        (nothing when it has none): for a reader that did not start the turn."""
-        running = self._call("turn_host", agent)
+        """The `(kind, text)` deltas of the agent's turn in progress, those so far first, to
+        its end (nothing when it has none): for a reader that did not start the turn."""
+        wait = RESUME_WAIT_S  # a turn between hosts is followed once it has resumed
+        running = self._call("turn_host", agent, wait, timeout_s=wait + CALL_TIMEOUT_S)
         if running is not None:
             host, ticket = running
             stream = host.watch.options(num_returns="streaming").remote(agent, ticket)

@@ -16,6 +16,7 @@ from providers.output_schema import (
     one_line,
     provider_refusal,
 )
+from supervisor.text_files import read_text_file
 
 MAX_SCHEMA_FILE_BYTES = 4 * MAX_SCHEMA_CHARS  # room for indentation and escapes
 
@@ -23,23 +24,9 @@ MAX_SCHEMA_FILE_BYTES = 4 * MAX_SCHEMA_CHARS  # room for indentation and escapes
 def schema_file(path: Path, providers: Iterable[ProviderName] = ()) -> JSONObject:
     """The JSON schema in `path`, checked, and checked for each of `providers`' strict mode;
     OutputSchemaError in one line naming the file and the problem."""
-    try:
-        with path.open("rb") as file:
-            data = file.read(MAX_SCHEMA_FILE_BYTES + 1)
-    except OSError as exc:
-        raise OutputSchemaError(
-            f"cannot read the output schema {path}: {exc.strerror or exc}"
-        ) from None
-    if len(data) > MAX_SCHEMA_FILE_BYTES:
-        raise OutputSchemaError(
-            f"the output schema {path} is larger than {MAX_SCHEMA_FILE_BYTES:,} bytes"
-        )
-    try:
-        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise OutputSchemaError(
-            f"the output schema {path} is not UTF-8 text (byte {exc.start + 1})"
-        ) from None
+    text = read_text_file(
+        path, what=f"the output schema {path}", limit=MAX_SCHEMA_FILE_BYTES, error=OutputSchemaError
+    )
     try:
         schema = json.loads(text)
     except RecursionError:

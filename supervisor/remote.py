@@ -625,13 +625,13 @@ class Supervisor:
     async def streaming(self, uuid: str) -> bool:
         return self.core.streaming(uuid)
 
-    async def turn_host(self, uuid: str) -> Any:
-        """The host running the agent's turn in progress and that turn's ticket (None: no
-        turn is)."""
-        if not self.core.streaming(uuid):
+    async def turn_host(self, uuid: str, timeout_s: float) -> Any:
+        """The host running the agent's turn in progress and that turn's ticket, once the turn
+        has begun there: a turn between hosts (its host died, a restart cut it off) is waited
+        for on its new one, up to `timeout_s` (None: no turn is in flight, or none began)."""
+        if not self.core.in_flight(uuid):
             return None
-        state = self.core.live(uuid)
-        return self.host(state.host.host_id), state.ticket_id
+        return await self.resumed_host(uuid, "", timeout_s)
 
     async def resumed_host(self, uuid: str, dead: str, timeout_s: float) -> Any:
         """After the host running the agent's turn `dead` (a ticket) died: the host its

@@ -22,12 +22,12 @@ Run /model with Tab for available options."""
 # The same, for a command that runs without a chat to type /model into (run, batch).
 NO_MODEL_FLAG_TEXT = """No model given. Pass --model, or set a default for every command:
 
-  grove run --model claude-sonnet-4-5 "hello"
+  grove run --model claude-sonnet-5-5 "hello"
 
   [defaults]                  (in ~/.config/grove/config.toml)
-  model = "claude-sonnet-4-5"
+  model = "claude-sonnet-5-5"
 
-Models: claude-sonnet-4-5 (Anthropic), gpt-5-mini (OpenAI), gemini-3.0-flash (Google)."""
+Models: claude-sonnet-5-5 (Anthropic), gpt-6-luna (OpenAI), gemini-3.8-flash (Google)."""
 
 STREAMING_SWITCH_TEXT = (
     "Cannot switch model while response is streaming. "

@@ -18,8 +18,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
-from actors.transcript import parts_to_data
-from providers.base import CachePolicy, TextPart, Usage
+from providers.base import CachePolicy, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
@@ -43,12 +42,15 @@ from supervisor.turns import (
     calls_tools,
     choice_of,
     fork_end,
+    prompt_data,
+    seeded_messages,
     step_events,
     step_message,
     stored_entry,
     turn_events,
     turn_messages,
     turn_open,
+    turn_output,
 )
 from supervisor.worktrees import Workspaces, worktree_of
 
@@ -186,17 +188,7 @@ class SupervisorCore:
         for kind, _ in entries:
             if kind not in ("user", "assistant"):
                 raise CommandError(f"A seeded message is user or assistant, not {kind!r}")
-        new = [
-            NewMessage(
-                agent_uuid=record.uuid,
-                kind=kind,
-                content=content,
-                data={"parts": parts_to_data([TextPart(text=content)])}
-                if kind == "assistant"
-                else {},
-            )
-            for kind, content in entries
-        ]
+        new = seeded_messages(record.uuid, entries)
         stored = self.store.append_messages(new) if new else []
         state = self._live.get(record.uuid)
         if state is not None:
@@ -230,22 +222,32 @@ class SupervisorCore:
         self._load[host.host_id] += 1
         return host
 
+    def in_flight(self, uuid: str) -> bool:
+        """Whether the agent has a turn in flight: on its host, or between hosts until it
+        resumes."""
+        state = self._live.get(uuid)
+        return state is not None and not state.turn_done.is_set()
+
     def streaming(self, uuid: str) -> bool:
         state = self._live.get(uuid)
         return state is not None and state.ticket_id is not None
 
     # --- turns ----------------------------------------------------------------------------
 
-    def turn_rules(self, uuid: str) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
+    def turn_rules(
+        self, uuid: str, *, resumed: bool = False
+    ) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
         """What a new turn of `uuid` is checked against (CommandError, SupervisorError): the
-        agent's record, its model and its live state (placing it on first use)."""
+        agent's record, its model and its live state (placing it on first use). A `resumed`
+        turn is the same turn again: its budgets neither count nor check it as a new one (its
+        requests still ask them for room)."""
         record = self.agent(uuid)
         if record.status != "running":
             raise CommandError(f"Agent {record.uuid} is {record.status}")
         choice = choice_of(record)
         if choice is None:
             raise CommandError(NO_MODEL_TEXT)
-        if self.budget_check is not None:
+        if self.budget_check is not None and not resumed:
             self.budget_check(record, True)
         state = self.live(record.uuid, record)
         if state.host.host_id in self.given_up:
@@ -259,15 +261,17 @@ class SupervisorCore:
         *,
         entry: NewEntry | None = None,
         output: OutputType | None = None,
+        resumed: bool = False,
     ) -> TurnTicket:
         """Check the rules, persist the user message, start the turn on the agent's host.
         `entry` instead of `text` starts the turn with a message stored already (advice);
-        `output` makes its answer typed (else the agent's own, if its record has one).
+        `output` makes its answer typed (else the agent's own, if its record has one);
+        `resumed`: neither, the interrupted turn goes on from its last stored step.
 
         Turns of one agent begin one at a time, in arrival order. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
-        record, choice, state = self.turn_rules(uuid)
+        record, choice, state = self.turn_rules(uuid, resumed=resumed)
         async with state.begin_lock:
             while state.ticket_id is not None:
                 await state.turn_done.wait()
@@ -281,10 +285,13 @@ class SupervisorCore:
                 )
                 state.active, state.ready_for = True, choice
             user: NewEntry | None = entry
+            own: list[MessageRecord] = []  # a resumed turn's output type is its prompt's
             if text is not None:
-                user = stored_entry(self.store.append_message(record.uuid, "user", text))
-            if output is None and "output" in record.metadata:
-                output = OutputType.from_data(record.metadata["output"])
+                stored = self.store.append_message(record.uuid, "user", text, prompt_data(output))
+                user = stored_entry(stored)
+            elif resumed and output is None:
+                own = self.store.agent_messages(record.uuid)
+            output = turn_output(record, output, own)
             ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=record.uuid,
@@ -324,7 +331,8 @@ class SupervisorCore:
         replaces the system prompt the children would inherit; `budget` is one
         the children share, besides their tree's. `keys` make the call idempotent: a child
         already forked from this parent under a key is returned as it is, not forked again
-        (a caller repeating a call cut off by a restart). `workspace="worktree"` gives each
+        (a caller repeating a call cut off by a restart), its turn resumed from its last
+        stored step when a restart cut it off too. `workspace="worktree"` gives each
         child a git worktree of its own (supervisor/worktrees.py); `output` makes their
         answers typed."""
         parent = self.agent(parent_uuid)
@@ -336,6 +344,8 @@ class SupervisorCore:
             forked = self._keyed_children()
             known = {key: forked[parent.uuid, key] for key in keys if (parent.uuid, key) in forked}
             if any(key in known for key in keys):
+                for record in known.values():
+                    self._resume_cut_off(record)
                 fresh = [index for index, key in enumerate(keys) if key not in known]
                 made = iter(
                     await self.fork_many(
@@ -649,13 +659,24 @@ class SupervisorCore:
                 continue
             if not turn_open(self.store.agent_messages(record.uuid)):
                 continue
-            self.event("TurnInterrupted", agent=record.uuid, reason="supervisor restarted")
-            state = self.live(record.uuid, record)
-            state.ticket_id = RECOVERING
-            state.turn_done.clear()
+            self._resume(record, "supervisor restarted")
             restarted += 1
-            self._schedule_retry(record.uuid, state)
         return restarted
+
+    def _resume_cut_off(self, record: AgentRecord) -> None:
+        """A keyed child forked again: when its turn is stored open and this supervisor never
+        ran it (a Grove before it was stopped or killed mid-turn), it resumes."""
+        if record.uuid not in self._live and turn_open(self.store.agent_messages(record.uuid)):
+            self._resume(record, "forked again after a restart")
+
+    def _resume(self, record: AgentRecord, reason: str) -> None:
+        """Resume an agent's open turn from its last stored step; until it has begun, the
+        turn counts as in flight, so nobody waiting takes it for finished."""
+        self.event("TurnInterrupted", agent=record.uuid, reason=reason)
+        state = self.live(record.uuid, record)
+        state.ticket_id = RECOVERING
+        state.turn_done.clear()
+        self._schedule_retry(record.uuid, state)
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:
         if state.ticket_id is not None:
@@ -683,7 +704,7 @@ class SupervisorCore:
         try:
             while True:
                 try:
-                    await self.begin_turn(uuid, None)
+                    await self.begin_turn(uuid, None, resumed=True)
                     return
                 except HostDiedError:
                     continue  # host_died has dealt with the host before this was raised

@@ -17,7 +17,14 @@ from actors.output import OutputType
 from actors.telemetry import TraceParent
 from supervisor.service import HOST_CALL_TIMEOUT_S
 from supervisor.store.records import AgentRecord, NewMessage
-from supervisor.turns import HostClient, LiveAgent, TurnTicket, stored_entry
+from supervisor.turns import (
+    HostClient,
+    LiveAgent,
+    TurnTicket,
+    prompt_data,
+    stored_entry,
+    turn_output,
+)
 
 if TYPE_CHECKING:
     from supervisor.service import SupervisorCore
@@ -69,16 +76,22 @@ async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> 
             return outcomes
         try:
             stored = core.store.append_messages(
-                [NewMessage(agent_uuid=i.record.uuid, kind="user", content=i.text) for i in batch]
+                [
+                    NewMessage(
+                        agent_uuid=i.record.uuid,
+                        kind="user",
+                        content=i.text,
+                        data=prompt_data(i.output),
+                    )
+                    for i in batch
+                ]
             )
         except Exception as exc:
             for item in batch:
                 outcomes[item.index] = exc
             return outcomes
         for item, message in zip(batch, stored, strict=True):
-            output = item.output
-            if output is None and "output" in item.record.metadata:
-                output = OutputType.from_data(item.record.metadata["output"])
+            output = turn_output(item.record, item.output)
             item.ticket = Ticket(
                 ticket_id=uuidlib.uuid4().hex,
                 uuid=item.record.uuid,

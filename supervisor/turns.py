@@ -12,12 +12,16 @@ from typing import Any, Protocol
 from actors.advisor import ReviewerSpec
 from actors.agent import STORED, ModelChoice, NewEntry, TurnResult
 from actors.host import Activation, Ticket
+from actors.output import OutputType
 from actors.steps import INTERRUPTED_FACT
-from providers.base import AssistantTurn
+from actors.transcript import parts_to_data
+from providers.base import AssistantTurn, TextPart
 from providers.google_cache import CachedContent
 from supervisor.store.base import SPENT_KIND, Store
 from supervisor.store.kinds import TURN_END_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+
+SEEDED = "seeded"  # in a seeded user message's data: context, not a turn's prompt
 
 
 class HostClient(Protocol):
@@ -116,7 +120,9 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
     was stored before it reached the agent (its prompt, mail, advice). A turn that failed or
     was cancelled keeps no assistant or tool output, so the history stays whole, but what its
     requests used is kept, as `spent` messages (a cancelled turn keeps nothing else); when
-    steps of it were stored as they ended, a `turn_end` with its error closes it."""
+    steps of it were stored as they ended, or it keeps nothing at all, a `turn_end` with its
+    error closes it (else its prompt would be the last word: a turn still open, resumed by a
+    supervisor that restarts)."""
     new = [
         step_message(ticket, index, entry)
         for index, entry in enumerate(result.entries)
@@ -152,7 +158,7 @@ def turn_messages(ticket: Ticket, result: TurnResult) -> list[NewMessage]:
         content=result.error or "cancelled",
         ticket=f"{ticket.ticket_id}:end",
     )
-    return kept + spent + ([end] if stepped else [])
+    return kept + spent + ([end] if stepped or not (kept or spent) else [])
 
 
 def turn_events(ticket: Ticket, result: TurnResult) -> list[tuple[str, dict[str, Any]]]:
@@ -218,13 +224,52 @@ def step_message(ticket: Ticket, index: int, entry: NewEntry) -> NewMessage:
 
 def turn_open(messages: Sequence[MessageRecord]) -> bool:
     """Whether an agent's last turn has not ended, from its own messages: the last of them is
-    its prompt, or a step stored as it ended (a reply calling tools, a tool result)."""
+    its prompt (not a seeded context), or a step stored as it ended (a reply calling tools, a
+    tool result)."""
     if not messages:
         return False
     last = messages[-1]
     if last.kind == "assistant":
         return calls_tools(last.data)
-    return last.kind in ("user", "tool_result")
+    if last.kind == "user":
+        return not last.data.get(SEEDED)
+    return last.kind == "tool_result"
+
+
+def seeded_messages(uuid: str, entries: Sequence[tuple[str, str]]) -> list[NewMessage]:
+    """`(kind, content)` user and assistant messages as `seed` stores them: history no turn
+    answers (a seeded user message is marked so, and never taken for a prompt to resume)."""
+    return [
+        NewMessage(
+            agent_uuid=uuid,
+            kind=kind,
+            content=content,
+            data={"parts": parts_to_data([TextPart(text=content)])}
+            if kind == "assistant"
+            else {SEEDED: True},
+        )
+        for kind, content in entries
+    ]
+
+
+def prompt_data(output: OutputType | None) -> dict[str, Any]:
+    """What a prompt's stored message keeps beside its text: the output type the turn was
+    asked for, so that the turn answers to it also when it resumes."""
+    return {} if output is None else {"output": output.to_data()}
+
+
+def turn_output(
+    record: AgentRecord, output: OutputType | None, resumed: Sequence[MessageRecord] = ()
+) -> OutputType | None:
+    """The output type a turn answers to: the one it was asked for (for a resumed turn, the
+    one stored with its prompt in `resumed`, the agent's messages), else the agent's own."""
+    if output is None:
+        prompt = next((m for m in reversed(resumed) if m.kind == "user"), None)
+        if prompt is not None and "output" in prompt.data:
+            return OutputType.from_data(prompt.data["output"])
+        if "output" in record.metadata:
+            return OutputType.from_data(record.metadata["output"])
+    return output
 
 
 def fork_end(store: Store, parent: AgentRecord) -> int:

@@ -40,9 +40,10 @@ HOME_SECRETS = (
 )
 # Variables naming files whose contents are secret.
 SECRET_FILE_VARIABLES = ("RAY_AUTH_TOKEN_PATH", "GROVE_CONFIG_FILE")
-# Variables a process never sees: the providers' keys, and anything named like one.
+# Variables a process never sees: the providers' keys, and anything named like one (HEADERS:
+# an OTLP exporter's, `authorization=Bearer ...` often).
 _KEY_VARIABLES = frozenset(name for names in API_KEY_ENV.values() for name in names)
-_SECRET_NAME = re.compile("API_KEY|TOKEN|SECRET|PASSWORD")  # in a name, upper-cased
+_SECRET_NAME = re.compile("API_KEY|TOKEN|SECRET|PASSWORD|HEADERS")  # in a name, upper-cased
 # A URL with a password in it (a store's `redis://:PASSWORD@host`, a database's URL).
 _URL_WITH_PASSWORD = re.compile(r"://[^/\s@:]*:[^/\s@]+@")
 

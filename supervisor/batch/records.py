@@ -121,6 +121,11 @@ class OutputLog:
         self._file: IO[bytes] | None = None
 
     def __enter__(self) -> OutputLog:
+        return self if self._file is not None else self.opened()
+
+    def opened(self) -> OutputLog:
+        """Open the file (and its directories) now, so that an OSError comes before the
+        `with` block; entering it then uses this handle."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = self.path.open("a+b")
         handle.seek(0, os.SEEK_END)

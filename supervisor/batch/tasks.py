@@ -18,6 +18,7 @@ from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
 from providers.output_schema import OutputSchemaError, checked_schema, provider_refusal
 from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
+from supervisor.text_files import UTF8_BOM, read_text_file
 
 TASK_FIELDS = ("id", "prompt", "model", "system", "schema")
 MAX_TEXT_BYTES = DEFAULT_MAX_MESSAGE_BYTES // 2  # room for the stored message's data
@@ -260,7 +261,7 @@ def decode_lines(
             continue
         raw = raw.removesuffix(b"\n").removesuffix(b"\r")
         if index == 1:
-            raw = raw.removeprefix(b"\xef\xbb\xbf")
+            raw = raw.removeprefix(UTF8_BOM)
         try:
             yield index, raw.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -305,23 +306,21 @@ def read_context(path: Path) -> list[tuple[ContextKind, str]]:
     """The shared context as `(kind, content)` messages: a `.jsonl` file holds one
     `{"role": "user"|"assistant", "content": "..."}` a line; any other file is plain text,
     one user message. Read with its limits enforced as it is read."""
-    try:
-        with path.open("rb") as stream:
-            if path.suffix.lower() == ".jsonl":
+    if path.suffix.lower() == ".jsonl":
+        try:
+            with path.open("rb") as stream:
                 return _context_messages(path, stream)
-            data = stream.read(MAX_TEXT_BYTES + 1)
-    except OSError as exc:
-        raise ContextError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except InputTooLarge as exc:
-        raise ContextError(str(exc)) from exc
-    if len(data) > MAX_TEXT_BYTES:
-        raise ContextError(
-            f"{path} is larger than {MAX_TEXT_BYTES:,} bytes, the limit of one message"
-        )
-    try:
-        text = data.removeprefix(b"\xef\xbb\xbf").decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ContextError(f"{path} is not UTF-8 text (byte {exc.start + 1})") from exc
+        except OSError as exc:
+            raise ContextError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        except InputTooLarge as exc:
+            raise ContextError(str(exc)) from exc
+    text = read_text_file(
+        path,
+        what=str(path),
+        limit=MAX_TEXT_BYTES,
+        error=ContextError,
+        past_limit=", the limit of one message",
+    )
     if not text.strip():
         raise ContextError(f"{path} is empty")
     return [("user", text)]

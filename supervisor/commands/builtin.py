@@ -10,7 +10,7 @@ import time
 from actors.agent import ModelChoice
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.todo import from_data, to_data, to_markdown
-from providers.catalog import PROVIDER_TITLES, model_info, parse_model_spec
+from providers.catalog import PROVIDER_TITLES, model_info, parse_model_choice, retirement_warning
 from providers.errors import ModelSpecError
 from providers.thinking import describe_thinking
 from supervisor.advice import AdvisorPlan
@@ -36,7 +36,7 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
     if not args:
         return CommandOutcome(text=f"Model: {describe_model(record)}")
     try:
-        spec = parse_model_spec(args, ctx.aliases)
+        spec = parse_model_choice(args, ctx.aliases)
     except ModelSpecError as exc:
         raise CommandError(str(exc)) from exc
     if ctx.core.streaming(record.uuid):
@@ -69,6 +69,9 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
         f"Switched to {PROVIDER_TITLES[spec.provider]} {spec.model}\n"
         f"  {describe_thinking(spec.model, spec.thinking)}"
     )
+    warning = retirement_warning(spec.model)
+    if warning is not None:
+        text += f"\n{warning}"
     return CommandOutcome(text=text, data={"agent": updated.uuid, "model": str(spec)})
 
 

@@ -9,7 +9,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from providers.catalog import ModelSpec, parse_model_spec
+from providers.catalog import ModelSpec, parse_model_choice
 from providers.errors import ModelSpecError
 from supervisor.errors import CommandError
 
@@ -44,7 +44,7 @@ def parse_fork_args(text: str, aliases: Mapping[str, str] | None = None) -> Fork
         if end == 0:
             raise CommandError("--model needs a value: /fork --model MODEL[/THINKING]")
         try:
-            model = parse_model_spec(rest[:end], aliases)
+            model = parse_model_choice(rest[:end], aliases)
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
         rest = rest[end:].lstrip()

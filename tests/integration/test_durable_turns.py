@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pydantic import BaseModel, Field
 
 from actors.steps import interrupted_text
 from actors.tools.python import tool
@@ -227,6 +228,28 @@ def test_a_chat_turn_resumes_and_its_reader_follows_it(
     assert any(kind == "tool_result" and cut_off.startswith(text[:-1]) for kind, text in after)
     assert any(kind == "tool_call" and "mark" in text and '"3"' in text for kind, text in after)
     assert "".join(text for kind, text in after if kind == "text") == result.text
+
+
+class Marked(BaseModel):
+    marks: int = Field(ge=0)
+    done: bool
+
+
+def test_a_resumed_turn_answers_to_the_type_it_was_sent_with(
+    setup: tuple[Grove, SimulatorThread], tmp_path: Path
+) -> None:
+    """The output type given to `send` alone (the agent has none of its own) is stored with
+    the prompt: the turn resumed on the new host still answers to it."""
+    grove, _ = setup
+    path = tmp_path / "effects.txt"
+    root = grove.create_root("claude-haiku-4-5", tools=[mark]).uuid
+    turn = grove.send(root, three_calls("mark", path), output_type=Marked)
+    wait_for_label(path, SLOW_LABEL)
+    kill_host(grove, grove.provider_identity(root)["host"])
+    result = turn.result(120)
+    assert result.ok, result.error
+    assert isinstance(result.output, Marked), (result.output, result.output_error)
+    assert path.read_text().split() == ["1", "2", "3"]
 
 
 def test_a_child_of_the_fork_tool_resumes(

@@ -196,6 +196,10 @@ def test_files_that_cannot_be_used_are_refused_before_ray(place: Place) -> None:
         f"cannot write the output {tasks}/out.jsonl: {tasks} is not a directory; name another "
         "with --output"
     )
+    # Checks pass for a root (who may write anything), the kernel refuses: still one line.
+    kernel_file = refused(place, *batch, "--output", "/proc/version").splitlines()[-1]
+    assert kernel_file.startswith("cannot write the output /proc/version: "), kernel_file
+    assert kernel_file.endswith("; name another with --output"), kernel_file
 
 
 def test_budgets_that_cannot_be_kept_are_refused_before_ray(place: Place) -> None:

@@ -1,6 +1,8 @@
 """`grove run` end to end in-process: simulator, JSON output, the reference's error texts.
 
-Nothing may be sent when the model or the key is missing: a listening socket proves it.
+The runs go to the module's Grove (started once: a command finds Ray started and joins its
+supervisor, as in test_one_path.py). Nothing may be sent when the model or the key is missing:
+a listening socket proves it.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from supervisor import Grove
 from supervisor.rules import NO_MODEL_FLAG_TEXT
 from supervisor.store import open_store
 
@@ -55,66 +58,18 @@ def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     return values
 
 
+@pytest.fixture
+def joined(
+    grove: Grove, store_url: str, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    """`env` on the module's Grove and its store (where its supervisor writes)."""
+    monkeypatch.setenv("GROVE_STORE", store_url)
+    return {**env, "GROVE_STORE": store_url}
+
+
 def run(*args: str) -> tuple[int, str, str]:
     result = CliRunner().invoke(app, ["run", *args])
     return result.exit_code, result.stdout, result.stderr
-
-
-@pytest.mark.parametrize(
-    ("model", "wire_provider"),
-    [
-        ("claude-sonnet-4-5/med", "anthropic"),
-        ("gpt-5-mini/low", "openai"),
-        ("gemini-3.0-flash/high", "google"),
-    ],
-)
-def test_json_output_has_every_field(env: dict[str, str], model: str, wire_provider: str) -> None:
-    code, out, _ = run("--simulate", "--model", model, "--json", "Summarize forks")
-    assert code == 0
-    document = json.loads(out)
-    assert set(document) == {
-        "provider",
-        "model",
-        "thinking",
-        "text",
-        "thinking_text",
-        "tool_calls",
-        "tool_results",
-        "usage",
-        "cost_usd",
-        "stop_reason",
-        "agent",
-    }
-    assert document["provider"] == wire_provider
-    assert document["text"] and document["thinking_text"]
-    assert document["thinking"] == model.split("/")[1]
-    assert set(document["usage"]) == {
-        "input_tokens",
-        "output_tokens",
-        "thinking_tokens",
-        "cache_read_tokens",
-        "cache_write_tokens",
-    }
-    assert document["usage"]["output_tokens"] > 0 and document["cost_usd"] > 0
-    stored = open_store(env["GROVE_STORE"]).conversation(document["agent"])
-    assert [(m.kind, m.content) for m in stored] == [
-        ("user", "Summarize forks"),
-        ("assistant", document["text"]),
-    ]
-
-
-def test_streams_plain_text(env: dict[str, str]) -> None:
-    code, out, _ = run("--simulate", "--model", "gpt-5-mini", '[[sim reply="hello grove"]] hi')
-    assert code == 0
-    assert out.strip() == "hello grove"
-
-
-def test_broken_stream_fails_with_explanation(env: dict[str, str]) -> None:
-    code, _, err = run(
-        "--simulate", "--model", "claude-haiku-4-5", "[[sim fault=disconnect after=2]] hi"
-    )
-    assert code == 1
-    assert "stream" in err
 
 
 @pytest.fixture
@@ -174,3 +129,64 @@ def test_no_model_configured(env: dict[str, str]) -> None:
     code, _, err = run("hello")
     assert code == 2
     assert err.strip() == NO_MODEL_FLAG_TEXT  # the chat's /model hint would not help here
+
+
+# The runs come last: with Ray started in this process (the module Grove), a command leaves the
+# keys to the hosts it joins (cli/context.py joins_cluster), so the checks above run before.
+@pytest.mark.parametrize(
+    ("model", "wire_provider"),
+    [
+        ("claude-sonnet-4-5/med", "anthropic"),
+        ("gpt-5-mini/low", "openai"),
+        ("gemini-3.0-flash/high", "google"),
+    ],
+)
+def test_json_output_has_every_field(
+    joined: dict[str, str], model: str, wire_provider: str
+) -> None:
+    code, out, _ = run("--simulate", "--model", model, "--json", "Summarize forks")
+    assert code == 0
+    document = json.loads(out)
+    assert set(document) == {
+        "provider",
+        "model",
+        "thinking",
+        "text",
+        "thinking_text",
+        "tool_calls",
+        "tool_results",
+        "usage",
+        "cost_usd",
+        "stop_reason",
+        "agent",
+    }
+    assert document["provider"] == wire_provider
+    assert document["text"] and document["thinking_text"]
+    assert document["thinking"] == model.split("/")[1]
+    assert set(document["usage"]) == {
+        "input_tokens",
+        "output_tokens",
+        "thinking_tokens",
+        "cache_read_tokens",
+        "cache_write_tokens",
+    }
+    assert document["usage"]["output_tokens"] > 0 and document["cost_usd"] > 0
+    stored = open_store(joined["GROVE_STORE"]).conversation(document["agent"])
+    assert [(m.kind, m.content) for m in stored] == [
+        ("user", "Summarize forks"),
+        ("assistant", document["text"]),
+    ]
+
+
+def test_streams_plain_text(joined: dict[str, str]) -> None:
+    code, out, _ = run("--simulate", "--model", "gpt-5-mini", '[[sim reply="hello grove"]] hi')
+    assert code == 0
+    assert out.strip() == "hello grove"
+
+
+def test_broken_stream_fails_with_explanation(joined: dict[str, str]) -> None:
+    code, _, err = run(
+        "--simulate", "--model", "claude-haiku-4-5", "[[sim fault=disconnect after=2]] hi"
+    )
+    assert code == 1
+    assert "stream" in err

@@ -12,6 +12,7 @@ import pytest
 import ray
 
 from actors.collector import THRESHOLDS
+from providers.catalog import near_miss_text, retirement_warning
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
@@ -127,6 +128,23 @@ def test_model_switch_rejected_only_for_the_streaming_agent(grove: Grove) -> Non
     assert accepted.ok and accepted.text.startswith("Switched to OpenAI gpt-5")
     assert turn.result(30).ok
     assert grove.agent(slow.uuid).model == "claude-sonnet-4-5"
+
+
+def test_model_picked_in_a_chat_gets_the_command_lines_checks(grove: Grove) -> None:
+    """/model and /fork --model refuse a typo of a catalog id as the flags do, and /model
+    names a deprecated model's end of life; `PROVIDER:MODEL` is taken as written."""
+    root = grove.create_root("claude-sonnet-5-5")
+    typo = near_miss_text("claude-sonet-5-5", "anthropic", "claude-sonnet-5-5")
+    refused = grove.dispatch(root.uuid, "/model claude-sonet-5-5/low")
+    assert not refused.ok and refused.text == typo
+    forked = grove.dispatch(root.uuid, "/fork --model claude-sonet-5-5")
+    assert not forked.ok and forked.text == typo
+    assert grove.agent(root.uuid).model == "claude-sonnet-5-5"
+    retiring = grove.dispatch(root.uuid, "/model claude-sonnet-4-5")
+    warning = retirement_warning("claude-sonnet-4-5")
+    assert retiring.ok and warning is not None and retiring.text.endswith(f"\n{warning}")
+    as_written = grove.dispatch(root.uuid, "/model anthropic:claude-sonet-5-5")
+    assert as_written.ok and grove.agent(root.uuid).model == "claude-sonet-5-5"
 
 
 def test_forked_conversations_hold_exactly_their_prefix(grove: Grove) -> None:

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from actors.agent import ModelChoice, TurnResult
+from actors.host import Ticket
 from actors.steps import INTERRUPTED_FACT, open_calls
 from actors.tools.todo import reads_only
 from actors.transcript import parts_to_data
@@ -17,7 +19,7 @@ from providers.base import Message, TextPart, ToolCallPart, ToolResultPart
 from supervisor.billing import InFlightBilling
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
-from supervisor.turns import fork_end, step_events, turn_open
+from supervisor.turns import fork_end, seeded_messages, step_events, turn_messages, turn_open
 
 
 def call(call_id: str, name: str = "mark") -> ToolCallPart:
@@ -55,6 +57,31 @@ def test_a_turn_is_open_until_its_answer_or_end_is_stored() -> None:
     assert not turn_open([prompt, step, message("assistant", [TextPart(text="done")])])
     assert not turn_open([prompt, step, message("turn_end")])
     assert not turn_open([])
+
+
+def stored(new: list[NewMessage], first: int = 2) -> list[MessageRecord]:
+    return [
+        MessageRecord(id=first + i, created_at=0.0, **m.model_dump(exclude={"ticket"}))
+        for i, m in enumerate(new)
+    ]
+
+
+def test_a_turn_that_ended_before_any_reply_is_not_open_any_more() -> None:
+    prompt = message("user")
+    choice = ModelChoice(provider="anthropic", model="claude-sonnet-4-5")
+    ticket = Ticket(ticket_id="t", uuid="a", user=None, choice=choice)
+    for ended in (
+        TurnResult(cancelled=True, error="cancelled"),
+        TurnResult(error="ProviderConnectionError: refused"),
+    ):
+        # else a restarted supervisor would run a cancelled (or failed) prompt again
+        assert not turn_open([prompt, *stored(turn_messages(ticket, ended))])
+
+
+def test_a_seeded_context_is_no_turn_to_resume() -> None:
+    new = seeded_messages("a", [("assistant", "earlier"), ("user", "the shared context")])
+    assert [m.kind for m in new] == ["assistant", "user"]
+    assert not turn_open(stored(new))
 
 
 def test_step_events_name_each_call_result_and_interruption() -> None:

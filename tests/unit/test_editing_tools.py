@@ -176,3 +176,20 @@ def test_no_key_reaches_the_command_environment() -> None:
         assert "GEMINI_API_KEY" not in command_environment()
     finally:
         del os.environ["GEMINI_API_KEY"]
+
+
+def test_no_header_variable_reaches_the_command_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """OTLP exporters' headers carry a collector's token (`authorization=Bearer ...`)."""
+    hidden = (
+        "OTEL_EXPORTER_OTLP_HEADERS",
+        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+        "GROVE_TELEMETRY__HEADERS",
+    )
+    for name in hidden:
+        monkeypatch.setenv(name, "authorization=Bearer%20sk-collector")
+    monkeypatch.setenv("OTEL_SERVICE_NAME", "kept")
+    environment = command_environment()
+    assert not set(hidden) & set(environment)
+    assert environment["OTEL_SERVICE_NAME"] == "kept"

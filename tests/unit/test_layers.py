@@ -6,6 +6,9 @@ upper layer and no import circle (type-only imports count too).
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
+from collections.abc import Set as AbstractSet
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -37,12 +40,14 @@ def imports_of(path: Path, modules: dict[str, Path]) -> set[str]:
     return found
 
 
-def import_graph() -> dict[str, set[str]]:
+@cache
+def import_graph() -> dict[str, frozenset[str]]:
+    """Read once for the tests below, which only look at it."""
     modules = project_modules()
-    return {name: imports_of(path, modules) - {name} for name, path in modules.items()}
+    return {name: frozenset(imports_of(path, modules) - {name}) for name, path in modules.items()}
 
 
-def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+def circles(graph: Mapping[str, AbstractSet[str]]) -> list[list[str]]:
     """Strongly connected groups of more than one module (Tarjan's algorithm)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}

@@ -14,7 +14,10 @@ from typing import Any
 
 from actors.agent import ModelChoice
 from providers.base import CachePolicy
-from supervisor.fork_cache import ForkCaches, SharedPrefix
+from supervisor.fork_cache import WARM_WAIT_S, ForkCaches, SharedPrefix
+
+# "At once": far below the gate's own bound on the wait, far above a busy machine's delays.
+AT_ONCE_S = WARM_WAIT_S / 30
 
 PREFIX = SharedPrefix(
     key=("root", 2),
@@ -71,15 +74,15 @@ def test_the_others_wait_for_the_first_reply_to_begin() -> None:
         return await fan_out(gate, 5, reply)
 
     starts = asyncio.run(scenario())
-    assert starts[0][0] == 0 and starts[0][1] < 0.1
-    assert all(0.2 <= at < 0.4 for _, at in starts[1:])
+    assert starts[0][0] == 0 and starts[0][1] < AT_ONCE_S
+    assert all(0.2 <= at < 0.2 + AT_ONCE_S for _, at in starts[1:])
 
 
 def test_a_failed_first_request_releases_the_others_at_once() -> None:
     async def scenario() -> list[tuple[int, float]]:
         return await fan_out(ForkCaches(Core()), 5, asyncio.Event(), fail_first=True)
 
-    assert all(at < 0.1 for _, at in asyncio.run(scenario()))
+    assert all(at < AT_ONCE_S for _, at in asyncio.run(scenario()))
 
 
 def test_the_wait_is_bounded() -> None:
@@ -100,4 +103,4 @@ def test_a_warm_prefix_and_caching_off_let_everyone_go_at_once() -> None:
         return await fan_out(gate, 5, reply)
 
     for core, warm_first in ((Core(), True), (Core(cache=None), False)):
-        assert all(at < 0.1 for _, at in asyncio.run(scenario(core, warm_first)))
+        assert all(at < AT_ONCE_S for _, at in asyncio.run(scenario(core, warm_first)))

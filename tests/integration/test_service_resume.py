@@ -1,0 +1,249 @@
+"""Durable turns in the service: a turn sent over HTTP whose host is SIGKILLed in its second tool
+call resumes, its prompter's and a watcher's event streams following it to its end; a batch goes
+on through a restart of the service (killed with SIGKILL mid-batch), each task finished once and
+no side effect repeated, its `grove batch` following it there to its end.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+
+from providers.http import Endpoint
+from providers.simulator import SimulatorConfig, SimulatorThread
+from server.app import create_app
+from server.client import healthy
+from server.files import read_state
+from supervisor import Grove
+from supervisor.api import HOST_DIED
+from supervisor.store import open_store
+from supervisor.turns import calls_tools
+from tests.conftest import free_loopback_port
+from tests.integration.groves import cli_environment, running_grove
+from tests.integration.host_kills import events, kill_host, wait_for_event
+from tests.integration.test_durable_turns import SLOW_LABEL, three_calls, wait_for_label
+
+MARK = "tests.integration.test_durable_turns:mark"
+START_S = 180
+KEY = "sim-service-resume-5d2a"
+TOKEN = "service-resume-token"
+
+
+@dataclass(frozen=True)
+class Served:
+    """A Grove on a simulator of its own, and the service's API over it, in this process."""
+
+    grove: Grove
+    simulator: SimulatorThread
+    url: str
+
+    def api(self) -> httpx.Client:
+        headers = {"authorization": f"Bearer {TOKEN}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    base = tmp_path_factory.mktemp("served")
+    with (
+        SimulatorThread(SimulatorConfig(api_key=KEY, tokens=4)) as simulator,
+        running_grove(base, endpoint=Endpoint(base_url=simulator.base_url, api_key=KEY)) as grove,
+    ):
+        port = free_loopback_port()
+        app = create_app(grove, TOKEN, base / "batches")
+        server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+        serving = threading.Thread(target=server.run)
+        serving.start()
+        try:
+            deadline = time.monotonic() + 60
+            while not server.started:
+                assert serving.is_alive() and time.monotonic() < deadline
+                time.sleep(0.05)
+            yield Served(grove, simulator, f"http://127.0.0.1:{port}")
+        finally:
+            server.should_exit = True
+            serving.join(60)
+
+
+def sse(served: Served, method: str, path: str, body: Any, into: list[tuple[str, Any]]) -> None:
+    """Read a Server-Sent Events answer to its end: each (event, its data as JSON) goes
+    `into` the list as it comes."""
+    event = "message"
+    with served.api() as api, api.stream(method, path, json=body) as answer:
+        for line in answer.iter_lines():
+            if line.startswith("event:"):
+                event = line[6:].strip()
+            elif line.startswith("data:"):
+                into.append((event, json.loads(line[5:])))
+
+
+def reading(served: Served, method: str, path: str, body: Any = None) -> Reader:
+    """`sse` in a thread of its own, started."""
+    found: list[tuple[str, Any]] = []
+    thread = threading.Thread(target=sse, args=(served, method, path, body, found))
+    thread.start()
+    return Reader(thread, found)
+
+
+@dataclass(frozen=True)
+class Reader:
+    thread: threading.Thread
+    found: list[tuple[str, Any]]
+
+    def wait_for_one(self) -> None:
+        deadline = time.monotonic() + 60
+        while not self.found:
+            assert time.monotonic() < deadline, "nothing came"
+            time.sleep(0.02)
+
+    def deltas(self) -> list[tuple[str, str]]:
+        self.thread.join(120)
+        assert not self.thread.is_alive()
+        return [(data["kind"], data["text"]) for event, data in self.found if event == "delta"]
+
+
+def test_a_service_turn_resumes_and_its_event_streams_follow_it(
+    served: Served, tmp_path: Path
+) -> None:
+    """A turn prompted over HTTP with `stream` (as `grove run` through the service) and
+    watched from another connection (as the dashboard does), its host SIGKILLed during the
+    second of three side-effecting calls: the turn resumes from its last stored step on a new
+    host, and both streams get the notice, then the resumed turn to its end."""
+    path = tmp_path / "effects.txt"
+    with served.api() as api:
+        made = api.post("/api/roots", json={"model": "claude-haiku-4-5", "tools": [MARK]})
+    assert made.status_code == 201, made.text
+    root = made.json()["uuid"]
+    body = {"text": three_calls("mark", path), "stream": True}
+    prompter = reading(served, "POST", f"/api/agents/{root}/prompts", body)
+    wait_for_label(path, "1")  # the turn is under way: a watcher is shown it from its start
+    watcher = reading(served, "GET", f"/api/agents/{root}/stream")
+    watcher.wait_for_one()
+    wait_for_label(path, SLOW_LABEL)
+    kill_host(served.grove, served.grove.provider_identity(root)["host"])
+    store = open_store(served.grove.settings.store)
+    try:
+        wait_for_event(store, "TurnInterrupted", 1)  # between hosts, or resumed by now
+    finally:
+        store.close()
+    late = reading(served, "GET", f"/api/agents/{root}/stream")  # a dashboard opened now
+    readers = {"prompter": prompter, "watcher": watcher, "late": late}
+    deltas = {name: reader.deltas() for name, reader in readers.items()}
+    assert prompter.found[-1][0] == "result"
+    assert watcher.found[-1][0] == "end" and late.found[-1][0] == "end"
+    result = prompter.found[-1][1]
+    assert result["ok"], result
+    assert path.read_text().split() == ["1", "2", "3"]  # each side effect once
+    assert served.simulator.simulator.billed["requests"] == 4  # none answered sent again
+    for name in ("prompter", "watcher"):
+        assert HOST_DIED in deltas[name], name
+    for name, found in deltas.items():
+        after = found[found.index(HOST_DIED) + 1 :] if HOST_DIED in found else found
+        assert any(kind == "tool_call" and '"3"' in text for kind, text in after), name
+        assert "".join(text for kind, text in after if kind == "text") == result["text"], name
+
+
+def started_service(base: Path, env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
+    """The service's own process (what `grove up` starts in the background), once it answers."""
+    with (base / "service.log").open("ab") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "server.main", "--simulate", "--port", str(port)],
+            env=env, cwd=base, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+    deadline = time.monotonic() + START_S
+    while (state := read_state(base / "config" / "grove")) is None or state.pid != process.pid:
+        assert process.poll() is None, (base / "service.log").read_text()[-2000:]
+        assert time.monotonic() < deadline, "the service did not start"
+        time.sleep(0.2)
+    assert healthy(state)
+    return process
+
+
+@contextmanager
+def stopped_at_the_end(*processes: list[subprocess.Popen[bytes]]) -> Iterator[None]:
+    """Whatever happens, the processes in these lists are stopped (SIGTERM, then SIGKILL)."""
+    try:
+        yield
+    finally:
+        for process in [process for started in processes for process in started]:
+            if process.poll() is None:
+                process.terminate()
+                try:
+                    process.wait(60)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
+
+
+def ids(path: Path) -> list[object]:
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
+
+
+def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> None:
+    """Two quick tasks are recorded, two tasks calling a side-effecting tool three times are
+    in flight (the first in its second call) and two wait when the service is SIGKILLed.
+    Started again, it runs the rest from its records and the store: the cut-off turns resume
+    from their last stored step, and `grove batch` follows the batch to its end."""
+    env = cli_environment(tmp_path)
+    port = free_loopback_port()
+    effects = [tmp_path / f"effects{n}.txt" for n in range(4)]
+    tasks: list[dict[str, object]] = [
+        {"id": f"q{n}", "prompt": f"[[sim tokens=3]] quick {n}"} for n in range(2)
+    ]
+    tasks += [{"id": n, "prompt": three_calls("mark", path)} for n, path in enumerate(effects)]
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    batch = [sys.executable, "-m", "cli.entry", "batch", str(tasks_file)]
+    options = ["--model", "claude-haiku-4-5", "--tools", MARK, "-c", "2"]
+    services: list[subprocess.Popen[bytes]] = []
+    followers: list[subprocess.Popen[bytes]] = []
+    with stopped_at_the_end(followers, services):
+        services.append(started_service(tmp_path, env, port))
+        follower = subprocess.Popen(
+            [*batch, *options], env=env, cwd=tmp_path,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )  # fmt: skip
+        followers.append(follower)
+        wait_for_label(effects[0], SLOW_LABEL)
+        services[0].kill()  # SIGKILL: the service's Ray goes with it
+        services[0].wait()
+        (output,) = (tmp_path / "config" / "grove" / "batches").glob("*[0-9a-f].jsonl")
+        assert 2 <= len(ids(output)) < len(tasks)  # the quick ones at least, not the rest
+        assert follower.poll() is None  # still following, through the outage
+        services.append(started_service(tmp_path, env, port))
+        stdout, stderr = follower.communicate(timeout=240)
+    assert follower.returncode == 0, stderr.decode()
+    assert stdout.decode().startswith("Batch finished: 6 ok, 0 failed"), stdout
+    expected = sorted(str(task["id"]) for task in tasks)
+    assert sorted(map(str, ids(tmp_path / "tasks.out.jsonl"))) == expected  # each once
+    assert sorted(map(str, ids(output))) == expected
+    for path in effects:
+        assert path.read_text().split() == ["1", "2", "3"]  # no side effect repeated
+    store = open_store(env["GROVE_STORE"])
+    try:
+        children: collections.Counter[str] = collections.Counter()
+        answers: collections.Counter[str] = collections.Counter()
+        for agent in store.list_agents(include_ended=True):
+            if "key" in agent.metadata:
+                children[agent.metadata["key"]] += 1
+                final = [m for m in store.agent_messages(agent.uuid) if m.kind == "assistant"]
+                answers[agent.metadata["key"]] += sum(not calls_tools(m.data) for m in final)
+        assert len(children) == len(tasks) and set(children.values()) == {1}
+        assert set(answers.values()) == {1}  # each task answered once, across both services
+        cut_off = [e for e in events(store, "ToolInterrupted") if e["tool"] == "mark"]
+        assert cut_off  # the first task's second call at least: it resumed after it
+    finally:
+        store.close()
