@@ -28,6 +28,7 @@ CLUSTER_START_TIMEOUT_S = 120.0
 STOP_TIMEOUT_S = 10.0
 REDIS_START_TIMEOUT_S = 10.0
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 MODEL = "claude-sonnet-4-5"
 
 
@@ -258,6 +259,17 @@ def grove_pids(grove: Any, solo_agents: Iterable[str] = ()) -> list[int]:
     ready = ray.get(grove.supervisor.ready.remote(), timeout=60)
     solo = {int(grove.provider_identity(uuid)["pid"]) for uuid in solo_agents}
     return [os.getpid(), int(ready["pid"]), *(int(h["pid"]) for h in ready["hosts"]), *solo]
+
+
+def cpu_s(pids: list[int]) -> float:
+    """The CPU time (user and system) the processes have used so far: unlike the wall time,
+    not stretched by what else runs on a shared machine."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / CLOCK_TICKS
 
 
 def rss_kb(pid: int) -> int:

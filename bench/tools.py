@@ -25,6 +25,7 @@ from harness import (
     MODEL,
     ExternalSimulator,
     Pacing,
+    cpu_s,
     grove_pids,
     pydantic_ai_model,
     rss_kb,
@@ -203,24 +204,34 @@ def durable_session(
     simulator: ExternalSimulator, n: int, hosts: int | None, durable: bool
 ) -> dict[str, Any]:
     """One Grove, each finished step of a turn stored as it ends or not (`[hosts]
-    durable_steps`): the tool round's figures, its calls' durations, its processes."""
+    durable_steps`): the tool round's figures, the CPU time this driver, the supervisor and
+    the hosts used in it, its calls' durations, its processes."""
     sections = {"hosts": {"durable_steps": durable}}
     with running_grove(simulator, hosts=hosts, sections=sections) as grove:
         root = grove.create_root(MODEL, tools=[lookup]).uuid
+        pids = grove_pids(grove)
+        used = cpu_s(pids)
         ours = grove_round(grove, root, [prompt(i) for i in range(n)])
-        return {**ours, "durations": call_durations_ms(grove), "processes": grove_pids(grove)}
+        cpu = cpu_s(pids) - used
+        return {**ours, "cpu_s": cpu, "durations": call_durations_ms(grove), "processes": pids}
 
 
 def durable_figures(sessions: dict[bool, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Durable steps against none: the median of the alternating sessions' ratios."""
-    on = [one["wall_s"] for one in sessions[True]]
-    off = [one["wall_s"] for one in sessions[False]]
+    """Durable steps against none: the medians of the alternating sessions' ratios, of the
+    wall time and of the CPU time (which a shared machine's load does not stretch)."""
+
+    def ratio(figure: str) -> float:
+        pairs = zip(sessions[True], sessions[False], strict=True)
+        ratios = [float(on[figure]) / float(off[figure]) for on, off in pairs]
+        return round(statistics.median(ratios), 3)
+
     return {
-        "durable_wall_s": [round(wall, 3) for wall in on],
-        "steps_off_wall_s": [round(wall, 3) for wall in off],
-        "durable_vs_steps_off": round(
-            statistics.median(a / b for a, b in zip(on, off, strict=True)), 3
-        ),
+        "durable_wall_s": [round(one["wall_s"], 3) for one in sessions[True]],
+        "steps_off_wall_s": [round(one["wall_s"], 3) for one in sessions[False]],
+        "durable_vs_steps_off": ratio("wall_s"),
+        "durable_cpu_s": [round(one["cpu_s"], 2) for one in sessions[True]],
+        "steps_off_cpu_s": [round(one["cpu_s"], 2) for one in sessions[False]],
+        "durable_cpu_vs_steps_off": ratio("cpu_s"),
         "durable_ok": [one["ok"] for one in sessions[True]],
         "steps_off_ok": [one["ok"] for one in sessions[False]],
     }

@@ -14,31 +14,26 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from typing import Any
 
 from fanout import CONTEXT, bare_httpx, check, collect, median, prompts
-from harness import MODEL, REPO_ROOT, Pacing, grove_pids, running_grove, simulator_process
+from harness import (
+    MODEL,
+    REPO_ROOT,
+    Pacing,
+    cpu_s,
+    grove_pids,
+    running_grove,
+    simulator_process,
+)
 
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # the receiver is the tests' (tests/otlp.py)
 from tests.otlp import ReceivedSpan, Receiver, otlp_receiver
 
 SPANS_TIMEOUT_S = 120.0
-CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_s(pids: list[int]) -> float:
-    """The CPU time (user and system) the processes have used so far: unlike the wall time,
-    not stretched by what else runs on a shared machine."""
-    total = 0
-    for pid in pids:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / CLOCK_TICKS
 
 
 def traced_children(receiver: Receiver, root: str, children: list[str]) -> dict[str, int]:
