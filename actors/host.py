@@ -434,6 +434,26 @@ class AgentHostCore:
         assert run.result is not None
         return run.result
 
+    async def results(
+        self, ticket_ids: Sequence[str], timeout_s: float
+    ) -> dict[str, TurnResult | None]:
+        """Of the turns `ticket_ids`, those that ended, once at least one has ({} after
+        `timeout_s`): many callers' `result` waits in one call. None for a turn to ask
+        `result` about alone (unknown here, or ended without a result)."""
+        runs = {ticket: self.runs.get(ticket) for ticket in ticket_ids}
+        running = [
+            run.task
+            for run in runs.values()
+            if run is not None and run.task is not None and not run.task.done()
+        ]
+        if running and len(running) == len(runs):
+            await asyncio.wait(running, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+        return {
+            ticket: _ended_result(run)
+            for ticket, run in runs.items()
+            if run is None or run.task is None or run.task.done()
+        }
+
     def forget(self, ticket_id: str) -> None:
         self.runs.pop(ticket_id, None)
 
@@ -570,3 +590,10 @@ async def _settled(worktree: Worktree, uuid: str) -> dict[str, str]:
         return await settle(worktree, uuid)
     except WorktreeError as exc:
         return {"branch": worktree.branch, "diff_stat": f"not committed: {exc}"}
+
+
+def _ended_result(run: TurnRun | None) -> TurnResult | None:
+    """An ended turn's result as `result` would give it; None when that would raise."""
+    if run is None or (run.task is not None and (run.task.cancelled() or run.task.exception())):
+        return None
+    return run.result

@@ -376,6 +376,11 @@ class AgentHost:
     async def result(self, ticket_id: str) -> TurnResult:
         return await self.core.result(ticket_id)
 
+    async def results(
+        self, ticket_ids: list[str], timeout_s: float
+    ) -> dict[str, TurnResult | None]:
+        return await self.core.results(ticket_ids, timeout_s)
+
     async def cancel(self, uuid: str) -> bool:
         return await self.core.cancel(uuid)
 

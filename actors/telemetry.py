@@ -10,6 +10,7 @@ import atexit
 import contextvars
 import functools
 import os
+import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -19,7 +20,6 @@ from providers.base import AssistantTurn, Request, ToolCallPart, Usage
 from providers.secrets import mask
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span as OtelSpan
     from opentelemetry.trace import Tracer
 
 # Gen AI `gen_ai.provider.name` values of Grove's providers.
@@ -124,7 +124,7 @@ NO_TRACING = Tracing()
 @dataclass(frozen=True, slots=True)
 class _Turn:
     """The traced turn this task runs: its agent and root (the Grove attributes of its
-    spans) and the OpenTelemetry context of its span (their parent)."""
+    spans) and the SpanContext of its span (their parent)."""
 
     agent: str
     root: str
@@ -136,40 +136,54 @@ class _Turn:
 # OpenTelemetry context is attached and detached per span: that machinery cost more than the
 # spans themselves in a fan-out.
 _TURN: contextvars.ContextVar[_Turn | None] = contextvars.ContextVar("grove_turn", default=None)
-_TOOL: contextvars.ContextVar[Any] = contextvars.ContextVar("grove_tool", default=None)
+_TOOL: contextvars.ContextVar[_OtelSpan | None] = contextvars.ContextVar("grove_tool", default=None)
 
 
 class _OtelSpan(Span):
-    """An SDK span ended when the block ends; an exception out of the block marks it failed.
-    `reset` puts back what entering it set."""
+    """A span of a turn, handed to the batch processor as the SDK's ReadableSpan when the
+    block ends; an exception out of the block marks it failed. `reset` puts back what
+    entering it set."""
 
-    def __init__(self, span: OtelSpan, reset: Callable[[], None] | None = None) -> None:
-        self.span = span
-        self._reset = reset
+    def __init__(
+        self,
+        tracing: OtelTracing,
+        name: str,
+        parent: Any,
+        attributes: dict[str, Any],
+        kind: Any = None,
+        reset: Callable[[], None] | None = None,
+    ) -> None:
+        self._tracing = tracing
+        self.name = name
+        self.parent = parent  # a SpanContext
+        self.context = tracing.child_context(parent)
+        self.attributes = attributes
+        self.kind = kind
+        self.status: Any = None
+        self.reset = reset
+        self.start = time.time_ns()
 
     def __exit__(self, kind: object, exc: object, trace: object) -> None:
         if isinstance(exc, BaseException):  # a cancelled request too
             self.fail(type(exc).__name__, str(exc) or type(exc).__name__)
-        self.span.end()
-        if self._reset is not None:
-            self._reset()
+        self._tracing.ended(self, time.time_ns())
+        if self.reset is not None:
+            self.reset()
 
     def replied(self, turn: AssistantTurn) -> None:
         usage = turn.usage
-        attributes: dict[str, Any] = {
-            "gen_ai.response.model": turn.model,
-            **_usage_attributes(usage),
-            "gen_ai.usage.cache_read.input_tokens": usage.cache_read_tokens,
-            "gen_ai.usage.cache_creation.input_tokens": usage.cache_write_tokens,
-        }
+        attributes = self.attributes
+        attributes["gen_ai.response.model"] = turn.model
+        attributes.update(_usage_attributes(usage))
+        attributes["gen_ai.usage.cache_read.input_tokens"] = usage.cache_read_tokens
+        attributes["gen_ai.usage.cache_creation.input_tokens"] = usage.cache_write_tokens
         if turn.response_id:
             attributes["gen_ai.response.id"] = turn.response_id
         if turn.stop_reason:
             attributes["gen_ai.response.finish_reasons"] = (turn.stop_reason,)
-        self.span.set_attributes(attributes)
 
     def turn_ended(self, usage: Usage, error: str | None, cancelled: bool) -> None:
-        self.span.set_attributes(_usage_attributes(usage))
+        self.attributes.update(_usage_attributes(usage))
         if cancelled:
             self.fail("cancelled", "cancelled")
         elif error is not None:
@@ -179,32 +193,45 @@ class _OtelSpan(Span):
         self.fail("tool_error", "the tool reported an error")
 
     def fail(self, error_type: str, text: str) -> None:
-        from opentelemetry.trace import Status, StatusCode
+        self.attributes["error.type"] = error_type
+        self.status = self._tracing.error_status(mask(text))
 
-        self.span.set_attribute("error.type", error_type)
-        self.span.set_status(Status(StatusCode.ERROR, mask(text)))
+    def traceparent(self) -> str:
+        return _traceparent(self.context)
 
 
 class OtelTracing(Tracing):
-    """Spans of this process, batched and exported over OTLP/HTTP."""
+    """Spans of this process, batched and exported over OTLP/HTTP by the SDK's batch
+    processor and OTLP exporter. A root's `create_agent` span goes through the SDK's tracer
+    (its sampler decides for the tree); the spans of turns, a thousand times as many in a
+    fan-out, are made here as the SDK's ReadableSpan when they end, under their parent's
+    sampling decision: no tracer, lock or attribute checks per span."""
 
     enabled = True
 
     def __init__(self, settings: TelemetrySettings) -> None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
-        from opentelemetry.trace import SpanKind, set_span_in_context
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+        from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
         resource = Resource.create({"service.name": settings.service_name})
         self.provider = TracerProvider(resource=resource)
         exporter = OTLPSpanExporter(endpoint=settings.endpoint, headers=dict(settings.headers))
         queue = None if QUEUE_VARIABLE in os.environ else QUEUE_SPANS
-        self.provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=queue))
+        self._processor = BatchSpanProcessor(exporter, max_queue_size=queue)
+        self.provider.add_span_processor(self._processor)
         self.tracer: Tracer = self.provider.get_tracer("grove")
-        self._client = SpanKind.CLIENT
-        self._in_context = set_span_in_context
+        self._readable = functools.partial(
+            ReadableSpan, resource=resource, instrumentation_scope=InstrumentationScope("grove")
+        )
+        self._span_context = SpanContext
+        self._new_span_id = self.provider.id_generator.generate_span_id
+        self._client, self._internal = SpanKind.CLIENT, SpanKind.INTERNAL
+        self._unset = Status(StatusCode.UNSET)
+        self._error = functools.partial(Status, StatusCode.ERROR)
         atexit.register(self.provider.shutdown)
 
     def create_agent(
@@ -213,18 +240,19 @@ class OtelTracing(Tracing):
         attributes = _agent_attributes("create_agent", root, root, provider, model)
         span = self.tracer.start_span("create_agent", _context(parent), attributes=attributes)
         span.end()
-        return TraceParent(traceparent=_traceparent(span), root=root)
+        return TraceParent(traceparent=_traceparent(span.get_span_context()), root=root)
 
     def invoke_agent(
         self, agent: str, provider: str | None, model: str | None, parent: TraceParent | None
     ) -> AbstractContextManager[Span]:
-        if parent is None:
-            return NO_SPAN
+        context = None if parent is None else _span_context(parent.traceparent)
+        if parent is None or context is None or not context.trace_flags.sampled:
+            return NO_SPAN  # not traced, or its root's trace is not sampled
         attributes = _agent_attributes("invoke_agent", agent, parent.root, provider, model)
-        context = _context(parent.traceparent)
-        span = self.tracer.start_span("invoke_agent", context, attributes=attributes)
-        token = _TURN.set(_Turn(agent, parent.root, self._in_context(span)))
-        return _OtelSpan(span, lambda: _TURN.reset(token))
+        span = _OtelSpan(self, "invoke_agent", context, attributes)
+        token = _TURN.set(_Turn(agent, parent.root, span.context))
+        span.reset = lambda: _TURN.reset(token)
+        return span
 
     def chat(self, request: Request, provider: str) -> AbstractContextManager[Span]:
         turn = _TURN.get()
@@ -234,13 +262,12 @@ class OtelTracing(Tracing):
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": PROVIDER_NAMES.get(provider, provider),
             "gen_ai.request.model": request.model,
-            **_grove_attributes(turn.agent, turn.root),
+            "grove.agent.id": turn.agent,
+            "grove.root.id": turn.root,
         }
         if request.max_tokens is not None:
             attributes["gen_ai.request.max_tokens"] = request.max_tokens
-        name = f"chat {request.model}"
-        span = self.tracer.start_span(name, turn.context, self._client, attributes)
-        return _OtelSpan(span)
+        return _OtelSpan(self, f"chat {request.model}", turn.context, attributes, self._client)
 
     def execute_tool(self, call: ToolCallPart) -> AbstractContextManager[Span]:
         turn = _TURN.get()
@@ -251,20 +278,47 @@ class OtelTracing(Tracing):
             "gen_ai.tool.name": call.name,
             "gen_ai.tool.call.id": call.call_id,
             "gen_ai.tool.type": "function",
-            **_grove_attributes(turn.agent, turn.root),
+            "grove.agent.id": turn.agent,
+            "grove.root.id": turn.root,
         }
-        span = self.tracer.start_span(
-            f"execute_tool {call.name}", turn.context, attributes=attributes
-        )
+        span = _OtelSpan(self, f"execute_tool {call.name}", turn.context, attributes)
         token = _TOOL.set(span)
-        return _OtelSpan(span, lambda: _TOOL.reset(token))
+        span.reset = lambda: _TOOL.reset(token)
+        return span
 
     def current(self) -> str | None:
         span = _TOOL.get()
-        return None if span is None else _traceparent(span)
+        return None if span is None else span.traceparent()
 
     def flush(self) -> None:
         self.provider.force_flush()
+
+    def child_context(self, parent: Any) -> Any:
+        """A new span's SpanContext under `parent` (same trace, flags and state)."""
+        return self._span_context(
+            parent.trace_id,
+            self._new_span_id(),
+            is_remote=False,
+            trace_flags=parent.trace_flags,
+            trace_state=parent.trace_state,
+        )
+
+    def error_status(self, text: str) -> Any:
+        return self._error(text)
+
+    def ended(self, span: _OtelSpan, end_ns: int) -> None:
+        """Hand an ended span to the batch processor (it exports from its own thread)."""
+        readable = self._readable(
+            span.name,
+            span.context,
+            span.parent,
+            attributes=span.attributes,
+            kind=span.kind or self._internal,
+            status=span.status or self._unset,
+            start_time=span.start,
+            end_time=end_ns,
+        )
+        self._processor.on_end(readable)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -277,8 +331,18 @@ def _context(traceparent: str | None) -> Any:
     return TraceContextTextMapPropagator().extract({"traceparent": traceparent})
 
 
-def _traceparent(span: OtelSpan) -> str:
-    context = span.get_span_context()
+@functools.lru_cache(maxsize=1024)
+def _span_context(traceparent: str) -> Any:
+    """The SpanContext a traceparent names (None: not a valid one); the children of one
+    fork share it."""
+    from opentelemetry.trace import get_current_span
+
+    context = get_current_span(_context(traceparent)).get_span_context()
+    return context if context.is_valid else None
+
+
+def _traceparent(context: Any) -> str:
+    """The W3C traceparent of a SpanContext."""
     return f"00-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
 
 

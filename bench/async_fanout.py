@@ -3,12 +3,15 @@ with `asyncio.gather`), against the same N turns through `Grove.fork_many` + `wa
 the same run, on one Grove and one simulator in a process of its own; beside them, the same
 `fork_many` + `wait_any` fan-out awaited through AsyncGrove.
 
-Prints one JSON line; `ratio` is the asks' wall time over Grove's (goal: within 1.05x),
-`fork_many_ratio` the awaited fork_many fan-out's. All fan out from a root that holds the same
-context: the fork_many rounds fork their children as part of their time, the asks go to
-children forked beforehand with `fork` (`ratio_with_forks` counts those forks too;
-`asks_begin_s` is until every ask's turn had started). Run from the repository root:
-`python bench/async_fanout.py --n 1000`.
+Each round runs the three, in turn forward and backward (so neither is always first after a
+quiet spell); a round's ratios are taken within it (rounds side by side in time share the
+machine's load), and the median of the rounds' ratios is reported. Prints one JSON line;
+`ratio` is the asks' wall time over Grove's (goal: within 1.05x), `fork_many_ratio` the
+awaited fork_many fan-out's. All fan out from a root that holds the same context: the
+fork_many rounds fork their children as part of their time, the asks go to children forked
+beforehand with `fork` (`ratio_with_forks` counts those forks too; `asks_begin_s` is until
+every ask's turn had started; `results_calls` how many host `results` calls brought the asks'
+results). Run from the repository root: `python bench/async_fanout.py --n 1000`.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ async def asks_round(aio: AsyncGrove, root: str, texts: list[str]) -> dict[str, 
         "begin_s": begun - forked,
         "asks_s": asked - forked,
         "results": dict(zip(children, answers, strict=True)),
+        "results_calls": aio.grove._loop_turns().results.calls,
     }
 
 
@@ -62,10 +66,35 @@ async def fork_many_round(aio: AsyncGrove, root: str, texts: list[str]) -> dict[
     return {"wall_s": time.perf_counter() - start, "results": results}
 
 
+KINDS = ("grove", "async_asks", "async_fork_many")
+
+
+def run_kind(
+    kind: str,
+    grove: Any,
+    aio: AsyncGrove,
+    root: str,
+    texts: list[str],
+    walls: dict[str, list[float]],
+) -> tuple[float, dict[str, Any]]:
+    """One fan-out of `kind`: its wall time and results (the asks' other figures go to
+    `walls` directly)."""
+    if kind == "grove":
+        return grove_round(grove, root, texts)
+    if kind == "async_asks":
+        asks = asyncio.run(asks_round(aio, root, texts))
+        walls["async_forks"].append(asks["forks_s"])
+        walls["async_asks_begin"].append(asks["begin_s"])
+        walls["results_calls"].append(asks["results_calls"])
+        return asks["asks_s"], asks["results"]
+    forked = asyncio.run(fork_many_round(aio, root, texts))
+    return forked["wall_s"], forked["results"]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000, help="asks (and fork_many children)")
-    parser.add_argument("--rounds", type=int, default=3, help="alternating runs; medians count")
+    parser.add_argument("--rounds", type=int, default=5, help="alternating runs; medians count")
     Pacing.add_arguments(parser)
     args = parser.parse_args()
     pacing = Pacing.of(args)
@@ -76,6 +105,7 @@ def main() -> None:
         "async_forks": [],
         "async_asks_begin": [],
         "async_fork_many": [],
+        "results_calls": [],
     }
     completed = stored = 0
     with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
@@ -83,21 +113,30 @@ def main() -> None:
         if not grove.ask(root.uuid, CONTEXT).ok:
             raise SystemExit("async fanout bench: the context turn failed")
         aio = AsyncGrove(grove)
-        for _ in range(args.rounds):
-            wall, results = grove_round(grove, root.uuid, texts)
-            walls["grove"].append(wall)
-            asks = asyncio.run(asks_round(aio, root.uuid, texts))
-            walls["async_asks"].append(asks["asks_s"])
-            walls["async_forks"].append(asks["forks_s"])
-            walls["async_asks_begin"].append(asks["begin_s"])
-            forked = asyncio.run(fork_many_round(aio, root.uuid, texts))
-            walls["async_fork_many"].append(forked["wall_s"])
-            for found in (results, asks["results"], forked["results"]):
-                checked = check(grove, found)
+        for index in range(args.rounds):
+            found = []
+            for kind in KINDS if index % 2 == 0 else KINDS[::-1]:
+                wall, results = run_kind(kind, grove, aio, root.uuid, texts, walls)
+                walls[kind].append(wall)
+                found.append(results)
+            for results in found:
+                checked = check(grove, results)
                 completed += checked["ok"]
                 stored += checked["stored"]
+    ratios = {
+        kind: [
+            round(wall / grove_wall, 3)
+            for wall, grove_wall in zip(walls[kind], walls["grove"], strict=True)
+        ]
+        for kind in ("async_asks", "async_fork_many")
+    }
+    with_forks = [
+        round((forks + asks) / grove_wall, 3)
+        for forks, asks, grove_wall in zip(
+            walls["async_forks"], walls["async_asks"], walls["grove"], strict=True
+        )
+    ]
     grove_s, asks_s = median(walls["grove"]), median(walls["async_asks"])
-    forks_s = median(walls["async_forks"])
     print(
         json.dumps(
             {
@@ -108,12 +147,15 @@ def main() -> None:
                 "ideal_s": round(pacing.seconds, 3),
                 "grove_wall_s": grove_s,
                 "async_asks_wall_s": asks_s,
-                "async_forks_s": forks_s,
-                "ratio": round(asks_s / grove_s, 3),
-                "ratio_with_forks": round((forks_s + asks_s) / grove_s, 3),
+                "async_forks_s": median(walls["async_forks"]),
+                "ratio": median(ratios["async_asks"]),
+                "ratio_of_medians": round(asks_s / grove_s, 3),
+                "ratio_with_forks": median(with_forks),
                 "asks_begin_s": median(walls["async_asks_begin"]),
                 "async_fork_many_wall_s": median(walls["async_fork_many"]),
-                "fork_many_ratio": round(median(walls["async_fork_many"]) / grove_s, 3),
+                "fork_many_ratio": median(ratios["async_fork_many"]),
+                "round_ratios": ratios,
+                "results_calls": walls.pop("results_calls"),
                 "turns": args.n * args.rounds * 3,
                 "completed": completed,
                 "stored": stored,

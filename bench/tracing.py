@@ -1,12 +1,15 @@
 """Benchmark: bench/fanout.py's fan-out (N forked agents each stream one turn) with tracing off
 and with an OTLP exporter on, in one run, against a real OTLP/HTTP receiver in this process.
 
-Grove sessions alternate off, on, off, on (each a Grove of its own: tracing is set when Grove
-starts), each running `--rounds` fan-outs and as many bare asyncio + httpx rounds (the same
-baseline as fanout.py, so a session's load shows in its ratio), and the CPU time the driver,
-the supervisor and the hosts used in each fan-out. With tracing on, every child's
-`invoke_agent` and `chat` spans must arrive in the root's one trace. Prints one JSON line.
-Run from the repository root: `python bench/tracing.py --n 1000`.
+Grove sessions come in pairs, off then on, then on then off, and so on (each a Grove of its
+own: tracing is set when Grove starts), each running `--rounds` fan-outs and as many bare
+asyncio + httpx rounds (the same baseline as fanout.py, so a session's load shows in its
+ratio), and the CPU time the driver, the supervisor and the hosts used in each fan-out. The
+receiver runs in a process of its own, as a collector would: its decoding is not Grove's CPU.
+Each figure's on/off ratio is taken within a pair (sessions side by side in time share the
+machine's load), and the median of the pairs' ratios reported. With tracing on, every
+child's `invoke_agent` and `chat` spans must arrive in the root's one trace. Prints one JSON
+line. Run from the repository root: `python bench/tracing.py --n 1000`.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from fanout import CONTEXT, bare_httpx, check, collect, median, prompts
@@ -31,7 +35,7 @@ from harness import (
 
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))  # the receiver is the tests' (tests/otlp.py)
-from tests.otlp import ReceivedSpan, Receiver, otlp_receiver
+from tests.otlp import ReceivedSpan, Receiver, otlp_receiver_process
 
 SPANS_TIMEOUT_S = 120.0
 
@@ -106,7 +110,7 @@ def session(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000, help="children forked each round")
-    parser.add_argument("--sessions", type=int, default=2, help="Groves per mode, alternating")
+    parser.add_argument("--sessions", type=int, default=3, help="Groves per mode, in pairs")
     parser.add_argument("--rounds", type=int, default=2, help="fan-outs per session")
     parser.add_argument("--ttft-ms", type=int, default=500)
     parser.add_argument("--tps", type=float, default=50.0)
@@ -115,10 +119,11 @@ def main() -> None:
     pacing = Pacing(ttft_ms=args.ttft_ms, tps=args.tps, tokens=args.tokens)
     texts = prompts(args.n)
     results: dict[str, list[dict[str, Any]]] = {"off": [], "on": []}
-    with simulator_process(pacing) as simulator, otlp_receiver() as receiver:
-        for index in range(args.sessions * 2):
-            mode = ("off", "on")[index % 2]
-            results[mode].append(session(simulator, receiver, mode == "on", texts, args.rounds))
+    with simulator_process(pacing) as simulator, otlp_receiver_process() as receiver:
+        for pair in range(args.sessions):
+            for mode in ("off", "on") if pair % 2 == 0 else ("on", "off"):
+                one = session(simulator, receiver, mode == "on", texts, args.rounds)
+                results[mode].append(one)
     print(json.dumps(report(args, pacing, results)))
 
 
@@ -138,6 +143,10 @@ def report(
         for mode in walls
     }
     checks = [check for one in results["on"] for check in one["checks"]]
+    paired = {
+        "cpu": paired_ratios(results, lambda one: median(one["walls"]["grove_cpu"])),
+        "wall_vs_baseline": paired_ratios(results, against_baseline),
+    }
     return {
         "bench": "tracing",
         "n": args.n,
@@ -152,9 +161,10 @@ def report(
         "on_vs_off_against_baseline": round(ratio["on"] / ratio["off"], 3),
         "off_cpu_s": median(walls["off"]["grove_cpu"]),
         "on_cpu_s": median(walls["on"]["grove_cpu"]),
-        "cpu_on_vs_off": round(
-            median(walls["on"]["grove_cpu"]) / median(walls["off"]["grove_cpu"]), 3
-        ),
+        "cpu_on_vs_off": median(paired["cpu"]),
+        "cpu_on_vs_off_pairs": paired["cpu"],
+        "on_vs_off_against_baseline_pairs": paired["wall_vs_baseline"],
+        "on_vs_off_against_baseline_median_pair": median(paired["wall_vs_baseline"]),
         "completed": sum(one["completed"] for ones in results.values() for one in ones),
         "turns": args.n * args.rounds * args.sessions * 2,
         "children_in_trace": [check["children_in_trace"] for check in checks],
@@ -164,6 +174,21 @@ def report(
             for mode, kinds in walls.items()
         },
     }
+
+
+def against_baseline(one: dict[str, Any]) -> float:
+    """A session's fan-out wall over its baseline's (medians of its rounds)."""
+    return median(one["walls"]["grove"]) / median(one["walls"]["baseline"])
+
+
+def paired_ratios(
+    results: dict[str, list[dict[str, Any]]], figure: Callable[[dict[str, Any]], float]
+) -> list[float]:
+    """`figure` of each on session over that of the off session it was paired with."""
+    return [
+        round(figure(on) / figure(off), 3)
+        for on, off in zip(results["on"], results["off"], strict=True)
+    ]
 
 
 if __name__ == "__main__":

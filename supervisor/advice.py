@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid as uuidlib
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -25,6 +25,7 @@ from supervisor.billing import spent_message
 from supervisor.budget_rules import BUDGET_KEYS, budgeted
 from supervisor.errors import CommandError
 from supervisor.store.records import AgentRecord, MessageRecord
+from supervisor.turns import choice_of, turn_open
 
 if TYPE_CHECKING:
     from supervisor.store.base import Store
@@ -169,6 +170,41 @@ class AdvisorDesk:
         self.watches[record.uuid] = watch
         self.core.event("AdvisorToggled", agent=target.uuid, reviewer=reviewer.name, on=True)
         return watch
+
+    async def restore(self, reviewers: Sequence[AgentRecord]) -> None:
+        """After a supervisor restart: each reviewer the one before ran (its record ended
+        now) watches its agent again, started anew with the same name and model. Its cursor
+        is before the agent's turn that was cut off, whose whole delta it gets when that turn
+        ends (with none, at the end: nothing older is replayed). One that cannot start is
+        given up with an event; the agent goes on without it."""
+        for record in reviewers:
+            uuid = record.watched_uuid
+            watched = self.core.store.get_agent(uuid) if uuid is not None else None
+            choice = choice_of(record)
+            if watched is None or choice is None or watched.status != "running":
+                continue
+            if record.status != "running":  # turned off before the restart
+                continue
+            model = ModelSpec(
+                provider=choice.provider, model=choice.model, thinking=choice.thinking
+            )
+            configured = [
+                r for r in self.plan.reviewers if (r.name, r.model) == (record.name, model)
+            ]
+            reviewer = (
+                configured[0]
+                if configured
+                else ReviewerConfig(name=record.name or "advisor", model=model)
+            )
+            own = self.core.store.agent_messages(watched.uuid)
+            prompts = [m.id for m in own if m.kind == "user"]
+            cursor = prompts[-1] - 1 if prompts and turn_open(own) else None
+            try:
+                await self.attach(watched.uuid, reviewer, cursor)
+            except Exception as exc:  # the watched agent goes on unreviewed
+                self.core.event(
+                    "AdvisorLost", agent=watched.uuid, reviewer=reviewer.name, error=str(exc)
+                )
 
     async def host_replaced(self, host: HostClient) -> None:
         """The reviewers that lived on a replaced host start again there, with empty queues."""

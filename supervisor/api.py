@@ -18,6 +18,7 @@ import uuid as uuidlib
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +60,7 @@ from supervisor.telemetry import telemetry_settings
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
 from supervisor.turn_batch import TurnRequest
+from supervisor.turn_results import TurnResults
 from supervisor.turns import TurnTicket
 from supervisor.worktrees import WorktreeRow, worktree_rows
 
@@ -140,6 +142,20 @@ def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> No
         ) from exc
 
 
+# How an asyncio caller awaits a turn's result with the others its loop awaits: (host,
+# ticket, timeout) to the result, or None for the host to be asked alone.
+ResultWait = Callable[[Any, str, float], Awaitable[TurnResult | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class _LoopTurns:
+    """An asyncio loop's asks made at once: begun together, their results asked for
+    together."""
+
+    starts: Coalescer[TurnRequest, Any]
+    results: TurnResults
+
+
 class Turn:
     """A turn in progress: iterate for `(kind, text)` deltas; `result()` waits for its end.
 
@@ -155,13 +171,16 @@ class Turn:
         supervisor: Any,
         on_approval: Callable[[str], None] | None = None,
         output_model: type[BaseModel] | None = None,
+        results: ResultWait | None = None,
     ) -> None:
+        """`results`: how an asyncio caller awaits the result with others at once."""
         self.ticket_id = ticket_id
         self.output_model = output_model  # a typed answer is read into it
         self.agent = agent
         self._host = host
         self._supervisor = supervisor
         self._on_approval = on_approval
+        self._results = results
         self._read = False
 
     def __iter__(self) -> Iterator[tuple[str, str]]:
@@ -179,12 +198,22 @@ class Turn:
             for _ in self:  # approval requests arrive in the stream: someone must read it
                 pass
         try:
-            result: TurnResult = got(self._host.result.remote(self.ticket_id), timeout_s)
+            result = self._host_result(timeout_s)
         except ray.exceptions.RayActorError:
             waiting = self._supervisor.wait_turn.remote(self.agent, timeout_s)
             fallback = got(waiting, timeout_s + 30)
             result = fallback if fallback is not None else TurnResult(error="interrupted")
         return typed(result, self.output_model)
+
+    def _host_result(self, timeout_s: float) -> TurnResult:
+        """The host's result of the turn: for an asyncio caller, asked for together with
+        the others its loop awaits at once (supervisor/turn_results.py)."""
+        if self._results is not None and bridge.bridged():
+            found = bridge.awaited(self._results(self._host, self.ticket_id, timeout_s))
+            if found is not None:
+                return found
+        result: TurnResult = got(self._host.result.remote(self.ticket_id), timeout_s)
+        return result
 
 
 class Grove:
@@ -211,10 +240,11 @@ class Grove:
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
         self.supervisor: Any = None
-        # Per asyncio loop, the asks it makes at once, begun together (`_begin_turn`).
-        self._starts: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, Coalescer[TurnRequest, Any]
-        ] = weakref.WeakKeyDictionary()
+        # Per asyncio loop, the asks it makes at once: begun together (`_begin_turn`), their
+        # results asked for together (`_await_result`).
+        self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopTurns] = (
+            weakref.WeakKeyDictionary()
+        )
         self.traced = False  # spans are exported (`[telemetry]`, OTEL_*: supervisor/telemetry.py)
 
     def __enter__(self) -> Grove:
@@ -513,7 +543,7 @@ class Grove:
         one alone, or one whose agent is busy, goes as before."""
         if bridge.bridged():
             begun: tuple[TurnTicket, Any] | Exception | None = bridge.awaited(
-                self._turn_starts().call((agent, text, output))
+                self._loop_turns().starts.call((agent, text, output))
             )
             if isinstance(begun, Exception):
                 raise begun
@@ -522,13 +552,18 @@ class Grove:
         alone: tuple[TurnTicket, Any] = self._call("begin_turn", agent, text, output)
         return alone
 
-    def _turn_starts(self) -> Coalescer[TurnRequest, Any]:
-        """The running loop's coalescer of turn beginnings (each loop has its own)."""
+    def _loop_turns(self) -> _LoopTurns:
+        """The running loop's batching of turn beginnings and results (each loop has its
+        own)."""
         loop = asyncio.get_running_loop()
-        starts = self._starts.get(loop)
-        if starts is None:
-            starts = self._starts[loop] = Coalescer(self._begin_turns, "grove-begin-turns")
-        return starts
+        turns = self._loops.get(loop)
+        if turns is None:
+            starts = Coalescer(self._begin_turns, "grove-begin-turns")
+            turns = self._loops[loop] = _LoopTurns(starts, TurnResults())
+        return turns
+
+    async def _await_result(self, host: Any, ticket: str, timeout_s: float) -> TurnResult | None:
+        return await self._loop_turns().results.result(host, ticket, timeout_s)
 
     async def _begin_turns(self, requests: list[TurnRequest]) -> list[Any]:
         """Begin the requests' turns in one supervisor call; a lone one: None, for its
@@ -551,6 +586,7 @@ class Grove:
             self.supervisor,
             on_approval=approve,
             output_model=model or self._output_models.get(agent),
+            results=self._await_result,
         )
 
     def set_approver(self, session: str, approver: Approver | None) -> None:

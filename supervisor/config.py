@@ -172,10 +172,10 @@ class McpServerSection(_Section):
 
     command: str | None = None
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[str, str] = Field(default_factory=dict, repr=False)  # tokens, often
     cwd: str | None = None
     url: str | None = None
-    headers: dict[str, str] = Field(default_factory=dict)
+    headers: dict[str, str] = Field(default_factory=dict, repr=False)
     enabled: bool = True
     timeout_s: float = Field(
         default=MCP_CALL_TIMEOUT_S, gt=0, le=3600, description="Seconds a call may take"
@@ -322,7 +322,9 @@ class TelemetrySection(_Section):
     )
     service_name: str = Field(default="grove", min_length=1, description="service.name of spans")
     headers: dict[str, str] = Field(
-        default_factory=dict, description="Headers of every export (a collector's token, say)"
+        default_factory=dict,
+        repr=False,
+        description="Headers of every export (a collector's token, say)",
     )
 
 

@@ -10,6 +10,8 @@ from typing import Any
 
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord
+from supervisor.turns import turn_open
+from supervisor.usage import root_of_each
 
 # A holder not renewed for this long is gone (its Grove was killed), and its trees stop.
 HOLDER_TTL_S = 10.0
@@ -24,6 +26,22 @@ def shown_status(status: str, held: bool) -> str:
     """An agent's status as every view shows it: a running agent whose tree no live Grove
     holds (`held`) is `stopped`."""
     return "stopped" if status == "running" and not held else status
+
+
+def open_turns_unheld(store: Store, holder: str) -> list[AgentRecord]:
+    """The running agents with a turn still open whose tree no live Grove but `holder` holds:
+    what `holder`'s supervisor, restarted, resumes (another Grove runs its own trees' turns;
+    `holder`'s own holds may have lapsed while Ray restarted it)."""
+    every = store.list_agents(include_ended=True)
+    tops = root_of_each(every)
+    others = {root for root, by in store.tree_holders().items() if by != holder}
+    return [
+        record
+        for record in every
+        if record.status == "running"
+        and tops[record.uuid] not in others
+        and turn_open(store.agent_messages(record.uuid))
+    ]
 
 
 class TreeHolding:

@@ -27,7 +27,7 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.fork_cache import ForkCaches
-from supervisor.holding import TreeHolding
+from supervisor.holding import TreeHolding, open_turns_unheld
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -268,9 +268,12 @@ class SupervisorCore:
         `output` makes its answer typed (else the agent's own, if its record has one);
         `resumed`: neither, the interrupted turn goes on from its last stored step.
 
-        Turns of one agent begin one at a time, in arrival order. Before the first turn on a
+        Turns of one agent begin one at a time, in arrival order; a turn a restart cut off
+        resumes and ends before the agent's first prompt here. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
+        if text is not None and uuid not in self._live:
+            await self._finish_cut_off(uuid)
         record, choice, state = self.turn_rules(uuid, resumed=resumed)
         async with state.begin_lock:
             while state.ticket_id is not None:
@@ -650,33 +653,56 @@ class SupervisorCore:
 
     def recover(self) -> int:
         """After a supervisor restart: turns that were in flight are reported interrupted and
-        resume from their last stored step; until then they count as in flight, so nobody
-        waiting takes them for finished. Returns how many."""
-        restarted = 0
+        resume from their last stored step (not those of trees another live Grove holds: it
+        runs them), once the reviewers of the supervisor before watch their agents again
+        (started anew); until then they count as in flight, so nobody waiting takes them for
+        finished. Returns how many."""
+        reviewers: list[AgentRecord] = []
         for record in self.store.list_agents():
             if record.role == "advisor":
                 self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
-                continue
-            if not turn_open(self.store.agent_messages(record.uuid)):
-                continue
-            self._resume(record, "supervisor restarted")
-            restarted += 1
-        return restarted
+                reviewers.append(record)
+        holder = self.holding.holder if self.holding is not None else ""
+        cut_off: list[str] = []
+        for record in open_turns_unheld(self.store, holder):  # no reviewer: all are dead now
+            self._hold_open(record, "supervisor restarted")
+            cut_off.append(record.uuid)
+        self.background(self._recovered(reviewers, cut_off))
+        return len(cut_off)
 
-    def _resume_cut_off(self, record: AgentRecord) -> None:
-        """A keyed child forked again: when its turn is stored open and this supervisor never
-        ran it (a Grove before it was stopped or killed mid-turn), it resumes."""
-        if record.uuid not in self._live and turn_open(self.store.agent_messages(record.uuid)):
-            self._resume(record, "forked again after a restart")
+    async def _recovered(self, reviewers: list[AgentRecord], cut_off: list[str]) -> None:
+        if self.advisors is not None:
+            await self.advisors.restore(reviewers)
+        for uuid in cut_off:
+            self._schedule_retry(uuid, self.live(uuid))
+
+    def _resume_cut_off(self, record: AgentRecord) -> bool:
+        """When the agent's turn is stored open and this supervisor never ran it (a Grove
+        before it was stopped or killed mid-turn), it resumes; whether it does."""
+        if record.uuid in self._live or not turn_open(self.store.agent_messages(record.uuid)):
+            return False
+        self._resume(record, "cut off by a restart")
+        return True
+
+    async def _finish_cut_off(self, uuid: str) -> None:
+        """Before an agent's first prompt here: its turn a restart cut off resumes and ends
+        first, so that the prompt follows a whole turn."""
+        record = self.agent(uuid)
+        if self._resume_cut_off(record):
+            await self.live(record.uuid).turn_done.wait()
 
     def _resume(self, record: AgentRecord, reason: str) -> None:
-        """Resume an agent's open turn from its last stored step; until it has begun, the
-        turn counts as in flight, so nobody waiting takes it for finished."""
+        """Resume an agent's open turn from its last stored step."""
+        self._schedule_retry(record.uuid, self._hold_open(record, reason))
+
+    def _hold_open(self, record: AgentRecord, reason: str) -> LiveAgent:
+        """An agent's open turn is to resume: until it has begun, the turn counts as in
+        flight, so nobody waiting takes it for finished."""
         self.event("TurnInterrupted", agent=record.uuid, reason=reason)
         state = self.live(record.uuid, record)
         state.ticket_id = RECOVERING
         state.turn_done.clear()
-        self._schedule_retry(record.uuid, state)
+        return state
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:
         if state.ticket_id is not None:

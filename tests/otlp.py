@@ -1,17 +1,23 @@
 """A real OTLP/HTTP receiver for tests and benchmarks: a small http.server on a free loopback
-port that decodes each ExportTraceServiceRequest with the official opentelemetry-proto.
+port that decodes each ExportTraceServiceRequest with the official opentelemetry-proto; in
+this process, or in one of its own (`python -m tests.otlp`, what a benchmark uses).
 """
 
 from __future__ import annotations
 
 import gzip
+import json
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 import zlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -21,6 +27,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
+SPANS_PATH = "/spans"  # GET ?since=N: the spans received from the N-th on, as JSON
+START_TIMEOUT_S = 30.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -84,9 +92,9 @@ class Receiver:
             self.requests.append((path, headers))
             self._spans.extend(spans)
 
-    def spans(self) -> list[ReceivedSpan]:
+    def spans(self, since: int = 0) -> list[ReceivedSpan]:
         with self._lock:
-            return list(self._spans)
+            return self._spans[since:]
 
     def wait_for(
         self, done: Callable[[list[ReceivedSpan]], bool], timeout_s: float = 30.0
@@ -126,6 +134,19 @@ def _handler(receiver: Receiver) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(answer)
 
+        def do_GET(self) -> None:
+            path, _, since = self.path.partition("?since=")
+            if path != SPANS_PATH or not since.isdigit():
+                self.send_error(404)
+                return
+            spans = [asdict(span) for span in receiver.spans(int(since))]
+            body = json.dumps(spans).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
         def log_message(self, format: str, *args: Any) -> None:
             return  # quiet: a test reads what arrived, not the access log
 
@@ -147,3 +168,48 @@ def otlp_receiver() -> Iterator[Receiver]:
         server.shutdown()
         server.server_close()
         thread.join(10)
+
+
+class ReceiverProcess(Receiver):
+    """A receiver in a process of its own (its decoding is not the traced program's CPU):
+    what it has been sent, fetched from it as it comes."""
+
+    def spans(self, since: int = 0) -> list[ReceivedSpan]:
+        with self._lock:
+            url = f"{self.endpoint}{SPANS_PATH}?since={len(self._spans)}"
+            with urllib.request.urlopen(url, timeout=30) as response:
+                arrived = json.loads(response.read())
+            self._spans.extend(ReceivedSpan(**span) for span in arrived)
+            return self._spans[since:]
+
+
+@contextmanager
+def otlp_receiver_process() -> Iterator[Receiver]:
+    """`python -m tests.otlp` listening on 127.0.0.1 at a free port until the block ends,
+    stopped through its handle."""
+    root = Path(__file__).resolve().parents[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.otlp"], cwd=root, stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stdout is not None
+        receiver = ReceiverProcess()
+        receiver.endpoint = process.stdout.readline().strip()
+        if not receiver.endpoint.startswith("http://127.0.0.1:"):
+            raise RuntimeError("the OTLP receiver process did not start")
+        yield receiver
+    finally:
+        assert process.stdin is not None
+        process.stdin.close()  # it stops when its input ends
+        try:
+            process.wait(START_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+if __name__ == "__main__":
+    with otlp_receiver() as serving:
+        print(serving.endpoint, flush=True)
+        sys.stdin.read()

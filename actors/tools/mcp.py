@@ -39,10 +39,10 @@ class McpServerConfig:
     startup_timeout_s: float  # what starting the server and its handshake may take
     command: str | None = None
     args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # tokens, often
     cwd: str | None = None
     url: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
+    headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
 
 class McpServerError(ToolError):

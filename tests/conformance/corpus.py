@@ -134,8 +134,13 @@ def assert_conforms(new_parser: Callable[[], WireParser], entry: dict[str, Any])
     return whole
 
 
-def assert_every_split_decodes_alike(data: bytes, whole: list[ServerSentEvent], label: str) -> None:
-    """For every offset 0 < k < len(data), SSEDecoder fed data[:k] then data[k:] gives `whole`.
+def assert_every_split_decodes_alike(
+    data: bytes,
+    whole: list[ServerSentEvent],
+    label: str,
+    new_decoder: Callable[[], SSEDecoder] = SSEDecoder,
+) -> None:
+    """For every offset 0 < k < len(data), a decoder fed data[:k] then data[k:] gives `whole`.
 
     Checked without decoding the whole body again at each offset. The decoder keeps all it
     knows between calls in its slots. It cuts each chunk's text into whole lines, handed in
@@ -158,7 +163,7 @@ def assert_every_split_decodes_alike(data: bytes, whole: list[ServerSentEvent], 
         starts.append(len(data))  # the unterminated last line ends with the body
     decoders: list[tuple[SSEDecoder, list[ServerSentEvent]]] = []
     for start in starts:
-        decoder = SSEDecoder()
+        decoder = new_decoder()
         head = decoder.decode(data[:start])
         decoders.append((_copy(decoder), head))
         rest = decoder.decode(data[start:]) + decoder.flush()
@@ -178,7 +183,7 @@ def assert_every_split_decodes_alike(data: bytes, whole: list[ServerSentEvent], 
 
 
 def _copy(decoder: SSEDecoder) -> SSEDecoder:
-    twin = object.__new__(SSEDecoder)
+    twin = object.__new__(type(decoder))
     for name in SSEDecoder.__slots__:
         value = getattr(decoder, name)
         if isinstance(value, list):

@@ -108,6 +108,26 @@ async def test_asks_made_at_once_are_begun_in_one_supervisor_call(grove: Grove) 
     assert (await aio.history(roots[0]))[-2].content == "And a second one?"
 
 
+async def test_results_awaited_at_once_are_asked_of_their_hosts_together(grove: Grove) -> None:
+    """The results of 20 turns awaited at once come through a few `results` calls to their
+    two hosts (one per host and wave of endings, not one per turn), each its own turn's; a
+    result awaited too briefly times out, and is there when awaited again."""
+    aio = AsyncGrove(grove)
+    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+    turns = [aio.send(root, f"Task {n}: name a risk.") for n, root in enumerate(roots)]
+    await asyncio.gather(*turns)
+    results = await asyncio.gather(*(turn.result() for turn in turns))
+    asked = grove._loop_turns().results.calls
+    for root, result in zip(roots, results, strict=True):
+        assert result.ok and result.text == (await aio.history(root))[-1].content
+    assert 0 < asked < ASKS / 2, asked
+    paced = aio.send(roots[1], f"{PACED} One more risk?")
+    with pytest.raises(TimeoutError):
+        await paced.result(0.2)
+    again = await paced.result()
+    assert again.ok and again.text == (await aio.history(roots[1]))[-1].content
+
+
 async def test_streams_fan_outs_and_batches_from_a_running_loop(grove: Grove) -> None:
     aio = AsyncGrove(grove)
     root = (await aio.create_root("claude-sonnet-4-5")).uuid

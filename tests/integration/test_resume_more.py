@@ -37,7 +37,7 @@ WAIT = "wait"  # a label ending so blocks its call until the test lets it go
 
 
 def mark(path: str, label: str) -> str:
-    """Record a side effect: append the label to the file; a label ending in "wait" then
+    """Record a side effect: append the label to the file; a label ending in WAIT then
     blocks until the file `path` + ".go" exists.
 
     Args:
@@ -46,7 +46,7 @@ def mark(path: str, label: str) -> str:
     """
     with open(path, "a") as counted:
         counted.write(label + "\n")
-    if label.endswith("wait"):
+    if label.endswith(WAIT):
         deadline = time.monotonic() + 120
         while not os.path.exists(path + ".go") and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -164,7 +164,7 @@ def test_a_search_cut_off_by_its_hosts_death_runs_again(
     args = json.dumps({"pattern": "needle", "path": "tree"})
     (child,) = grove.fork_many(root, [f"[[sim tool=search args='{args}' step=1]] Look."])
     host = grove.provider_identity(child)["host"]
-    wait_for_open_file(grove.host_pids()[host], workspace / "tree" / "lines.txt")
+    wait_for_open_file(grove.host_pids()[host], (workspace / "tree" / "lines.txt").resolve())
     kill_host(grove, host)
     (result,) = finish_all(grove, [child]).values()
     assert result is not None and result.ok, result
@@ -256,6 +256,13 @@ def test_compaction_before_and_at_the_end_of_a_resumed_turn(
     assert again.content in message_texts(sent)[0]
 
 
+def reviewed(grove: Grove, agent: str) -> list[str]:
+    """What the agent's reviewer was sent to review, each turn's delta (after its reviews)."""
+    assert grove.wait_reviews(agent, 60) == 0
+    dump = grove.dispatch(agent, "/advisor dump").text
+    return dump.split("[user] New activity in the session you are watching:")[1:]
+
+
 def test_an_advisor_reviews_a_resumed_turn_once(grove: Grove, tmp_path: Path) -> None:
     """A watched agent's turn killed in its second call, with its reviewer (on the same host):
     the resumed turn finishes, the reviewer, started again, reviews the whole turn once (each
@@ -268,9 +275,7 @@ def test_an_advisor_reviews_a_resumed_turn_once(grove: Grove, tmp_path: Path) ->
     kill_in_the_call(grove, root, path, f"2{WAIT}")
     result = turn.result(120)
     assert result.ok, result.error
-    assert grove.wait_reviews(root, 60) == 0
-    dump = grove.dispatch(root, "/advisor dump").text
-    (prompt,) = dump.split("[user] New activity in the session you are watching:")[1:]
+    (prompt,) = reviewed(grove, root)
     assert prompt.count("Mark three times, then say done.") == 1
     assert prompt.count("**Agent calls `mark`:**") == 3
     assert [prompt.count(f"marked {label}") for label in ("1", "3")] == [1, 1]
@@ -286,17 +291,17 @@ def test_a_supervisor_restart_in_the_middle_of_a_tool_step(
 ) -> None:
     """The supervisor is killed (its hosts go with it) while one step runs two calls: the turn
     resumes after its restart; the call of a tool that is not idempotent gets the interrupted
-    result and a ToolInterrupted event, the idempotent one runs again. (Last in the module:
-    the restart is the whole Grove's.)"""
+    result and a ToolInterrupted event, the idempotent one runs again; the agent's reviewer
+    watches again and reviews the turn once. (Last in the module: the restart is the whole
+    Grove's.)"""
     path = tmp_path / "effects.txt"
-    billed = simulator.simulator.billed["requests"]
     calls = [
         {"name": name, "args": {"path": str(path), "label": label}}
         for name, label in (("mark", f"once-{WAIT}"), ("mark_again", f"again-{WAIT}"))
     ]
     prompt = f"[[sim calls='{json.dumps(calls)}' step=1]] Mark twice at once, then say done."
     root = grove.create_root(MODEL, tools=[mark, mark_again]).uuid
-    (child,) = grove.fork_many(root, [prompt])
+    (child,) = grove.fork_many(root, [prompt], advisor=MODEL)
     wait_for_labels(path, f"once-{WAIT}", f"again-{WAIT}")
     hosts = grove.host_pids().values()
     ray.kill(grove.supervisor, no_restart=False)
@@ -321,4 +326,7 @@ def test_a_supervisor_restart_in_the_middle_of_a_tool_step(
     assert [e["tool"] for e in own_events(store, "ToolInterrupted", child)] == ["mark"]
     (rerun,) = own_events(store, "ToolResulted", child)
     assert rerun["tool"] == "mark_again" and rerun.get("rerun") is True
-    assert simulator.simulator.billed["requests"] - billed == 2  # none answered sent again
+    asked = [b for b in sent_with(simulator, str(path)) if '"name": "advise"' not in json.dumps(b)]
+    assert len(asked) == 2  # the step's request and the answer's: none answered sent again
+    (review,) = reviewed(grove, child)
+    assert review.count("Mark twice at once") == review.count(interrupted_text("mark")) == 1

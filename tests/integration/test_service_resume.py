@@ -40,6 +40,7 @@ MARK = "tests.integration.test_durable_turns:mark"
 START_S = 180
 KEY = "sim-service-resume-5d2a"
 TOKEN = "service-resume-token"
+CONVERSATION = ("user", "assistant", "tool_result")
 
 
 @dataclass(frozen=True)
@@ -188,18 +189,37 @@ def stopped_at_the_end(*processes: list[subprocess.Popen[bytes]]) -> Iterator[No
                     process.wait()
 
 
+def api_of(base: Path, port: int) -> httpx.Client:
+    """The HTTP API of the service started in `base`."""
+    token = (base / "config" / "grove" / "service-token").read_text().strip()
+    headers = {"authorization": f"Bearer {token}"}
+    return httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=headers, timeout=120)
+
+
+def prompted(base: Path, port: int, agent: str, text: str) -> httpx.Response | None:
+    """The answer to a prompt over HTTP (None: the service went away before answering)."""
+    with api_of(base, port) as api:
+        try:
+            return api.post(f"/api/agents/{agent}/prompts", json={"text": text})
+        except httpx.TransportError:
+            return None
+
+
 def ids(path: Path) -> list[object]:
     return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 
 
 def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> None:
     """Two quick tasks are recorded, two tasks calling a side-effecting tool three times are
-    in flight (the first in its second call) and two wait when the service is SIGKILLed.
-    Started again, it runs the rest from its records and the store: the cut-off turns resume
-    from their last stored step, and `grove batch` follows the batch to its end."""
+    in flight (the first in its second call) and two wait when the service is SIGKILLed; a
+    root's turn calling the tool is in its second call too. Started again, the service runs
+    the rest of the batch from its records and the store: the cut-off turns resume from their
+    last stored step, and `grove batch` follows the batch to its end. The root's cut-off turn
+    resumes and ends before its next prompt."""
     env = cli_environment(tmp_path)
     port = free_loopback_port()
     effects = [tmp_path / f"effects{n}.txt" for n in range(4)]
+    chat_effects = tmp_path / "chat-effects.txt"
     tasks: list[dict[str, object]] = [
         {"id": f"q{n}", "prompt": f"[[sim tokens=3]] quick {n}"} for n in range(2)
     ]
@@ -212,19 +232,32 @@ def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> Non
     followers: list[subprocess.Popen[bytes]] = []
     with stopped_at_the_end(followers, services):
         services.append(started_service(tmp_path, env, port))
+        with api_of(tmp_path, port) as api:
+            made = api.post("/api/roots", json={"model": "claude-haiku-4-5", "tools": [MARK]})
+        root = made.json()["uuid"]
         follower = subprocess.Popen(
             [*batch, *options], env=env, cwd=tmp_path,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         followers.append(follower)
+        wait_for_label(effects[0], "1")
+        chat = threading.Thread(
+            target=prompted, args=(tmp_path, port, root, three_calls("mark", chat_effects))
+        )
+        chat.start()
+        wait_for_label(chat_effects, SLOW_LABEL)
         wait_for_label(effects[0], SLOW_LABEL)
         services[0].kill()  # SIGKILL: the service's Ray goes with it
         services[0].wait()
+        chat.join(60)
         (output,) = (tmp_path / "config" / "grove" / "batches").glob("*[0-9a-f].jsonl")
         assert 2 <= len(ids(output)) < len(tasks)  # the quick ones at least, not the rest
         assert follower.poll() is None  # still following, through the outage
         services.append(started_service(tmp_path, env, port))
+        answer = prompted(tmp_path, port, root, "[[sim tokens=3]] and now?")
         stdout, stderr = follower.communicate(timeout=240)
+    assert answer is not None and answer.json()["ok"], answer and answer.text
+    assert chat_effects.read_text().split() == ["1", "2", "3"]
     assert follower.returncode == 0, stderr.decode()
     assert stdout.decode().startswith("Batch finished: 6 ok, 0 failed"), stdout
     expected = sorted(str(task["id"]) for task in tasks)
@@ -245,5 +278,13 @@ def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> Non
         assert set(answers.values()) == {1}  # each task answered once, across both services
         cut_off = [e for e in events(store, "ToolInterrupted") if e["tool"] == "mark"]
         assert cut_off  # the first task's second call at least: it resumed after it
+        kinds = [m.kind for m in store.agent_messages(root) if m.kind in CONVERSATION]
+        assert kinds == [
+            "user",
+            *["assistant", "tool_result"] * 3,
+            "assistant",
+            "user",
+            "assistant",
+        ]
     finally:
         store.close()

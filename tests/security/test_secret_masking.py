@@ -120,3 +120,27 @@ def test_the_basic_auth_value_of_a_url_is_masked_as_sent_and_as_written() -> Non
     for user, password in (("us@er", "p@ss-canary-8d2f"), ("us%40er", "p%40ss-canary-8d2f")):
         basic = base64.b64encode(f"{user}:{password}".encode()).decode()
         assert mask(f"echoed: Basic {basic}") == "echoed: Basic ***"
+
+
+def test_configured_headers_and_server_environments_are_never_in_a_repr() -> None:
+    """An MCP server's env and headers, and the telemetry table's headers, hold tokens: a
+    settings object written into a log line or an error text must not carry them."""
+    from actors.tools.mcp import McpServerConfig
+    from supervisor.config import McpServerSection, TelemetrySection
+
+    token = "CANARYHEADER" + secrets.token_hex(8)
+    shown = [
+        McpServerConfig(
+            name="s",
+            timeout_s=1.0,
+            startup_timeout_s=1.0,
+            command="srv",
+            env=(("SRV_TOKEN", token),),
+            headers=(("authorization", token),),
+        ),
+        McpServerSection(command="srv", env={"SRV_TOKEN": token}),
+        McpServerSection(url="https://mcp.example", headers={"authorization": token}),
+        TelemetrySection(headers={"authorization": token}),
+    ]
+    for value in shown:
+        assert token not in repr(value) and token not in str(value)

@@ -17,6 +17,7 @@ from actors.transcript import parts_to_data
 from actors.turn_result import NewEntry
 from providers.base import Message, TextPart, ToolCallPart, ToolResultPart
 from supervisor.billing import InFlightBilling
+from supervisor.holding import new_holder, open_turns_unheld
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.turns import fork_end, seeded_messages, step_events, turn_messages, turn_open
@@ -147,5 +148,31 @@ def test_a_child_forked_mid_step_branches_off_before_the_reply_still_running_its
         assert fork_end(store, parent) == whole
         answer = add("assistant", [TextPart(text="done")])
         assert fork_end(store, parent) == answer
+    finally:
+        store.close()
+
+
+def test_a_restarted_supervisor_leaves_the_open_turns_of_another_live_grove_alone(
+    tmp_path: Path,
+) -> None:
+    """Those run on the Grove that holds them; its own (held, or lapsed while Ray restarted
+    it) and those of a Grove that is gone resume."""
+    store = open_store(f"sqlite:///{tmp_path / 'g.sqlite3'}")
+    try:
+        now = time.time()
+        roots = [AgentRecord(uuid=uuid, role="root", created_at=now) for uuid in "abc"]
+        child = AgentRecord(uuid="a1", role="child", parent_uuid="a", created_at=now)
+        answered = AgentRecord(uuid="a2", role="child", parent_uuid="a", created_at=now)
+        prompts = [NewMessage(agent_uuid=r.uuid, kind="user", content="go") for r in roots]
+        store.create_agents(
+            [*roots, child, answered],
+            [*prompts, NewMessage(agent_uuid="a1", kind="user", content="go")],
+        )
+        store.append_message("a2", "assistant", "done", {})
+        mine, other = new_holder(), new_holder()
+        for holder, root in ((mine, "a"), (other, "b")):  # "c": its Grove is gone
+            store.renew_holder(holder, 60.0)
+            store.hold_trees(holder, [root])
+        assert sorted(r.uuid for r in open_turns_unheld(store, mine)) == ["a", "a1", "c"]
     finally:
         store.close()
