@@ -198,31 +198,6 @@ def wait_for_label(path: Path, label: str) -> None:
         time.sleep(0.05)
 
 
-def test_with_durable_steps_off_a_cut_off_turn_runs_again_from_its_prompt(tmp_path: Path) -> None:
-    """`[hosts] durable_steps = false`: nothing of a turn is stored before it ends, so a turn
-    whose host dies runs again whole, its side effects with it."""
-    path = tmp_path / "effects.txt"
-    off = {"GROVE_HOSTS__DURABLE_STEPS": "false"}
-    with (
-        SimulatorThread(SimulatorConfig(api_key=KEY, tokens=4)) as simulator,
-        running_grove(
-            tmp_path, env=off, endpoint=Endpoint(base_url=simulator.base_url, api_key=KEY)
-        ) as grove,
-    ):
-        root = grove.create_root("claude-haiku-4-5", tools=[mark]).uuid
-        (child,) = grove.fork_many(root, [three_calls("mark", path)])
-        wait_for_label(path, SLOW_LABEL)
-        store = open_store(grove.settings.store)
-        try:
-            assert [m.kind for m in store.agent_messages(child)] == ["user"]
-        finally:
-            store.close()
-        kill_host(grove, grove.provider_identity(child)["host"])
-        (result,) = finish_all(grove, [child]).values()
-        assert result is not None and result.ok, result
-    assert path.read_text().split() == ["1", "2", "1", "2", "3"]
-
-
 def test_a_chat_turn_resumes_and_its_reader_follows_it(
     setup: tuple[Grove, SimulatorThread], tmp_path: Path
 ) -> None:
