@@ -392,7 +392,7 @@ class Agent:
             self._steps = None
             return False
         if ids is None:
-            raise StepRefused("this turn was taken over by another run of it")
+            raise StepRefused("this run of the turn may store no more steps: another run has it")
         for (index, entry), message_id in zip(unsaved, ids, strict=True):
             result.entries[index] = replace(entry, data={**entry.data, STORED: message_id})
         return True

@@ -208,10 +208,16 @@ class SupervisorStepPort:
         return ids
 
     async def store(self, ticket: Ticket, entries: list[tuple[int, NewEntry]]) -> list[int] | None:
-        """Each entry's message id; None when the supervisor refused the turn's steps."""
-        ids = await asyncio.gather(
-            *(self._stored.call((ticket, index, entry)) for index, entry in entries)
-        )
+        """Each entry's message id; None when the supervisor refused the turn's steps, or is
+        gone (stopped with its Grove, or restarting): this run of the turn stops there, and
+        a run that resumes it goes on from its stored steps (a call whose reply could not be
+        stored never runs)."""
+        try:
+            ids = await asyncio.gather(
+                *(self._stored.call((ticket, index, entry)) for index, entry in entries)
+            )
+        except ray.exceptions.RayActorError:
+            return None
         if any(message_id is None for message_id in ids):
             return None
         return [message_id for message_id in ids if message_id is not None]

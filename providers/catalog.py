@@ -346,6 +346,9 @@ def retirement_warning(model: str, today: date | None = None) -> str | None:
 
 
 _WORD = re.compile(r"[a-z]{3,}")
+# Past this an id is no typo of a catalog id (the longest is a third of it): no hint is sought,
+# whose cost grows with the id's words (a `/model` line may be a megabyte).
+MAX_NEAR_MISS_CHARS = 100
 
 
 def near_miss(model: str) -> str | None:
@@ -353,7 +356,7 @@ def near_miss(model: str) -> str | None:
     provider's known ids (`claude-sonet-4-5` -> `claude-sonnet-4-5`); None when the id is
     known, or its words are known or far from any (a new model, a new version number)."""
     provider = infer_provider(model)
-    if provider is None or model in MODELS:
+    if provider is None or model in MODELS or len(model) > MAX_NEAR_MISS_CHARS:
         return None
     ids = [info.id for info in _MODELS if info.provider == provider]
     known = {word for known_id in ids for word in _WORD.findall(known_id)}

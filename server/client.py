@@ -17,6 +17,7 @@ from providers.errors import GroveError
 from server.answers import Answer
 from server.files import ServiceState, read_state, service_token
 from server.wire import NO_ANSWER, Wire, answers, sse_events
+from supervisor import bridge
 from supervisor.command_defaults import CommandDefaults
 from supervisor.results import result_from_json
 
@@ -368,7 +369,7 @@ class RemoteGrove:
                     self._wire = Wire(state.url, {"authorization": f"Bearer {service_token()}"})
                 return
             yield None
-            time.sleep(1.0)
+            bridge.sleep(1.0)  # an AsyncGrove's loop goes on meanwhile
         raise ServiceGone(
             f"The Grove service at {self.url} stopped and did not come back within "
             f"{RETURN_WAIT_S:.0f} s (grove up starts it; a rerun goes on from the output file)"

@@ -172,18 +172,16 @@ class AdvisorDesk:
         return watch
 
     async def restore(self, reviewers: Sequence[AgentRecord]) -> None:
-        """After a supervisor restart: each reviewer the one before ran (its record ended
-        now) watches its agent again, started anew with the same name and model. Its cursor
-        is before the agent's turn that was cut off, whose whole delta it gets when that turn
-        ends (with none, at the end: nothing older is replayed). One that cannot start is
-        given up with an event; the agent goes on without it."""
+        """After a supervisor restart: each reviewer the one before ran (its record, running
+        until then, is ended now) watches its agent again, started anew with the same name
+        and model. Its cursor is before the agent's turn that was cut off, whose whole delta
+        it gets when that turn ends (with none, at the end: nothing older is replayed). One
+        that cannot start is given up with an event; the agent goes on without it."""
         for record in reviewers:
             uuid = record.watched_uuid
             watched = self.core.store.get_agent(uuid) if uuid is not None else None
             choice = choice_of(record)
             if watched is None or choice is None or watched.status != "running":
-                continue
-            if record.status != "running":  # turned off before the restart
                 continue
             model = ModelSpec(
                 provider=choice.provider, model=choice.model, thinking=choice.thinking

@@ -10,7 +10,6 @@ from typing import Any
 
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord
-from supervisor.turns import turn_open
 from supervisor.usage import root_of_each
 
 # A holder not renewed for this long is gone (its Grove was killed), and its trees stop.
@@ -28,20 +27,14 @@ def shown_status(status: str, held: bool) -> str:
     return "stopped" if status == "running" and not held else status
 
 
-def open_turns_unheld(store: Store, holder: str) -> list[AgentRecord]:
-    """The running agents with a turn still open whose tree no live Grove but `holder` holds:
-    what `holder`'s supervisor, restarted, resumes (another Grove runs its own trees' turns;
-    `holder`'s own holds may have lapsed while Ray restarted it)."""
+def unheld_agents(store: Store, holder: str) -> list[AgentRecord]:
+    """The running agents (reviewers too) whose tree no live Grove but `holder` holds: what
+    `holder`'s supervisor, restarted, takes up again (another Grove runs its own trees' turns
+    and reviewers; `holder`'s own holds may have lapsed while Ray restarted it)."""
     every = store.list_agents(include_ended=True)
     tops = root_of_each(every)
     others = {root for root, by in store.tree_holders().items() if by != holder}
-    return [
-        record
-        for record in every
-        if record.status == "running"
-        and tops[record.uuid] not in others
-        and turn_open(store.agent_messages(record.uuid))
-    ]
+    return [r for r in every if r.status == "running" and tops[r.uuid] not in others]
 
 
 class TreeHolding:

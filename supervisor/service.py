@@ -27,7 +27,7 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
 from supervisor.fork_cache import ForkCaches
-from supervisor.holding import TreeHolding, open_turns_unheld
+from supervisor.holding import TreeHolding, unheld_agents
 from supervisor.prefixes import SharedPrefixes
 from supervisor.rules import NO_MODEL_TEXT
 from supervisor.store.base import Store
@@ -107,6 +107,7 @@ class SupervisorCore:
         self._background: set[asyncio.Task[None]] = set()
         self.workspaces = Workspaces()  # where agents work: set by the deployment
         self._live: dict[str, LiveAgent] = {}
+        self._created: set[str] = set()  # roots made here: no turn of theirs was cut off
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
         # The trees this Grove holds, as the store tells every reader; set by the deployment.
@@ -149,6 +150,7 @@ class SupervisorCore:
         self.store.create_agents([record])
         self.store.set_focus(record.uuid, record.uuid)
         self.event("AgentCreated", agent=record.uuid, role="root")
+        self._created.add(record.uuid)
         self.hold(record)
         return record
 
@@ -272,7 +274,7 @@ class SupervisorCore:
         resumes and ends before the agent's first prompt here. Before the first turn on a
         model the host builds the provider and resolves its credentials, so a missing key
         fails here: nothing sent, nothing saved."""
-        if text is not None and uuid not in self._live:
+        if text is not None and self.cut_off(uuid):
             await self._finish_cut_off(uuid)
         record, choice, state = self.turn_rules(uuid, resumed=resumed)
         async with state.begin_lock:
@@ -348,7 +350,8 @@ class SupervisorCore:
             known = {key: forked[parent.uuid, key] for key in keys if (parent.uuid, key) in forked}
             if any(key in known for key in keys):
                 for record in known.values():
-                    self._resume_cut_off(record)
+                    if self.cut_off(record.uuid):
+                        self._resume(record, "cut off by a restart")
                 fresh = [index for index, key in enumerate(keys) if key not in known]
                 made = iter(
                     await self.fork_many(
@@ -600,8 +603,13 @@ class SupervisorCore:
             self.event(kind, **payload)
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
+        """The result of the agent's turn in flight once it ends (or of its last one); None
+        when none ended within `timeout_s`."""
         state = self.live(uuid)
-        await asyncio.wait_for(state.turn_done.wait(), timeout_s)
+        try:
+            await asyncio.wait_for(state.turn_done.wait(), timeout_s)
+        except TimeoutError:
+            return None
         return state.last_result
 
     def background(self, work: Coroutine[Any, Any, None]) -> None:
@@ -653,20 +661,20 @@ class SupervisorCore:
 
     def recover(self) -> int:
         """After a supervisor restart: turns that were in flight are reported interrupted and
-        resume from their last stored step (not those of trees another live Grove holds: it
-        runs them), once the reviewers of the supervisor before watch their agents again
-        (started anew); until then they count as in flight, so nobody waiting takes them for
+        resume from their last stored step, once the reviewers of the supervisor before watch
+        their agents again (started anew); not those of trees another live Grove holds: it
+        runs them. Until then they count as in flight, so nobody waiting takes them for
         finished. Returns how many."""
+        holder = self.holding.holder if self.holding is not None else ""
         reviewers: list[AgentRecord] = []
-        for record in self.store.list_agents():
+        cut_off: list[str] = []
+        for record in unheld_agents(self.store, holder):
             if record.role == "advisor":
                 self.store.update_agent(record.uuid, status="dead", ended_at=time.time())
                 reviewers.append(record)
-        holder = self.holding.holder if self.holding is not None else ""
-        cut_off: list[str] = []
-        for record in open_turns_unheld(self.store, holder):  # no reviewer: all are dead now
-            self._hold_open(record, "supervisor restarted")
-            cut_off.append(record.uuid)
+            elif turn_open(self.store.agent_messages(record.uuid)):
+                self._hold_open(record, "supervisor restarted")
+                cut_off.append(record.uuid)
         self.background(self._recovered(reviewers, cut_off))
         return len(cut_off)
 
@@ -676,20 +684,21 @@ class SupervisorCore:
         for uuid in cut_off:
             self._schedule_retry(uuid, self.live(uuid))
 
-    def _resume_cut_off(self, record: AgentRecord) -> bool:
-        """When the agent's turn is stored open and this supervisor never ran it (a Grove
-        before it was stopped or killed mid-turn), it resumes; whether it does."""
-        if record.uuid in self._live or not turn_open(self.store.agent_messages(record.uuid)):
+    def cut_off(self, uuid: str) -> bool:
+        """Whether the agent's last turn was cut off by a restart: stored open, and this
+        supervisor neither made the agent nor ran it (a Grove before it was stopped or
+        killed mid-turn)."""
+        if uuid in self._live or uuid in self._created:
             return False
-        self._resume(record, "cut off by a restart")
-        return True
+        record = self.agent(uuid)
+        return record.uuid not in self._live and turn_open(self.store.agent_messages(record.uuid))
 
     async def _finish_cut_off(self, uuid: str) -> None:
         """Before an agent's first prompt here: its turn a restart cut off resumes and ends
         first, so that the prompt follows a whole turn."""
         record = self.agent(uuid)
-        if self._resume_cut_off(record):
-            await self.live(record.uuid).turn_done.wait()
+        self._resume(record, "cut off by a restart")
+        await self.live(record.uuid).turn_done.wait()
 
     def _resume(self, record: AgentRecord, reason: str) -> None:
         """Resume an agent's open turn from its last stored step."""

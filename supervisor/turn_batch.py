@@ -49,11 +49,14 @@ class _Begun:
 
 async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> list[TurnOutcome]:
     """Begin the turns of idle agents together, as `begin_turn` would one by one; a request
-    for a busy agent comes back None, for its caller to begin alone (it waits its turn)."""
+    for a busy agent (or one whose turn a restart cut off) comes back None, for its caller to
+    begin alone (it waits its turn)."""
     outcomes: list[TurnOutcome] = [None] * len(requests)
     batch: list[_Begun] = []
     for index, (uuid, text, output) in enumerate(requests):
         try:
+            if core.cut_off(uuid):  # begun alone: its cut-off turn resumes and ends first
+                continue
             record, choice, state = core.turn_rules(uuid)
         except Exception as exc:  # this request's error, for its caller
             outcomes[index] = exc

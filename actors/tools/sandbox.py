@@ -37,6 +37,13 @@ HOME_SECRETS = (
     ".git-credentials",
     ".config/gh",
     ".ray",  # Ray's auth token
+    # Package registries' tokens and database passwords.
+    ".npmrc",
+    ".pypirc",
+    ".pgpass",
+    ".cargo/credentials.toml",
+    ".cargo/credentials",
+    ".gem/credentials",
 )
 # Variables naming files whose contents are secret.
 SECRET_FILE_VARIABLES = ("RAY_AUTH_TOKEN_PATH", "GROVE_CONFIG_FILE")

@@ -11,5 +11,6 @@ COMPACTION_KIND = "compaction"  # data: first_kept_message_id, tokens_before, to
 # provider, duration_s, stop_reason).
 SPENT_KIND = "spent"
 # The end of a turn that failed or was cancelled after some of its steps were stored as they
-# ended: its error text; the model does not see it (data: none).
+# ended, or that kept nothing after its prompt: its error text; the model does not see it
+# (data: none).
 TURN_END_KIND = "turn_end"

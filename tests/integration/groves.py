@@ -14,11 +14,14 @@ import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from cli.app import app
 from providers.http import Endpoint
 from supervisor import Grove
 from supervisor.config import load_settings
@@ -64,6 +67,20 @@ def cli_environment(base: Path, config: Path | None = None) -> dict[str, str]:
         PYTHONPATH=str(REPO_ROOT),
     )
     return env
+
+
+@dataclass(frozen=True)
+class Invoked:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def invoke(env: Mapping[str, str], *args: str, stdin: str | None = None) -> Invoked:
+    """`grove ARGS` in this process with `env`: with Ray started here (a module's Grove), the
+    command joins its supervisor instead of starting Ray of its own."""
+    result = CliRunner().invoke(app, list(args), input=stdin, env=env, catch_exceptions=False)
+    return Invoked(result.exit_code, result.stdout, result.stderr)
 
 
 @contextmanager

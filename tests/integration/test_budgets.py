@@ -1,14 +1,16 @@
 """Tree budgets over Ray and the simulator: a tree stops starting requests at its limit (tokens,
 turns), with the reference text; children draw on their root's budget, so forks are refused
-too; the soft share warns once, in the stream and as an event; bad budgets are refused."""
+too; the soft share warns once, in the stream and as an event; bad budgets are refused.
+
+`grove run` and `grove batch` run in this process on the module's Grove (a command finds Ray
+started and joins its supervisor, as in test_one_path.py); a budget is the command's own, sent
+with the root it makes."""
 
 from __future__ import annotations
 
 import json
 import math
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,7 +20,7 @@ from supervisor import Budget, Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
 from supervisor.usage import usage_report
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import Invoked, cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"
 
@@ -99,20 +101,24 @@ def test_bad_budgets_are_refused_with_the_reason(limits: dict[str, float], messa
         Budget(**limits)  # type: ignore[arg-type]
 
 
-def run_cli(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", MODEL, *options],
-        capture_output=True, text=True, env=cli_environment(tmp_path), timeout=180, check=False,
-    )  # fmt: skip
+@pytest.fixture
+def joined(grove: Grove, tmp_path: Path) -> dict[str, str]:
+    """The environment of a command with its config in `tmp_path`, on the module's Grove and
+    its store."""
+    return {**cli_environment(tmp_path), "GROVE_STORE": grove.settings.store or ""}
 
 
-def test_grove_run_takes_a_budget_and_refuses_bad_ones(tmp_path: Path) -> None:
-    spent = run_cli(tmp_path, "--budget-tokens", "5000", "[[sim tokens=30]] hello")
+def run_cli(env: dict[str, str], *options: str) -> Invoked:
+    return invoke(env, "run", "--simulate", "--model", MODEL, *options)
+
+
+def test_grove_run_takes_a_budget_and_refuses_bad_ones(joined: dict[str, str]) -> None:
+    spent = run_cli(joined, "--budget-tokens", "5000", "[[sim tokens=30]] hello")
     assert spent.returncode == 0, spent.stderr  # the first request and its hold fit
-    small = run_cli(tmp_path, "--budget-tokens", "5", "[[sim tokens=30]] hello there")
+    small = run_cli(joined, "--budget-tokens", "5", "[[sim tokens=30]] hello there")
     assert small.returncode == 1 and "more than the whole budget of 5" in small.stderr
     # 1,000 tokens hold the input but not the 4,096 tokens of reply a request holds by default.
-    held = run_cli(tmp_path, "--budget-tokens", "1000", "[[sim tokens=30]] hello")
+    held = run_cli(joined, "--budget-tokens", "1000", "[[sim tokens=30]] hello")
     assert held.returncode == 1, held.stderr
     assert "and holds 4,096 for its reply, more than the whole budget of 1,000" in held.stderr
     assert "a smaller [budget] reserve_output, or strict = true, lets it start" in held.stderr
@@ -120,7 +126,7 @@ def test_grove_run_takes_a_budget_and_refuses_bad_ones(tmp_path: Path) -> None:
         (("--budget-time", "5 weeks"), "--budget-time: use seconds or a number with s, m or h"),
         (("--budget-cost", "0"), "budget cost_usd must be a positive number, got 0.0"),
     ):
-        refused = run_cli(tmp_path, *options, "hello")
+        refused = run_cli(joined, *options, "hello")
         assert refused.returncode == 2 and message in refused.stderr, refused.stderr
 
 
@@ -134,46 +140,49 @@ def write_tasks(path: Path, count: int, reply_tokens: int) -> Path:
     return path
 
 
-def run_batch(
-    tmp_path: Path, tasks: Path, output: Path, *options: str
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model", MODEL,
-         "--output", str(output), *options],
-        capture_output=True, text=True, env=cli_environment(tmp_path), timeout=240, check=False,
-    )  # fmt: skip
+def run_batch(env: dict[str, str], tasks: Path, output: Path, *options: str) -> Invoked:
+    return invoke(
+        env, "batch", str(tasks), "--simulate", "--model", MODEL, "--output", str(output), *options
+    )
 
 
-def test_a_batch_stops_at_its_budget_and_a_rerun_runs_just_the_rest(tmp_path: Path) -> None:
+def test_a_batch_stops_at_its_budget_and_a_rerun_runs_just_the_rest(
+    joined: dict[str, str], tmp_path: Path
+) -> None:
     tasks = write_tasks(tmp_path / "tasks.jsonl", 12, 80)
     output = tmp_path / "out.jsonl"
     (tmp_path / "config.toml").write_text("[budget]\nreserve_output = 100\n")
-    first = run_batch(tmp_path, tasks, output, "--concurrency", "2", "--budget-tokens", "400")
+    first = run_batch(joined, tasks, output, "--concurrency", "2", "--budget-tokens", "400")
     assert first.returncode == 1, first.stderr
     records = [json.loads(line) for line in output.read_text().splitlines()]
     skipped = [r for r in records if r["status"] == "skipped"]
     assert skipped and all(r["error"].startswith("Budget exhausted: tokens ") for r in skipped)
     assert {r["status"] for r in records} == {"ok", "skipped"}
     assert "skipped: the budget was spent" in first.stdout + first.stderr
-    again = run_batch(tmp_path, tasks, output, "--concurrency", "2", "--budget-tokens", "100000")
+    again = run_batch(joined, tasks, output, "--concurrency", "2", "--budget-tokens", "100000")
     assert again.returncode == 0, again.stderr
     rerun = [json.loads(line) for line in output.read_text().splitlines()][len(records) :]
     assert sorted(r["id"] for r in rerun) == sorted(r["id"] for r in skipped)  # just those
     assert all(r["status"] == "ok" for r in rerun)
 
 
-def test_a_batch_of_replies_inside_their_hold_settles_within_its_budget(tmp_path: Path) -> None:
+def test_a_batch_of_replies_inside_their_hold_settles_within_its_budget(
+    joined: dict[str, str], tmp_path: Path
+) -> None:
     # Each request starts only if its input and its whole hold of 4,096 reply tokens fit in
     # what is left; replies of 500 tokens stay inside their holds, so the limit holds too.
     tasks = write_tasks(tmp_path / "tasks.jsonl", 60, 500)
     output = tmp_path / "out.jsonl"
-    done = run_batch(tmp_path, tasks, output, "--concurrency", "10", "--budget-tokens", "12000")
+    done = run_batch(joined, tasks, output, "--concurrency", "10", "--budget-tokens", "12000")
     assert done.returncode == 1, done.stderr  # the budget ran out: the rest is skipped
     records = [json.loads(line) for line in output.read_text().splitlines()]
     assert {r["status"] for r in records} == {"ok", "skipped"}
-    store = open_store(cli_environment(tmp_path)["GROVE_STORE"])
+    store = open_store(joined["GROVE_STORE"])
     try:
-        total = usage_report(store, store.list_agents(include_ended=True)).total
+        agents = store.list_agents(include_ended=True)
+        (batch_root,) = {a.parent_uuid for a in agents if a.uuid in {r["agent"] for r in records}}
+        assert batch_root is not None
+        total = usage_report(store, agents).trees[batch_root]  # the batch's tree, all of it
     finally:
         store.close()
     ok = sum(r["status"] == "ok" for r in records)

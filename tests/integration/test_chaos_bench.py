@@ -62,3 +62,9 @@ def test_chaos_bench_loses_nothing_and_runs_nothing_twice() -> None:
     assert report["side_effects"] + report["side_effects_missing"] == 30
     assert report["side_effects"] >= 20
     assert report["requests_rebilled"] <= report["turns_interrupted"]
+    # Recorded usage is compared with the bill field for field, like with like.
+    recorded, billed = report["usage_recorded"], report["usage_billed"]
+    assert {"requests", "input_tokens", "output_tokens"} <= set(recorded) <= set(billed)
+    same = all(recorded[name] == billed[name] for name in recorded)
+    assert report["usage_recorded_equals_billed"] is same
+    assert same or report["billed_not_recorded"] > 0  # only requests answered as a host died

@@ -1,11 +1,13 @@
 """Durable turns in the service: a turn sent over HTTP whose host is SIGKILLed in its second tool
 call resumes, its prompter's and a watcher's event streams following it to its end; a batch goes
 on through a restart of the service (killed with SIGKILL mid-batch), each task finished once and
-no side effect repeated, its `grove batch` following it there to its end.
+no side effect repeated, its `grove batch` following it there to its end; a turn a stopped
+Grove cut off ends before the next asks to its agent.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
 import json
 import subprocess
@@ -22,19 +24,20 @@ import httpx
 import pytest
 import uvicorn
 
+from actors.turn_result import TurnResult
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from server.app import create_app
 from server.client import healthy
 from server.files import read_state
-from supervisor import Grove
+from supervisor import AsyncGrove, Grove
 from supervisor.api import HOST_DIED
 from supervisor.store import open_store
 from supervisor.turns import calls_tools
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.host_kills import events, kill_host, wait_for_event
-from tests.integration.test_durable_turns import SLOW_LABEL, three_calls, wait_for_label
+from tests.integration.test_durable_turns import SLOW_LABEL, mark, three_calls, wait_for_label
 
 MARK = "tests.integration.test_durable_turns:mark"
 START_S = 180
@@ -209,13 +212,14 @@ def ids(path: Path) -> list[object]:
     return [json.loads(line)["id"] for line in path.read_text().splitlines()]
 
 
-def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> None:
-    """Two quick tasks are recorded, two tasks calling a side-effecting tool three times are
-    in flight (the first in its second call) and two wait when the service is SIGKILLed; a
-    root's turn calling the tool is in its second call too. Started again, the service runs
-    the rest of the batch from its records and the store: the cut-off turns resume from their
-    last stored step, and `grove batch` follows the batch to its end. The root's cut-off turn
-    resumes and ends before its next prompt."""
+def test_a_batch_goes_on_through_restarts_of_the_service(tmp_path: Path) -> None:
+    """Two quick tasks, then four calling a side-effecting tool three times each, two at a
+    time. The service is stopped (SIGTERM, as `grove down` does) while the first two are in
+    their second call, started again, then SIGKILLed while the last two are, and a root's
+    turn calling the tool is too. Each start runs the rest of the batch from its records and
+    the store: the cut-off turns resume from their last stored step, and `grove batch`
+    follows the batch through both to its end. The root's cut-off turn resumes and ends
+    before its next prompt."""
     env = cli_environment(tmp_path)
     port = free_loopback_port()
     effects = [tmp_path / f"effects{n}.txt" for n in range(4)]
@@ -240,19 +244,23 @@ def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> Non
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )  # fmt: skip
         followers.append(follower)
-        wait_for_label(effects[0], "1")
+        wait_for_label(effects[0], SLOW_LABEL)
+        services[0].terminate()  # as `grove down` stops it: Grove, its Ray and hosts go
+        services[0].wait(120)
+        (output,) = (tmp_path / "config" / "grove" / "batches").glob("*[0-9a-f].jsonl")
+        assert 2 <= len(ids(output)) < 4  # the quick ones at least, not the rest
+        services.append(started_service(tmp_path, env, port))
         chat = threading.Thread(
             target=prompted, args=(tmp_path, port, root, three_calls("mark", chat_effects))
         )
         chat.start()
         wait_for_label(chat_effects, SLOW_LABEL)
-        wait_for_label(effects[0], SLOW_LABEL)
-        services[0].kill()  # SIGKILL: the service's Ray goes with it
-        services[0].wait()
+        wait_for_label(effects[2], SLOW_LABEL)
+        services[1].kill()  # SIGKILL: the service's Ray goes with it
+        services[1].wait()
         chat.join(60)
-        (output,) = (tmp_path / "config" / "grove" / "batches").glob("*[0-9a-f].jsonl")
-        assert 2 <= len(ids(output)) < len(tasks)  # the quick ones at least, not the rest
-        assert follower.poll() is None  # still following, through the outage
+        assert 4 <= len(ids(output)) < len(tasks)
+        assert follower.poll() is None  # still following, through both outages
         services.append(started_service(tmp_path, env, port))
         answer = prompted(tmp_path, port, root, "[[sim tokens=3]] and now?")
         stdout, stderr = follower.communicate(timeout=240)
@@ -288,3 +296,27 @@ def test_a_batch_goes_on_through_a_restart_of_the_service(tmp_path: Path) -> Non
         ]
     finally:
         store.close()
+
+
+def test_a_turn_a_stopped_grove_cut_off_ends_before_the_next_asks(tmp_path: Path) -> None:
+    """A Grove stopped while a turn is in its second side-effecting call leaves the turn
+    open; asks sent at once by an asyncio program to a Grove started next on the same store
+    (to that agent and two new ones) all answer, the cut-off turn resumed and ended first."""
+    store_url = f"sqlite:///{tmp_path / 'grove.sqlite3'}"
+    path = tmp_path / "effects.txt"
+    with running_grove(tmp_path, store_url=store_url) as grove:
+        root = grove.create_root("claude-haiku-4-5", tools=[mark]).uuid
+        grove.send(root, three_calls("mark", path))  # begun; nobody reads it
+        wait_for_label(path, SLOW_LABEL)
+    with running_grove(tmp_path, store_url=store_url) as grove:
+        agents = [grove.create_root("claude-haiku-4-5").uuid for _ in range(2)] + [root]
+
+        async def asked() -> list[TurnResult]:
+            aio = AsyncGrove(grove)
+            return list(await asyncio.gather(*(aio.ask(a, "[[sim tokens=3]] hi") for a in agents)))
+
+        results = asyncio.run(asked())
+        assert all(result.ok for result in results), results
+        kinds = [m.kind for m in grove.history(root) if m.kind in CONVERSATION]
+    assert path.read_text().split() == ["1", "2", "3"]  # the cut-off call not run again
+    assert kinds == ["user", *["assistant", "tool_result"] * 3, "assistant", "user", "assistant"]

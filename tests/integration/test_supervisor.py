@@ -130,6 +130,17 @@ def test_model_switch_rejected_only_for_the_streaming_agent(grove: Grove) -> Non
     assert grove.agent(slow.uuid).model == "claude-sonnet-4-5"
 
 
+def test_a_wait_that_times_out_is_none_not_an_error(grove: Grove) -> None:
+    """As the HTTP API's /wait and the MCP server's grove_wait read it: None while the turn
+    goes on, its result once it ended."""
+    slow = grove.create_root("claude-sonnet-4-5")
+    turn = grove.send(slow.uuid, "[[sim ttft_ms=2000]] take your time")
+    assert grove.wait_turn(slow.uuid, 0.2) is None
+    assert turn.result(30).ok
+    waited = grove.wait_turn(slow.uuid, 0.2)
+    assert waited is not None and waited.ok
+
+
 def test_model_picked_in_a_chat_gets_the_command_lines_checks(grove: Grove) -> None:
     """/model and /fork --model refuse a typo of a catalog id as the flags do, and /model
     names a deprecated model's end of life; `PROVIDER:MODEL` is taken as written."""

@@ -1,5 +1,6 @@
 """`grove batch` output and progress: records, what a rerun reads back (the last line per id
-wins), the repair of a torn last line, and the progress and summary texts."""
+wins), the repair of a torn last line, the progress and summary texts, and what a restarted
+service reads back of its batches."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from actors.agent import TurnResult
 from cli.batch_progress import PlainProgress
 from providers.base import Usage
+from server.batch_files import BatchFiles, described_batches, read_recorded
 from supervisor.batch.done import read_previous
 from supervisor.batch.records import OutputLog, error_record, line_error_record, task_record
 from supervisor.batch.summary import Totals, duration_text, progress_line, summary_line
@@ -194,3 +196,30 @@ def test_totals_and_summary_count_invalid_output_and_retries(tmp_path: Path) -> 
         + "\n"
     )
     assert read_previous(path).done == frozenset({"1"})  # a rerun runs the invalid one again
+
+
+def test_a_services_batch_files_give_back_its_description_and_what_it_recorded(
+    tmp_path: Path,
+) -> None:
+    """What a restarted service reads of a batch: its description (the last one written
+    whole), its tasks as submitted, and the ids and totals of its whole records (a torn last
+    line is not one)."""
+    older = BatchFiles(directory=tmp_path, id="0a")
+    older.create(b'{"id": 1, "prompt": "p"}\n', {"started": 2.0, "finished": None})
+    newer = BatchFiles(directory=tmp_path, id="0b")
+    newer.create(b"", {"started": 1.0, "finished": None})
+    older.describe({"started": 2.0, "finished": 3.0})
+    assert [(files.id, described) for files, described in described_batches(tmp_path)] == [
+        ("0b", {"started": 1.0, "finished": None}),
+        ("0a", {"started": 2.0, "finished": 3.0}),
+    ]
+    assert older.tasks.read_bytes() == b'{"id": 1, "prompt": "p"}\n'
+    assert {path.stat().st_mode & 0o777 for path in tmp_path.iterdir()} == {0o600}
+    ok = task_record(TASK, "a", TurnResult(text="Fine.", usage=Usage(input_tokens=4)))
+    failed = error_record(Task(id="x", key="x", line=1, prompt="p"), None, "boom")
+    older.output.write_text(json.dumps(ok) + "\n" + json.dumps(failed) + "\n" + '{"id": 9, "st')
+    recorded = read_recorded(older.output, total=5)
+    assert recorded.ids == {"7", "x"}
+    totals = recorded.totals
+    assert (totals.total, totals.ok, totals.failed, totals.input_tokens) == (5, 1, 1, 4)
+    assert read_recorded(tmp_path / "none.jsonl", total=2).ids == set()

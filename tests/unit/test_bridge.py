@@ -8,6 +8,7 @@ import inspect
 import itertools
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -36,15 +37,16 @@ def test_unbridged_waits_block_and_answer() -> None:
     waiting.close()
 
 
+async def ticker(ticks: list[float], every_s: float) -> None:
+    """The loop's heartbeat: a time in `ticks` each `every_s`, while the loop is free."""
+    while True:
+        ticks.append(time.perf_counter())
+        await asyncio.sleep(every_s)
+
+
 async def test_bridged_calls_wait_on_the_loop_together() -> None:
     ticks: list[float] = []
-
-    async def ticker() -> None:
-        while True:
-            ticks.append(time.perf_counter())
-            await asyncio.sleep(0.005)
-
-    ticking = asyncio.create_task(ticker())
+    ticking = asyncio.create_task(ticker(ticks, 0.005))
     start = time.perf_counter()
     totals = await asyncio.gather(*(bridge.bridge(slow_sum, [0.1, 0.1]) for _ in range(50)))
     took = time.perf_counter() - start
@@ -134,3 +136,28 @@ def test_asyncgrove_takes_a_grove_or_its_options_not_both() -> None:
     assert isinstance(made, Grove) and made.hosts == 2
     with pytest.raises(TypeError, match="not both"):
         AsyncGrove(grove, simulate=True)
+
+
+async def test_a_batch_follower_waiting_for_its_service_to_return_keeps_the_loop_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`AsyncGrove(RemoteGrove.running())`: while a batch's service is down, its follower
+    waits a second at a time; the caller's loop goes on meanwhile."""
+    from server.client import RemoteGrove
+    from server.files import ServiceState
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no service is recorded there
+    remote = RemoteGrove(ServiceState(pid=1, host="127.0.0.1", port=9, started=1.0))
+    waiting = remote._come_back(cut_off=True)
+    ticks: list[float] = []
+    ticking = asyncio.create_task(ticker(ticks, 0.01))
+    try:
+        assert await bridge.bridge(next, waiting) is None  # no service: a tick
+        start = time.perf_counter()
+        assert await bridge.bridge(next, waiting) is None  # a second later, the next one
+        took = time.perf_counter() - start
+    finally:
+        ticking.cancel()
+        waiting.close()
+    assert took >= 0.9
+    assert len([tick for tick in ticks if start <= tick <= start + took]) >= 10

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from providers.base import THINKING_LEVELS, Usage
 from providers.catalog import (
     DEFAULT_MODELS,
+    MAX_NEAR_MISS_CHARS,
     MODELS,
     RETIREMENTS,
     ModelSpec,
@@ -412,6 +413,14 @@ def test_a_typo_in_a_known_ids_words_gets_the_catalogs_spelling(typo: str, meant
 )
 def test_known_ids_new_versions_and_new_names_are_no_near_miss(model: str) -> None:
     assert near_miss(model) is None
+
+
+def test_an_id_longer_than_any_model_id_gets_no_near_miss() -> None:
+    """The hint compares each word with every known one: a megabyte of words (a `/model`
+    line sent to the service) would hold the supervisor for minutes."""
+    typos = "claude-" + "-".join(["sonet"] * 20_000)
+    assert near_miss(typos[:MAX_NEAR_MISS_CHARS]) is not None  # within the bound: a hint
+    assert near_miss(typos) is None
 
 
 def test_a_deprecated_model_and_its_snapshots_warn_with_their_end_of_life() -> None:

@@ -17,7 +17,7 @@ from actors.transcript import parts_to_data
 from actors.turn_result import NewEntry
 from providers.base import Message, TextPart, ToolCallPart, ToolResultPart
 from supervisor.billing import InFlightBilling
-from supervisor.holding import new_holder, open_turns_unheld
+from supervisor.holding import new_holder, unheld_agents
 from supervisor.store import open_store
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.turns import fork_end, seeded_messages, step_events, turn_messages, turn_open
@@ -164,8 +164,11 @@ def test_a_restarted_supervisor_leaves_the_open_turns_of_another_live_grove_alon
         child = AgentRecord(uuid="a1", role="child", parent_uuid="a", created_at=now)
         answered = AgentRecord(uuid="a2", role="child", parent_uuid="a", created_at=now)
         prompts = [NewMessage(agent_uuid=r.uuid, kind="user", content="go") for r in roots]
+        reviewers = [
+            AgentRecord(uuid=f"r{w}", role="advisor", watched_uuid=w, created_at=now) for w in "ab"
+        ]
         store.create_agents(
-            [*roots, child, answered],
+            [*roots, child, answered, *reviewers],
             [*prompts, NewMessage(agent_uuid="a1", kind="user", content="go")],
         )
         store.append_message("a2", "assistant", "done", {})
@@ -173,6 +176,9 @@ def test_a_restarted_supervisor_leaves_the_open_turns_of_another_live_grove_alon
         for holder, root in ((mine, "a"), (other, "b")):  # "c": its Grove is gone
             store.renew_holder(holder, 60.0)
             store.hold_trees(holder, [root])
-        assert sorted(r.uuid for r in open_turns_unheld(store, mine)) == ["a", "a1", "c"]
+        unheld = unheld_agents(store, mine)
+        assert sorted(r.uuid for r in unheld) == ["a", "a1", "a2", "c", "ra"]  # not rb, b
+        open_turns = [r.uuid for r in unheld if turn_open(store.agent_messages(r.uuid))]
+        assert sorted(open_turns) == ["a", "a1", "c"]
     finally:
         store.close()

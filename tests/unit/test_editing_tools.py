@@ -193,3 +193,16 @@ def test_no_header_variable_reaches_the_command_environment(
     environment = command_environment()
     assert not set(hidden) & set(environment)
     assert environment["OTEL_SERVICE_NAME"] == "kept"
+
+
+def test_package_registry_and_database_credentials_are_among_the_hidden(tmp_path: Path) -> None:
+    """Tokens of package registries and database passwords live in the home directory too."""
+    from actors.tools.sandbox import secret_paths
+
+    names = (".npmrc", ".pypirc", ".pgpass", ".cargo/credentials.toml", ".gem/credentials")
+    for name in names:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("token\n")
+    hidden = secret_paths(SandboxPolicy(), {"HOME": str(tmp_path)})
+    assert {tmp_path / name for name in names} <= set(hidden)
