@@ -23,7 +23,7 @@ import time
 from typing import Any
 
 from fanout import CONTEXT, TURN_TIMEOUT_S, check, collect, median, prompts
-from harness import MODEL, Pacing, running_grove, simulator_process
+from harness import MODEL, Pacing, cpu_s, grove_pids, running_grove, simulator_process
 
 from supervisor import AsyncGrove
 
@@ -107,16 +107,21 @@ def main() -> None:
         "async_fork_many": [],
         "results_calls": [],
     }
+    # CPU time of driver, supervisor and hosts in each fan-out (the asks' includes their forks)
+    cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
     completed = stored = 0
     with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
         root = grove.create_root(MODEL)
         if not grove.ask(root.uuid, CONTEXT).ok:
             raise SystemExit("async fanout bench: the context turn failed")
         aio = AsyncGrove(grove)
+        pids = grove_pids(grove)  # this driver, the supervisor and the hosts
         for index in range(args.rounds):
             found = []
             for kind in KINDS if index % 2 == 0 else KINDS[::-1]:
+                used = cpu_s(pids)
                 wall, results = run_kind(kind, grove, aio, root.uuid, texts, walls)
+                cpu[kind].append(cpu_s(pids) - used)
                 walls[kind].append(wall)
                 found.append(results)
             for results in found:
@@ -155,6 +160,7 @@ def main() -> None:
                 "async_fork_many_wall_s": median(walls["async_fork_many"]),
                 "fork_many_ratio": median(ratios["async_fork_many"]),
                 "round_ratios": ratios,
+                "cpu_s": {kind: median(values) for kind, values in cpu.items()},
                 "results_calls": walls.pop("results_calls"),
                 "turns": args.n * args.rounds * 3,
                 "completed": completed,

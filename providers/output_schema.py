@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -25,6 +26,7 @@ STRICT_MAX_ENUM_VALUES = 1_000
 # Schemas found good, as JSON text: checking one (jsonschema's meta-schema) takes milliseconds,
 # and a batch's thousand tasks, or its chunks of forks, bring the same one again and again.
 _CHECKED: dict[str, str] = {}
+_CHECKED_LOCK = threading.Lock()  # the service checks schemas in several threads at once
 CHECKED_KEPT = 256
 _NAME_FORBIDDEN = re.compile(r"[^A-Za-z0-9_-]+")
 _LOCAL_DEFINITION = re.compile(r"#/(\$defs|definitions)/([^/]+)")
@@ -185,7 +187,8 @@ def checked_schema(schema: object) -> JSONObject:
         raise OutputSchemaError(
             f"the output schema is {len(text):,} characters, over the {MAX_SCHEMA_CHARS:,} limit"
         )
-    known = _CHECKED.get(text)
+    with _CHECKED_LOCK:
+        known = _CHECKED.get(text)
     if known is not None:  # a batch's tasks share their schema: checked once
         checked: JSONObject = json.loads(known)
         return checked
@@ -200,9 +203,10 @@ def checked_schema(schema: object) -> JSONObject:
             'the root of an output schema must be an object ({"type": "object", '
             '"properties": {...}}); put a list or a value in a property of one'
         )
-    if len(_CHECKED) >= CHECKED_KEPT:
-        _CHECKED.pop(next(iter(_CHECKED)))
-    _CHECKED[text] = json.dumps(root)
+    with _CHECKED_LOCK:
+        if len(_CHECKED) >= CHECKED_KEPT:
+            _CHECKED.pop(next(iter(_CHECKED)))
+        _CHECKED[text] = json.dumps(root)
     return root
 
 

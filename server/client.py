@@ -346,13 +346,13 @@ class RemoteGrove:
                     cut_off = False  # the stream ended without the batch's end
                 except ServiceGone:
                     cut_off = True
-                yield from self._come_back(cut_off)  # a restarted service goes on with it
+                yield from self._come_back(run["id"], cut_off)  # its next start goes on
         finally:
             if not ended:  # the caller went away (Ctrl+C) or the service did: stop it there
                 with contextlib.suppress(RemoteError):
                     self._json("POST", f"/api/batches/{run['id']}/stop")
 
-    def _come_back(self, cut_off: bool) -> Iterator[None]:
+    def _come_back(self, batch: str, cut_off: bool) -> Iterator[None]:
         """After a batch's stream ended early: wait (a None each second) until the service
         answers again, perhaps at another address; ServiceGone after RETURN_WAIT_S without
         it. A stream the same service ended (not `cut_off`) is a RemoteError."""
@@ -372,7 +372,7 @@ class RemoteGrove:
             bridge.sleep(1.0)  # an AsyncGrove's loop goes on meanwhile
         raise ServiceGone(
             f"The Grove service at {self.url} stopped and did not come back within "
-            f"{RETURN_WAIT_S:.0f} s (grove up starts it; a rerun goes on from the output file)"
+            f"{RETURN_WAIT_S:.0f} s; started again (grove up), it goes on with batch {batch}"
         )
 
     # --- reads, as supervisor.reads.StoreReads ----------------------------------------------

@@ -16,7 +16,7 @@ from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import TraceParent
 from supervisor.service import HOST_CALL_TIMEOUT_S
-from supervisor.store.records import AgentRecord, NewMessage
+from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from supervisor.turns import (
     HostClient,
     LiveAgent,
@@ -53,6 +53,7 @@ async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> 
     begin alone (it waits its turn)."""
     outcomes: list[TurnOutcome] = [None] * len(requests)
     batch: list[_Begun] = []
+    batched: set[str] = set()
     for index, (uuid, text, output) in enumerate(requests):
         try:
             if core.cut_off(uuid):  # begun alone: its cut-off turn resumes and ends first
@@ -62,8 +63,9 @@ async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> 
             outcomes[index] = exc
             continue
         idle = state.ticket_id is None and not state.begin_lock.locked()
-        if idle and all(item.record.uuid != record.uuid for item in batch):
+        if idle and record.uuid not in batched:
             batch.append(_Begun(index, record, choice, state, text, output))
+            batched.add(record.uuid)
     with ExitStack() as held:
         for item in batch:  # free locks: taken at once, before anything awaits
             await item.state.begin_lock.acquire()
@@ -134,8 +136,15 @@ async def _prepared(
     unready = [i for i in batch if not i.state.active or i.state.ready_for != i.choice]
 
     def items(group: list[_Begun]) -> list[tuple[str, ModelChoice, Activation | None]]:
+        histories = _histories(core, [i.record for i in group if not i.state.active])
         return [
-            (i.record.uuid, i.choice, None if i.state.active else core.activation(i.record))
+            (
+                i.record.uuid,
+                i.choice,
+                None
+                if i.state.active
+                else core.activation(i.record, history=histories.get(i.record.uuid)),
+            )
             for i in group
         ]
 
@@ -148,6 +157,23 @@ async def _prepared(
             outcomes[item.index] = error
             failed.add(item.index)
     return [item for item in batch if item.index not in failed]
+
+
+def _histories(core: SupervisorCore, records: list[AgentRecord]) -> dict[str, list[MessageRecord]]:
+    """The conversations of agents to build, read once for siblings that share one: forked
+    from one parent at one message, with nothing of their own yet (a fan-out's asks). The
+    others are left for `activation` to read."""
+    counts = core.store.message_counts([record.uuid for record in records]) if records else {}
+    shared: dict[tuple[str, int], list[MessageRecord]] = {}
+    histories: dict[str, list[MessageRecord]] = {}
+    for record in records:
+        if record.parent_uuid is None or counts.get(record.uuid, 0):
+            continue
+        key = (record.parent_uuid, record.fork_message_id)
+        if key not in shared:
+            shared[key] = core.store.conversation(record.uuid)
+        histories[record.uuid] = shared[key]
+    return histories
 
 
 async def _per_host(

@@ -121,6 +121,8 @@ def bwrap_arguments(
         git = os.path.join(real_root, ".git")
         if os.path.lexists(git):  # its hooks and config would run outside the sandbox
             arguments += ["--ro-bind", git, git]
+        else:  # nor may a command make one: Grove's own git, run there, would obey it
+            arguments += ["--tmpfs", git, "--remount-ro", git]
     else:
         arguments += ["--ro-bind", real_root, real_root]
     for secret in map(str, hidden):

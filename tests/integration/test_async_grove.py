@@ -108,24 +108,32 @@ async def test_asks_made_at_once_are_begun_in_one_supervisor_call(grove: Grove) 
     assert (await aio.history(roots[0]))[-2].content == "And a second one?"
 
 
-async def test_results_awaited_at_once_are_asked_of_their_hosts_together(grove: Grove) -> None:
-    """The results of 20 turns awaited at once come through a few `results` calls to their
-    two hosts (one per host and wave of endings, not one per turn), each its own turn's; a
-    result awaited too briefly times out, and is there when awaited again."""
+async def test_asks_to_forked_children_at_once_are_answered_through_few_host_calls(
+    grove: Grove,
+) -> None:
+    """20 children of one root, asked at once: each is built with the root's conversation
+    and answers its own task; their results come through a few `results`
+    calls to the two hosts (one per host and wave of endings, not one per turn). A result
+    awaited too briefly times out, and is there when awaited again."""
     aio = AsyncGrove(grove)
-    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
-    turns = [aio.send(root, f"Task {n}: name a risk.") for n, root in enumerate(roots)]
+    root = (await aio.create_root("claude-sonnet-4-5")).uuid
+    assert (await aio.ask(root, "The service prices orders from a queue.")).ok
+    children = await asyncio.gather(*(aio.fork(root) for _ in range(ASKS)))
+    turns = [aio.send(child, f"Task {n}: name a risk.") for n, child in enumerate(children)]
     await asyncio.gather(*turns)
     results = await asyncio.gather(*(turn.result() for turn in turns))
     asked = grove._loop_turns().results.calls
-    for root, result in zip(roots, results, strict=True):
-        assert result.ok and result.text == (await aio.history(root))[-1].content
+    for n, (child, result) in enumerate(zip(children, results, strict=True)):
+        history = await aio.history(child)
+        assert [m.content for m in history[-2:]] == [f"Task {n}: name a risk.", result.text]
+        assert history[0].content == "The service prices orders from a queue."
+        assert result.ok
     assert 0 < asked < ASKS / 2, asked
-    paced = aio.send(roots[1], f"{PACED} One more risk?")
+    paced = aio.send(children[1], f"{PACED} One more risk?")
     with pytest.raises(TimeoutError):
         await paced.result(0.2)
     again = await paced.result()
-    assert again.ok and again.text == (await aio.history(roots[1]))[-1].content
+    assert again.ok and again.text == (await aio.history(children[1]))[-1].content
 
 
 async def test_streams_fan_outs_and_batches_from_a_running_loop(grove: Grove) -> None:

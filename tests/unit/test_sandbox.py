@@ -82,3 +82,21 @@ def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("GROVE_TOOLS__SANDBOX__MODE", "sideways")
     with pytest.raises(ConfigError, match=r"tools.sandbox.mode: Input should be 'workspace-write'"):
         load_settings()
+
+
+async def test_a_command_cannot_make_the_workspace_a_repository_of_its_own(
+    tmp_path: Path,
+) -> None:
+    """Grove's own git runs outside the sandbox, in the workspace (a fork into worktrees): a
+    repository a command made there would have it run that repository's filters, so a root
+    without `.git` gets a read-only empty one (git looks past it, to the repository above)."""
+    from actors.tools.sandbox import run_process
+
+    root = tmp_path / "root"
+    root.mkdir()
+    plant = "git init -q . && git config filter.x.clean 'touch escaped' && echo planted"
+    said: list[bytes] = []
+    code = await run_process(["sh", "-c", plant], root, SandboxPolicy(), 30.0, said.append)
+    assert code != 0 and b"planted" not in b"".join(said)
+    assert not (root / ".git" / "config").exists()
+    assert list((root / ".git").iterdir()) == []
