@@ -7,6 +7,7 @@ tree or the store (the supervisor hands it history and takes its results).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import enum
 import json
 import time
@@ -215,6 +216,7 @@ class Agent:
         self._steering: list[NewEntry] = []
         self._billed: Callable[[dict[str, Any]], Awaitable[None]] | None = None
         self._steps: StoreSteps | None = None  # where this turn's finished steps are stored
+        self._storing: list[asyncio.Task[bool]] = []  # tool results being stored
         self._output: OutputType | None = None  # what this turn's answer must be
 
     @property
@@ -313,17 +315,19 @@ class Agent:
                 ):
                     recovered = True
                     turn = await self._step(emit)
-                await self._record_assistant(result, turn, time.monotonic() - started)
                 calls = turn.tool_calls
+                stepped = bool(calls) and self._steps is not None
+                seconds = time.monotonic() - started
+                bill = await self._record_assistant(result, turn, seconds, tell=not stepped)
                 if calls:
-                    # stored before its calls run: a call of a stored reply counts as started
-                    await self._store(result, range(len(result.entries)))
+                    await self._store_reply(result, bill, told=not stepped)
                     await self._run_tools(result, calls, emit)
                 steered = self._inject_steering(result)
                 if not calls and not steered and self._answered(result, turn, emit):
                     break
             else:
                 result.error = tool_steps_text(self.max_steps)
+            await self._stored_so_far()
             tokens = context_tokens(turn)
             if result.error is None and not recovered and self._past_threshold(tokens):
                 # Threshold maintenance, before the turn ends: the next one starts compacted.
@@ -334,28 +338,64 @@ class Agent:
         except Exception as exc:  # a failed turn is a result, not a crash of the host
             result.error = mask(str(exc)) or type(exc).__name__
         finally:
+            with contextlib.suppress(Exception):  # a failed turn: its end stores what is left
+                await self._stored_so_far()
             self.state = AgentState.IDLE
             self._output = None
             self._steps = None
         return result
 
-    async def _store(self, result: TurnResult, indices: Iterable[int]) -> None:
-        """Store these entries of the turn now, those not stored yet, and mark them stored
-        (the turn's end does not store them again). When the call fails they stay unmarked:
-        the turn's end stores them, under the same keys."""
+    async def _store_reply(self, result: TurnResult, billed: dict[str, Any], told: bool) -> None:
+        """A reply that calls tools, stored with the turn's entries before it, before its
+        calls run: a call of a stored reply counts as started. The stored step tells the
+        supervisor what the reply was billed; when it is not stored, this tells it (unless
+        `told`)."""
+        stored = False
+        try:
+            stored = await self._store(result, range(len(result.entries)))
+        finally:
+            if not stored and not told and self._billed is not None:
+                await self._billed(billed)
+
+    async def _store(self, result: TurnResult, indices: Iterable[int]) -> bool:
+        """Store these entries of the turn now, once the stores under way have ended (the
+        store keeps the turn's order); whether they are all stored."""
+        await self._stored_so_far()
+        return await self._store_now(result, indices)
+
+    def _store_soon(self, result: TurnResult, index: int) -> None:
+        """Begin storing an entry (a tool result) without waiting: the next request waits
+        for it before it is sent, as do the next store and the turn's end."""
+        if self._steps is not None:
+            self._storing.append(asyncio.ensure_future(self._store_now(result, (index,))))
+
+    async def _stored_so_far(self) -> None:
+        """Wait for the stores under way (raising what one of them raised)."""
+        storing, self._storing = self._storing, []
+        if storing:
+            await asyncio.gather(*storing)
+
+    async def _store_now(self, result: TurnResult, indices: Iterable[int]) -> bool:
+        """Store these entries of the turn, those not stored yet, and mark them stored (the
+        turn's end does not store them again); whether they are all stored. When the call
+        fails they stay unmarked and this turn stores nothing more as it goes (a later step
+        stored before them would break the turn's order): its end stores the rest, in order,
+        under the same keys."""
         if self._steps is None:
-            return
+            return False
         unsaved = [(i, result.entries[i]) for i in indices if STORED not in result.entries[i].data]
         if not unsaved:
-            return
+            return True
         try:
             ids = await self._steps(unsaved)
-        except Exception:  # durability lost for this step, not the turn
-            return
+        except Exception:  # durability lost for the rest of this turn, not the turn
+            self._steps = None
+            return False
         if ids is None:
             raise StepRefused("this run of the turn may store no more steps: another run has it")
         for (index, entry), message_id in zip(unsaved, ids, strict=True):
             result.entries[index] = replace(entry, data={**entry.data, STORED: message_id})
+        return True
 
     async def _settle_open_calls(self, result: TurnResult, emit: Emit) -> None:
         """Calls of the last stored reply that never returned (their host died under them):
@@ -376,7 +416,7 @@ class Agent:
                     call_id=call.call_id, name=call.name, content=text, is_error=True
                 )
                 facts = {INTERRUPTED_FACT: True, "duration_ms": 0.0}
-            await self._tool_result(result, part, facts, emit)
+            self._tool_result(result, part, facts, emit)
 
     def _answered(self, result: TurnResult, turn: AssistantTurn, emit: Emit) -> bool:
         """Whether the turn ends with this reply: always without a typed output; with one,
@@ -460,6 +500,7 @@ class Agent:
             await self.fleet.acquire(provider, estimate)
         left: RateLimitLeft | None = None  # what the provider's headers said is left
         try:
+            await self._stored_so_far()  # the results this request shows the model are stored
             with self.tracing.chat(request, provider) as span:
                 async for event in self.provider.stream(request):
                     if isinstance(event, Finished):
@@ -515,6 +556,7 @@ class Agent:
         """Have the supervisor compact this agent's context, then rebuild the history from
         it plus what this turn added and the store does not hold yet. False when declined
         (an overflow then fails the turn with a clear message)."""
+        await self._stored_so_far()  # the supervisor compacts what the store holds
         compacted = None if self.recover is None else await self.recover(self.uuid, reason, tokens)
         if compacted is None:
             if error is not None:
@@ -530,13 +572,15 @@ class Agent:
         return True
 
     async def _record_assistant(
-        self, result: TurnResult, turn: AssistantTurn, seconds: float
-    ) -> None:
+        self, result: TurnResult, turn: AssistantTurn, seconds: float, tell: bool = True
+    ) -> dict[str, Any]:
         """The reply joins the turn's result; the supervisor hears at once what it was billed
-        (if this turn's host dies before the turn is stored, that is stored all the same)."""
+        (if this turn's host dies before the turn is stored, that is stored all the same),
+        unless not `tell`: the reply is stored as a step next, which tells it. What it was
+        billed."""
         billed = {**reply_data(turn), "duration_s": round(seconds, 3)}
         data = {"parts": parts_to_data(turn.message.parts), **billed}
-        if self._billed is not None:
+        if tell and self._billed is not None:
             await self._billed(billed)
         self._append(result, NewEntry(kind="assistant", content=turn.text, data=data), turn.message)
         result.text = turn.text
@@ -546,6 +590,7 @@ class Agent:
         result.cost_usd += turn.cost_usd
         result.saved_usd += billed["saved_usd"]
         result.stop_reason = turn.stop_reason
+        return billed
 
     async def _run_tools(
         self, result: TurnResult, calls: tuple[ToolCallPart, ...], emit: Emit
@@ -559,21 +604,21 @@ class Agent:
 
         async def run(call: ToolCallPart) -> None:
             part, facts = await self._run_tool(call, locks)
-            await self._tool_result(result, part, facts, emit)
+            self._tool_result(result, part, facts, emit)
 
         await asyncio.gather(*(run(call) for call in calls))
 
-    async def _tool_result(
+    def _tool_result(
         self, result: TurnResult, part: ToolResultPart, facts: dict[str, Any], emit: Emit
     ) -> None:
         """A call's result joins the turn as it comes (with how long it took, and a failure's
-        detail) and is stored at once."""
+        detail), and its store begins at once."""
         shown = f"{part.name}{' failed' if part.is_error else ''}: {part.content}"
         emit(ToolActivity(kind="tool_result", text=preview(shown)))
         data = {"parts": parts_to_data((part,)), "calls": {part.call_id: facts}}
         entry = NewEntry(kind="tool_result", content="", data=data)
         self._append(result, entry, Message(role="user", parts=(part,)))
-        await self._store(result, (len(result.entries) - 1,))
+        self._store_soon(result, len(result.entries) - 1)
 
     async def _run_tool(
         self, call: ToolCallPart, locks: dict[str, asyncio.Lock]

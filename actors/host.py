@@ -375,17 +375,27 @@ class AgentHostCore:
             if run.result is not None:
                 return
 
-    async def watch(self, uuid: str) -> AsyncIterator[list[tuple[str, str]]]:
+    async def watch(
+        self, uuid: str, ticket_id: str | None = None
+    ) -> AsyncIterator[list[tuple[str, str]]]:
         """The deltas of the agent's turn in progress, those so far first, to its end, for a
-        reader that did not start it (nothing when no turn is in progress)."""
-        running = (r for r in self.runs.values() if r.ticket.uuid == uuid and r.result is None)
-        run = next(running, None)
-        if run is None:
+        reader that did not start it (nothing when no turn is in progress). With `ticket_id`:
+        that turn's, even when it has ended since (while its result is kept), so a reader who
+        comes late to a short turn still reads all of it."""
+        if ticket_id is None:
+            running = (r for r in self.runs.values() if r.ticket.uuid == uuid and r.result is None)
+            run = next(running, None)
+        else:
+            run = self.runs.get(ticket_id)
+        if run is None or run.ticket.uuid != uuid:
             return
         queue: asyncio.Queue[tuple[str, str] | None] = asyncio.Queue()
         for delta in run.so_far:
             queue.put_nowait(delta)
-        run.watchers.append(queue)
+        if run.result is not None:
+            queue.put_nowait(None)
+        else:
+            run.watchers.append(queue)
         try:
             ended = False
             while not ended:
@@ -402,7 +412,8 @@ class AgentHostCore:
                 if chunk:
                     yield chunk
         finally:
-            run.watchers.remove(queue)
+            if queue in run.watchers:
+                run.watchers.remove(queue)
 
     async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
         """Wait until the turn's first reply has begun (its first content arrived), an attempt

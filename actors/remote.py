@@ -56,6 +56,7 @@ class HostSettings:
     simulator: Endpoint | None = None
     idle_release_s: float = 120.0
     tool_steps: int = MAX_STEPS_PER_TURN
+    durable_steps: bool = True  # `[hosts] durable_steps`: each finished step stored as it ends
     workspace: str = "."  # the root of the workspace tools: the caller's working directory
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # `[tools.sandbox]`
     mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
@@ -284,7 +285,7 @@ class AgentHost:
             fleet=SupervisorFleetPort(reporter, settings.limited_providers),
             billed=self._billing.tell,
             cache=settings.cache,
-            steps=SupervisorStepPort(reporter).store,
+            steps=SupervisorStepPort(reporter).store if settings.durable_steps else None,
             tracing=self.tracing,
         )
         self._janitor: asyncio.Task[None] | None = None
@@ -372,8 +373,10 @@ class AgentHost:
         async for chunk in self.core.stream(ticket_id):
             yield chunk
 
-    async def watch(self, uuid: str) -> AsyncIterator[list[tuple[str, str]]]:
-        async for chunk in self.core.watch(uuid):
+    async def watch(
+        self, uuid: str, ticket_id: str | None = None
+    ) -> AsyncIterator[list[tuple[str, str]]]:
+        async for chunk in self.core.watch(uuid, ticket_id):
             yield chunk
 
     async def result(self, ticket_id: str) -> TurnResult:

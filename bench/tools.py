@@ -25,6 +25,7 @@ from harness import (
     MODEL,
     ExternalSimulator,
     Pacing,
+    cpu_s,
     grove_pids,
     pydantic_ai_model,
     rss_kb,
@@ -199,20 +200,67 @@ def direct_call_ms(samples: int = 2000) -> float:
     return statistics.median(asyncio.run(measure()))
 
 
+def durable_session(
+    simulator: ExternalSimulator, n: int, hosts: int | None, durable: bool
+) -> dict[str, Any]:
+    """One Grove, each finished step of a turn stored as it ends or not (`[hosts]
+    durable_steps`): the tool round's figures, the CPU time this driver, the supervisor and
+    the hosts used in it, its calls' durations, its processes."""
+    sections = {"hosts": {"durable_steps": durable}}
+    with running_grove(simulator, hosts=hosts, sections=sections) as grove:
+        root = grove.create_root(MODEL, tools=[lookup]).uuid
+        pids = grove_pids(grove)
+        used = cpu_s(pids)
+        ours = grove_round(grove, root, [prompt(i) for i in range(n)])
+        cpu = cpu_s(pids) - used
+        return {**ours, "cpu_s": cpu, "durations": call_durations_ms(grove), "processes": pids}
+
+
+def durable_figures(sessions: dict[bool, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Durable steps against none: the medians of the alternating sessions' ratios, of the
+    wall time and of the CPU time (which a shared machine's load does not stretch)."""
+
+    def ratio(figure: str) -> float:
+        pairs = zip(sessions[True], sessions[False], strict=True)
+        ratios = [float(on[figure]) / float(off[figure]) for on, off in pairs]
+        return round(statistics.median(ratios), 3)
+
+    return {
+        "durable_wall_s": [round(one["wall_s"], 3) for one in sessions[True]],
+        "steps_off_wall_s": [round(one["wall_s"], 3) for one in sessions[False]],
+        "durable_vs_steps_off": ratio("wall_s"),
+        "durable_cpu_s": [round(one["cpu_s"], 2) for one in sessions[True]],
+        "steps_off_cpu_s": [round(one["cpu_s"], 2) for one in sessions[False]],
+        "durable_cpu_vs_steps_off": ratio("cpu_s"),
+        "durable_ok": [one["ok"] for one in sessions[True]],
+        "steps_off_ok": [one["ok"] for one in sessions[False]],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000, help="agents")
     parser.add_argument("--hosts", type=int, default=None, help="Grove's agent hosts")
+    parser.add_argument(
+        "--sessions", type=int, default=2, help="Groves with durable steps off, then on, in turn"
+    )
+    parser.add_argument(
+        "--durable-only", action="store_true", help="only durable steps against none"
+    )
     args = parser.parse_args()
     pacing = Pacing(ttft_ms=500, tps=50.0, tokens=40)
+    sessions: dict[bool, list[dict[str, Any]]] = {False: [], True: []}
     with simulator_process(pacing) as simulator:
+        for index in range(2 * args.sessions):
+            durable = index % 2 == 1
+            sessions[durable].append(durable_session(simulator, args.n, args.hosts, durable))
+        steps = durable_figures(sessions)
+        if args.durable_only:
+            print(json.dumps({"bench": "tools", "n": args.n, "sessions": args.sessions, **steps}))
+            return
         peer = asyncio.run(pydantic_ai_round(simulator, args.n))
-        with running_grove(simulator, hosts=args.hosts) as grove:
-            root = grove.create_root(MODEL, tools=[lookup]).uuid
-            ours = grove_round(grove, root, [prompt(i) for i in range(args.n)])
-            durations = call_durations_ms(grove)
-            processes = len(grove_pids(grove))
         mcp = mcp_round(simulator, args.n)
+    ours = sessions[True][-1]
     figures = {
         "bench": "tools",
         "n": args.n,
@@ -226,9 +274,13 @@ def main() -> None:
         "pydantic_ai_errors": peer["errors"],
         "grove_tool_results_in_first_50": ours["tool_results_in_first_50"],
         "pydantic_ai_tool_results_in_first_50": peer["tool_results_in_first_50"],
-        "grove_call_p50_ms": round(statistics.median(durations), 3) if durations else None,
+        "grove_call_p50_ms": (
+            round(statistics.median(ours["durations"]), 3) if ours["durations"] else None
+        ),
         "direct_call_p50_ms": round(direct_call_ms(), 4),
-        "grove_processes": processes,
+        "grove_processes": len(ours["processes"]),
+        "sessions": args.sessions,
+        **steps,
         "mcp_hosts": MCP_HOSTS,
         "mcp_servers_configured": len(MCP_SERVERS),
         "mcp_ok": mcp["ok"],

@@ -121,7 +121,7 @@ def streamed(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[
         if resumed is None:
             return
         host, ticket = resumed
-        stream = host.watch.options(num_returns="streaming").remote(agent)
+        stream = host.watch.options(num_returns="streaming").remote(agent, ticket)
 
 
 def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> None:
@@ -270,6 +270,7 @@ class Grove:
             simulator=simulator,
             idle_release_s=self.settings.hosts.idle_release_s,
             tool_steps=self.settings.limits.tool_steps,
+            durable_steps=self.settings.hosts.durable_steps,
             workspace=str(Path.cwd()),
             sandbox=self._sandbox_policy(),
             mcp_servers=mcp_servers(self.settings),
@@ -831,7 +832,7 @@ class Grove:
         running = self._call("turn_host", agent, wait, timeout_s=wait + CALL_TIMEOUT_S)
         if running is not None:
             host, ticket = running
-            stream = host.watch.options(num_returns="streaming").remote(agent)
+            stream = host.watch.options(num_returns="streaming").remote(agent, ticket)
             yield from streamed(self.supervisor, agent, ticket, stream)
 
     def cancel(self, agent: str) -> bool:

@@ -213,6 +213,10 @@ class HostSection(_Section):
     )
     max_restarts: int = Field(default=5, ge=0, description="Restarts of one host per window")
     restart_window_s: float = Field(default=60.0, gt=0, description="The window, in seconds")
+    durable_steps: bool = Field(
+        default=True,
+        description="Store each step of a turn as it ends (off: a cut-off turn reruns whole)",
+    )
 
 
 class ReviewerSection(_Section):

@@ -39,7 +39,6 @@ LONGEST_FIRST = (
     "tests/security/test_bad_files.py",
     "tests/security/test_service_abuse.py",
     "tests/integration/test_batch_cli.py",
-    "tests/integration/test_run_cli.py",
     "tests/security/test_sandbox_escapes.py",
 )
 STARTING_RAY = ("tests/integration/", "tests/security/")

@@ -19,6 +19,7 @@ import pytest
 from supervisor import Budget, Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
+from supervisor.store.kinds import TURN_END_KIND
 from supervisor.usage import usage_report
 from tests.integration.groves import Invoked, cli_environment, invoke, running_grove
 
@@ -39,7 +40,8 @@ def test_a_request_that_would_pass_the_limit_does_not_start(grove: Grove) -> Non
     second = grove.ask(root, "[[sim tokens=100]] second")
     assert not second.ok and second.error is not None
     assert re.fullmatch(r"Budget exhausted: tokens \d+/200", second.error), second.error
-    assert [m.kind for m in grove.history(root)] == ["user", "assistant", "user"]
+    # The refused turn keeps its prompt and the mark that it ended (it is not resumed).
+    assert [m.kind for m in grove.history(root)] == ["user", "assistant", "user", TURN_END_KIND]
 
 
 def test_a_token_budget_stops_new_turns_and_forks_once_spent(grove: Grove) -> None:
@@ -196,7 +198,8 @@ def test_a_budget_smaller_than_one_request_sends_nothing(grove: Grove) -> None:
     assert not result.ok and result.error is not None
     assert result.error.startswith("Budget exhausted: tokens: this request needs about ")
     assert result.error.endswith("more than the whole budget of 50; nothing was sent")
-    assert [m.kind for m in grove.history(root)] == ["user"]  # no reply: nothing was sent
+    # No reply, nothing was sent: the prompt and the mark that its turn ended.
+    assert [m.kind for m in grove.history(root)] == ["user", TURN_END_KIND]
 
 
 def test_two_hundred_agents_racing_one_budget_settle_within_it(grove: Grove) -> None:
