@@ -11,7 +11,9 @@ awaited fork_many fan-out's. All fan out from a root that holds the same context
 fork_many rounds fork their children as part of their time, the asks go to children forked
 beforehand with `fork` (`ratio_with_forks` counts those forks too; `asks_begin_s` is until
 every ask's turn had started; `results_calls` how many host `results` calls brought the asks'
-results). Run from the repository root: `python bench/async_fanout.py --n 1000`.
+results). `cpu_s` is the CPU time driver, supervisor and hosts used in each (the asks' without
+their forks), `cpu_ratio` the asks' over Grove's. Run from the repository root:
+`python bench/async_fanout.py --n 1000`.
 """
 
 from __future__ import annotations
@@ -35,11 +37,14 @@ def grove_round(grove: Any, root: str, texts: list[str]) -> tuple[float, dict[st
     return time.perf_counter() - start, results
 
 
-async def asks_round(aio: AsyncGrove, root: str, texts: list[str]) -> dict[str, Any]:
-    """Children forked (timed apart), then one ask each, all at once."""
-    start = time.perf_counter()
+async def asks_round(
+    aio: AsyncGrove, root: str, texts: list[str], pids: list[int]
+) -> dict[str, Any]:
+    """Children forked (timed apart, their CPU time too), then one ask each, all at once."""
+    start, used = time.perf_counter(), cpu_s(pids)
     children = await asyncio.gather(*(aio.fork(root) for _ in texts))
     forked = time.perf_counter()
+    forks_cpu_s = cpu_s(pids) - used
     turns = [aio.send(child, text) for child, text in zip(children, texts, strict=True)]
     await asyncio.gather(*turns)  # every turn started
     begun = time.perf_counter()
@@ -47,6 +52,7 @@ async def asks_round(aio: AsyncGrove, root: str, texts: list[str]) -> dict[str, 
     asked = time.perf_counter()
     return {
         "forks_s": forked - start,
+        "forks_cpu_s": forks_cpu_s,
         "begin_s": begun - forked,
         "asks_s": asked - forked,
         "results": dict(zip(children, answers, strict=True)),
@@ -76,13 +82,15 @@ def run_kind(
     root: str,
     texts: list[str],
     walls: dict[str, list[float]],
+    pids: list[int],
 ) -> tuple[float, dict[str, Any]]:
     """One fan-out of `kind`: its wall time and results (the asks' other figures go to
     `walls` directly)."""
     if kind == "grove":
         return grove_round(grove, root, texts)
     if kind == "async_asks":
-        asks = asyncio.run(asks_round(aio, root, texts))
+        asks = asyncio.run(asks_round(aio, root, texts, pids))
+        walls["async_forks_cpu"].append(asks["forks_cpu_s"])
         walls["async_forks"].append(asks["forks_s"])
         walls["async_asks_begin"].append(asks["begin_s"])
         walls["results_calls"].append(asks["results_calls"])
@@ -106,8 +114,9 @@ def main() -> None:
         "async_asks_begin": [],
         "async_fork_many": [],
         "results_calls": [],
+        "async_forks_cpu": [],
     }
-    # CPU time of driver, supervisor and hosts in each fan-out (the asks' includes their forks)
+    # CPU time of driver, supervisor and hosts in each fan-out (the asks' without their forks)
     cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
     completed = stored = 0
     with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
@@ -120,8 +129,11 @@ def main() -> None:
             found = []
             for kind in KINDS if index % 2 == 0 else KINDS[::-1]:
                 used = cpu_s(pids)
-                wall, results = run_kind(kind, grove, aio, root.uuid, texts, walls)
-                cpu[kind].append(cpu_s(pids) - used)
+                wall, results = run_kind(kind, grove, aio, root.uuid, texts, walls, pids)
+                spent = cpu_s(pids) - used
+                if kind == "async_asks":  # the forks before the asks apart
+                    spent -= walls["async_forks_cpu"][-1]
+                cpu[kind].append(spent)
                 walls[kind].append(wall)
                 found.append(results)
             for results in found:
@@ -161,6 +173,10 @@ def main() -> None:
                 "fork_many_ratio": median(ratios["async_fork_many"]),
                 "round_ratios": ratios,
                 "cpu_s": {kind: median(values) for kind, values in cpu.items()},
+                "async_forks_cpu_s": median(walls.pop("async_forks_cpu")),
+                "cpu_ratio": median(
+                    [asks / one for asks, one in zip(cpu["async_asks"], cpu["grove"], strict=True)]
+                ),
                 "results_calls": walls.pop("results_calls"),
                 "turns": args.n * args.rounds * 3,
                 "completed": completed,
