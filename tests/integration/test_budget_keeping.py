@@ -18,6 +18,7 @@ import pytest
 from actors.agent import TurnResult
 from supervisor import Budget, Grove
 from supervisor.store import open_store
+from supervisor.store.kinds import TURN_END_KIND
 from supervisor.usage import subtree, usage_report
 from tests.integration.groves import cli_environment, running_grove
 
@@ -150,7 +151,8 @@ def test_a_cost_budget_on_a_model_without_a_price_is_refused(grove: Grove) -> No
         "Budget exhausted: cost_usd cannot be kept: house-model has no price in the catalog; "
         "set one in [models.prices] or use a token budget"
     )
-    assert [m.kind for m in grove.history(root)] == ["user"]  # nothing was sent
+    # Nothing was sent: the prompt and the mark that its turn ended.
+    assert [m.kind for m in grove.history(root)] == ["user", TURN_END_KIND]
     tokens = grove.create_root("openai:house-model", budget=Budget(tokens=10_000)).uuid
     assert grove.ask(tokens, "[[sim tokens=5]] hello").ok
 
