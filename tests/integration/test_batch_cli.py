@@ -1,6 +1,10 @@
-"""`grove batch --simulate` as a real subprocess over a temp SQLite store: output records, the
-shared context in every child's stored conversation, per-task models and system prompts, the
-concurrency window, malformed lines, resume, exit codes and Ctrl+C. Real Ray, real simulator.
+"""`grove batch --simulate` over a temp SQLite store: output records, the shared context in every
+child's stored conversation, per-task models and system prompts, the concurrency window,
+malformed lines, resume, exit codes and Ctrl+C. Real Ray, real simulator.
+
+The three runs of one task file go to the module's Grove (started once: a command finds Ray
+started and joins its supervisor, so the alias the runs use is the Grove's setting as well as
+the command's); the input a batch refuses before anything starts and Ctrl+C are subprocesses.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ from typing import Any
 
 import pytest
 
+from supervisor import Grove
 from supervisor.store import Store, open_store
-from tests.integration.groves import interrupt_after_lines
+from tests.integration.groves import Invoked, interrupt_after_lines, invoke
 
 BATCH_TIMEOUT_S = 240
 CONCURRENCY = 3
 NO_MODEL_FIRST_LINE = "No model given. Pass --model, or set a default for every command:"
+ALIASES = {"fast": "gemini-3.0-flash/low"}
+pytestmark = pytest.mark.grove(hosts=2, env={"GROVE_MODELS__ALIASES": json.dumps(ALIASES)})
 
 CONTEXT = [
     {"role": "user", "content": "Here is our review guide: money is integer cents."},
@@ -82,10 +89,14 @@ class Workspace:
             check=False,
         )
 
+    def batch_here(self, *args: str) -> Invoked:
+        """`grove batch ARGS` in this process, on the module's Grove."""
+        return invoke(self.env, "batch", *args)
 
-def make_workspace(base: Path, config: str = "") -> Workspace:
+
+def make_workspace(base: Path, config: str = "", store_url: str | None = None) -> Workspace:
     (base / "config.toml").write_text(config)
-    store_url = f"sqlite:///{base / 'g.sqlite3'}"
+    store_url = store_url or f"sqlite:///{base / 'g.sqlite3'}"
     env = {
         key: value
         for key, value in os.environ.items()
@@ -103,18 +114,19 @@ def make_workspace(base: Path, config: str = "") -> Workspace:
 @dataclass(frozen=True)
 class Runs:
     work: Workspace
-    first: subprocess.CompletedProcess[str]
+    first: Invoked
     first_records: list[dict[str, Any]]
-    second: subprocess.CompletedProcess[str]
-    third: subprocess.CompletedProcess[str]
+    second: Invoked
+    third: Invoked
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
+def runs(tmp_path_factory: pytest.TempPathFactory, grove: Grove, store_url: str) -> Runs:
     """Run 1: everything; run 2: the same command after fixing the flaky task; run 3: after
-    removing the malformed lines (nothing left to do)."""
+    removing the malformed lines (nothing left to do). On the module's Grove and store."""
+    aliases = "".join(f'{name} = "{model}"\n' for name, model in ALIASES.items())
     work = make_workspace(
-        tmp_path_factory.mktemp("batch"), '[models.aliases]\nfast = "gemini-3.0-flash/low"\n'
+        tmp_path_factory.mktemp("batch"), f"[models.aliases]\n{aliases}", store_url
     )
     context = work.base / "context.jsonl"
     context.write_text("".join(json.dumps(message) + "\n" for message in CONTEXT))
@@ -131,15 +143,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> Runs:
         "--hosts",
         "2",
     )
-    first = work.batch(*command)
+    first = work.batch_here(*command)
     first_records = work.records()
     write_tasks(
         work.tasks,
         [{**FLAKY, "prompt": "no longer breaks"} if line is FLAKY else line for line in LINES],
     )
-    second = work.batch(*command)
+    second = work.batch_here(*command)
     write_tasks(work.tasks, [line for n, line in enumerate(LINES, 1) if n not in LINE_ERRORS])
-    third = work.batch(*command)
+    third = work.batch_here(*command)
     return Runs(work, first, first_records, second, third)
 
 

@@ -1,6 +1,10 @@
-"""`grove chat --simulate` as a real subprocess fed a stdin script (each line run when the one
-before it is done), then `grove agents`, `grove history` and `grove events` over the same SQLite
-store. Real Ray, real simulator.
+"""`grove chat --simulate` fed a stdin script (each line run when the one before it is done),
+then `grove agents`, `grove history` and `grove events` over the same SQLite store. Real Ray,
+real simulator.
+
+The chat and its resumption run in this process on a Grove of the module's (a command finds
+Ray started and joins its supervisor), closed before the tests read what they left: its trees
+show `stopped`, as after a chat of its own.
 """
 
 from __future__ import annotations
@@ -8,16 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
 
 from supervisor.store import AgentRecord, Store, open_store
-
-CHAT_TIMEOUT_S = 180
+from tests.integration.groves import Invoked, invoke, running_grove
 
 # The reference's texts (spec/commands-model-fork.md), word for word.
 UNKNOWN_MODEL_TEXT = """Unknown model: unknown-model
@@ -66,18 +67,12 @@ class ChatRun:
     stdout: str
     stderr: str
     returncode: int
+    resumed: Invoked  # `--resume` of the grandchild by a prefix, `/agents`, `/exit`
+    last_before_resume: int | None  # the store's last message id before it
 
 
-def grove(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "cli.app", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=CHAT_TIMEOUT_S,
-        check=False,
-    )
+def grove(env: dict[str, str], *args: str) -> Invoked:
+    return invoke(env, *args)
 
 
 @pytest.fixture(scope="module")
@@ -97,14 +92,25 @@ def chat_run(tmp_path_factory: pytest.TempPathFactory) -> ChatRun:
         XDG_CONFIG_HOME=str(base / "config"),
         XDG_DATA_HOME=str(base / "data"),
     )
-    done = grove(env, "chat", "--simulate", "--hosts", "2", stdin="\n".join(SCRIPT) + "\n")
-    return ChatRun(
-        env=env,
-        store_url=store_url,
-        stdout=done.stdout,
-        stderr=done.stderr,
-        returncode=done.returncode,
-    )
+    with running_grove(base, store_url=store_url, env={"GROVE_MODELS__ALIASES": "{}"}):
+        done = invoke(env, "chat", "--simulate", "--hosts", "2", stdin="\n".join(SCRIPT) + "\n")
+        grandchild = FORKED.findall(done.stdout)[2][0]
+        store = open_store(store_url)
+        try:
+            before = store.last_message_id()
+        finally:
+            store.close()
+        resumed = invoke(
+            env,
+            "chat",
+            "--simulate",
+            "--hosts",
+            "1",
+            "--resume",
+            grandchild[:10],
+            stdin="/agents\n/exit\nnever sent\n",
+        )
+    return ChatRun(env, store_url, done.stdout, done.stderr, done.returncode, resumed, before)
 
 
 @pytest.fixture
@@ -282,19 +288,9 @@ def test_resume_by_prefix_joins_the_session_and_exit_ends_it(
     chat_run: ChatRun, store: Store
 ) -> None:
     grandchild = forks(chat_run)[2][0]
-    before = store.last_message_id()
-    done = grove(
-        chat_run.env,
-        "chat",
-        "--simulate",
-        "--hosts",
-        "1",
-        "--resume",
-        grandchild[:10],
-        stdin="/agents\n/exit\nnever sent\n",
-    )
+    done = chat_run.resumed
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith(f"Agent {root_of(chat_run)}\n")
     assert grandchild in done.stdout
     assert done.stdout.rstrip().endswith("Bye")
-    assert store.last_message_id() == before
+    assert store.last_message_id() == chat_run.last_before_resume

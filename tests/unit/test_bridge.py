@@ -148,7 +148,7 @@ async def test_a_batch_follower_waiting_for_its_service_to_return_keeps_the_loop
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no service is recorded there
     remote = RemoteGrove(ServiceState(pid=1, host="127.0.0.1", port=9, started=1.0))
-    waiting = remote._come_back(cut_off=True)
+    waiting = remote._come_back("batch-1", cut_off=True)
     ticks: list[float] = []
     ticking = asyncio.create_task(ticker(ticks, 0.01))
     try:
