@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -352,7 +352,7 @@ class RemoteGrove:
                 with contextlib.suppress(RemoteError):
                     self._json("POST", f"/api/batches/{run['id']}/stop")
 
-    def _come_back(self, batch: str, cut_off: bool) -> Iterator[None]:
+    def _come_back(self, batch: str, cut_off: bool) -> Generator[None, None, None]:
         """After a batch's stream ended early: wait (a None each second) until the service
         answers again, perhaps at another address; ServiceGone after RETURN_WAIT_S without
         it. A stream the same service ended (not `cut_off`) is a RemoteError."""
