@@ -2,6 +2,11 @@
 Grove and through pydantic-ai agents, against one simulator in a process of its own; then N
 agents on 2 hosts each call 3 configured stdio MCP servers once.
 
+Grove's round runs in `--sessions` Groves with durable steps off (`[hosts] durable_steps`:
+a turn stored only when it ends) and as many with them on, in turn: what storing each step
+as it ends costs tool turns is the median of the pairs' ratios, of the wall time and of the
+CPU time (goal: 1.10x); `--durable-only` stops there.
+
 Prints one JSON line: both wall times and their ratio (goal: Grove <= 0.5x pydantic-ai), the
 tool calls made, the p50 of Grove's time inside a call against calling the function, and for
 MCP the server processes that ran (goal: at most 2 hosts x 3 servers = 6, where a server per
