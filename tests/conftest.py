@@ -34,7 +34,6 @@ LONGEST_FIRST = (
     "tests/integration/test_one_path.py",
     "tests/integration/test_service.py",
     "tests/integration/test_local_cluster_script.py",
-    "tests/integration/test_chat_cli.py",
     "tests/integration/test_security.py",
     "tests/security/test_bad_files.py",
     "tests/security/test_service_abuse.py",

@@ -18,7 +18,7 @@ from providers.simulator import SimulatorConfig, SimulatorThread
 from providers.simulator.config import CACHE_FEATURES
 from supervisor import Grove
 from supervisor.store import open_store
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import cli_environment, invoke, running_grove
 
 KEY = "sim-refusing-key-2407"
 CONTEXT = " ".join(f"fact-{n}" for n in range(1_500))
@@ -112,9 +112,6 @@ def test_a_cache_setting_of_the_wrong_kind_is_one_line_and_exit_2(tmp_path: Path
     env = cli_environment(tmp_path, config)
     for table, problem in (('ttl = "2h"', "cache.ttl"), ('enabled = "perhaps"', "cache.enabled")):
         config.write_text(f"[cache]\n{table}\n")
-        done = subprocess.run(
-            [sys.executable, "-m", "cli.app", "usage"],
-            capture_output=True, text=True, env=env, timeout=60, check=False,
-        )  # fmt: skip
+        done = invoke(env, "usage")
         assert done.returncode == 2 and problem in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr

@@ -5,8 +5,6 @@ compacted parent (and grandparent) start from the summary, and failures change n
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +13,7 @@ import pytest
 from supervisor import Grove
 from supervisor.commands.contextual import STREAMING_COMPACT_TEXT
 from supervisor.store import open_store
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"
 SUMMARY = "SUMMARY: four questions about words were asked and answered"
@@ -129,10 +127,7 @@ def test_grove_history_shows_everything_with_the_compaction_marked(
     root = talked(grove)
     assert grove.dispatch(root, COMPACT).ok
     env = {**cli_environment(tmp_path), "GROVE_STORE": str(grove.settings.store)}
-    shown = subprocess.run(
-        [sys.executable, "-m", "cli.app", "history", root],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+    shown = invoke(env, "history", root)
     assert shown.returncode == 0, shown.stderr
     assert all(f"question {n}:" in shown.stdout for n in range(4))  # summarised, still shown
     (marker,) = [line for line in shown.stdout.splitlines() if "] compaction" in line]

@@ -25,6 +25,7 @@ from supervisor import Grove
 from supervisor.batch.tasks import MAX_TEXT_BYTES
 from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, SqliteStore, Store, open_store
+from tests.integration.groves import invoke
 from tests.integration.test_batch_cli import Workspace, make_workspace
 
 RUN_TIMEOUT_S = 240
@@ -34,6 +35,7 @@ pytestmark = pytest.mark.grove(hosts=1)  # the Grove of the prompts through the 
 
 
 def grove_cli(work: Workspace, *args: str | bytes) -> subprocess.CompletedProcess[str]:
+    """`grove ARGS` in a process of its own: arguments may be bytes, as a shell passes them."""
     return subprocess.run(
         [sys.executable, "-m", "cli.app", *args],
         capture_output=True,
@@ -102,13 +104,13 @@ def test_a_record_of_the_wrong_types_is_named_by_agents_and_history(damaged: Wor
         "  aaaa2222  child  stopped  no model  1 message\n"
     )
     for args in (["agents"], ["agents", "--all"]):
-        done = grove_cli(damaged, *args)
+        done = invoke(damaged.env, *args)
         skipped = f"Skipped an unreadable agent record: {BAD_AGENT}"
         assert (done.returncode, done.stdout, done.stderr) == (1, healthy, skipped), args
     for args in (["history", "bbbb3333"], ["history", "bbbb"]):
-        done = grove_cli(damaged, *args)
+        done = invoke(damaged.env, *args)
         assert (done.returncode, done.stdout, done.stderr) == (1, "", BAD_AGENT), args
-    child = grove_cli(damaged, "history", "aaaa2222")
+    child = invoke(damaged.env, "history", "aaaa2222")
     assert child.returncode == 0, child.stderr
     assert child.stdout == (
         "Agent aaaa2222\n[1] user  from aaaa1111\nshared context\n\n[2] user\nthe child's task\n\n"
@@ -150,7 +152,7 @@ def test_pickled_bytes_in_the_store_are_never_unpickled(tmp_path: Path) -> None:
         "events": "Corrupted event record 1 in the store: not valid JSON\n",
     }
     for command, error in expected.items():
-        done = grove_cli(work, command, *(["cccc4444"] if command == "history" else []))
+        done = invoke(work.env, command, *(["cccc4444"] if command == "history" else []))
         assert (done.returncode, done.stderr) == (1, error), command
     assert not marker.exists()
 
@@ -224,9 +226,12 @@ def test_grove_run_refuses_bytes_that_are_not_utf8_before_starting_anything(
     assert not (tmp_path / "g.sqlite3").exists()
 
 
-def test_grove_run_passes_control_characters_through_intact(tmp_path: Path) -> None:
-    work = make_workspace(tmp_path)
-    done = grove_cli(work, "run", "--simulate", "--model", "claude-haiku-4-5", "--json", CONTROL)
+def test_grove_run_passes_control_characters_through_intact(
+    grove: Grove, store_url: str, tmp_path: Path
+) -> None:
+    """In this process, on the module's Grove (the command joins its supervisor)."""
+    work = make_workspace(tmp_path, store_url=store_url)
+    done = invoke(work.env, "run", "--simulate", "--model", "claude-haiku-4-5", "--json", CONTROL)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     (line,) = done.stdout.splitlines()

@@ -171,22 +171,21 @@ def normalised(outcome: Outcome, paths: dict[str, str]) -> tuple[int, Any, Any]:
     return outcome.code, shown(outcome.stdout), shown(outcome.stderr)
 
 
-@pytest.fixture(scope="module")
-def session(service: Service) -> str:
-    """A served root with a tool call in its history (for history, events and usage)."""
-    done = service.grove(
-        "run", "--model", MODEL, "--json",
-        "[[sim tool=mcp__calc__add args='{\"a\": 2, \"b\": 3}' step=1]] add",
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    agent: str = json.loads(done.stdout)["agent"]
-    return agent
-
-
 ADD = '[[sim tool=mcp__calc__add args=\'{"a": 2, "b": 3}\' step=1]] add'
 PRICE = '[[sim tool=price args=\'{"item": "tea"}\' step=1]] price?'
 TODO = '[[sim tool=todo args=\'{"ops": [{"op": "view"}]}\' step=1]] plan'
 BASH = '[[sim tool=bash args=\'{"command": "echo hi"}\' step=1]] say hi'
+
+
+@pytest.fixture(scope="module")
+def session(service: Service) -> str:
+    """A served root with a tool call in its history (for history, events and usage)."""
+    done = invoke(service.env, "run", "--model", MODEL, "--json", ADD)
+    assert done.code == 0, done.stderr
+    agent: str = json.loads(done.stdout)["agent"]
+    return agent
+
+
 # (name, arguments, exit code, what the output shows): each run both ways, then compared.
 RUNS = [
     ("plain", ["run", "--model", MODEL, '[[sim reply="Hello both ways"]] hi'], 0, "Hello"),

@@ -28,7 +28,12 @@ from supervisor import Grove
 from supervisor.batch.records import OutputLog, record_results
 from supervisor.batch.summary import Totals
 from supervisor.batch.tasks import Task
-from tests.integration.groves import cli_environment, interrupt_after_lines, running_grove
+from tests.integration.groves import (
+    cli_environment,
+    interrupt_after_lines,
+    invoke,
+    running_grove,
+)
 
 KEY = "sim-cache-test-key-4411"
 TTFT_MS = 150
@@ -211,10 +216,7 @@ def test_costs_count_cached_tokens_at_their_prices_and_reports_say_so(
     assert data["cost_usd"] < 0.2 * uncached
     assert data["saved_usd"] == pytest.approx(uncached - data["cost_usd"], rel=1e-6)
     env = {**cli_environment(tmp_path), "GROVE_STORE": str(grove.settings.store)}
-    shown = subprocess.run(
-        [sys.executable, "-m", "cli.app", "usage", "--agent", root],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+    shown = invoke(env, "usage", "--agent", root)
     assert shown.returncode == 0, shown.stderr
     header, *rows = shown.stdout.splitlines()
     assert "cache rd" in header and "hit" in header and "saved $" in header

@@ -131,7 +131,9 @@ def test_a_service_turn_resumes_and_its_event_streams_follow_it(
         made = api.post("/api/roots", json={"model": "claude-haiku-4-5", "tools": [MARK]})
     assert made.status_code == 201, made.text
     root = made.json()["uuid"]
-    body = {"text": three_calls("mark", path), "stream": True}
+    # each reply takes a while: the resumed turn is still running when the late reader comes
+    slow = three_calls("mark", path).replace(" step=", " ttft_ms=700 step=")
+    body = {"text": f"{slow} [[sim ttft_ms=700 step=4]]", "stream": True}
     prompter = reading(served, "POST", f"/api/agents/{root}/prompts", body)
     wait_for_label(path, "1")  # the turn is under way: a watcher is shown it from its start
     watcher = reading(served, "GET", f"/api/agents/{root}/stream")

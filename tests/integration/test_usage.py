@@ -5,8 +5,6 @@ what the store's messages recorded."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +13,7 @@ import pytest
 
 from supervisor import Grove
 from supervisor.store import open_store
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import Invoked, cli_environment, invoke, running_grove
 
 FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "cache_read_tokens")
 
@@ -59,12 +57,10 @@ def stored_sum(grove: Grove) -> dict[str, Any]:
         store.close()
 
 
-def grove_usage(grove: Grove, tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+def grove_usage(grove: Grove, tmp_path: Path, *options: str) -> Invoked:
+    """`grove usage OPTIONS` in this process, over the store of the module's Grove."""
     env = {**cli_environment(tmp_path), "GROVE_STORE": str(grove.settings.store)}
-    return subprocess.run(
-        [sys.executable, "-m", "cli.app", "usage", *options],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
-    )  # fmt: skip
+    return invoke(env, "usage", *options)
 
 
 def test_the_session_report_covers_its_tree_and_sums_its_rows(
