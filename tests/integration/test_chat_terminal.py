@@ -20,7 +20,8 @@ from tests.conformance.corpus import REPO_ROOT
 
 
 class Terminal:
-    """A child process on a pty; `expect` reads until a text shows up."""
+    """A child process on a pty; `expect` reads until a text shows up after the last text it
+    found (what one read brought beyond a match counts for the next `expect`)."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         self.pid, self.fd = pty.fork()
@@ -28,14 +29,15 @@ class Terminal:
             os.chdir(cwd)
             os.execve(argv[0], argv, env)
         self.screen = b""
+        self.seen = 0  # where the last text found ends
 
     def type(self, keys: str) -> None:
         os.write(self.fd, keys.encode())
 
     def expect(self, text: str, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s
-        start = len(self.screen)
-        while text.encode() not in self.screen[start:]:
+        wanted = text.encode()
+        while (found := self.screen.find(wanted, self.seen)) < 0:
             remaining = deadline - time.monotonic()
             assert remaining > 0, f"{text!r} never appeared; the screen ends with:\n" + (
                 self.screen[-2000:].decode(errors="replace")
@@ -46,6 +48,8 @@ class Terminal:
                     self.screen += os.read(self.fd, 65536)
                 except OSError:
                     break
+        else:
+            self.seen = found + len(wanted)
 
     def wait(self, timeout_s: float = 60.0) -> int:
         deadline = time.monotonic() + timeout_s
