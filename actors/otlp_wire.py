@@ -32,10 +32,13 @@ HAS_IS_REMOTE = 0x100
 IS_REMOTE = 0x200
 SCALARS = (str, int, bool, float)
 DOUBLE = struct.Struct("<d")
+ONE_BYTE = tuple(bytes((number,)) for number in range(0x80))
 
 
 def varint(number: int) -> bytes:
     """A protobuf varint (an int64 below zero as its 64-bit two's complement)."""
+    if 0 <= number < 0x80:
+        return ONE_BYTE[number]
     number &= 0xFFFF_FFFF_FFFF_FFFF
     out = bytearray()
     while number > 0x7F:
