@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult, reply_data
+from actors.estimates import ESTIMATED
 from actors.transcript import COMPACTION_TEXT, Entry
 from providers.base import (
     Message,
@@ -329,8 +330,10 @@ class Reviewer:
         return turn.text.strip()
 
     async def _bill(self, data: dict[str, Any]) -> None:
-        """A request of a review ended: what it used goes with the next report."""
-        self._spent.append(data)
+        """A request of a review ended: what it used goes with the next report (what one may
+        cost, told before it is sent, is not: a review's requests are reported together)."""
+        if not data.get(ESTIMATED):
+            self._spent.append(data)
 
     def status(self) -> dict[str, Any]:
         history_chars = sum(_message_chars(m) for m in self.agent.history)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
+from actors.estimates import estimated_bill
 from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
 from actors.steps import INTERRUPTED_FACT, StepRefused, StoreSteps, interrupted_text, open_calls
 from actors.telemetry import NO_TRACING, TraceParent, Tracing
@@ -263,7 +264,8 @@ class Agent:
         trace: TraceParent | None = None,
     ) -> TurnResult:
         """Run one turn to its end. Failures are reported in the result, never raised.
-        `billed` is told what each request used as soon as it ends; `output` makes the final
+        `billed` is told what each request may be billed at most before it is sent, and what
+        it used as soon as it ends (actors/estimates.py); `output` makes the final
         answer typed: checked, and sent back with its problems up to its retries. `steps`
         stores each finished step as it ends (a reply that calls tools, each tool result), so
         that a turn cut off resumes from there: calls of the last stored reply that never
@@ -463,16 +465,18 @@ class Agent:
         provider = self.choice.provider
         estimate = estimated_input(request, self._tool_chars)
         if self.budget is None:
-            return await self._streamed(request, provider, estimate, emit, None)
+            bill = estimated_bill(request, provider, estimate, None)
+            return await self._streamed(request, provider, estimate, emit, None, bill)
         hold = await self.budget.reserve(self.uuid, request.model, estimate, self.max_tokens)
         if hold.warning:
             emit(ProviderWarning(text=hold.warning))
         if hold.strict:  # the reply may not outgrow what the request holds
             request = replace(request, max_tokens=hold.output)
         guard = ReplyGuard(self.budget, self.uuid, request, hold, estimate) if hold.cancel else None
+        bill = estimated_bill(request, provider, estimate, hold)
         finished: AssistantTurn | None = None
         try:
-            finished = await self._streamed(request, provider, estimate, emit, guard)
+            finished = await self._streamed(request, provider, estimate, emit, guard, bill)
             return finished
         except BudgetCut as cut:
             finished = cut.turn
@@ -490,10 +494,13 @@ class Agent:
         estimate: int,
         emit: Emit,
         guard: ReplyGuard | None,
+        bill: dict[str, Any],
     ) -> AssistantTurn:
         """The request streamed, waiting first for the fleet's rate limits if it has them
         (`estimate`: its input tokens, as the buckets count them); `guard` watches a reply
-        that a budget may cut off."""
+        that a budget may cut off. Just before it is sent the supervisor hears what it may be
+        billed at most (`bill`): the provider bills it even if this host dies before it reads
+        the reply; the reply's own bill replaces that estimate."""
         limited = self.fleet is not None and provider in self.fleet.providers
         if limited:
             assert self.fleet is not None
@@ -501,6 +508,8 @@ class Agent:
         left: RateLimitLeft | None = None  # what the provider's headers said is left
         try:
             await self._stored_so_far()  # the results this request shows the model are stored
+            if self._billed is not None:
+                await self._billed(bill)
             with self.tracing.chat(request, provider) as span:
                 async for event in self.provider.stream(request):
                     if isinstance(event, Finished):

@@ -49,8 +49,9 @@ from providers.errors import ProviderError
 from providers.google_cache import CachedContent, create_cached_content, delete_cached_content
 from providers.http import HTTPProvider
 
-# Tells the supervisor what a request of a turn was billed, as soon as it ends: (ticket id,
-# agent, the data its reply is stored with, without its parts).
+# Tells the supervisor what a request of a turn may be billed at most before it is sent, and
+# what it was billed as soon as it ends: (ticket id, agent, the data its reply is stored with,
+# without its parts; an estimate's is marked `estimated`, actors/estimates.py).
 Billed = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 # Stores finished steps of a turn as they end (actors/steps.py StoreSteps, for this ticket).
 StepStore = Callable[["Ticket", list[tuple[int, NewEntry]]], Awaitable[list[int] | None]]

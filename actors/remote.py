@@ -175,8 +175,9 @@ class SupervisorBudgetPort:
 
 
 class SupervisorBillingPort:
-    """What each request of a turn was billed, told to the supervisor as it ends (the host's
-    agents together, one call per batch)."""
+    """What each request of a turn may be billed at most, told to the supervisor before it is
+    sent, and what it was billed, told as it ends (the host's agents together, one call per
+    batch)."""
 
     def __init__(self, supervisor: Any) -> None:
         self._supervisor = supervisor

@@ -20,9 +20,13 @@ prompts without directives, one pass, nothing killed. Wall times count each pass
 not Ray's start-up (as bench/batch.py's runner figure); `rerun_start_s` is what the later
 passes' Grove start-ups add. `lost` counts tasks without an ok record at the end; read back
 from the store afterwards: the usage it records against what the simulator billed for the
-answers it finished (`usage_recorded_equals_billed`; a host killed in the moment between the
-simulator writing an answer's last bytes and the host reading them never learns of it, so
-those requests are billed and not recorded: `billed_not_recorded`), `run_twice` (tasks with
+answers it began (`usage_recorded_equals_billed`). A host tells the supervisor what a request
+may cost at most before it sends it, so a request whose host died before its bill was known
+is recorded at that estimate (`requests_estimated`, `usage_estimated`; their bills are not
+recorded: `billed_not_recorded`): the requests recorded are those billed
+(`requests_recorded_equals_billed`), and the bill is what the store records field for field
+but for the estimated requests, billed no more than their estimates
+(`usage_exact_or_covered`). Also `run_twice` (tasks with
 more than one stored answer under their key), `lost_in_store` (tasks with none),
 `TurnInterrupted` and `HostRestarted` events.
 Provider retries (`Retrying`) reach only a turn's stream, which the batch runner does not
@@ -75,6 +79,7 @@ from harness import (
     simulator_stats,
 )
 
+from actors.estimates import ESTIMATED
 from actors.steps import INTERRUPTED_FACT
 from providers.errors import GroveError
 from supervisor.batch.done import read_previous
@@ -84,7 +89,7 @@ from supervisor.batch.tasks import Task, id_key, read_tasks
 from supervisor.store import open_store
 from supervisor.store.records import MessageRecord
 from supervisor.turns import calls_tools
-from supervisor.usage import billed_messages, usage_report
+from supervisor.usage import UsageTotals, billed_messages, usage_report
 
 CONTEXT = [
     ("user", "Our shop sells 40 kinds of tea. Answer each question about it in one sentence."),
@@ -319,11 +324,15 @@ def store_tally(directory: Path) -> dict[str, Any]:
             [m for agent in agents for m in store.agent_messages(agent.uuid)], interrupted
         )
         recorded = usage_report(store, agents).total
+        billed = [message for agent in agents for message in billed_messages(store, agent)]
         kinds = Counter(
             (message.kind, bool(message.data.get("usage", {}).get("output_tokens")))
-            for agent in agents
-            for message in billed_messages(store, agent)
+            for message in billed
         )
+        estimated = UsageTotals()
+        for message in billed:
+            if message.data.get(ESTIMATED):
+                estimated.add(message)
     finally:
         store.close()
     usage = {name: getattr(recorded, name) for name in COMPARED_USAGE}
@@ -334,9 +343,25 @@ def store_tally(directory: Path) -> dict[str, Any]:
         "answers": answers,
         "events": events,
         "usage": usage,
+        "estimated": {name: getattr(estimated, name) for name in COMPARED_USAGE},
         "by_kind": by_kind,
         "kept": kept,
     }
+
+
+def covered(recorded: dict[str, int], estimated: dict[str, int], billed: dict[str, int]) -> bool:
+    """Whether the bill is what the store records, field for field, its requests recorded at
+    an estimate aside: what the bill holds beyond the requests recorded exactly is as many
+    requests as were estimated, of no more tokens than their estimates (a prompt's cache
+    tokens are part of its input)."""
+    beyond = {name: billed[name] - recorded[name] + estimated[name] for name in COMPARED_USAGE}
+    limits = {
+        name: estimated["input_tokens"] if name.startswith("cache_") else estimated[name]
+        for name in COMPARED_USAGE
+    }
+    return beyond["requests"] == estimated["requests"] and all(
+        0 <= beyond[name] <= limits[name] for name in COMPARED_USAGE
+    )
 
 
 @dataclass(kw_only=True, slots=True)
@@ -434,7 +459,7 @@ def main() -> None:
     provider_faults = sum(kind in STATUS_FAULT_KINDS for kind in faults.values())
     wanted = [f"{task}:{step}" for task in sorted(tools) for step in range(1, TOOL_STEPS + 1)]
     # each task's own requests: its answer, and a step per call for the tool tasks (a fault's
-    # answer is not billed: the simulator bills a reply once its last byte is written)
+    # answer is not billed: the simulator bills the replies it began, not its errors or breaks)
     requests_needed = args.n + TOOL_STEPS * len(tools)
     kept: KeptSteps = tally["kept"]
     whole_turn_rebilled = billed["requests"] - requests_needed + kept.replies
@@ -473,7 +498,12 @@ def main() -> None:
         # the same fields on both sides: requests, input (whole prompts), output, cache tokens
         "usage_recorded_equals_billed": tally["usage"]
         == {name: billed[name] for name in COMPARED_USAGE},
-        "billed_not_recorded": billed["requests"] - tally["usage"]["requests"],
+        "requests_recorded_equals_billed": tally["usage"]["requests"] == billed["requests"],
+        "requests_estimated": tally["estimated"]["requests"],
+        "usage_estimated": tally["estimated"],
+        "usage_exact_or_covered": covered(tally["usage"], tally["estimated"], billed),
+        "billed_not_recorded": billed["requests"]
+        - (tally["usage"]["requests"] - tally["estimated"]["requests"]),
         "recorded_requests_by_kind": tally["by_kind"],
         "tool_tasks": len(tools),
         "side_effects": sum(ran.values()),

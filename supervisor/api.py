@@ -31,7 +31,7 @@ from actors.output import OutputType
 from actors.remote import HostSettings
 from actors.telemetry import caller_traceparent
 from actors.tools.grant import MCP_PREFIX
-from actors.tools.mcp import list_server_tools
+from actors.tools.mcp import ListedTool, McpServerConfig, list_server_tools
 from actors.tools.sandbox import SandboxPolicy
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.catalog import ModelSpec, parse_model_spec
@@ -239,6 +239,8 @@ class Grove:
         self._approvers: dict[str, Approver] = {}
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
+        # The tools of each MCP server configuration this Grove has listed (`_mcp_tools`).
+        self._mcp_listed: dict[McpServerConfig, list[ListedTool]] = {}
         self.supervisor: Any = None
         # Per asyncio loop, the asks it makes at once: begun together (`_begin_turn`), their
         # results asked for together (`_await_result`).
@@ -494,8 +496,10 @@ class Grove:
         return make_output(output_type, retries, provider)  # type: ignore[arg-type]
 
     def _mcp_tools(self, names: Sequence[str]) -> list[dict[str, Any]]:
-        """The schemas of the MCP tools `names` grants, listed from the servers now (a server
-        that cannot be started is a warning, and its tools are left out)."""
+        """The schemas of the MCP tools `names` grants, listed from each server the first time
+        this Grove needs it with that configuration (same command, arguments and environment,
+        same tools); a server that cannot be started is a warning each time, and its tools are
+        left out."""
         wanted = {name[len(MCP_PREFIX) :].split("__")[0] for name in names if is_mcp(name)}
         servers = mcp_servers(self.settings)
         unknown = sorted(wanted - set(servers))
@@ -503,7 +507,11 @@ class Grove:
             raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
         if not wanted:
             return []
-        listed = bridge.run(list_server_tools({name: servers[name] for name in sorted(wanted)}))
+        configs = [servers[name] for name in sorted(wanted)]
+        unlisted = {config.name: config for config in configs if config not in self._mcp_listed}
+        if unlisted:
+            found = bridge.run(list_server_tools(unlisted))
+            self._mcp_listed.update({unlisted[name]: tools for name, tools in found.items()})
         return [
             {
                 "name": tool.spec.name,
@@ -511,7 +519,8 @@ class Grove:
                 "parameters": tool.spec.parameters,
                 "idempotent": tool.idempotent,
             }
-            for tool in listed
+            for config in configs
+            for tool in self._mcp_listed.get(config, ())
         ]
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:

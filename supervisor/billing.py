@@ -1,13 +1,15 @@
-"""What the requests of turns in flight were billed, as their hosts report it when each request
-ends: dropped once the turn is stored (its messages carry the usage), stored as `spent`
-messages when the turn is lost with its host, so a reply is counted once even if its turn runs
-again.
+"""What the requests of turns in flight were billed, as their hosts report it: an estimate just
+before each request is sent, its exact bill when it ends. Dropped once the turn is stored (its
+messages carry the usage), stored as `spent` messages when the turn is lost with its host (a
+request sent and not answered yet at its estimate), so a request is counted once even if its
+turn runs again.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from actors.estimates import ESTIMATED
 from supervisor.store.base import SPENT_KIND
 from supervisor.store.records import NewMessage
 
@@ -17,11 +19,19 @@ class InFlightBilling:
 
     def __init__(self) -> None:
         self._pending: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        # The request each turn has sent and not heard the end of (a turn sends one at a
+        # time): its estimated bill, until its own bill replaces it.
+        self._open: dict[str, tuple[str, dict[str, Any]]] = {}
         # Replies stored as steps before their host told what they were billed (the two
         # travel apart): not to be kept when that word comes.
         self._stored_early: dict[str, list[dict[str, Any]]] = {}
 
     def seen(self, ticket_id: str, agent: str, data: dict[str, Any]) -> None:
+        """A request is about to be sent (`data` is its estimate), or has ended."""
+        if data.get(ESTIMATED):  # the one before it ended, billed or not
+            self._open[ticket_id] = (agent, data)
+            return
+        self._open.pop(ticket_id, None)
         early = self._stored_early.get(ticket_id)
         if early and data in early:
             early.remove(data)
@@ -31,6 +41,7 @@ class InFlightBilling:
     def step_stored(self, ticket_id: str, data: dict[str, Any]) -> None:
         """A reply of a turn in flight is stored as a step (`data`: its stored data without
         its parts): what it was billed is in that message."""
+        self._open.pop(ticket_id, None)
         pending = self._pending.get(ticket_id, [])
         for index, (_, billed) in enumerate(pending):
             if billed == data:
@@ -41,12 +52,18 @@ class InFlightBilling:
     def stored(self, ticket_id: str) -> None:
         """The turn is stored: what it was billed is in its messages."""
         self._pending.pop(ticket_id, None)
+        self._open.pop(ticket_id, None)
         self._stored_early.pop(ticket_id, None)
 
     def lost(self, ticket_id: str) -> list[NewMessage]:
-        """The turn's host died before it was stored: its billed requests, as messages."""
+        """The turn's host died before it was stored: its billed requests, as messages, the
+        one it had sent and not heard the end of last, at its estimate (marked `estimated`)."""
         self._stored_early.pop(ticket_id, None)
-        return [spent_message(agent, data) for agent, data in self._pending.pop(ticket_id, [])]
+        billed = self._pending.pop(ticket_id, [])
+        sent = self._open.pop(ticket_id, None)
+        if sent is not None:
+            billed.append(sent)
+        return [spent_message(agent, data) for agent, data in billed]
 
 
 def spent_message(agent: str, data: dict[str, Any]) -> NewMessage:

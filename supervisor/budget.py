@@ -250,25 +250,24 @@ class BudgetDesk:
         return larger
 
     def settle(self, uuid: str, hold: Hold, tokens: int, cost_usd: float) -> None:
-        """A request ended: what it held goes back (unless `release` gave it back already),
-        what it used is counted."""
+        """A request ended: what it held goes back, what it used is counted; nothing when
+        `release` gave it back already (its host died: it was counted then, at its estimate
+        if it had been sent)."""
         held = self._open.get(uuid, [])
-        open_hold = hold in held
-        if open_hold:
-            held.remove(hold)
+        if hold not in held:
+            return
+        held.remove(hold)
         for scope in self.scopes(uuid):
-            spend = self._spend(scope)
-            if open_hold:
-                spend.settle(hold, tokens, cost_usd)
-            else:
-                spend.count(tokens, cost_usd)
+            self._spend(scope).settle(hold, tokens, cost_usd)
 
-    def release(self, uuid: str) -> None:
+    def release(self, uuid: str, tokens: int = 0, cost_usd: float = 0.0) -> None:
         """The agent's host died: what its requests in flight held goes back (they will never
-        settle; what they were billed is kept by the turn's billing, see billing.py)."""
+        settle), and the one it had sent counts as `tokens` and `cost_usd`, its estimate as its
+        turn's billing stores it (billing.py): what its hold reserved."""
         for hold in self._open.pop(uuid, []):
             for scope in self.scopes(uuid):
-                self._spend(scope).settle(hold, 0, 0.0)
+                self._spend(scope).settle(hold, tokens, cost_usd)
+            tokens, cost_usd = 0, 0.0
 
     def before_turn(self, record: AgentRecord, count: bool) -> None:
         """A new turn (`count`: it counts as one) or a fork in a budgeted tree: refused at a

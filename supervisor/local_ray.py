@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from providers.errors import GroveError
+from supervisor.reaper import MARK_VARIABLE
 
 REAPER = Path(__file__).with_name("reaper.py")
 REAPER_WAIT_S = 10.0
@@ -144,8 +145,9 @@ class LocalRay:
         from ray._private.node import Node
         from ray._private.parameter import RayParams
 
+        mark = {MARK_VARIABLE: secrets.token_hex(16)}  # the raylet's, so what it starts has it
         reaper = subprocess.Popen(
-            [sys.executable, "-S", str(REAPER)],
+            [sys.executable, "-S", str(REAPER), f"{MARK_VARIABLE}={mark[MARK_VARIABLE]}"],
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -159,6 +161,7 @@ class LocalRay:
                 include_dashboard=False,
                 no_monitor=True,
                 include_log_monitor=False,  # type: ignore[arg-type]  # a flag, typed str
+                env_vars=mark,
             )
             node = Node(params, head=True, shutdown_at_exit=False, spawn_reaper=True)
             assert reaper.stdin is not None
@@ -180,14 +183,13 @@ class LocalRay:
         try:
             self._node.kill_all_processes(check_alive=False, allow_graceful=True, wait=True)
         finally:
-            _end_reaper(self._reaper, b"done\n")
+            _end_reaper(self._reaper)
 
 
-def _end_reaper(reaper: subprocess.Popen[bytes], last: bytes = b"") -> None:
+def _end_reaper(reaper: subprocess.Popen[bytes]) -> None:
     """Close the reaper's pipe (it reaps and exits) and wait for it."""
     assert reaper.stdin is not None
     with contextlib.suppress(OSError):
-        reaper.stdin.write(last)
         reaper.stdin.close()
     with contextlib.suppress(subprocess.TimeoutExpired):
         reaper.wait(REAPER_WAIT_S)

@@ -469,10 +469,13 @@ class Supervisor:
         self.core.event("RateLimited", agent=uuid, provider=provider, seconds=round(seconds, 3))
 
     async def billed_many(self, requests: list[tuple[str, str, dict[str, Any]]]) -> list[None]:
-        """Requests that ended, `(turn ticket, agent, what it was billed)` each: kept until
-        the turn is stored, stored anyway if the turn is lost with its host."""
+        """Requests about to be sent or that ended, `(turn ticket, agent, its estimated bill or
+        what it was billed)` each: kept until the turn is stored, stored anyway if the turn is
+        lost with its host. A word that comes after its turn was lost is dropped (the request
+        it tells of was kept at its estimate)."""
         for ticket_id, uuid, data in requests:
-            self.core.billing.seen(ticket_id, uuid, data)
+            if self.core.live(uuid).ticket_id == ticket_id:
+                self.core.billing.seen(ticket_id, uuid, data)
         return [None] * len(requests)
 
     async def budget_reserve_many(

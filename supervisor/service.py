@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from actors.agent import ModelChoice, NewEntry, TurnResult
+from actors.estimates import ESTIMATED
 from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
@@ -102,8 +103,9 @@ class SupervisorCore:
         # Refuses a new turn (count=True) or fork in a tree whose budget is spent; set by the
         # deployment (supervisor/budget.py).
         self.budget_check: Callable[[AgentRecord, bool], None] | None = None
-        # Gives back what the requests in flight of an agent whose host died held (the same).
-        self.release_holds: Callable[[str], None] | None = None
+        # Gives back what the requests in flight of an agent whose host died held, counting the
+        # tokens and cost of the one it had sent (the same).
+        self.release_holds: Callable[[str, int, float], None] | None = None
         self._background: set[asyncio.Task[None]] = set()
         self.workspaces = Workspaces()  # where agents work: set by the deployment
         self._live: dict[str, LiveAgent] = {}
@@ -435,7 +437,7 @@ class SupervisorCore:
         for ticket in tickets:
             state = self._live[ticket.uuid]
             if state.ticket_id == ticket.ticket_id:
-                self._keep_billed(ticket.ticket_id)
+                self._lost_with_host(ticket.uuid, state)
                 self.event(
                     "TurnInterrupted", agent=ticket.uuid, ticket=ticket.ticket_id, host=host_id
                 )
@@ -636,28 +638,41 @@ class SupervisorCore:
             text = given_up_text(host.host_id, self.restart_policy)
             self.event("HostGivenUp", host=host.host_id, error=text)
             for uuid, state in affected:
+                self._lost_with_host(uuid, state)
                 self._interrupted(uuid, state, text)
             return
         await replace()
         self.event("HostRestarted", host=host.host_id, agents=len(affected))
         for uuid, state in affected:
             state.active, state.ready_for = False, None
-            if self.release_holds is not None:
-                self.release_holds(uuid)
+            self._lost_with_host(uuid, state)
             if state.ticket_id is None:
                 continue
-            self._keep_billed(state.ticket_id)
             self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host.host_id)
             state.ticket_id = None  # waiters keep waiting: the resumed turn is this turn's end
             self._schedule_retry(uuid, state)
         if self.advisors is not None:
             await self.advisors.host_replaced(host)
 
-    def _keep_billed(self, ticket_id: str) -> None:
-        """A turn lost with its host: what its requests were billed is stored all the same."""
-        lost = self.billing.lost(ticket_id)
+    def _lost_with_host(self, uuid: str, state: LiveAgent) -> None:
+        """The agent's host died: what the requests of its turn in flight were billed is
+        kept, and what they held of its budgets goes back, a request sent and not answered
+        yet counted at its estimate (as `_keep_billed` stores it)."""
+        tokens, cost_usd = self._keep_billed(state)
+        if self.release_holds is not None:
+            self.release_holds(uuid, tokens, cost_usd)
+
+    def _keep_billed(self, state: LiveAgent) -> tuple[int, float]:
+        """A turn lost: what its requests were billed is stored all the same, one sent and not
+        answered yet at its estimate (billing.py); that estimate's tokens and cost."""
+        lost = [] if state.ticket_id is None else self.billing.lost(state.ticket_id)
         if lost:
             self.store.append_messages(lost)
+        for message in lost:
+            if message.data.get(ESTIMATED):
+                usage = Usage(**message.data["usage"])
+                return usage.input_tokens + usage.output_tokens, float(message.data["cost_usd"])
+        return 0, 0.0
 
     def recover(self) -> int:
         """After a supervisor restart: turns that were in flight are reported interrupted and
@@ -714,8 +729,7 @@ class SupervisorCore:
         return state
 
     def _interrupted(self, uuid: str, state: LiveAgent, error: str) -> None:
-        if state.ticket_id is not None:
-            self._keep_billed(state.ticket_id)
+        self._keep_billed(state)
         state.ticket_id = None
         state.active = False
         state.last_result = TurnResult(error=error)

@@ -344,23 +344,25 @@ def said_idempotent(tool: Any) -> bool:
     )
 
 
-async def list_server_tools(servers: Mapping[str, McpServerConfig]) -> list[ListedTool]:
-    """Every configured server's tools, listed from this process (all servers at once) and
-    closed again; a server that cannot be started or listed is one warning (with its stderr's
-    tail) and no tools."""
+async def list_server_tools(
+    servers: Mapping[str, McpServerConfig],
+) -> dict[str, list[ListedTool]]:
+    """Each configured server's tools by its name, listed from this process (all servers at
+    once) and closed again; a server that cannot be started or listed is one warning (with its
+    stderr's tail) and left out."""
     pool = McpPool(servers)
 
-    async def listed(name: str) -> list[ListedTool]:
+    async def listed(name: str) -> list[ListedTool] | None:
         try:
             return await pool.list_tools(name)
         except Exception as exc:  # any failure: warn, go on without
             log.warning(
                 "%s", exc if isinstance(exc, McpServerError) else f"MCP server {name}: {exc}"
             )
-            return []
+            return None
 
     try:
         found = await asyncio.gather(*(listed(name) for name in servers))
     finally:
         await pool.close()
-    return [spec for specs in found for spec in specs]
+    return {name: specs for name, specs in zip(servers, found, strict=True) if specs is not None}

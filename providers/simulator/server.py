@@ -10,6 +10,7 @@ import asyncio
 import json
 import logging
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -63,10 +64,11 @@ class Simulator:
         rpm, tpm = self.config.rpm, self.config.tpm
         self._limiter = RateLimiter(rpm, tpm) if rpm or tpm else None
         self.rate_limited = 0  # requests answered 429 for being over --rpm / --tpm
-        # What the answers it finished reported, as a provider bills: requests, input and
-        # output tokens, prompt tokens read from caches and written to them, and the requests
-        # that wrote with nothing read ("cold": a prefix written anew), in all and by API (a
-        # stream cut off before its end reports no usage and is not counted).
+        # What the answers it began reported, as a provider bills: requests, input and output
+        # tokens, prompt tokens read from caches and written to them, and the requests that
+        # wrote with nothing read ("cold": a prefix written anew), in all and by API. A stream
+        # whose client went away is billed the reply tokens written until then; one the
+        # simulator broke itself (a fault) is not billed, nor an error answer.
         self.billed = _billing()
         self.billed_by_api: dict[str, dict[str, int]] = {}
         refuse = self.config.refuse
@@ -87,6 +89,9 @@ class Simulator:
         self._server: asyncio.Server | None = None
         # The newest request bodies, for tests that check what a client sent.
         self.received: deque[dict[str, Any]] = deque(maxlen=RECEIVED_KEPT)
+        # For tests: called with a streamed reply's request before each frame that ends the
+        # reply is written (its content all written): a client gone then never reads its end.
+        self.before_end: Callable[[Inbound], None] | None = None
         self._connections: set[asyncio.Task[Any]] = set()
         self._port: int | None = None
 
@@ -279,15 +284,15 @@ class Simulator:
         if plan.fault is not None and plan.fault.kind == "error_after_200":
             return await _send(writer, api, api.error("overloaded"), keep_alive)
         reply = Reply(status=200, body=api.body(plan, inbound), headers=limits)
-        kept = await _send(writer, api, reply, keep_alive)
-        self._bill(inbound, plan, api)
-        return kept
+        self._bill(inbound, plan, api, plan.content_events)  # generated: billed, read or not
+        return await _send(writer, api, reply, keep_alive)
 
-    def _bill(self, inbound: Inbound, plan: Plan, api: SimulatedAPI) -> None:
+    def _bill(self, inbound: Inbound, plan: Plan, api: SimulatedAPI, output: int) -> None:
+        """A request answered (`output`: the reply's tokens generated)."""
         for billed in (self.billed, self.billed_by_api.setdefault(api.name, _billing())):
             billed["requests"] += 1
             billed["input_tokens"] += inbound.input_tokens
-            billed["output_tokens"] += plan.content_events
+            billed["output_tokens"] += output
             billed["cache_read_tokens"] += plan.cache.read
             billed["cache_write_tokens"] += plan.cache.written
             billed["cold_writes"] += bool(plan.cache.written and not plan.cache.read)
@@ -354,27 +359,37 @@ class Simulator:
         pending: list[bytes] = []
         due = received
         content_sent = 0
-        for frame in api.frames(plan, inbound):
-            if cut_after is not None and (
-                frame.role == "terminal" or (frame.role == "content" and content_sent >= cut_after)
-            ):
-                break
-            if frame.role == "content":
-                due = max(due, first_content_at + content_sent * interval)
-                content_sent += 1
-            pending.append(frame.data)
-            if len(pending) >= batch_size:
+        try:
+            for frame in api.frames(plan, inbound):
+                if cut_after is not None and (
+                    frame.role == "terminal"
+                    or (frame.role == "content" and content_sent >= cut_after)
+                ):
+                    break
+                if frame.role == "terminal" and self.before_end is not None:
+                    self.before_end(inbound)
+                if frame.role == "content":
+                    due = max(due, first_content_at + content_sent * interval)
+                    content_sent += 1
+                pending.append(frame.data)
+                if len(pending) >= batch_size:
+                    await _write_at(writer, pending, due)
+                    pending = []
+            if pending:
                 await _write_at(writer, pending, due)
-                pending = []
-        if pending:
-            await _write_at(writer, pending, due)
-        if cut_after is not None:
-            await _flush_fully(writer)
-            writer.transport.abort()
-            return False
-        writer.write(LAST_CHUNK)
-        await writer.drain()
-        self._bill(inbound, plan, api)
+            if cut_after is not None:
+                await _flush_fully(writer)
+                writer.transport.abort()
+                return False
+            writer.write(LAST_CHUNK)
+            await writer.drain()
+        except ConnectionError:
+            # The client went away mid-answer: billed as far as it was generated, as a
+            # provider bills a request it has begun to answer (a planned break is a fault).
+            if cut_after is None:
+                self._bill(inbound, plan, api, content_sent)
+            raise
+        self._bill(inbound, plan, api, plan.content_events)
         return keep_alive
 
 

@@ -276,10 +276,11 @@ def test_a_child_of_the_fork_tool_resumes(
 def test_what_a_killed_host_held_of_a_budget_is_given_back(
     setup: tuple[Grove, SimulatorThread],
 ) -> None:
-    """The request in flight when its host died held the whole budget: given back, the turn
-    resumes (else its request would wait for a hold that never settles)."""
+    """The request in flight when its host died held half the budget: given back, and
+    counted at that estimate (the provider bills it), the turn resumes (else its request
+    would wait for a hold that never settles)."""
     grove, _ = setup
-    root = grove.create_root("claude-haiku-4-5", budget=Budget(tokens=200, reserve_output=180))
+    root = grove.create_root("claude-haiku-4-5", budget=Budget(tokens=400, reserve_output=180))
     turn = grove.send(root.uuid, "[[sim tps=8 tokens=40]] slowly")
     for kind, _ in turn:  # until its reply streams: its hold is taken
         if kind == "text":

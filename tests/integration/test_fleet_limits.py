@@ -1,11 +1,13 @@
-"""Rate limits for the fleet: with `[providers.anthropic] rpm` the supervisor's buckets make
-every host's requests wait instead of earning 429s from a simulator enforcing the same limit,
-where the same burst on a provider without them does earn 429s; a 429 with retry-after that one
-agent meets holds every agent on that provider (one shared cooldown, an event)."""
+"""Rate limits for the fleet: with `[providers.anthropic] rpm` the supervisor's buckets hold
+no more than the provider's rate-limit headers say is left; a 429 with retry-after that one agent
+meets holds every agent on that provider (one shared cooldown, an event). (The burst that waits
+for the buckets: test_fleet_burst.py, on full buckets of its own.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,32 +21,33 @@ from tests.integration.groves import running_grove
 
 KEY = "sim-fleet-key-5e0a"
 RPM = 120  # a bucket of 120 requests, refilled at 2 a second
-BURST = RPM + 6
+
+
+@contextmanager
+def fleet(base: Path) -> Iterator[tuple[SimulatorThread, Grove]]:
+    """A simulator enforcing RPM and a Grove whose anthropic buckets hold the same RPM, both
+    with full buckets."""
+    with SimulatorThread(SimulatorConfig(api_key=KEY, rpm=RPM, tokens=3)) as simulator:
+        env = {"GROVE_PROVIDERS__ANTHROPIC__RPM": str(RPM)}
+        endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
+        with running_grove(base, hosts=2, env=env, endpoint=endpoint) as grove:
+            yield simulator, grove
 
 
 @pytest.fixture(scope="module")
-def simulator() -> Iterator[SimulatorThread]:
-    with SimulatorThread(SimulatorConfig(api_key=KEY, rpm=RPM, tokens=3)) as running:
-        yield running
+def started(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimulatorThread, Grove]]:
+    with fleet(tmp_path_factory.mktemp("fleet")) as both:
+        yield both
 
 
 @pytest.fixture(scope="module")
-def grove(tmp_path_factory: pytest.TempPathFactory, simulator: SimulatorThread) -> Iterator[Grove]:
-    env = {"GROVE_PROVIDERS__ANTHROPIC__RPM": str(RPM)}
-    endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
-    with running_grove(
-        tmp_path_factory.mktemp("fleet"), hosts=2, env=env, endpoint=endpoint
-    ) as grove:
-        yield grove
+def simulator(started: tuple[SimulatorThread, Grove]) -> SimulatorThread:
+    return started[0]
 
 
-def burst(grove: Grove, model: str) -> list[bool]:
-    root = grove.create_root(model).uuid
-    children = grove.fork_many(root, [f"task {n}" for n in range(BURST)])
-    done = grove.wait_any(children, 120)
-    while len(done) < len(children):
-        done |= grove.wait_any([c for c in children if c not in done], 120)
-    return [result is not None and result.ok for result in done.values()]
+@pytest.fixture(scope="module")
+def grove(started: tuple[SimulatorThread, Grove]) -> Grove:
+    return started[1]
 
 
 def rate_limited_events(grove: Grove) -> list[dict[str, Any]]:
@@ -94,15 +97,3 @@ def test_the_buckets_shrink_to_what_the_providers_headers_say_is_left(
     for n in range(12):
         assert grove.ask(root, f"[[sim tokens=1]] one after another {n}").ok
     assert simulator.simulator.rate_limited == before  # not one 429
-
-
-def test_requests_wait_for_the_fleets_buckets_instead_of_earning_429s(
-    grove: Grove, simulator: SimulatorThread
-) -> None:
-    before = simulator.simulator.rate_limited
-    assert all(burst(grove, "claude-haiku-4-5"))
-    assert simulator.simulator.rate_limited == before  # not one 429
-    # The same burst on a provider without fleet limits meets the simulator's limit: 429s,
-    # retried by each agent on its own (some give up).
-    burst(grove, "gpt-5-mini")
-    assert simulator.simulator.rate_limited > before

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from supervisor import Grove
+from supervisor.config import McpSection, McpServerSection
 from supervisor.tool_rules import grant_of
 from tests.integration.groves import running_grove
 from tests.integration.groves import sim_call as call
@@ -113,6 +114,30 @@ def test_the_servers_environment_has_no_provider_keys(grove: Grove) -> None:
     root = grove.create_root(MODEL, tools=["mcp__calc"]).uuid
     assert grove.ask(root, call("mcp__calc__has_variable", name="ANTHROPIC_API_KEY")).ok
     assert results(grove, root)[-1]["content"] == "no"
+
+
+def test_a_grove_lists_a_server_once_for_its_roots_and_again_once_its_config_changed(
+    grove: Grove, calc: Path, tmp_path: Path
+) -> None:
+    """Roots granted a server's tools get them from one listing of the server per
+    configuration: a server with another environment is another configuration."""
+    starts = tmp_path / "starts"
+    counted = McpServerSection(
+        command=sys.executable, args=[str(calc)], env={"CALC_STARTS": str(starts)}
+    )
+    changed = counted.model_copy(update={"env": {**counted.env, "CALC_LEVEL": "2"}})
+    configured = grove.settings
+    try:
+        for listings, server in enumerate((counted, changed), start=1):
+            servers = {**configured.mcp.servers, "counted": server}
+            grove.settings = configured.model_copy(update={"mcp": McpSection(servers=servers)})
+            for _ in range(3):
+                root = grove.create_root(MODEL, tools=["mcp__counted__add"]).uuid
+                tools = grove.agent(root).metadata["mcp_tools"]
+                assert "mcp__counted__add" in [tool["name"] for tool in tools]
+            assert len(starts.read_text().splitlines()) == listings
+    finally:
+        grove.settings = configured
 
 
 def test_a_server_that_cannot_start_is_one_warning_and_the_agent_goes_on(

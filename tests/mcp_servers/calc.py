@@ -1,5 +1,6 @@
 """A small MCP server over stdio (or streamable HTTP with `--http PORT`): arithmetic, an echo
-of its environment, an image, a tool that fails, and one that kills the server.
+of its environment, an image, a tool that fails, and one that kills the server. With
+`CALC_STARTS` set, each start over stdio adds a line to that file (tests count the starts).
 """
 
 from __future__ import annotations
@@ -59,4 +60,7 @@ if __name__ == "__main__":
         server.run("streamable-http", host="127.0.0.1", port=port)
     else:
         sys.stderr.write("calc server starting\n")
+        if "CALC_STARTS" in os.environ:
+            with open(os.environ["CALC_STARTS"], "a") as starts:
+                starts.write(f"{os.getpid()}\n")
         server.run()

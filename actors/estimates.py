@@ -1,0 +1,44 @@
+"""What a request about to be sent may be billed at most: told to the supervisor before it goes,
+so that a request whose host dies before its reply's bill is known is still counted, once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from providers.base import ProviderName, Request, Usage
+from providers.catalog import cost_usd, model_info
+from providers.errors import GroveError
+from providers.thinking import DEFAULT_MAX_TOKENS
+
+# In a bill's data: an estimate (the request's input as estimated, its reply as reserved),
+# stored as the bill of a request whose host died before its reply's bill was known.
+ESTIMATED = "estimated"
+
+
+def estimated_bill(
+    request: Request, provider: ProviderName, tokens: int, hold: Any | None
+) -> dict[str, Any]:
+    """The bill of a request of about `tokens` input, on the high side: the reply its budget
+    holds and what the hold costs (`hold`, when a budget holds anything for it), else as long
+    a reply as it may get (its max_tokens, or its model's longest)."""
+    if hold is not None and hold.tokens:
+        output, cost = int(hold.output), float(hold.cost_usd)
+    else:
+        output = request.max_tokens or longest_reply(request.model, provider)
+        cost = cost_usd(request.model, Usage(input_tokens=tokens, output_tokens=output))
+    usage = Usage(input_tokens=tokens, output_tokens=output)
+    return {
+        "usage": usage.as_dict(),
+        "cost_usd": cost,
+        "model": request.model,
+        "provider": provider,
+        ESTIMATED: True,
+    }
+
+
+def longest_reply(model: str, provider: ProviderName) -> int:
+    try:
+        return model_info(model, provider).max_output_tokens
+    except GroveError:  # a model the catalog does not know: what is asked for by default
+        return DEFAULT_MAX_TOKENS

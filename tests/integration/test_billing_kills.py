@@ -1,0 +1,93 @@
+"""A host SIGKILLed the moment its request was answered, before it told the supervisor what the
+request was billed (the simulator kills it before the reply's last frame, over a real Ray): the
+request is recorded once, at the estimate its host gave before sending it, and its budget gives
+back what the request held and counts that estimate, as the store records it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+from collections.abc import Iterator
+
+import pytest
+
+from actors.estimates import ESTIMATED
+from providers.http import Endpoint
+from providers.simulator import SimulatorConfig, SimulatorThread
+from providers.simulator.script import Inbound
+from supervisor import Budget, Grove
+from supervisor.store import open_store
+from supervisor.store.kinds import SPENT_KIND
+from tests.integration.groves import running_grove
+
+KEY = "sim-billing-kills-41d8"
+MODEL = "claude-haiku-4-5"
+TOKENS = 20  # each reply's
+RESERVE = 1000  # the reply tokens a request of the budgeted tree holds
+LIMIT = 2600  # room for the request killed and the one that resumes it, not for a large one
+MARK = "answered-as-its-host-died"
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[SimulatorThread]:
+    with SimulatorThread(SimulatorConfig(api_key=KEY, tokens=TOKENS)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def grove(tmp_path_factory: pytest.TempPathFactory, simulator: SimulatorThread) -> Iterator[Grove]:
+    env = {"GROVE_HOSTS__MAX_RESTARTS": "20"}
+    endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
+    with running_grove(
+        tmp_path_factory.mktemp("billing"), hosts=1, env=env, endpoint=endpoint
+    ) as running:
+        yield running
+
+
+def test_a_request_answered_as_its_host_dies_is_counted_once_at_its_estimate(
+    grove: Grove, simulator: SimulatorThread
+) -> None:
+    root = grove.create_root(MODEL, budget=Budget(tokens=LIMIT, reserve_output=RESERVE)).uuid
+    (pid,) = grove.host_pids().values()
+    killed: list[str] = []
+
+    def kill(inbound: Inbound) -> None:  # in the simulator, its reply's content all written
+        if MARK in inbound.prompt and not killed:
+            os.kill(pid, signal.SIGKILL)
+            killed.append(inbound.prompt)
+
+    before = dict(simulator.simulator.billed)
+    simulator.simulator.before_end = kill
+    try:
+        result = grove.ask(root, f"Say something ({MARK}).")
+    finally:
+        simulator.simulator.before_end = None
+    assert killed and result.ok, result.error
+    billed = {name: simulator.simulator.billed[name] - before[name] for name in before}
+    assert billed["requests"] == 2  # the reply its host never read, and the resumed turn's
+    assert billed["output_tokens"] == 2 * TOKENS
+    store = open_store(grove.settings.store)
+    try:
+        messages = store.agent_messages(root)
+    finally:
+        store.close()
+    (answer,) = [m for m in messages if m.kind == "assistant"]
+    (estimate,) = [m for m in messages if m.kind == SPENT_KIND]  # counted once, estimated
+    assert estimate.data[ESTIMATED] is True
+    exact, guessed = answer.data["usage"], estimate.data["usage"]
+    # Both requests carried the same prompt and were billed alike: the answer's bill is exact,
+    # the estimate is no less than what its request was billed, its reply at the hold.
+    assert 2 * exact["input_tokens"] == billed["input_tokens"]
+    assert exact["output_tokens"] == TOKENS
+    assert guessed["input_tokens"] >= exact["input_tokens"]
+    assert guessed["output_tokens"] == RESERVE
+    # The budget gave the hold back (else the resumed request would have waited for room)
+    # and counted the estimate: what it says it has spent is what the store records.
+    refused = grove.ask(root, "words " * 1000)
+    assert refused.error is not None
+    spent = re.search(rf"tokens ([\d,]+)/{LIMIT:,}", refused.error)
+    assert spent is not None, refused.error
+    recorded = sum(u["input_tokens"] + u["output_tokens"] for u in (exact, guessed))
+    assert int(spent.group(1).replace(",", "")) == recorded
