@@ -202,24 +202,26 @@ class _OtelSpan(Span):
 
 class OtelTracing(Tracing):
     """Spans of this process, batched and exported over OTLP/HTTP by the SDK's batch
-    processor and OTLP exporter. A root's `create_agent` span goes through the SDK's tracer
-    (its sampler decides for the tree); the spans of turns, a thousand times as many in a
-    fan-out, are made here as the SDK's ReadableSpan when they end, under their parent's
-    sampling decision: no tracer, lock or attribute checks per span."""
+    processor and OTLP exporter (which encodes them by actors/otlp_wire.py). A root's
+    `create_agent` span goes through the SDK's tracer (its sampler decides for the tree);
+    the spans of turns, a thousand times as many in a fan-out, are made here as the SDK's
+    ReadableSpan when they end, under their parent's sampling decision: no tracer, lock or
+    attribute checks per span."""
 
     enabled = True
 
     def __init__(self, settings: TelemetrySettings) -> None:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
         from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
+        from actors.otlp_wire import span_exporter
+
         resource = Resource.create({"service.name": settings.service_name})
         self.provider = TracerProvider(resource=resource)
-        exporter = OTLPSpanExporter(endpoint=settings.endpoint, headers=dict(settings.headers))
+        exporter = span_exporter(settings.endpoint, dict(settings.headers))
         queue = None if QUEUE_VARIABLE in os.environ else QUEUE_SPANS
         self._processor = BatchSpanProcessor(exporter, max_queue_size=queue)
         self.provider.add_span_processor(self._processor)

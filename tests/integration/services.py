@@ -1,21 +1,28 @@
 """A Grove service for tests, started as a user starts one (`grove up --simulate` in the
 background, in a config directory of its own) and stopped with `grove down`; one per module.
+Or the service's app over a Grove of the test process, served from a thread of it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import resource
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
+import uvicorn
 
-from server.files import process_alive
+from server.app import create_app
+from server.files import ServiceState, process_alive, remove_state, service_token, write_state
+from supervisor import Grove
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
 
@@ -81,3 +88,40 @@ def grove_service(
         assert down.returncode == 0, down.stderr
         assert not process_alive(recorded["pid"])  # it stopped, and its Ray with it
         assert not (running.config / "service.json").exists()
+
+
+@contextmanager
+def app_served(grove: Grove, token: str, batches: Path) -> Iterator[int]:
+    """The service's app (server/app.py) over `grove`, served on a free loopback port from a
+    thread of this process; the port, once it listens."""
+    port = free_loopback_port()
+    app = create_app(grove, token, batches)
+    server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
+    serving = threading.Thread(target=server.run)
+    serving.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not server.started:
+            assert serving.is_alive() and time.monotonic() < deadline
+            time.sleep(0.05)
+        yield port
+    finally:
+        server.should_exit = True
+        serving.join(60)
+
+
+@contextmanager
+def service_in_process(
+    grove: Grove, base: Path, env: dict[str, str] | None = None
+) -> Iterator[Service]:
+    """A service on `grove` (its store is the service's) as `grove up` would record it in a
+    config directory in `base`: a command with its `env` goes to it, as to a `grove up`."""
+    env = {**cli_environment(base), "GROVE_STORE": str(grove.settings.store), **(env or {})}
+    config = base / "config" / "grove"
+    token = service_token(config)
+    with app_served(grove, token, config / "batches") as port:
+        write_state(ServiceState(os.getpid(), "127.0.0.1", port, time.time()), config)
+        try:
+            yield Service(env, f"http://127.0.0.1:{port}", token, config)
+        finally:
+            remove_state(os.getpid(), config)

@@ -294,8 +294,9 @@ def test_batch_tasks_in_worktrees_on_both_nodes(cluster: LocalCluster, tmp_path:
         capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
         cwd=repo, timeout=BATCH_TIMEOUT_S, check=False,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in output.read_text().splitlines()]
+    failed = [record for record in records if record["status"] != "ok"]
+    assert result.returncode == 0, (result.stdout, result.stderr, failed)
     assert sorted(record["id"] for record in records) == list(range(12))
     for record in records:
         assert record["branch"] == f"grove/{record['agent'][:8]}", record
@@ -346,9 +347,84 @@ def test_a_strict_budget_holds_for_agents_racing_on_both_nodes(
     assert 0 < spent.input_tokens + spent.output_tokens <= limit
 
 
-def test_stop_worker_removes_only_the_worker_node(cluster: LocalCluster) -> None:
-    removed = cluster.script("stop-worker")
-    assert removed.returncode == 0, removed.stderr
+SLOW_TASKS = [
+    {"id": f"slow-{n}", "prompt": f"[[sim tokens=30 tps=15]] slow task {n}"} for n in range(24)
+]
+WAVE = 8  # tasks in flight at once
+
+
+def log_sizes(cluster: LocalCluster) -> dict[Path, int]:
+    """The size of each Ray worker log of the cluster now."""
+    ray_temp = Path((cluster.state / "ray-tmp").read_text().strip())
+    return {path: path.stat().st_size for path in ray_temp.glob("*/session_*/logs/worker-*.out")}
+
+
+def nodes_hosting_agents(cluster: LocalCluster, before: dict[Path, int]) -> set[str]:
+    """The local nodes ('head', 'worker') whose Ray workers have started an AgentHost actor
+    since the logs had the sizes `before`."""
+    ray_temp = Path((cluster.state / "ray-tmp").read_text().strip())
+    return {
+        path.relative_to(ray_temp).parts[0]
+        for path in log_sizes(cluster)
+        if b":actor_name:AgentHost" in path.read_bytes()[before.get(path, 0) :]
+    }
+
+
+def output_lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def test_a_batch_across_both_nodes_finishes_when_the_worker_node_goes_halfway(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    # After the tests that need both nodes: `stop-worker` removes the worker node for good.
+    tasks = tmp_path / "slow.jsonl"
+    tasks.write_text("".join(json.dumps(task) + "\n" for task in SLOW_TASKS))
+    output = tmp_path / "slow.out.jsonl"
+    command = [
+        sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate",
+        "--model", "claude-sonnet-4-5", "--hosts", "4", "--concurrency", str(WAVE),
+        "--output", str(output),
+    ]  # fmt: skip
+    logs = log_sizes(cluster)
+    store = open_store(cluster.exports["GROVE_STORE"])
+    try:
+        events_before = store.last_event_id()
+    finally:
+        store.close()
+    with (tmp_path / "batch.err").open("w") as errors:
+        batch = subprocess.Popen(
+            command, env=cluster.env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=errors
+        )
+        try:
+            deadline = time.monotonic() + BATCH_TIMEOUT_S
+            while output_lines(output) < WAVE and batch.poll() is None:
+                assert time.monotonic() < deadline, "the first tasks never finished"
+                time.sleep(0.05)
+            assert batch.poll() is None, "the batch ended before the worker node went"
+            assert nodes_hosting_agents(cluster, logs) == {"head", "worker"}
+            done_before = output_lines(output)
+            removed = cluster.script("stop-worker")
+            assert removed.returncode == 0, removed.stderr
+            returncode = batch.wait(timeout=BATCH_TIMEOUT_S)
+        finally:
+            if batch.poll() is None:
+                batch.terminate()
+                batch.wait(timeout=STOP_TIMEOUT_S)
+    assert returncode == 0, (tmp_path / "batch.err").read_text()
+    assert done_before < len(SLOW_TASKS)
+    records = [json.loads(line) for line in output.read_text().splitlines()]
+    # Every task exactly once, each finished: nothing lost, nothing run twice to completion.
+    assert sorted(record["id"] for record in records) == sorted(t["id"] for t in SLOW_TASKS)
+    assert all(record["status"] == "ok" for record in records), records
+    store = open_store(cluster.exports["GROVE_STORE"])
+    try:
+        kinds = {event.kind for event in store.events(events_before, limit=100_000)}
+    finally:
+        store.close()
+    # Grove noticed: the worker's hosts were replaced, or turns there were interrupted.
+    assert kinds & {"HostRestarted", "TurnInterrupted"}, sorted(kinds)
+    # `stop-worker` removed only the worker node: the head, Redis and the store stay.
     assert cluster.script("status").stdout.splitlines() == [
         f"redis: running (pid {cluster.pids['redis']})",
         f"ray-nodes: running (pid {cluster.pids['ray-nodes']})",
@@ -373,71 +449,3 @@ def test_stop_ends_every_process_it_started_and_removes_its_files(cluster: Local
         "redis: not running",
         "ray-nodes: not running",
     ]
-
-
-SLOW_TASKS = [
-    {"id": f"slow-{n}", "prompt": f"[[sim tokens=30 tps=15]] slow task {n}"} for n in range(24)
-]
-WAVE = 8  # tasks in flight at once
-
-
-def nodes_hosting_agents(cluster: LocalCluster) -> set[str]:
-    """The local nodes ('head', 'worker') whose Ray workers have run an AgentHost actor."""
-    ray_temp = Path((cluster.state / "ray-tmp").read_text().strip())
-    return {
-        path.relative_to(ray_temp).parts[0]
-        for path in ray_temp.glob("*/session_*/logs/worker-*.out")
-        if b":actor_name:AgentHost" in path.read_bytes()
-    }
-
-
-def output_lines(path: Path) -> int:
-    return len(path.read_text().splitlines()) if path.exists() else 0
-
-
-def test_a_batch_across_both_nodes_finishes_when_the_worker_node_goes_halfway(
-    tmp_path: Path,
-) -> None:
-    with local_cluster(tmp_path) as cluster:
-        tasks = tmp_path / "slow.jsonl"
-        tasks.write_text("".join(json.dumps(task) + "\n" for task in SLOW_TASKS))
-        output = tmp_path / "slow.out.jsonl"
-        command = [
-            sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate",
-            "--model", "claude-sonnet-4-5", "--hosts", "4", "--concurrency", str(WAVE),
-            "--output", str(output),
-        ]  # fmt: skip
-        with (tmp_path / "batch.err").open("w") as errors:
-            batch = subprocess.Popen(
-                command, env=cluster.env, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=errors
-            )
-            try:
-                deadline = time.monotonic() + BATCH_TIMEOUT_S
-                while output_lines(output) < WAVE and batch.poll() is None:
-                    assert time.monotonic() < deadline, "the first tasks never finished"
-                    time.sleep(0.05)
-                assert batch.poll() is None, "the batch ended before the worker node went"
-                assert nodes_hosting_agents(cluster) == {"head", "worker"}
-                done_before = output_lines(output)
-                removed = cluster.script("stop-worker")
-                assert removed.returncode == 0, removed.stderr
-                returncode = batch.wait(timeout=BATCH_TIMEOUT_S)
-            finally:
-                if batch.poll() is None:
-                    batch.terminate()
-                    batch.wait(timeout=STOP_TIMEOUT_S)
-        assert returncode == 0, (tmp_path / "batch.err").read_text()
-        assert done_before < len(SLOW_TASKS)
-        records = [json.loads(line) for line in output.read_text().splitlines()]
-        # Every task exactly once, each finished: nothing lost, nothing run twice to completion.
-        assert sorted(record["id"] for record in records) == sorted(t["id"] for t in SLOW_TASKS)
-        assert all(record["status"] == "ok" for record in records), records
-        alive = [node for node in cluster.nodes() if node["alive"]]
-        assert len(alive) == 1
-        store = open_store(cluster.exports["GROVE_STORE"])
-        try:
-            kinds = {event.kind for event in store.events(limit=100_000)}
-        finally:
-            store.close()
-        # Grove noticed: the worker's hosts were replaced, or turns there were interrupted.
-        assert kinds & {"HostRestarted", "TurnInterrupted"}, sorted(kinds)

@@ -3,9 +3,11 @@
 with a Grove of their own, options and defaults included (tools, MCP servers, budgets, a
 system prompt, a tool module from a local file); and each ends quietly on a closed pipe.
 
-Served, a command goes to a `grove up` of this module; local, it runs in this process on the
-module's Grove (the same command code and `Grove` class, Ray already started), or reads the
-service's store directly with `--store`, so both read the same data.
+Served, a command goes to the service's app on the module's Grove, recorded as `grove up`
+records a service (test_service.py starts `grove up` itself); local, it runs in this process
+on the module's Grove (the same command code and `Grove` class, Ray already started) through
+a Grove of its own, or reads the service's store directly with `--store`, so both read the
+same data.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typer.testing import CliRunner
 from cli.app import app
 from supervisor import Grove
 from tests.integration.groves import cli_environment, running_grove
-from tests.integration.services import TIMEOUT_S, Service, grove_service
+from tests.integration.services import TIMEOUT_S, Service, service_in_process
 
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
 MODEL = "claude-haiku-4-5"
@@ -99,8 +101,11 @@ def grove(
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory, mcp: dict[str, str]) -> Iterator[Service]:
-    with grove_service(tmp_path_factory.mktemp("served"), env=mcp) as running:
+def service(
+    tmp_path_factory: pytest.TempPathFactory, grove: Grove, mcp: dict[str, str]
+) -> Iterator[Service]:
+    """The service on the module's Grove: what a command with a service up goes to."""
+    with service_in_process(grove, tmp_path_factory.mktemp("served"), env=mcp) as running:
         yield running
 
 

@@ -25,13 +25,14 @@ import pytest
 from supervisor.rules import STREAMING_SWITCH_TEXT
 from tests.conformance.corpus import REPO_ROOT
 from tests.conftest import free_loopback_port
-from tests.integration.groves import cli_environment
+from tests.integration.groves import cli_environment, invoke
 from tests.integration.services import Service, grove_service
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 
 TIMEOUT_S = 180
+ONE_HOST = {"GROVE_HOSTS__COUNT": "1"}  # a service's hosts here wait on the simulator alone
 NO_RAY_PROBE = """
 import atexit, sys
 def said():
@@ -47,7 +48,7 @@ main()
 
 @pytest.fixture(scope="module")
 def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    with grove_service(tmp_path_factory.mktemp("service")) as running:
+    with grove_service(tmp_path_factory.mktemp("service"), env=ONE_HOST) as running:
         yield running
 
 
@@ -55,7 +56,7 @@ def test_up_records_the_service_and_a_second_up_says_one_is_running(service: Ser
     token_file = service.config / "service-token"
     assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
     assert token_file.read_text().strip() == service.token
-    status = service.grove("status")
+    status = invoke(service.env, "status")
     assert status.returncode == 0 and f"{service.url}/?token={service.token}" in status.stdout
     again = service.grove("up", "--simulate")
     assert again.returncode == 1
@@ -72,22 +73,21 @@ def test_the_command_line_runs_over_http_without_ray_or_pydantic(service: Servic
     assert "ray imported" not in run.stderr and "pydantic imported" not in run.stderr
     result = json.loads(run.stdout)
     assert result["stop_reason"] is not None and result["text"] == "Hello from the service"
-    agents = service.grove("agents", "--json")
+    agents = invoke(service.env, "agents", "--json")
     assert result["agent"] in {row["uuid"] for row in json.loads(agents.stdout)}
-    history = service.grove("history", result["agent"], "--json")
+    history = invoke(service.env, "history", result["agent"], "--json")
     kinds = [m["kind"] for m in json.loads(history.stdout)["messages"]]
     assert kinds == ["user", "assistant"]
-    usage = json.loads(service.grove("usage", "--agent", result["agent"], "--json").stdout)
+    usage = json.loads(invoke(service.env, "usage", "--agent", result["agent"], "--json").stdout)
     assert usage["total"]["requests"] == 1
     # Without the service (an explicit --store reads it directly), the same JSON.
     direct = ("--store", service.env["GROVE_STORE"])
-    assert json.loads(service.grove(*direct, "agents", "--json").stdout) == json.loads(
+    assert json.loads(invoke(service.env, *direct, "agents", "--json").stdout) == json.loads(
         agents.stdout
     )
-    assert json.loads(service.grove(*direct, "history", result["agent"], "--json").stdout) == (
-        json.loads(history.stdout)
-    )
-    missing = service.grove("history", "no-such-agent")
+    direct_history = invoke(service.env, *direct, "history", result["agent"], "--json")
+    assert json.loads(direct_history.stdout) == json.loads(history.stdout)
+    missing = invoke(service.env, "history", "no-such-agent")
     assert missing.returncode == 1 and missing.stderr.startswith("Unknown agent")
 
 
@@ -102,10 +102,10 @@ def test_chat_keeps_its_session_in_the_service(service: Service) -> None:
     assert "ray imported" not in chat.stderr and "pydantic imported" not in chat.stderr
     session = chat.stdout.splitlines()[0].removeprefix("Agent ")
     assert "Hello from chat" in chat.stdout
-    rows = json.loads(service.grove("agents", "--json").stdout)
+    rows = json.loads(invoke(service.env, "agents", "--json").stdout)
     children = [row for row in rows if row["parent_uuid"] == session]
     assert len(children) == 1  # the fork happened in the service's tree
-    history = json.loads(service.grove("history", children[0]["uuid"], "--json").stdout)
+    history = json.loads(invoke(service.env, "history", children[0]["uuid"], "--json").stdout)
     assert [m["kind"] for m in history["messages"]][-2:] == ["user", "assistant"]
 
 
@@ -174,12 +174,12 @@ def test_grove_batch_runs_through_the_service_and_a_rerun_has_nothing_to_do(
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text("".join(json.dumps({"id": n, "prompt": f"[[sim tokens=3]] t{n}"}) + "\n"
                              for n in range(10)))  # fmt: skip
-    first = service.grove("batch", str(tasks), "--model", "claude-haiku-4-5", "-c", "4")
+    first = invoke(service.env, "batch", str(tasks), "--model", "claude-haiku-4-5", "-c", "4")
     assert first.returncode == 0, first.stderr
     records = [json.loads(line) for line in (tmp_path / "tasks.out.jsonl").read_text().splitlines()]
     assert sorted(r["id"] for r in records) == list(range(10))
     assert all(r["status"] == "ok" for r in records)
-    again = service.grove("batch", str(tasks), "--model", "claude-haiku-4-5")
+    again = invoke(service.env, "batch", str(tasks), "--model", "claude-haiku-4-5")
     assert again.returncode == 0  # nothing to do, as without a service:
     assert again.stderr.startswith("batch: 0 task(s) to run, 10 skipped (already ok)")
 
@@ -436,7 +436,7 @@ def test_the_dashboard_shows_a_tree_no_grove_holds_as_stopped_until_resumed(
 
 
 def test_two_ups_at_once_start_one_service(tmp_path: Path) -> None:
-    env = cli_environment(tmp_path)
+    env = {**cli_environment(tmp_path), **ONE_HOST}
 
     def up() -> subprocess.Popen[str]:
         port = str(free_loopback_port())
@@ -489,7 +489,7 @@ def test_a_chat_in_the_service_asks_before_a_tool_runs(service: Service, tmp_pat
 
 
 def test_status_json_says_where_the_service_is_and_its_token(service: Service) -> None:
-    status = service.grove("status", "--json")
+    status = invoke(service.env, "status", "--json")
     assert status.returncode == 0, status.stderr
     found = json.loads(status.stdout)
     port = int(service.url.rsplit(":", 1)[1])
@@ -511,7 +511,7 @@ def test_the_readme_curl_example_finds_the_service_by_itself(service: Service) -
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     made = json.loads(done.stdout)["uuid"]
-    rows = json.loads(service.grove("agents", "--json").stdout)
+    rows = json.loads(invoke(service.env, "agents", "--json").stdout)
     assert made in {row["uuid"] for row in rows}
 
 
@@ -523,7 +523,7 @@ def test_a_piped_chat_cannot_switch_a_model_while_a_turn_begun_elsewhere_streams
         slow = {"text": "[[sim ttft_ms=600000]] slow", "stream": True}
         with api.stream("POST", f"/api/agents/{root}/prompts", json=slow) as turn:
             assert turn.status_code == 200  # the turn has begun and streams until cancelled
-            chat = service.grove("chat", "--resume", root, stdin="/model gpt-5\n")
+            chat = invoke(service.env, "chat", "--resume", root, stdin="/model gpt-5\n")
             assert api.post(f"/api/agents/{root}/cancel").json()["cancelled"]
             turn.read()
         record = api.get(f"/api/agents/{root}").json()

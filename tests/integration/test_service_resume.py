@@ -22,12 +22,10 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from actors.turn_result import TurnResult
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
-from server.app import create_app
 from server.client import healthy
 from server.files import read_state
 from supervisor import AsyncGrove, Grove
@@ -37,6 +35,7 @@ from supervisor.turns import calls_tools
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.host_kills import events, kill_host, wait_for_event
+from tests.integration.services import app_served
 from tests.integration.test_durable_turns import SLOW_LABEL, mark, three_calls, wait_for_label
 
 MARK = "tests.integration.test_durable_turns:mark"
@@ -65,21 +64,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     with (
         SimulatorThread(SimulatorConfig(api_key=KEY, tokens=4)) as simulator,
         running_grove(base, endpoint=Endpoint(base_url=simulator.base_url, api_key=KEY)) as grove,
+        app_served(grove, TOKEN, base / "batches") as port,
     ):
-        port = free_loopback_port()
-        app = create_app(grove, TOKEN, base / "batches")
-        server = uvicorn.Server(uvicorn.Config(app, port=port, log_level="warning"))
-        serving = threading.Thread(target=server.run)
-        serving.start()
-        try:
-            deadline = time.monotonic() + 60
-            while not server.started:
-                assert serving.is_alive() and time.monotonic() < deadline
-                time.sleep(0.05)
-            yield Served(grove, simulator, f"http://127.0.0.1:{port}")
-        finally:
-            server.should_exit = True
-            serving.join(60)
+        yield Served(grove, simulator, f"http://127.0.0.1:{port}")
 
 
 def sse(served: Served, method: str, path: str, body: Any, into: list[tuple[str, Any]]) -> None:
