@@ -262,12 +262,17 @@ class AgentHostCore:
         return uuid in self.agents
 
     async def prepare(
-        self, uuid: str, choice: ModelChoice, activation: Activation | None = None
+        self,
+        uuid: str,
+        choice: ModelChoice,
+        activation: Activation | None = None,
+        prefix: Sequence[Message] = (),
     ) -> None:
         """Hold the agent on `choice` with its provider built and its credentials resolved;
-        MissingCredentialsError when there is no key (nothing is sent)."""
+        MissingCredentialsError when there is no key (nothing is sent). `prefix`: as
+        `activate`'s."""
         if activation is not None:
-            self.activate(activation)
+            self.activate(activation, prefix)
         agent = self.agents[uuid]
         if agent.choice != choice:
             await agent.switch_model(choice)
@@ -283,13 +288,17 @@ class AgentHostCore:
         self._start(ticket)
 
     async def prepare_many(
-        self, items: Sequence[tuple[str, ModelChoice, Activation | None]]
+        self,
+        items: Sequence[tuple[str, ModelChoice, Activation | None]],
+        prefix: Sequence[Entry] = (),
     ) -> list[Exception | None]:
-        """`prepare` for many agents: each one's error, or None."""
+        """`prepare` for many agents: each one's error, or None. The agents built here
+        inherit `prefix`, converted once, as `start_many`'s do (their own history follows)."""
+        shared = inherited(prefix)
         errors: list[Exception | None] = []
         for uuid, choice, activation in items:
             try:
-                await self.prepare(uuid, choice, activation)
+                await self.prepare(uuid, choice, activation, shared)
             except Exception as exc:  # that agent's error, for its own caller
                 errors.append(exc)
             else:
@@ -316,9 +325,7 @@ class AgentHostCore:
     ) -> None:
         """Activate and start many forked agents that share one inherited `prefix`, which
         ends at their fork point (`cached_content`: a provider-side copy of it, by name)."""
-        shared = to_messages(prefix, fork_points=True)
-        if prefix:
-            add_part(shared, fork_point(prefix[-1], cached_content))
+        shared = inherited(prefix, cached_content)
         for ticket, activation in items:
             self.activate(activation, shared)
             self._start(ticket)
@@ -578,6 +585,15 @@ class AgentHostCore:
             "provider": getattr(provider, "instance", id(provider)),
             "client": None if client is None else id(client),
         }
+
+
+def inherited(prefix: Sequence[Entry], cached_content: str | None = None) -> list[Message]:
+    """A conversation forked agents inherit, converted once for all of them, its end marked
+    as their fork point (`cached_content`: a provider-side copy of it, by name)."""
+    shared = to_messages(prefix, fork_points=True)
+    if prefix:
+        add_part(shared, fork_point(prefix[-1], cached_content))
+    return shared
 
 
 def _present(workspace: str | None) -> bool:

@@ -337,10 +337,11 @@ class AgentHost:
         self.core.start_turn(ticket, activation)
 
     async def prepare_many(
-        self, items: list[tuple[str, ModelChoice, Activation | None]]
+        self, items: list[tuple[str, ModelChoice, Activation | None]], prefix: list[Any]
     ) -> list[Exception | None]:
+        """`prefix` arrives from the object store, as `start_many`'s."""
         self._ensure_janitor()
-        return await self.core.prepare_many(items)
+        return await self.core.prepare_many(items, prefix)
 
     async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:
         self._ensure_janitor()

@@ -120,9 +120,9 @@ class RayHostClient:
         await self._call("start_many", items, prefix, cached_content)
 
     async def prepare_many(
-        self, items: list[tuple[str, ModelChoice, Activation | None]]
+        self, items: list[tuple[str, ModelChoice, Activation | None]], prefix: Any
     ) -> list[Exception | None]:
-        errors: list[Exception | None] = await self._call("prepare_many", items)
+        errors: list[Exception | None] = await self._call("prepare_many", items, prefix)
         return errors
 
     async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:

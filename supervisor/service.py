@@ -109,7 +109,8 @@ class SupervisorCore:
         self._background: set[asyncio.Task[None]] = set()
         self.workspaces = Workspaces()  # where agents work: set by the deployment
         self._live: dict[str, LiveAgent] = {}
-        self._created: set[str] = set()  # roots made here: no turn of theirs was cut off
+        # Agents made here (roots, forked children): no turn of theirs was cut off.
+        self._created: set[str] = set()
         self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
         self._session_locks: dict[str, asyncio.Lock] = {}
         # The trees this Grove holds, as the store tells every reader; set by the deployment.
@@ -764,8 +765,10 @@ class SupervisorCore:
             state.retrying = False
 
     async def children_created(self, children: Sequence[AgentRecord]) -> None:
-        """Forked children get their own reviewers when `advisor.subagents` says so, before
-        their first turn (each reviewer's cursor at the child's fork point)."""
+        """Children forked here (no restart cut a turn of theirs off) get their own reviewers
+        when `advisor.subagents` says so, before their first turn (each reviewer's cursor at
+        the child's fork point)."""
+        self._created.update(child.uuid for child in children)
         if self.advisors is None or not self.advisors.plan.subagents:
             return
         for child in children:

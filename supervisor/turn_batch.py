@@ -5,18 +5,19 @@ prepare and one start call per host, each request's error kept for that request 
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid as uuidlib
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from actors.agent import ModelChoice
 from actors.host import Activation, Ticket
 from actors.output import OutputType
 from actors.telemetry import TraceParent
 from supervisor.service import HOST_CALL_TIMEOUT_S
-from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+from supervisor.store.records import AgentRecord, NewMessage
 from supervisor.turns import (
     HostClient,
     LiveAgent,
@@ -132,24 +133,33 @@ async def _prepared(
     core: SupervisorCore, batch: list[_Begun], outcomes: list[TurnOutcome]
 ) -> list[_Begun]:
     """The batch's agents held on their models, built first where their host has none (one
-    call per host): those that are ready; the others' errors go to their outcomes."""
+    call per host and inherited prefix): those that are ready; the others' errors go to
+    their outcomes."""
     unready = [i for i in batch if not i.state.active or i.state.ready_for != i.choice]
+    prefixes = _fork_prefixes(core, [i.record for i in unready if not i.state.active])
 
     def items(group: list[_Begun]) -> list[tuple[str, ModelChoice, Activation | None]]:
-        histories = _histories(core, [i.record for i in group if not i.state.active])
         return [
             (
                 i.record.uuid,
                 i.choice,
                 None
                 if i.state.active
-                else core.activation(i.record, history=histories.get(i.record.uuid)),
+                else core.activation(i.record, history=[] if i.record.uuid in prefixes else None),
             )
             for i in group
         ]
 
+    def prefix_of(item: _Begun) -> tuple[str, int] | None:
+        inherited = prefixes.get(item.record.uuid)
+        return None if inherited is None else inherited[0]
+
+    def prepare(host: HostClient, group: list[_Begun]) -> Awaitable[list[Exception | None]]:
+        inherited = prefixes.get(group[0].record.uuid)
+        return host.prepare_many(items(group), [] if inherited is None else inherited[1])
+
     failed: set[int] = set()
-    prepared = await _per_host(unready, lambda host, group: host.prepare_many(items(group)))
+    prepared = await _per_host(unready, prepare, prefix_of)
     for item, error in prepared:
         if error is None:
             item.state.active, item.state.ready_for = True, item.choice
@@ -159,32 +169,34 @@ async def _prepared(
     return [item for item in batch if item.index not in failed]
 
 
-def _histories(core: SupervisorCore, records: list[AgentRecord]) -> dict[str, list[MessageRecord]]:
-    """The conversations of agents to build, read once for siblings that share one: forked
-    from one parent at one message, with nothing of their own yet (a fan-out's asks). The
-    others are left for `activation` to read."""
+def _fork_prefixes(
+    core: SupervisorCore, records: list[AgentRecord]
+) -> dict[str, tuple[tuple[str, int], Any]]:
+    """For agents to build that were forked and have nothing of their own yet (a fan-out's
+    asks): their parent and fork point, and the conversation they inherit, shared as
+    `fork_many` shares it (supervisor/prefixes.py: put once, kept for the next fork). The
+    others build from their own conversation, read by `activation`."""
     counts = core.store.message_counts([record.uuid for record in records]) if records else {}
-    shared: dict[tuple[str, int], list[MessageRecord]] = {}
-    histories: dict[str, list[MessageRecord]] = {}
+    found: dict[str, tuple[tuple[str, int], Any]] = {}
     for record in records:
         if record.parent_uuid is None or counts.get(record.uuid, 0):
             continue
-        key = (record.parent_uuid, record.fork_message_id)
-        if key not in shared:
-            shared[key] = core.store.conversation(record.uuid)
-        histories[record.uuid] = shared[key]
-    return histories
+        read = functools.partial(core.store.conversation, record.uuid)
+        shared, _ = core.prefixes.get(record.parent_uuid, record.fork_message_id, read)
+        found[record.uuid] = ((record.parent_uuid, record.fork_message_id), shared)
+    return found
 
 
 async def _per_host(
     batch: list[_Begun],
     call: Callable[[HostClient, list[_Begun]], Awaitable[list[Exception | None]]],
+    part: Callable[[_Begun], object] = lambda item: None,
 ) -> list[tuple[_Begun, Exception | None]]:
-    """`call` once per host with that host's part of the batch, all hosts at once: each
+    """`call` once per host (and `part` of the batch) with those items, all at once: each
     item with its error (None: done); a failed call is the error of all its items."""
-    groups: dict[str, list[_Begun]] = {}
+    groups: dict[tuple[str, object], list[_Begun]] = {}
     for item in batch:
-        groups.setdefault(item.state.host.host_id, []).append(item)
+        groups.setdefault((item.state.host.host_id, part(item)), []).append(item)
 
     async def one(group: list[_Begun]) -> list[Exception | None]:
         host = group[0].state.host

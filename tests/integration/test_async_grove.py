@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from actors.agent import TurnResult
+from providers.base import Usage
 from server.client import RemoteGrove
 from supervisor import AsyncGrove, Grove
 from supervisor.batch.tasks import Task
@@ -129,11 +130,21 @@ async def test_asks_to_forked_children_at_once_are_answered_through_few_host_cal
         assert history[0].content == "The service prices orders from a queue."
         assert result.ok
     assert 0 < asked < ASKS / 2, asked
+    # Built from the prefix they share, the asks' requests are what fork_many's child sends.
+    (twin,) = await aio.fork_many(root, ["Task 0: name a risk."])
+    twin_result = await aio.wait_turn(twin, 60)
+    assert twin_result is not None and twin_result.ok
+    assert prompt_tokens(results[0].usage) == prompt_tokens(twin_result.usage) > 0
     paced = aio.send(children[1], f"{PACED} One more risk?")
     with pytest.raises(TimeoutError):
         await paced.result(0.2)
     again = await paced.result()
     assert again.ok and again.text == (await aio.history(children[1]))[-1].content
+
+
+def prompt_tokens(usage: Usage) -> int:
+    """What a request's prompt came to, read from a cache or not."""
+    return usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
 
 
 async def test_streams_fan_outs_and_batches_from_a_running_loop(grove: Grove) -> None:
