@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult, reply_data
-from actors.estimates import ESTIMATED
+from actors.estimates import is_bill
 from actors.transcript import COMPACTION_TEXT, Entry
 from providers.base import (
     Message,
@@ -331,8 +331,9 @@ class Reviewer:
 
     async def _bill(self, data: dict[str, Any]) -> None:
         """A request of a review ended: what it used goes with the next report (what one may
-        cost, told before it is sent, is not: a review's requests are reported together)."""
-        if not data.get(ESTIMATED):
+        cost, told before it is sent, is not, nor a failed attempt: a review's requests are
+        reported together)."""
+        if is_bill(data):
             self._spent.append(data)
 
     def status(self) -> dict[str, Any]:

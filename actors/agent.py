@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
-from actors.estimates import estimated_bill
+from actors.estimates import UNBILLED, estimated_bill
 from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
 from actors.steps import INTERRUPTED_FACT, StepRefused, StoreSteps, interrupted_text, open_calls
 from actors.telemetry import NO_TRACING, TraceParent, Tracing
@@ -35,6 +35,7 @@ from providers.base import (
     ProviderWarning,
     RateLimitLeft,
     Request,
+    Resending,
     Retrying,
     StreamEvent,
     ThinkingLevel,
@@ -500,7 +501,8 @@ class Agent:
         (`estimate`: its input tokens, as the buckets count them); `guard` watches a reply
         that a budget may cut off. Just before it is sent the supervisor hears what it may be
         billed at most (`bill`): the provider bills it even if this host dies before it reads
-        the reply; the reply's own bill replaces that estimate."""
+        the reply; the reply's own bill replaces that estimate, as does the word that an
+        attempt failed unbilled, until a retry is sent."""
         limited = self.fleet is not None and provider in self.fleet.providers
         if limited:
             assert self.fleet is not None
@@ -508,10 +510,14 @@ class Agent:
         left: RateLimitLeft | None = None  # what the provider's headers said is left
         try:
             await self._stored_so_far()  # the results this request shows the model are stored
-            if self._billed is not None:
-                await self._billed(bill)
+            await self._tell_billing(bill)
             with self.tracing.chat(request, provider) as span:
                 async for event in self.provider.stream(request):
+                    if isinstance(event, Resending):  # a retry is sent: it may be billed
+                        await self._tell_billing(bill)
+                        continue
+                    if isinstance(event, Retrying):  # an error answer: billed nothing
+                        await self._tell_billing({UNBILLED: True})
                     if isinstance(event, Finished):
                         span.replied(event.turn)
                         if request.output is None:
@@ -532,6 +538,10 @@ class Agent:
                 assert self.fleet is not None
                 await self.fleet.release(provider, left)
         raise RuntimeError("the provider stream ended without a reply")
+
+    async def _tell_billing(self, data: dict[str, Any]) -> None:
+        if self._billed is not None:
+            await self._billed(data)
 
     def _past_threshold(self, tokens: int) -> bool:
         """Whether `tokens` of context pass `[compaction] threshold` of the model's window."""

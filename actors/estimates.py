@@ -14,6 +14,8 @@ from providers.thinking import DEFAULT_MAX_TOKENS
 # In a bill's data: an estimate (the request's input as estimated, its reply as reserved),
 # stored as the bill of a request whose host died before its reply's bill was known.
 ESTIMATED = "estimated"
+# The word that a request sent failed without a bill (an error answer, to be retried).
+UNBILLED = "unbilled"
 
 
 def estimated_bill(
@@ -42,3 +44,9 @@ def longest_reply(model: str, provider: ProviderName) -> int:
         return model_info(model, provider).max_output_tokens
     except GroveError:  # a model the catalog does not know: what is asked for by default
         return DEFAULT_MAX_TOKENS
+
+
+def is_bill(data: dict[str, Any]) -> bool:
+    """Whether a word of a request's billing is what it was billed (not what it may be, nor
+    that it failed unbilled)."""
+    return not data.get(ESTIMATED) and not data.get(UNBILLED)

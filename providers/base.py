@@ -315,6 +315,15 @@ class Retrying:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class Resending:
+    """Emitted by the provider base once a retry's wait is over, just before the attempt is
+    sent again (whoever counts the requests in flight counts it from here)."""
+
+    attempt: int
+    kind: Literal["resending"] = "resending"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ProviderWarning:
     text: str
     kind: Literal["warning"] = "warning"
@@ -341,6 +350,7 @@ StreamEvent = (
     | StopReason
     | Completed
     | Retrying
+    | Resending
     | ProviderWarning
     | Finished
 )

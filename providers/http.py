@@ -26,6 +26,7 @@ from providers.base import (
     ProviderName,
     ProviderWarning,
     Request,
+    Resending,
     Retrying,
     StreamEvent,
 )
@@ -183,6 +184,7 @@ class HTTPProvider:
                 delay = self.retry.delay(attempt, exc.retry_after)
                 yield Retrying(attempt=attempt, delay_s=delay, reason=str(exc))
                 await asyncio.sleep(delay)
+                yield Resending(attempt=attempt + 1)
                 continue
             turn = accumulator.turn(cost_usd(accumulator.model, accumulator.usage))
             yield Finished(turn=turn)

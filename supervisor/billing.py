@@ -1,5 +1,6 @@
 """What the requests of turns in flight were billed, as their hosts report it: an estimate just
-before each request is sent, its exact bill when it ends. Dropped once the turn is stored (its
+before each request (or a retry of it) is sent, its exact bill when it ends, or that it failed
+unbilled. Dropped once the turn is stored (its
 messages carry the usage), stored as `spent` messages when the turn is lost with its host (a
 request sent and not answered yet at its estimate), so a request is counted once even if its
 turn runs again.
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.estimates import ESTIMATED
+from actors.estimates import ESTIMATED, UNBILLED
 from supervisor.store.base import SPENT_KIND
 from supervisor.store.records import NewMessage
 
@@ -27,11 +28,14 @@ class InFlightBilling:
         self._stored_early: dict[str, list[dict[str, Any]]] = {}
 
     def seen(self, ticket_id: str, agent: str, data: dict[str, Any]) -> None:
-        """A request is about to be sent (`data` is its estimate), or has ended."""
+        """A request is about to be sent (`data` is its estimate), failed unbilled, or
+        ended."""
         if data.get(ESTIMATED):  # the one before it ended, billed or not
             self._open[ticket_id] = (agent, data)
             return
         self._open.pop(ticket_id, None)
+        if data.get(UNBILLED):
+            return
         early = self._stored_early.get(ticket_id)
         if early and data in early:
             early.remove(data)

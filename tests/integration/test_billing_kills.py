@@ -91,3 +91,26 @@ def test_a_request_answered_as_its_host_dies_is_counted_once_at_its_estimate(
     assert spent is not None, refused.error
     recorded = sum(u["input_tokens"] + u["output_tokens"] for u in (exact, guessed))
     assert int(spent.group(1).replace(",", "")) == recorded
+
+
+def test_a_request_waiting_to_be_sent_again_when_its_host_dies_is_not_counted(
+    grove: Grove, simulator: SimulatorThread
+) -> None:
+    """Answered 429, its host waiting to send it again: not billed, not recorded."""
+    root = grove.create_root(MODEL).uuid
+    before = simulator.simulator.billed["requests"]
+    turn = grove.send(root, "[[sim fault=429 retry_after=5 times=1]] once more, please")
+    for kind, text in turn:  # until the host says it waits to send the request again
+        if kind == "notice" and "retrying" in text:
+            break
+    (pid,) = grove.host_pids().values()
+    os.kill(pid, signal.SIGKILL)
+    result = turn.result(60)
+    assert result.ok, result.error
+    assert simulator.simulator.billed["requests"] - before == 1  # the resumed turn's
+    store = open_store(grove.settings.store)
+    try:
+        kinds = [m.kind for m in store.agent_messages(root) if m.kind != "user"]
+    finally:
+        store.close()
+    assert kinds == ["assistant"]  # nothing spent for the request that failed

@@ -137,6 +137,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         yield started
 
 
+def tasks_file(path: Path, tasks: list[dict[str, Any]]) -> Path:
+    """`path`, holding `tasks` one JSON object a line (as `grove batch` reads them)."""
+    path.write_text("".join(json.dumps(task) + "\n" for task in tasks))
+    return path
+
+
 def process_groups() -> dict[int, list[int]]:
     """Every process group on this machine and its members' pids."""
     groups: dict[int, list[int]] = {}
@@ -199,8 +205,7 @@ def test_two_live_ray_nodes_and_redis_on_loopback_only(cluster: LocalCluster) ->
 def test_grove_batch_joins_the_cluster_and_stores_in_redis(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps(task) + "\n" for task in TASKS))
+    tasks = tasks_file(tmp_path / "tasks.jsonl", TASKS)
     output = tmp_path / "out.jsonl"
     result = cluster.grove(
         "batch", str(tasks), "--simulate", "--model", "claude-sonnet-4-5", "--hosts", "2",
@@ -243,9 +248,8 @@ def where() -> str:
 def test_a_tool_from_a_local_file_runs_on_both_nodes(cluster: LocalCluster, tmp_path: Path) -> None:
     # The module exists only in the driver's directory; Grove ships the function's code.
     (tmp_path / "where_tool.py").write_text(WHERE_TOOL)
-    tasks = tmp_path / "tasks.jsonl"
     call = "[[sim tool=where args='{}' step=1]] where are you?"
-    tasks.write_text("".join(json.dumps({"id": n, "prompt": call}) + "\n" for n in range(12)))
+    tasks = tasks_file(tmp_path / "tasks.jsonl", [{"id": n, "prompt": call} for n in range(12)])
     result = subprocess.run(
         [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
          "claude-sonnet-4-5", "--hosts", "2", "--tools", "where_tool:where",
@@ -279,13 +283,11 @@ def test_batch_tasks_in_worktrees_on_both_nodes(cluster: LocalCluster, tmp_path:
     for command in (["init", "-q"], ["add", "."], ["-c", "user.name=t", "-c",
                     "user.email=t@example.com", "commit", "-qm", "first"]):  # fmt: skip
         subprocess.run(["git", "-C", str(repo), *command], check=True)
-    tasks = tmp_path / "tasks.jsonl"
-    lines = []
+    rows = []
     for n in range(12):
         calls = [{"name": "where"}, {"name": "bash", "args": {"command": f"echo {n} > n.txt"}}]
-        prompt = f"[[sim calls='{json.dumps(calls)}' step=1]] task {n}"
-        lines.append(json.dumps({"id": n, "prompt": prompt}) + "\n")
-    tasks.write_text("".join(lines))
+        rows.append({"id": n, "prompt": f"[[sim calls='{json.dumps(calls)}' step=1]] task {n}"})
+    tasks = tasks_file(tmp_path / "tasks.jsonl", rows)
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
@@ -318,11 +320,8 @@ def test_a_strict_budget_holds_for_agents_racing_on_both_nodes(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
     limit = 900  # about half the racing tasks fit (32 of 60 in a run), as at any size
-    tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text(
-        "".join(json.dumps({"id": n, "prompt": f"[[sim tokens=60]] race {n}"}) + "\n"
-                for n in range(RACERS))
-    )  # fmt: skip
+    racing = [{"id": n, "prompt": f"[[sim tokens=60]] race {n}"} for n in range(RACERS)]
+    tasks = tasks_file(tmp_path / "tasks.jsonl", racing)
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
@@ -378,8 +377,7 @@ def test_a_batch_across_both_nodes_finishes_when_the_worker_node_goes_halfway(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
     # After the tests that need both nodes: `stop-worker` removes the worker node for good.
-    tasks = tmp_path / "slow.jsonl"
-    tasks.write_text("".join(json.dumps(task) + "\n" for task in SLOW_TASKS))
+    tasks = tasks_file(tmp_path / "slow.jsonl", SLOW_TASKS)
     output = tmp_path / "slow.out.jsonl"
     command = [
         sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate",

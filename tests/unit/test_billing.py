@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from actors.estimates import ESTIMATED, estimated_bill
+from actors.estimates import ESTIMATED, UNBILLED, estimated_bill, is_bill
 from providers.base import Message, Request, TextPart
 from providers.catalog import model_info
 from supervisor.billing import InFlightBilling
@@ -33,6 +33,19 @@ def test_an_estimate_goes_once_the_reply_is_stored_as_a_step_or_the_turn_is_stor
     billing.seen("u", "b", estimate(10))
     billing.stored("u")
     assert billing.lost("t") == [] and billing.lost("u") == []
+
+
+def test_an_attempt_that_failed_unbilled_is_not_kept_until_it_is_sent_again() -> None:
+    billing = InFlightBilling()
+    billing.seen("t", "a", estimate(10))
+    billing.seen("t", "a", {UNBILLED: True})  # a 429: its host waits to send it again
+    assert billing.lost("t") == []
+    billing.seen("u", "a", estimate(10))
+    billing.seen("u", "a", {UNBILLED: True})
+    billing.seen("u", "a", estimate(10))  # sent again as the host dies
+    assert [m.data for m in billing.lost("u")] == [estimate(10)]
+    assert not is_bill(estimate(10)) and not is_bill({UNBILLED: True})
+    assert is_bill({"cost_usd": 1.0})
 
 
 def test_a_request_that_failed_unbilled_is_replaced_by_the_next() -> None:
