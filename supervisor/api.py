@@ -61,7 +61,7 @@ from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
 from supervisor.turn_batch import TurnRequest
 from supervisor.turn_results import TurnResults
-from supervisor.turns import TurnTicket
+from supervisor.turns import Begun
 from supervisor.worktrees import WorktreeRow, worktree_rows
 
 CALL_TIMEOUT_S = 60.0
@@ -539,26 +539,23 @@ class Grove:
         """Start a turn (CommandError for the rules: no model, dead agent, ...). With
         `output_type` its answer is typed (see `create_root`)."""
         output = self._output(agent, output_type, output_retries, None)
-        ticket, host = self._begin_turn(agent, text, output)
-        uuid = ticket.ticket.uuid
+        ticket_id, uuid, host = self._begin_turn(agent, text, output)
         model = model_of(output_type) if output_type is not None else None
-        return self._turn(ticket.ticket.ticket_id, uuid, host, model)
+        return self._turn(ticket_id, uuid, host, model)
 
-    def _begin_turn(
-        self, agent: str, text: str, output: OutputType | None
-    ) -> tuple[TurnTicket, Any]:
-        """The supervisor's `begin_turn`: its ticket and host. For an asyncio caller, the
-        asks its loop makes at once share one `begin_turns` call (supervisor/turn_batch.py);
-        one alone, or one whose agent is busy, goes as before."""
+    def _begin_turn(self, agent: str, text: str, output: OutputType | None) -> Begun:
+        """The supervisor's `begin_turn`. For an asyncio caller, the asks its loop makes at
+        once share one `begin_turns` call (supervisor/turn_batch.py); one alone, or one
+        whose agent is busy, goes as before."""
         if bridge.bridged():
-            begun: tuple[TurnTicket, Any] | Exception | None = bridge.awaited(
+            begun: Begun | Exception | None = bridge.awaited(
                 self._loop_turns().starts.call((agent, text, output))
             )
             if isinstance(begun, Exception):
                 raise begun
             if begun is not None:
                 return begun
-        alone: tuple[TurnTicket, Any] = self._call("begin_turn", agent, text, output)
+        alone: Begun = self._call("begin_turn", agent, text, output)
         return alone
 
     def _loop_turns(self) -> _LoopTurns:

@@ -48,7 +48,7 @@ from supervisor.store.records import AgentRecord, MessageRecord
 from supervisor.supervision import RestartPolicy
 from supervisor.toolbox import decode_source
 from supervisor.turn_batch import begin_turns
-from supervisor.turns import TurnTicket
+from supervisor.turns import Begun, TurnTicket
 from supervisor.worktrees import Workspaces
 
 NAMESPACE = "grove"
@@ -434,22 +434,24 @@ class Supervisor:
 
     async def begin_turn(
         self, uuid: str, text: str | None, output: OutputType | None = None
-    ) -> tuple[TurnTicket, Any]:
+    ) -> Begun:
         self._wake()
-        ticket = await self.core.begin_turn(uuid, text, output=output)
-        return ticket, self.host(ticket.host_id)
+        return self._begun(await self.core.begin_turn(uuid, text, output=output))
 
     async def begin_turns(
         self, requests: list[tuple[str, str, OutputType | None]]
-    ) -> list[tuple[TurnTicket, Any] | Exception | None]:
+    ) -> list[Begun | Exception | None]:
         """Many turns begun at once (concurrent asks: supervisor/turn_batch.py): for each
-        request its ticket and host, the error it met, or None: begin it alone."""
+        request its turn, the error it met, or None: begin it alone."""
         self._wake()
         outcomes = await begin_turns(self.core, requests)
         return [
-            (outcome, self.host(outcome.host_id)) if isinstance(outcome, TurnTicket) else outcome
+            self._begun(outcome) if isinstance(outcome, TurnTicket) else outcome
             for outcome in outcomes
         ]
+
+    def _begun(self, turn: TurnTicket) -> Begun:
+        return turn.ticket.ticket_id, turn.ticket.uuid, self.host(turn.host_id)
 
     async def fleet_acquire_many(self, requests: list[tuple[str, int]]) -> list[float]:
         """Before requests on rate-limited providers, `(provider, input tokens)` each: 0.0 for

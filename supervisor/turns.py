@@ -80,6 +80,11 @@ class HostClient(Protocol):
     async def announce(self, uuid: str, kind: str, text: str) -> bool: ...
 
 
+# What a caller of `begin_turn` gets: the turn's ticket id, its agent and its host (a handle),
+# all a caller streams and awaits it by (nothing more to send back for a thousand asks).
+Begun = tuple[str, str, Any]
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnTicket:
     """What `begin_turn` hands a caller: the ticket and which host streams it."""

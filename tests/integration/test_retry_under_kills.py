@@ -31,8 +31,9 @@ def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(
     wake `wait_any`: it must report each child once, with its real result, never as ended
     without one (a batch would record such a task as failed although it still runs)."""
     root = grove.create_root("claude-haiku-4-5").uuid
-    long = [f"[[sim tps=20 tokens=60]] long {index}" for index in range(100)]
-    short = [f"[[sim ttft_ms={1500 + 10 * i} tokens=2]] short {i}" for i in range(400)]
+    long = [f"[[sim tps=20 tokens=60]] long {index}" for index in range(40)]
+    # finishing one after another from 1.5 s to 5.5 s, while the long ones wait for their retry
+    short = [f"[[sim ttft_ms={1500 + 25 * i} tokens=2]] short {i}" for i in range(160)]
     children = grove.fork_many(root, long + short)
     time.sleep(1.0)
     kill_host(grove, grove.provider_identity(children[0])["host"])
@@ -61,7 +62,7 @@ def test_a_host_killed_again_while_its_turns_are_retried(grove: Grove, store: St
     over: they are retried once more, on the next replacement, and each still ends ok with
     exactly one stored answer."""
     root = grove.create_root("claude-haiku-4-5").uuid
-    prompts = [f"[[sim tps=20 tokens=40]] twice interrupted {index}" for index in range(200)]
+    prompts = [f"[[sim tps=20 tokens=40]] twice interrupted {index}" for index in range(80)]
     children = grove.fork_many(root, prompts)
     victim = grove.provider_identity(children[0])["host"]
     restarts = len(events(store, "HostRestarted"))

@@ -19,6 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.printable import printable
+from tests.integration.groves import Invoked, invoke
 from tests.integration.test_chat_terminal import Terminal
 from tests.security.commands import COMMAND_TIMEOUT_S, Place, make_place
 
@@ -95,6 +96,10 @@ class Scene:
         assert "Traceback" not in done.stderr, done.stderr
         return done
 
+    def read(self, *args: str) -> Invoked:
+        """A command that only reads the store, in this process (it starts no Ray)."""
+        return invoke(self.place.env, *args)
+
 
 @pytest.fixture(scope="module")
 def scene(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Scene]:
@@ -136,13 +141,13 @@ def test_grove_history_shows_and_its_json_keeps_the_exact_text(
     scene: Scene, run: subprocess.CompletedProcess[str]
 ) -> None:
     assert run.returncode == 0, run.stderr
-    agents = json.loads(scene.grove("agents", "--json").stdout)
+    agents = json.loads(scene.read("agents", "--json").stdout)
     agent = agents[-1]["uuid"]
-    shown = scene.grove("history", agent)
+    shown = scene.read("history", agent)
     assert shown.returncode == 0, shown.stderr
     assert_shown_not_obeyed(shown.stdout)
     assert f"(thinking) {SHOWN}" in shown.stdout
-    exact = json.loads(scene.grove("history", agent, "--json").stdout)
+    exact = json.loads(scene.read("history", agent, "--json").stdout)
     assert exact["messages"][-1]["content"] == HOSTILE
 
 
@@ -186,7 +191,7 @@ def test_a_model_name_a_model_chose_is_shown_by_agents_and_usage(place: Place) -
     assert run.returncode == 0, run.stderr
     shown = "openai/^[]0;pwned^Gm^[]52;c;cHduZWQ=^G"
     for command in (("agents",), ("usage", "--by", "model")):
-        listed = place.grove(*command)
+        listed = invoke(place.env, *command)  # reads of the store, in this process
         assert listed.returncode == 0, listed.stderr
         assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
         assert shown in listed.stdout, listed.stdout
