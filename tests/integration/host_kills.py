@@ -11,10 +11,18 @@ import time
 from actors.agent import TurnResult
 from supervisor import Grove
 from supervisor.store import Store
+from supervisor.store.kinds import SPENT_KIND
+from supervisor.store.records import MessageRecord
 
 
 def events(store: Store, kind: str) -> list[dict[str, object]]:
     return [e.payload for e in store.events(limit=100_000) if e.kind == kind]
+
+
+def conversation(store: Store, agent: str) -> list[MessageRecord]:
+    """An agent's stored messages without the `spent` records a request cut off by a kill
+    leaves for its bill (SPEC section 14: billed once, counted once)."""
+    return [m for m in store.agent_messages(agent) if m.kind != SPENT_KIND]
 
 
 def kill_host(grove: Grove, host_id: str) -> None:

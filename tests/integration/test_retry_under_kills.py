@@ -11,17 +11,20 @@ import pytest
 
 from supervisor import Grove
 from supervisor.store import Store
-from supervisor.store.kinds import SPENT_KIND
-from tests.integration.host_kills import events, finish_all, kill_host, wait_for_event
+from tests.integration.host_kills import (
+    conversation,
+    events,
+    finish_all,
+    kill_host,
+    wait_for_event,
+)
 
 MAX_RESTARTS = 50  # every test here kills hosts; none is meant to be given up on
 pytestmark = pytest.mark.grove(env={"GROVE_HOSTS__MAX_RESTARTS": str(MAX_RESTARTS)})
 
 
 def conversation_kinds(store: Store, agent: str) -> list[str]:
-    """The kinds of an agent's stored messages, without the `spent` records a request cut off
-    by a kill leaves for its bill (SPEC section 14: billed once, counted once)."""
-    return [m.kind for m in store.agent_messages(agent) if m.kind != SPENT_KIND]
+    return [m.kind for m in conversation(store, agent)]
 
 
 def test_wait_any_does_not_take_a_turn_awaiting_its_retry_for_finished(

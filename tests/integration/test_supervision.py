@@ -13,7 +13,13 @@ import ray
 from supervisor import Grove
 from supervisor.errors import SupervisorError
 from supervisor.store import Store
-from tests.integration.host_kills import events, finish_all, kill_host, wait_for_event
+from tests.integration.host_kills import (
+    conversation,
+    events,
+    finish_all,
+    kill_host,
+    wait_for_event,
+)
 
 MAX_RESTARTS = 2
 pytestmark = pytest.mark.grove(env={"GROVE_HOSTS__MAX_RESTARTS": str(MAX_RESTARTS)})
@@ -35,14 +41,14 @@ def test_sigkill_of_a_host_during_40_turns(grove: Grove, store: Store) -> None:
     results = finish_all(grove, children)
     assert all(result is not None and result.ok for result in results.values())
     for child, prompt in zip(children, prompts, strict=True):
-        own = [m for m in store.agent_messages(child)]
+        own = conversation(store, child)
         assert [(m.kind, m.content) for m in own[:1]] == [("user", prompt)]  # acknowledged, kept
         assert [m.kind for m in own[1:]] == ["assistant"]  # exactly one stored result
     interrupted = {str(e["agent"]) for e in events(store, "TurnInterrupted")}
     assert interrupted and interrupted <= set(children) | {lonely}
     outcome = turn.result(60)
     assert outcome.ok, outcome.error  # on the victim, it resumed on the new host
-    assert [m.kind for m in store.agent_messages(lonely)] == ["user", "assistant"]
+    assert [m.kind for m in conversation(store, lonely)] == ["user", "assistant"]
     if lonely_host == victim:
         assert lonely in interrupted
     assert grove.ask(lonely, "after the restart").ok  # rebuilt from the store
