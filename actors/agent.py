@@ -35,8 +35,8 @@ from providers.base import (
     ProviderWarning,
     RateLimitLeft,
     Request,
-    Resending,
     Retrying,
+    Sending,
     StreamEvent,
     ThinkingLevel,
     ToolCallPart,
@@ -499,10 +499,10 @@ class Agent:
     ) -> AssistantTurn:
         """The request streamed, waiting first for the fleet's rate limits if it has them
         (`estimate`: its input tokens, as the buckets count them); `guard` watches a reply
-        that a budget may cut off. Just before it is sent the supervisor hears what it may be
-        billed at most (`bill`): the provider bills it even if this host dies before it reads
-        the reply; the reply's own bill replaces that estimate, as does the word that an
-        attempt failed unbilled, until a retry is sent."""
+        that a budget may cut off. Just before each attempt is sent the supervisor hears what
+        it may be billed at most (`bill`): the provider bills it even if this host dies before
+        it reads the reply; the reply's own bill replaces that estimate, as does the word that
+        an attempt failed unbilled (until a retry is sent)."""
         limited = self.fleet is not None and provider in self.fleet.providers
         if limited:
             assert self.fleet is not None
@@ -510,10 +510,9 @@ class Agent:
         left: RateLimitLeft | None = None  # what the provider's headers said is left
         try:
             await self._stored_so_far()  # the results this request shows the model are stored
-            await self._tell_billing(bill)
             with self.tracing.chat(request, provider) as span:
                 async for event in self.provider.stream(request):
-                    if isinstance(event, Resending):  # a retry is sent: it may be billed
+                    if isinstance(event, Sending):  # an attempt goes: it may be billed
                         await self._tell_billing(bill)
                         continue
                     if isinstance(event, Retrying):  # an error answer: billed nothing

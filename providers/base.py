@@ -315,12 +315,12 @@ class Retrying:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class Resending:
-    """Emitted by the provider base once a retry's wait is over, just before the attempt is
-    sent again (whoever counts the requests in flight counts it from here)."""
+class Sending:
+    """Emitted by the provider base just before each attempt is sent, its body made (whoever
+    counts the requests that may be billed counts it from here)."""
 
     attempt: int
-    kind: Literal["resending"] = "resending"
+    kind: Literal["sending"] = "sending"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -350,7 +350,7 @@ StreamEvent = (
     | StopReason
     | Completed
     | Retrying
-    | Resending
+    | Sending
     | ProviderWarning
     | Finished
 )

@@ -26,8 +26,8 @@ from providers.base import (
     ProviderName,
     ProviderWarning,
     Request,
-    Resending,
     Retrying,
+    Sending,
     StreamEvent,
 )
 from providers.catalog import cost_usd
@@ -184,7 +184,6 @@ class HTTPProvider:
                 delay = self.retry.delay(attempt, exc.retry_after)
                 yield Retrying(attempt=attempt, delay_s=delay, reason=str(exc))
                 await asyncio.sleep(delay)
-                yield Resending(attempt=attempt + 1)
                 continue
             turn = accumulator.turn(cost_usd(accumulator.model, accumulator.usage))
             yield Finished(turn=turn)
@@ -215,6 +214,7 @@ class HTTPProvider:
             url = join_url(endpoint.base_url, prepared.path)
             parser = self.wire.new_parser()
             decoder = SSEDecoder()
+            yield Sending(attempt=attempt)
             async with self.client.stream(
                 "POST", url, headers=prepared.headers, json=prepared.body
             ) as response:

@@ -202,18 +202,53 @@ def test_two_live_ray_nodes_and_redis_on_loopback_only(cluster: LocalCluster) ->
     assert all(is_loopback(address) for address in addresses), addresses
 
 
-def test_grove_batch_joins_the_cluster_and_stores_in_redis(
-    cluster: LocalCluster, tmp_path: Path
-) -> None:
-    tasks = tasks_file(tmp_path / "tasks.jsonl", TASKS)
-    output = tmp_path / "out.jsonl"
-    result = cluster.grove(
-        "batch", str(tasks), "--simulate", "--model", "claude-sonnet-4-5", "--hosts", "2",
-        "--output", str(output),
+WHERE_TOOL = """
+import ray
+
+
+def where() -> str:
+    \"\"\"The Ray node this call runs on.\"\"\"
+    return ray.get_runtime_context().get_node_id()
+"""
+WHERE_TASKS = [
+    {"id": f"where-{n}", "prompt": "[[sim tool=where args='{}' step=1]] where are you?"}
+    for n in range(12)
+]
+
+
+@dataclass(frozen=True)
+class Batch:
+    result: subprocess.CompletedProcess[str]
+    records: list[dict[str, Any]]
+
+
+@pytest.fixture(scope="module")
+def joined(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> Batch:
+    """One `grove batch` joining the cluster (one start for two tests): TASKS, and
+    WHERE_TASKS calling a tool whose module exists only in the driver's directory."""
+    base = tmp_path_factory.mktemp("joined")
+    (base / "where_tool.py").write_text(WHERE_TOOL)
+    tasks = tasks_file(base / "tasks.jsonl", TASKS + WHERE_TASKS)
+    output = base / "out.jsonl"
+    result = subprocess.run(
+        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
+         "claude-sonnet-4-5", "--hosts", "2", "--tools", "where_tool:where",
+         "--output", str(output)],
+        capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
+        cwd=base, timeout=BATCH_TIMEOUT_S, check=False,
     )  # fmt: skip
-    assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in output.read_text().splitlines()]
-    assert sorted(record["id"] for record in records) == [task["id"] for task in TASKS]
+    return Batch(result, records)
+
+
+def test_grove_batch_joins_the_cluster_and_stores_in_redis(
+    cluster: LocalCluster, joined: Batch
+) -> None:
+    assert joined.result.returncode == 0, joined.result.stderr
+    records = joined.records
+    assert sorted(map(str, (record["id"] for record in records))) == sorted(
+        str(task["id"]) for task in TASKS + WHERE_TASKS
+    )
     assert all(record["status"] == "ok" and record["text"] for record in records)
 
     # The store is the cluster's Redis: another process reads the same agents there.
@@ -235,30 +270,12 @@ def test_grove_batch_joins_the_cluster_and_stores_in_redis(
     assert any(b"AgentHost" in log for log in logs)
 
 
-WHERE_TOOL = """
-import ray
-
-
-def where() -> str:
-    \"\"\"The Ray node this call runs on.\"\"\"
-    return ray.get_runtime_context().get_node_id()
-"""
-
-
-def test_a_tool_from_a_local_file_runs_on_both_nodes(cluster: LocalCluster, tmp_path: Path) -> None:
+def test_a_tool_from_a_local_file_runs_on_both_nodes(cluster: LocalCluster, joined: Batch) -> None:
     # The module exists only in the driver's directory; Grove ships the function's code.
-    (tmp_path / "where_tool.py").write_text(WHERE_TOOL)
-    call = "[[sim tool=where args='{}' step=1]] where are you?"
-    tasks = tasks_file(tmp_path / "tasks.jsonl", [{"id": n, "prompt": call} for n in range(12)])
-    result = subprocess.run(
-        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
-         "claude-sonnet-4-5", "--hosts", "2", "--tools", "where_tool:where",
-         "--output", str(tmp_path / "out.jsonl")],
-        capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
-        cwd=tmp_path, timeout=BATCH_TIMEOUT_S, check=False,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stderr
-    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert joined.result.returncode == 0, joined.result.stderr
+    wheres = {task["id"] for task in WHERE_TASKS}
+    records = [record for record in joined.records if record["id"] in wheres]
+    assert len(records) == len(WHERE_TASKS)
     store = open_store(cluster.exports["GROVE_STORE"])
     try:
         nodes = {

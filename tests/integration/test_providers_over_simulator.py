@@ -84,10 +84,11 @@ async def test_429_with_retry_after_waits_then_succeeds(
     elapsed = time.monotonic() - started
     retries = [e for e in events if isinstance(e, Retrying)]
     assert len(retries) == 1
-    # the retry is announced before its wait, and again once it is sent
-    assert [e.kind for e in events if e.kind in ("retrying", "resending")] == [
+    # each attempt is announced just before it is sent, the retry before its wait too
+    assert [e.kind for e in events if e.kind in ("retrying", "sending")] == [
+        "sending",
         "retrying",
-        "resending",
+        "sending",
     ]
     assert retries[0].delay_s >= 1.0
     assert elapsed >= 1.0

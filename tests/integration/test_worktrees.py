@@ -23,7 +23,7 @@ from supervisor.errors import CommandError
 from supervisor.holding import HOLDER_RENEW_S
 from supervisor.store import open_store
 from tests.integration.groves import running_grove, sim_call, tool_results
-from tests.integration.services import grove_service
+from tests.integration.services import service_in_process
 
 MODEL = "claude-haiku-4-5"
 TOOLS = ["bash", "read", "fork", "wait"]
@@ -269,9 +269,9 @@ def test_grove_worktrees_outside_a_repository(store_url: str, tmp_path: Path) ->
 
 
 def test_batch_and_worktrees_through_a_service(
-    repo: Path, tmp_path_factory: pytest.TempPathFactory
+    grove: Grove, repo: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """The service works in the repository it was started in (this module's cwd); `grove
+    """The service (on the module's Grove) works in the repository it was started in; `grove
     worktrees` prints the same through it as from its store."""
     base = tmp_path_factory.mktemp("served")
     tasks, output = base / "tasks.jsonl", base / "out.jsonl"
@@ -279,7 +279,7 @@ def test_batch_and_worktrees_through_a_service(
     tasks.write_text(
         "".join(json.dumps({"id": n, "prompt": p}) + "\n" for n, p in enumerate(calls))
     )
-    with grove_service(base) as service:
+    with service_in_process(grove, base) as service:
         done = service.grove(
             "batch", str(tasks), "--worktrees", "--tools", "bash", "--allow", "bash",
             "-m", MODEL, "--output", str(output), cwd=repo,

@@ -65,7 +65,7 @@ def test_echoed_keys_and_url_passwords_reach_no_output_store_log_or_batch(
     tasks = place.base / "tasks.jsonl"
     tasks.write_text("".join(f'{{"id": "{m}", "prompt": "hi", "model": "{m}"}}\n' for m in MODELS))
     batch_output = place.base / "results.jsonl"
-    done = place.grove("batch", str(tasks), "--output", str(batch_output), **env)
+    done = place.grove("batch", str(tasks), "--hosts", "1", "--output", str(batch_output), **env)
     outputs += [done.stdout, done.stderr]
     events = place.grove("events")
     assert events.returncode == 0 and "TurnCompleted" in events.stdout
