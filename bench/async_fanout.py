@@ -102,7 +102,7 @@ def run_kind(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000, help="asks (and fork_many children)")
-    parser.add_argument("--rounds", type=int, default=5, help="alternating runs; medians count")
+    parser.add_argument("--rounds", type=int, default=9, help="alternating runs; medians count")
     Pacing.add_arguments(parser)
     args = parser.parse_args()
     pacing = Pacing.of(args)

@@ -110,7 +110,7 @@ def session(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=1000, help="children forked each round")
-    parser.add_argument("--sessions", type=int, default=3, help="Groves per mode, in pairs")
+    parser.add_argument("--sessions", type=int, default=5, help="Groves per mode, in pairs")
     parser.add_argument("--rounds", type=int, default=2, help="fan-outs per session")
     parser.add_argument("--ttft-ms", type=int, default=500)
     parser.add_argument("--tps", type=float, default=50.0)
