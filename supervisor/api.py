@@ -568,8 +568,10 @@ class Grove:
             turns = self._loops[loop] = _LoopTurns(starts, TurnResults())
         return turns
 
-    async def _await_result(self, host: Any, ticket: str, timeout_s: float) -> TurnResult | None:
-        return await self._loop_turns().results.result(host, ticket, timeout_s)
+    def _await_result(
+        self, host: Any, ticket: str, timeout_s: float
+    ) -> Awaitable[TurnResult | None]:
+        return self._loop_turns().results.result(host, ticket, timeout_s)
 
     async def _begin_turns(self, requests: list[TurnRequest]) -> list[Any]:
         """Begin the requests' turns in one supervisor call; a lone one: None, for its
