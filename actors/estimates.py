@@ -9,7 +9,7 @@ from typing import Any
 from providers.base import ProviderName, Request, Usage
 from providers.catalog import cost_usd, model_info
 from providers.errors import GroveError
-from providers.thinking import DEFAULT_MAX_TOKENS
+from providers.thinking import DEFAULT_MAX_TOKENS, anthropic_thinking
 
 # In a bill's data: an estimate (the request's input as estimated, its reply as reserved),
 # stored as the bill of a request whose host died before its reply's bill was known.
@@ -23,11 +23,11 @@ def estimated_bill(
 ) -> dict[str, Any]:
     """The bill of a request of about `tokens` input, on the high side: the reply its budget
     holds and what the hold costs (`hold`, when a budget holds anything for it), else as long
-    a reply as it may get (its max_tokens, or its model's longest)."""
+    a reply as it may get."""
     if hold is not None and hold.tokens:
         output, cost = int(hold.output), float(hold.cost_usd)
     else:
-        output = request.max_tokens or longest_reply(request.model, provider)
+        output = longest_reply(request, provider)
         cost = cost_usd(request.model, Usage(input_tokens=tokens, output_tokens=output))
     usage = Usage(input_tokens=tokens, output_tokens=output)
     return {
@@ -39,11 +39,15 @@ def estimated_bill(
     }
 
 
-def longest_reply(model: str, provider: ProviderName) -> int:
+def longest_reply(request: Request, provider: ProviderName) -> int:
+    """The reply tokens the request may be billed at most: the cap it is sent with (Anthropic's
+    wire always sends one), else its model's longest reply."""
     try:
-        return model_info(model, provider).max_output_tokens
+        if provider == "anthropic":
+            return anthropic_thinking(request.model, request.thinking, request.max_tokens)[1]
+        return request.max_tokens or model_info(request.model, provider).max_output_tokens
     except GroveError:  # a model the catalog does not know: what is asked for by default
-        return DEFAULT_MAX_TOKENS
+        return request.max_tokens or DEFAULT_MAX_TOKENS
 
 
 def is_bill(data: dict[str, Any]) -> bool:

@@ -9,6 +9,7 @@ from dataclasses import replace
 from actors.estimates import ESTIMATED, UNBILLED, estimated_bill, is_bill
 from providers.base import Message, Request, TextPart
 from providers.catalog import model_info
+from providers.thinking import DEFAULT_MAX_TOKENS
 from supervisor.billing import InFlightBilling
 from supervisor.budget import Hold
 
@@ -59,10 +60,12 @@ def test_an_estimate_holds_the_reply_a_budget_holds_else_the_longest_it_may_get(
     request = Request(
         model="claude-haiku-4-5", messages=(Message(role="user", parts=(TextPart(text="hi"),)),)
     )
-    longest = model_info("claude-haiku-4-5").max_output_tokens
     unheld = estimated_bill(request, "anthropic", 12, None)
     assert unheld["usage"]["input_tokens"] == 12
-    assert unheld["usage"]["output_tokens"] == longest
+    assert unheld["usage"]["output_tokens"] == DEFAULT_MAX_TOKENS  # the cap its wire sends
+    openai = replace(request, model="gpt-5-mini")
+    longest = model_info("gpt-5-mini").max_output_tokens  # no cap sent: the model's longest
+    assert estimated_bill(openai, "openai", 12, None)["usage"]["output_tokens"] == longest
     assert unheld[ESTIMATED] is True and unheld["cost_usd"] > 0
     capped = estimated_bill(replace(request, max_tokens=50), "anthropic", 12, None)
     assert capped["usage"]["output_tokens"] == 50
