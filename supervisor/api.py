@@ -96,8 +96,8 @@ MAX_FOLLOWS = 20
 def got(ref: Any, timeout_s: float | None) -> Any:
     """An actor call's result: awaited by the caller's loop for an AsyncGrove, else waited
     for here (supervisor/bridge.py)."""
-    if bridge.bridged():
-        return bridge.awaited(asyncio.wait_for(ref, timeout_s))
+    if bridge.bridged():  # the ref's own future: no task to await the ref with
+        return bridge.awaited(asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout_s))
     return ray.get(ref, timeout=timeout_s)
 
 
