@@ -24,12 +24,14 @@ class Coalescer(Generic[Item, Answer]):
         self._flusher: asyncio.Task[None] | None = None
         self.calls = 0  # for tests and diagnostics: how many calls carried the items
 
-    async def call(self, item: Item) -> Answer:
+    def call(self, item: Item) -> asyncio.Future[Answer]:
+        """The answer to `item`, to await (a caller that stops awaiting it leaves the others
+        of its batch as they are)."""
         answer: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
         self._queue.append((item, answer))
         if self._flusher is None:
             self._flusher = asyncio.create_task(self._flush(), name=self._name)
-        return await asyncio.shield(answer)
+        return answer
 
     async def _flush(self) -> None:
         try:

@@ -96,8 +96,8 @@ MAX_FOLLOWS = 20
 def got(ref: Any, timeout_s: float | None) -> Any:
     """An actor call's result: awaited by the caller's loop for an AsyncGrove, else waited
     for here (supervisor/bridge.py)."""
-    if bridge.bridged():
-        return bridge.awaited(asyncio.wait_for(ref, timeout_s))
+    if bridge.bridged():  # the ref's own future: no task to await the ref with
+        return bridge.awaited(asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout_s))
     return ray.get(ref, timeout=timeout_s)
 
 
@@ -568,8 +568,10 @@ class Grove:
             turns = self._loops[loop] = _LoopTurns(starts, TurnResults())
         return turns
 
-    async def _await_result(self, host: Any, ticket: str, timeout_s: float) -> TurnResult | None:
-        return await self._loop_turns().results.result(host, ticket, timeout_s)
+    def _await_result(
+        self, host: Any, ticket: str, timeout_s: float
+    ) -> Awaitable[TurnResult | None]:
+        return self._loop_turns().results.result(host, ticket, timeout_s)
 
     async def _begin_turns(self, requests: list[TurnRequest]) -> list[Any]:
         """Begin the requests' turns in one supervisor call; a lone one: None, for its

@@ -22,21 +22,35 @@ class AsyncTurn:
     """A turn for asyncio, started on first use: `async for kind, text in grove.send(...)`,
     `await turn.result()`; `turn = await grove.send(...)` starts it at once."""
 
+    __slots__ = ("_start", "_starting")  # a fan-out keeps thousands: no dict, no task each
+
     def __init__(self, start: Callable[[], Awaitable[Turn | Any]]) -> None:
-        self._start = start
+        self._start: Callable[[], Awaitable[Turn | Any]] | None = start
         self._starting: asyncio.Future[Turn | Any] | None = None
 
     async def started(self) -> Turn | Any:
-        """The sync turn underneath (None: a command that started none)."""
-        if self._starting is None:
-            self._starting = asyncio.ensure_future(self._start())
-        return await self._starting
+        """The sync turn underneath (None: a command that started none). The first caller
+        starts it on its own task; any other meanwhile waits for that start."""
+        if self._starting is not None:
+            return await asyncio.shield(self._starting)
+        starting = self._starting = asyncio.get_running_loop().create_future()
+        start, self._start = self._start, None
+        assert start is not None
+        try:
+            turn = await start()
+        except asyncio.CancelledError:
+            starting.cancel()
+            raise
+        except BaseException as exc:
+            starting.set_exception(exc)
+            starting.exception()  # retrieved: the caller sees it raised here
+            raise
+        starting.set_result(turn)
+        return turn
 
     def __await__(self) -> Generator[Any, None, AsyncTurn | None]:
-        return self._itself().__await__()
-
-    async def _itself(self) -> AsyncTurn | None:
-        return self if await self.started() is not None else None
+        turn = yield from self.started().__await__()
+        return self if turn is not None else None
 
     @property
     def agent(self) -> str:
@@ -96,7 +110,7 @@ def twin(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     if kind == "turn":
 
         def turn(self: AsyncGrove, *args: Any, **kwargs: Any) -> AsyncTurn:
-            return AsyncTurn(lambda: bridge(getattr(self.grove, name), *args, **kwargs))
+            return AsyncTurn(functools.partial(bridge, getattr(self.grove, name), *args, **kwargs))
 
         return functools.wraps(method)(turn)
 

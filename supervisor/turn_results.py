@@ -5,6 +5,7 @@ host `results` call per host and wave of endings instead of a `result` call per 
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -13,44 +14,77 @@ if TYPE_CHECKING:
 # A host's `results` call answers at the latest after this (empty), and is made again.
 RESULTS_SLICE_S = 30.0
 
+# A wait for a turn's result: its future and the loop time it times out at.
+Waiter = tuple["asyncio.Future[TurnResult | None]", float]
+
 
 class TurnResults:
     """One event loop's waits for turn results, by host. The tickets awaited in one pass of
     the loop go to their host in one call, which answers as soon as any of their turns
-    ended; those still running are asked about again at once."""
+    ended; those still running are asked about again at once. One timer, at the soonest
+    deadline, times the waits out (not a timer and a task per wait: a fan-out has
+    thousands)."""
 
     def __init__(self) -> None:
-        self._waiting: dict[Any, dict[str, list[asyncio.Future[TurnResult | None]]]] = {}
+        self._waiting: dict[Any, dict[str, list[Waiter]]] = {}
         self._unasked: dict[Any, set[str]] = {}  # by host: tickets no call asks about yet
         self._asking: set[asyncio.Task[None]] = set()
+        self._expiry: asyncio.TimerHandle | None = None
+        self._soonest = math.inf  # the deadline `_expiry` is set for
         self.calls = 0  # for tests and diagnostics: how many `results` calls were made
 
-    async def result(self, host: Any, ticket: str, timeout_s: float) -> TurnResult | None:
-        """The turn's result (TimeoutError after `timeout_s`); None: ask its host alone."""
-        future: asyncio.Future[TurnResult | None] = asyncio.get_running_loop().create_future()
-        waiting = self._waiting.setdefault(host, {})
-        waiting.setdefault(ticket, []).append(future)
+    def result(self, host: Any, ticket: str, timeout_s: float) -> asyncio.Future[TurnResult | None]:
+        """The turn's result to await (TimeoutError after `timeout_s`); None: ask its host
+        alone."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[TurnResult | None] = loop.create_future()
+        deadline = loop.time() + timeout_s
+        self._waiting.setdefault(host, {}).setdefault(ticket, []).append((future, deadline))
         unasked = self._unasked.get(host)
         if unasked is None:
             unasked = self._unasked[host] = set()
-            task = asyncio.get_running_loop().create_task(self._ask(host), name="grove-results")
+            task = loop.create_task(self._ask(host), name="grove-results")
             self._asking.add(task)
             task.add_done_callback(self._asking.discard)
         unasked.add(ticket)
-        try:
-            return await asyncio.wait_for(future, timeout_s)
-        finally:
-            futures = waiting.get(ticket, [])
-            if future in futures:  # timed out or cancelled: no longer awaited here
-                futures.remove(future)
-            if not futures:
-                waiting.pop(ticket, None)
+        if deadline < self._soonest:
+            self._expire_at(loop, deadline)
+        return future
+
+    def _expire_at(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        if self._expiry is not None:
+            self._expiry.cancel()
+        self._soonest = deadline
+        self._expiry = loop.call_at(deadline, self._expire, loop)
+
+    def _expire(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Time out the waits whose deadline has passed, forget those no longer awaited (a
+        cancelled caller's), and set the timer for the soonest deadline left."""
+        now, soonest = loop.time(), math.inf
+        self._expiry, self._soonest = None, math.inf
+        for waiting in self._waiting.values():
+            for ticket, waiters in list(waiting.items()):
+                left = []
+                for future, deadline in waiters:
+                    if future.done():
+                        continue
+                    if deadline <= now:
+                        future.set_exception(TimeoutError())
+                    else:
+                        left.append((future, deadline))
+                        soonest = min(soonest, deadline)
+                if left:
+                    waiting[ticket] = left
+                else:
+                    del waiting[ticket]
+        if soonest < math.inf:
+            self._expire_at(loop, soonest)
 
     async def _ask(self, host: Any) -> None:
         """Ask `host` about this wave's tickets until each ended or is no longer awaited."""
         tickets = self._unasked.pop(host)
         waiting = self._waiting[host]
-        while tickets := {ticket for ticket in tickets if waiting.get(ticket)}:
+        while tickets := {ticket for ticket in tickets if _awaited(waiting, ticket)}:
             self.calls += 1
             try:
                 ended: dict[str, TurnResult | None] = await host.results.remote(
@@ -58,11 +92,20 @@ class TurnResults:
                 )
             except Exception as exc:  # the host died, say: each caller sees it
                 for ticket in tickets:
-                    for future in waiting.pop(ticket, []):
+                    for future, _ in waiting.pop(ticket, []):
                         if not future.done():
                             future.set_exception(exc)
                 continue
             for ticket, result in ended.items():
-                for future in waiting.pop(ticket, []):
+                for future, _ in waiting.pop(ticket, []):
                     if not future.done():
                         future.set_result(result)
+
+
+def _awaited(waiting: dict[str, list[Waiter]], ticket: str) -> bool:
+    """Whether anyone still awaits `ticket`'s result (a timed out or cancelled wait does
+    not); one that nobody does is forgotten."""
+    if any(not future.done() for future, _ in waiting.get(ticket, ())):
+        return True
+    waiting.pop(ticket, None)
+    return False
