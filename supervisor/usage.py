@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from actors.estimates import ESTIMATED
 from supervisor.store.base import COMPACTION_KIND, SPENT_KIND, Store
 from supervisor.store.records import AgentRecord, MessageRecord
 
@@ -23,6 +24,7 @@ TOKEN_FIELDS = (
     "cache_read_tokens",
     "cache_write_tokens",
 )
+ESTIMATES = ("estimated_requests", "estimated_input_tokens", "estimated_output_tokens")
 
 
 @dataclass(slots=True)
@@ -40,6 +42,9 @@ class UsageTotals:
     cost_usd: float = 0.0
     saved_usd: float = 0.0
     seconds: float = 0.0
+    estimated_requests: int = 0
+    estimated_input_tokens: int = 0
+    estimated_output_tokens: int = 0
 
     @property
     def cache_hit_share(self) -> float:
@@ -54,9 +59,13 @@ class UsageTotals:
         self.cost_usd += float(message.data.get("cost_usd") or 0.0)
         self.saved_usd += float(message.data.get("saved_usd") or 0.0)
         self.seconds += float(message.data.get("duration_s") or 0.0)
+        if message.data.get(ESTIMATED):
+            self.estimated_requests += 1
+            self.estimated_input_tokens += int(usage.get("input_tokens") or 0)
+            self.estimated_output_tokens += int(usage.get("output_tokens") or 0)
 
     def merge(self, other: UsageTotals) -> None:
-        for name in ("requests", *TOKEN_FIELDS, "cost_usd", "saved_usd", "seconds"):
+        for name in ("requests", *TOKEN_FIELDS, "cost_usd", "saved_usd", "seconds", *ESTIMATES):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict[str, Any]:

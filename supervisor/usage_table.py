@@ -10,7 +10,8 @@ from typing import Any
 def report_lines(report: dict[str, Any]) -> list[str]:
     """The lines of the table `UsageReport.as_dict()` makes. Input counts whole prompts; `hit`
     is the share of them read from a cache, `saved $` what caching saved against the uncached
-    price."""
+    price. A line under the table says how much of the total is an estimate (requests whose
+    host died before their bill was known, each reply counted at the most it may be billed)."""
     header = f"{report['by']:<38} {'requests':>8} {'input':>10} {'output':>9} {'thinking':>9} "
     header += f"{'cache rd':>9} {'cache wr':>9} {'hit':>4} {'cost $':>10} {'saved $':>9} "
     header += f"{'time s':>8}"
@@ -27,5 +28,13 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines = [header] + [line(key, row) for key, row in sorted(report["rows"].items())]
     if report["by"] == "agent" and len(report["trees"]) > 0:
         lines += [line(f"tree {root}", tree) for root, tree in report["trees"].items()]
-    lines.append(line("total", report["total"]))
+    total = report["total"]
+    lines.append(line("total", total))
+    if total["estimated_requests"]:
+        lines.append(
+            f"estimated: {total['estimated_requests']:,} of the {total['requests']:,} requests "
+            f"(their host died before their bill was known), {total['estimated_input_tokens']:,} "
+            f"of the input and {total['estimated_output_tokens']:,} of the output tokens: "
+            "each such reply counted as long as it may be billed (its budget's hold, else its cap)"
+        )
     return lines

@@ -66,9 +66,10 @@ class Simulator:
         self.rate_limited = 0  # requests answered 429 for being over --rpm / --tpm
         # What the answers it began reported, as a provider bills: requests, input and output
         # tokens, prompt tokens read from caches and written to them, and the requests that
-        # wrote with nothing read ("cold": a prefix written anew), in all and by API. A stream
-        # whose client went away is billed the reply tokens written until then; one the
-        # simulator broke itself (a fault) is not billed, nor an error answer.
+        # wrote with nothing read ("cold": a prefix written anew), in all and by API. Every
+        # request read in full is billed its prompt, in whichever phase its client goes away;
+        # a stream whose client went away is billed the reply tokens written until then; one
+        # the simulator broke itself (a fault) is not billed, nor an error answer.
         self.billed = _billing()
         self.billed_by_api: dict[str, dict[str, int]] = {}
         refuse = self.config.refuse
@@ -384,10 +385,10 @@ class Simulator:
             writer.write(LAST_CHUNK)
             await writer.drain()
         except ConnectionError:
-            # The client went away mid-answer: billed as far as it was generated, as a
-            # provider bills a request it has begun to answer (a planned break is a fault).
-            if cut_after is None:
-                self._bill(inbound, plan, api, content_sent)
+            # The client went away mid-answer (before a planned break, if any, struck): billed
+            # its prompt and its reply as far as it was written, as a provider bills a request
+            # it has begun to answer. A break the simulator makes itself raises nothing here.
+            self._bill(inbound, plan, api, content_sent)
             raise
         self._bill(inbound, plan, api, plan.content_events)
         return keep_alive

@@ -6,10 +6,12 @@ back what the request held and counts that estimate, as the store records it.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -17,10 +19,11 @@ from actors.estimates import ESTIMATED
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from providers.simulator.script import Inbound
+from providers.thinking import anthropic_thinking
 from supervisor import Budget, Grove
 from supervisor.store import open_store
 from supervisor.store.kinds import SPENT_KIND
-from tests.integration.groves import running_grove
+from tests.integration.groves import cli_environment, invoke, running_grove
 
 KEY = "sim-billing-kills-41d8"
 MODEL = "claude-haiku-4-5"
@@ -91,6 +94,41 @@ def test_a_request_answered_as_its_host_dies_is_counted_once_at_its_estimate(
     assert spent is not None, refused.error
     recorded = sum(u["input_tokens"] + u["output_tokens"] for u in (exact, guessed))
     assert int(spent.group(1).replace(",", "")) == recorded
+
+
+def test_usage_says_what_part_is_estimated(
+    grove: Grove, simulator: SimulatorThread, tmp_path: Path
+) -> None:
+    """A host killed with its reply written, no budget holding it: the request is counted at
+    its reply's cap, and `grove usage` (table and JSON) says that part is an estimate."""
+    root = grove.create_root(MODEL).uuid
+    (pid,) = grove.host_pids().values()
+    mark = f"{MARK}-unbudgeted"
+
+    def kill(inbound: Inbound) -> None:
+        if mark in inbound.prompt:
+            simulator.simulator.before_end = None
+            os.kill(pid, signal.SIGKILL)
+
+    simulator.simulator.before_end = kill
+    try:
+        result = grove.ask(root, f"Say something ({mark}).")
+    finally:
+        simulator.simulator.before_end = None
+    assert result.ok, result.error
+    cap = anthropic_thinking(MODEL, None, None)[1]  # what an Anthropic request is sent with
+    env = {**cli_environment(tmp_path), "GROVE_STORE": str(grove.settings.store)}
+    shown = invoke(env, "usage", "--agent", root, "--json")
+    assert shown.returncode == 0, shown.stderr
+    total = json.loads(shown.stdout)["total"]
+    assert (total["requests"], total["estimated_requests"]) == (2, 1)
+    assert total["output_tokens"] == TOKENS + cap and total["estimated_output_tokens"] == cap
+    assert 0 < total["estimated_input_tokens"] < total["input_tokens"]
+    table = invoke(env, "usage", "--agent", root).stdout.splitlines()
+    assert table[-2].startswith("total ")
+    assert table[-1].startswith("estimated: 1 of the 2 requests"), table[-1]
+    assert f"{total['estimated_input_tokens']:,} of the input" in table[-1]
+    assert f"{cap:,} of the output tokens" in table[-1]
 
 
 def test_a_request_waiting_to_be_sent_again_when_its_host_dies_is_not_counted(
