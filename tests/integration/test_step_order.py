@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from actors.agent import Agent, ModelChoice, Tool, TurnResult, user_entry
+from actors.estimates import ESTIMATED, is_bill
 from actors.turn_result import NewEntry
 from providers.base import ToolSpec
 from providers.factory import create_provider
@@ -58,6 +59,16 @@ class SlowStore:
         sent = json.dumps(list(self.simulator.simulator.received))
         self.stored += [(entry, sent) for _, entry in steps]
         return [len(self.stored) - len(steps) + i + 1 for i in range(len(steps))]
+
+
+def bills(told: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the host told of what its requests were billed, without the estimates it gave
+    before sending them."""
+    return [data for data in told if is_bill(data)]
+
+
+def estimates(told: list[dict[str, Any]]) -> int:
+    return sum(1 for data in told if data.get(ESTIMATED))
 
 
 async def run(
@@ -110,7 +121,8 @@ async def test_each_step_is_stored_before_what_depends_on_it(simulator: Simulato
         assert entry.data["parts"][0]["content"] not in sent
     kinds = [entry.kind for entry, _ in store.stored]
     assert kinds == ["user", "assistant", "tool_result", "assistant", "tool_result"]
-    assert len(told) == 1  # the answer; the two replies stored as steps told it themselves
+    assert len(bills(told)) == 1  # the answer; the two replies stored as steps told it themselves
+    assert estimates(told) == 3  # each request announced with its estimate before it went
     assert all("message_id" in entry.data for entry in result.entries[:-1])
 
 
@@ -121,5 +133,6 @@ async def test_a_failed_store_tells_the_bill_and_leaves_the_rest_to_the_turns_en
     result, _, told = await run(simulator, store, "unstored")
     assert result.error is None and result.text
     assert store.calls == 1  # after the first failure nothing more is stored as the turn goes
-    assert len(told) == 3  # each reply's bill told by the host, the stored step being lost
+    assert len(bills(told)) == 3  # each reply's bill told by the host, the stored step being lost
+    assert estimates(told) == 3
     assert not any("message_id" in entry.data for entry in result.entries)
