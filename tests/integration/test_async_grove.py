@@ -28,6 +28,7 @@ from tests.integration.services import grove_service
 ASKS = 20
 # Each answer streams 60 tokens at 30 a second: two seconds a turn, 40 one after another.
 PACED = "[[sim tokens=60 tps=30]]"
+ASK_S = 60 / 30  # how long one paced reply streams: one blocking ask stops a loop as long
 TICK_S = 0.01
 
 
@@ -75,8 +76,8 @@ async def test_twenty_asks_at_once_leave_the_callers_loop_ticking(grove: Grove) 
     aio = AsyncGrove(grove)
     roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
     figures = await concurrent_asks(aio, roots)
-    assert figures["took"] >= 2.0  # each turn streams for two seconds
-    assert figures["took"] < ASKS * 2.0 / 2  # together, not one after another
+    assert figures["took"] >= ASK_S  # each turn streams for two seconds
+    assert figures["took"] < ASKS * ASK_S / 2  # together, not one after another
     # A sync call would stop the ticker for the whole wait; here it ticks on throughout.
     assert figures["gap"] < figures["took"] / 10, figures
 
@@ -201,8 +202,9 @@ async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
         _local, example = python_examples("Async")  # the README's, in a process of its own
         done = run_python(example, tmp_path, service.env)
         assert (done.returncode, done.stdout) == (0, "True\n"), done.stderr
-        assert figures["took"] < ASKS * 2.0 / 2
-        # The loop also reads the 20 answers' HTTP streams here: a looser bound, still far
-        # below the whole wait a sync call would stop the ticker for.
-        assert figures["gap"] < figures["took"] / 5, figures
+        assert figures["took"] < ASKS * ASK_S / 2
+        # The loop also reads the 20 answers' HTTP streams here, and the suite's other workers
+        # share the cores: a looser bound (a fifth of the whole failed at 0.57 s of 2.85 s in
+        # the parallel suite), still half of what one blocking ask would stop the ticker for.
+        assert figures["gap"] < ASK_S / 2, figures
         assert streamed and all(result is not None and result.ok for result in waited)
