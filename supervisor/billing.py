@@ -1,9 +1,8 @@
 """What the requests of turns in flight were billed, as their hosts report it: an estimate just
 before each request (or a retry of it) is sent, its exact bill when it ends, or that it failed
-unbilled. Dropped once the turn is stored (its
-messages carry the usage), stored as `spent` messages when the turn is lost with its host (a
-request sent and not answered yet at its estimate), so a request is counted once even if its
-turn runs again.
+unbilled. Dropped once the turn is stored (its messages carry the usage), stored as `spent`
+messages when the turn is lost with its host (a request sent and not answered yet at its
+estimate), so a request is counted once even if its turn runs again.
 """
 
 from __future__ import annotations
