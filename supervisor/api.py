@@ -142,6 +142,23 @@ def _raise_unless_repeatable(method: str, exc: Exception, deadline: float) -> No
         ) from exc
 
 
+def _join_or_make_supervisor(settings: SupervisorSettings) -> tuple[Any, bool]:
+    """The supervisor running in this Ray, joined (False), else one made with `settings`
+    (True: its maker stops it at close, so the next Grove in this Ray starts its own)."""
+    with contextlib.suppress(ValueError):
+        return ray.get_actor(SUPERVISOR_NAME, namespace=NAMESPACE), False
+    try:
+        made = Supervisor.options(  # type: ignore[attr-defined]
+            name=SUPERVISOR_NAME,
+            namespace=NAMESPACE,
+            max_restarts=-1,  # Ray starts it again; it recovers from the store
+            max_task_retries=0,  # a call cut off by a restart is not replayed blindly
+        ).remote(settings)
+    except ValueError:  # the name was taken after the look: another Grove made it
+        return ray.get_actor(SUPERVISOR_NAME, namespace=NAMESPACE), False
+    return made, True
+
+
 # How an asyncio caller awaits a turn's result with the others its loop awaits: (host,
 # ticket, timeout) to the result, or None for the host to be asked alone.
 ResultWait = Callable[[Any, str, float], Awaitable[TurnResult | None]]
@@ -236,6 +253,7 @@ class Grove:
         self._stack = ExitStack()
         self._started_ray = False
         self._local_ray: LocalRay | None = None
+        self._made_supervisor = False  # this Grove made the supervisor (and so stops it)
         self._approvers: dict[str, Approver] = {}
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
@@ -304,13 +322,7 @@ class Grove:
             rate_limits=self._rate_limits(),
             fork_workspace=self.settings.tools.workspace,
         )
-        self.supervisor = Supervisor.options(  # type: ignore[attr-defined]
-            name=SUPERVISOR_NAME,
-            namespace=NAMESPACE,
-            get_if_exists=True,
-            max_restarts=-1,  # Ray starts it again; it recovers from the store
-            max_task_retries=0,  # a call cut off by a restart is not replayed blindly
-        ).remote(settings)
+        self.supervisor, self._made_supervisor = _join_or_make_supervisor(settings)
         got(self.supervisor.ready.remote(), CALL_TIMEOUT_S * 2)
         self.traced = telemetry is not None
         if self.traced:
@@ -395,13 +407,14 @@ class Grove:
             self.flush_telemetry()
             atexit.unregister(self.flush_telemetry)
             self.traced = False
-        if self.supervisor is not None and self._started_ray:
+        if self.supervisor is not None and (self._started_ray or self._made_supervisor):
             with contextlib.suppress(GroveError, ray.exceptions.RayError):
                 self.release_caches()  # a provider-side entry must not outlive its Grove
             with contextlib.suppress(GroveError, ray.exceptions.RayError):
                 self._call("let_go", timeout_s=10.0)  # its trees show `stopped` at once
-            ray.kill(self.supervisor)
+            ray.kill(self.supervisor)  # its hosts are its own actors: they go with it
             self.supervisor = None
+            self._made_supervisor = False
         if self._started_ray:
             ray.shutdown()
             self._started_ray = False

@@ -1,5 +1,6 @@
-"""Shared pytest fixtures: a real redis-server on a free loopback port, a temp-file SQLite store;
-and the order modules run in (the longest first).
+"""Shared pytest fixtures: a real redis-server on a free loopback port, a temp-file SQLite store,
+the one Ray of this test process (tests/integration/shared_ray.py); and the order modules run in
+(the longest first).
 
 Whatever a fixture starts it stops through its own handle; the machine's own Redis (6379) is
 never touched.
@@ -21,6 +22,7 @@ import redis
 from hypothesis import settings
 
 from supervisor.store import SqliteStore
+from tests.integration.shared_ray import SHARED_RAY
 
 # No per-example deadline: timing belongs in bench/, and a shared machine makes the first
 # examples (cold imports, busy cores) slow without anything being wrong.
@@ -54,9 +56,34 @@ def _running_order(item: pytest.Item) -> tuple[int, int]:
     return (1 if module.startswith(STARTING_RAY) else 2), 0
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "own_ray: the module needs Ray of its own or none in this process (the shared one stops)",
+    )
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Longest modules first (a stable sort: each module's tests stay together, in order)."""
     items.sort(key=_running_order)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def shared_ray() -> Iterator[None]:
+    """The Ray this process's Groves share, started by the first (`running_grove`) and stopped
+    through its own handle when the session ends."""
+    yield
+    SHARED_RAY.stop()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_where_wanted(request: pytest.FixtureRequest) -> None:
+    """Before a module marked `own_ray`, and before the modules that start no Ray (they run
+    after those that do), the shared Ray stops: the first Grove after them starts it again."""
+    if request.node.get_closest_marker("own_ray") or not request.node.nodeid.startswith(
+        STARTING_RAY
+    ):
+        SHARED_RAY.stop()
 
 
 def free_loopback_port() -> int:

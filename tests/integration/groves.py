@@ -1,6 +1,7 @@
 """One way for integration tests to run Grove: a temp store, no user config, the simulator.
 
-Each test module gets its own Grove (and so its own supervisor) with the settings it needs.
+Each test module gets its own Grove (and so its own supervisor) with the settings it needs, in
+the Ray its test process shares (tests/integration/shared_ray.py).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from providers.http import Endpoint
 from supervisor import Grove
 from supervisor.config import load_settings
 from supervisor.store import open_store
+from tests.integration.shared_ray import SHARED_RAY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,12 +42,14 @@ def running_grove(
     endpoint: Endpoint | None = None,
 ) -> Iterator[Grove]:
     """Grove on the simulator (its own, or the one at `endpoint`) with a store in `base`
-    (unless `store_url`), `GROVE_*` settings from `env`, and no config file of the user's."""
+    (unless `store_url`), `GROVE_*` settings from `env`, and no config file of the user's, in
+    the shared Ray (a supervisor of its own unless one runs there: its maker stops it)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GROVE_CONFIG_FILE", str(base / "none.toml"))
         for name, value in (env or {}).items():
             patch.setenv(name, value)
         settings = load_settings(store=store_url or f"sqlite:///{base / 'grove.sqlite3'}")
+    SHARED_RAY.ensure()
     with Grove(
         settings=settings, simulate=endpoint is None, endpoint=endpoint, hosts=hosts
     ) as grove:
