@@ -31,6 +31,9 @@ MISSING_ANTHROPIC_TEXT = (
     "No credentials for anthropic. Set ANTHROPIC_API_KEY or add to credentials.json\n\n"
     "Get your API key at: https://console.anthropic.com/settings/keys"
 )
+# Its first commands start with no Ray in this process, as a user's do: with Ray running, a
+# command takes its hosts to be on a cluster and leaves the key checks to them (cli/preflight.py).
+pytestmark = pytest.mark.own_ray
 
 
 @pytest.fixture
