@@ -12,7 +12,10 @@ fork_many rounds fork their children as part of their time, the asks go to child
 beforehand with `fork` (`ratio_with_forks` counts those forks too; `asks_begin_s` is until
 every ask's turn had started; `results_calls` how many host `results` calls brought the asks'
 results). `cpu_s` is the CPU time driver, supervisor and hosts used in each (the asks' without
-their forks), `cpu_ratio` the asks' over Grove's. Run from the repository root:
+their forks), `cpu_ratio` the asks' over Grove's; `driver_cpu_s` and `driver_cpu_ratio` the
+same for this process alone (the caller), and `full_collections` how many full collections
+its garbage collector made during each kind over all rounds (counted, its settings left as
+they are), `full_collections_s` their time. Run from the repository root:
 `python bench/async_fanout.py --n 1000`.
 """
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import time
 from typing import Any
@@ -30,6 +34,35 @@ from harness import MODEL, Pacing, cpu_s, grove_pids, running_grove, simulator_p
 from supervisor import AsyncGrove
 
 
+class Driver:
+    """This process's own share of each fan-out: its CPU time, and its garbage collector's
+    full collections (counted through `gc.callbacks`, nothing else changed) and their time."""
+
+    def __init__(self) -> None:
+        self.full = 0
+        self.full_s = 0.0
+        self._began = 0.0
+        gc.callbacks.append(self._collected)
+
+    def _collected(self, phase: str, info: dict[str, int]) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._began = time.perf_counter()
+        else:
+            self.full += 1
+            self.full_s += time.perf_counter() - self._began
+
+    def reading(self) -> tuple[float, int, float]:
+        """CPU seconds, full collections and their seconds so far."""
+        return time.process_time(), self.full, self.full_s
+
+
+def since(driver: Driver, before: tuple[float, int, float]) -> tuple[float, int, float]:
+    now = driver.reading()
+    return now[0] - before[0], now[1] - before[1], now[2] - before[2]
+
+
 def grove_round(grove: Any, root: str, texts: list[str]) -> tuple[float, dict[str, Any]]:
     """`fork_many` + `wait_any`: its wall time and every turn's result."""
     start = time.perf_counter()
@@ -38,13 +71,14 @@ def grove_round(grove: Any, root: str, texts: list[str]) -> tuple[float, dict[st
 
 
 async def asks_round(
-    aio: AsyncGrove, root: str, texts: list[str], pids: list[int]
+    aio: AsyncGrove, root: str, texts: list[str], pids: list[int], driver: Driver
 ) -> dict[str, Any]:
     """Children forked (timed apart, their CPU time too), then one ask each, all at once."""
-    start, used = time.perf_counter(), cpu_s(pids)
+    start, used, driven = time.perf_counter(), cpu_s(pids), driver.reading()
     children = await asyncio.gather(*(aio.fork(root) for _ in texts))
     forked = time.perf_counter()
     forks_cpu_s = cpu_s(pids) - used
+    forks_driver = since(driver, driven)
     turns = [aio.send(child, text) for child, text in zip(children, texts, strict=True)]
     await asyncio.gather(*turns)  # every turn started
     begun = time.perf_counter()
@@ -53,6 +87,7 @@ async def asks_round(
     return {
         "forks_s": forked - start,
         "forks_cpu_s": forks_cpu_s,
+        "forks_driver": forks_driver,
         "begin_s": begun - forked,
         "asks_s": asked - forked,
         "results": dict(zip(children, answers, strict=True)),
@@ -81,16 +116,18 @@ def run_kind(
     aio: AsyncGrove,
     root: str,
     texts: list[str],
-    walls: dict[str, list[float]],
+    walls: dict[str, list[Any]],
     pids: list[int],
+    driver: Driver,
 ) -> tuple[float, dict[str, Any]]:
     """One fan-out of `kind`: its wall time and results (the asks' other figures go to
     `walls` directly)."""
     if kind == "grove":
         return grove_round(grove, root, texts)
     if kind == "async_asks":
-        asks = asyncio.run(asks_round(aio, root, texts, pids))
+        asks = asyncio.run(asks_round(aio, root, texts, pids, driver))
         walls["async_forks_cpu"].append(asks["forks_cpu_s"])
+        walls["async_forks_driver"].append(asks["forks_driver"])
         walls["async_forks"].append(asks["forks_s"])
         walls["async_asks_begin"].append(asks["begin_s"])
         walls["results_calls"].append(asks["results_calls"])
@@ -107,7 +144,7 @@ def main() -> None:
     args = parser.parse_args()
     pacing = Pacing.of(args)
     texts = prompts(args.n)
-    walls: dict[str, list[float]] = {
+    walls: dict[str, list[Any]] = {
         "grove": [],
         "async_asks": [],
         "async_forks": [],
@@ -115,9 +152,12 @@ def main() -> None:
         "async_fork_many": [],
         "results_calls": [],
         "async_forks_cpu": [],
+        "async_forks_driver": [],
     }
     # CPU time of driver, supervisor and hosts in each fan-out (the asks' without their forks)
     cpu: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    driven: dict[str, list[tuple[float, int, float]]] = {kind: [] for kind in KINDS}
+    driver = Driver()
     completed = stored = 0
     with simulator_process(pacing) as simulator, running_grove(simulator) as grove:
         root = grove.create_root(MODEL)
@@ -128,12 +168,15 @@ def main() -> None:
         for index in range(args.rounds):
             found = []
             for kind in KINDS if index % 2 == 0 else KINDS[::-1]:
-                used = cpu_s(pids)
-                wall, results = run_kind(kind, grove, aio, root.uuid, texts, walls, pids)
-                spent = cpu_s(pids) - used
+                used, before = cpu_s(pids), driver.reading()
+                wall, results = run_kind(kind, grove, aio, root.uuid, texts, walls, pids, driver)
+                spent, own = cpu_s(pids) - used, since(driver, before)
                 if kind == "async_asks":  # the forks before the asks apart
                     spent -= walls["async_forks_cpu"][-1]
+                    forks = walls["async_forks_driver"][-1]
+                    own = (own[0] - forks[0], own[1] - forks[1], own[2] - forks[2])
                 cpu[kind].append(spent)
+                driven[kind].append(own)
                 walls[kind].append(wall)
                 found.append(results)
             for results in found:
@@ -177,6 +220,23 @@ def main() -> None:
                 "cpu_ratio": median(
                     [asks / one for asks, one in zip(cpu["async_asks"], cpu["grove"], strict=True)]
                 ),
+                "driver_cpu_s": {
+                    kind: round(median([own[0] for own in values]), 3)
+                    for kind, values in driven.items()
+                },
+                "driver_cpu_ratio": median(
+                    [
+                        asks[0] / one[0]
+                        for asks, one in zip(driven["async_asks"], driven["grove"], strict=True)
+                    ]
+                ),
+                "full_collections": {
+                    kind: sum(own[1] for own in values) for kind, values in driven.items()
+                },
+                "full_collections_s": {
+                    kind: round(sum(own[2] for own in values), 3) for kind, values in driven.items()
+                },
+                "forks_full_collections": sum(f[1] for f in walls.pop("async_forks_driver")),
                 "results_calls": walls.pop("results_calls"),
                 "turns": args.n * args.rounds * 3,
                 "completed": completed,

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import atexit
 import contextlib
+import functools
 import inspect
 import json
 import os
@@ -24,6 +25,7 @@ from typing import Any
 
 import ray
 from pydantic import BaseModel
+from ray._raylet import _set_future_helper as set_future_result
 
 from actors.agent import TurnResult
 from actors.coalesce import Coalescer
@@ -96,9 +98,45 @@ MAX_FOLLOWS = 20
 def got(ref: Any, timeout_s: float | None) -> Any:
     """An actor call's result: awaited by the caller's loop for an AsyncGrove, else waited
     for here (supervisor/bridge.py)."""
-    if bridge.bridged():  # the ref's own future: no task to await the ref with
-        return bridge.awaited(asyncio.wait_for(asyncio.wrap_future(ref.future()), timeout_s))
+    if bridge.bridged():
+        return bridge.awaited(awaitable_result(ref, timeout_s))
     return ray.get(ref, timeout=timeout_s)
+
+
+def awaitable_result(ref: Any, timeout_s: float | None) -> asyncio.Future[Any]:
+    """An actor call's result as a future of the running loop (TimeoutError after
+    `timeout_s`), settled from Ray's callback: no thread-safe future, no task and no timer
+    task between (an AsyncGrove fan-out has thousands in flight)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[Any] = loop.create_future()
+    expiry = None if timeout_s is None else loop.call_later(timeout_s, _expire, future)
+    # Ray calls it on its own thread; it keeps `ref` alive until then.
+    ref._on_completed(functools.partial(_completed, loop, future, expiry, ref))
+    return future
+
+
+def _completed(
+    loop: asyncio.AbstractEventLoop,
+    future: asyncio.Future[Any],
+    expiry: asyncio.TimerHandle | None,
+    _ref: Any,
+    result: Any,
+) -> None:
+    with contextlib.suppress(RuntimeError):  # the loop has closed: nobody awaits it now
+        loop.call_soon_threadsafe(_settle, future, expiry, result)
+
+
+def _settle(future: asyncio.Future[Any], expiry: asyncio.TimerHandle | None, result: Any) -> None:
+    """`result` (an exception object for a failed call) into `future`, as Ray's own
+    futures take it."""
+    if expiry is not None:
+        expiry.cancel()
+    set_future_result(result, py_future=future)  # nothing when the future is done
+
+
+def _expire(future: asyncio.Future[Any]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
 
 
 def streamed(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[tuple[str, str]]:
@@ -220,13 +258,26 @@ class Turn:
             waiting = self._supervisor.wait_turn.remote(self.agent, timeout_s)
             fallback = got(waiting, timeout_s + 30)
             result = fallback if fallback is not None else TurnResult(error="interrupted")
+        return self.typed(result)
+
+    def batched_result(self, timeout_s: float) -> Awaitable[TurnResult | None] | None:
+        """For an asyncio caller: the host's result of the turn, to await together with the
+        others its loop awaits at once (supervisor/turn_results.py); None when there is no
+        such batching or approval requests are still to be read first. When it gives None,
+        or raises RayActorError, `result` knows what to do next."""
+        if self._results is None or (self._on_approval is not None and not self._read):
+            return None
+        return self._results(self._host, self.ticket_id, timeout_s)
+
+    def typed(self, result: TurnResult) -> TurnResult:
+        """The turn's result with its answer read into its output model, if it has one."""
         return typed(result, self.output_model)
 
     def _host_result(self, timeout_s: float) -> TurnResult:
         """The host's result of the turn: for an asyncio caller, asked for together with
-        the others its loop awaits at once (supervisor/turn_results.py)."""
-        if self._results is not None and bridge.bridged():
-            found = bridge.awaited(self._results(self._host, self.ticket_id, timeout_s))
+        the others its loop awaits at once."""
+        if bridge.bridged() and (waiting := self.batched_result(timeout_s)) is not None:
+            found = bridge.awaited(waiting)
             if found is not None:
                 return found
         result: TurnResult = got(self._host.result.remote(self.ticket_id), timeout_s)
@@ -265,6 +316,7 @@ class Grove:
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopTurns] = (
             weakref.WeakKeyDictionary()
         )
+        self._result_wait: ResultWait = self._await_result  # one for all its turns
         self.traced = False  # spans are exported (`[telemetry]`, OTEL_*: supervisor/telemetry.py)
 
     def __enter__(self) -> Grove:
@@ -607,7 +659,7 @@ class Grove:
             self.supervisor,
             on_approval=approve,
             output_model=model or self._output_models.get(agent),
-            results=self._await_result,
+            results=self._result_wait,
         )
 
     def set_approver(self, session: str, approver: Approver | None) -> None:

@@ -1,5 +1,6 @@
 """`AsyncGrove`: every `Grove` method as a coroutine (or an async iterator), generated from
-`Grove` itself and run by supervisor/bridge.py, so both share one implementation.
+`Grove` itself and run by supervisor/bridge.py, so both share one implementation (`ask` is
+its twins of `send` and `result`, a turn's result awaited on the caller's loop).
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
-from supervisor.api import Grove
+import ray
+
+from providers.base import DEFAULT_OUTPUT_RETRIES
+from supervisor.api import Grove, Turn
 from supervisor.bridge import bridge, bridged_iterator
 
 if TYPE_CHECKING:
     from actors.agent import TurnResult
-    from supervisor.api import Turn
+    from supervisor.output_types import OutputTypeLike
 
 
 class AsyncTurn:
@@ -30,26 +34,34 @@ class AsyncTurn:
 
     async def started(self) -> Turn | Any:
         """The sync turn underneath (None: a command that started none). The first caller
-        starts it on its own task; any other meanwhile waits for that start."""
-        if self._starting is not None:
-            return await asyncio.shield(self._starting)
-        starting = self._starting = asyncio.get_running_loop().create_future()
-        start, self._start = self._start, None
-        assert start is not None
-        try:
-            turn = await start()
-        except asyncio.CancelledError:
-            starting.cancel()
-            raise
-        except BaseException as exc:
-            starting.set_exception(exc)
-            starting.exception()  # retrieved: the caller sees it raised here
-            raise
-        starting.set_result(turn)
-        return turn
+        starts it (no task of its own); any other meanwhile waits for that start."""
+        starting = self._starting
+        if starting is None or not starting.done():
+            await self
+            starting = self._starting
+            assert starting is not None
+        return starting.result()
 
     def __await__(self) -> Generator[Any, None, AsyncTurn | None]:
-        turn = yield from self.started().__await__()
+        starting = self._starting
+        if starting is None:  # the first caller: started here, in its await
+            starting = self._starting = asyncio.get_running_loop().create_future()
+            start, self._start = self._start, None
+            assert start is not None
+            try:
+                turn = yield from start().__await__()
+            except asyncio.CancelledError:
+                starting.cancel()
+                raise
+            except BaseException as exc:
+                starting.set_exception(exc)
+                starting.exception()  # retrieved: the caller sees it raised here
+                raise
+            starting.set_result(turn)
+        elif starting.done():
+            turn = starting.result()
+        else:
+            turn = yield from asyncio.shield(starting)
         return self if turn is not None else None
 
     @property
@@ -73,7 +85,16 @@ class AsyncTurn:
     async def result(self, timeout_s: float = 3600.0) -> TurnResult:
         turn = await self.started()
         assert turn is not None, "a command that started no turn has no result"
-        return await bridge(turn.result, timeout_s)
+        if isinstance(turn, Turn):  # most often awaited here, with no greenlet of its own
+            waiting = turn.batched_result(timeout_s)
+            if waiting is not None:
+                try:
+                    found = await waiting
+                except ray.exceptions.RayActorError:
+                    found = None  # the host died: `Turn.result` asks the supervisor
+                if found is not None:
+                    return turn.typed(found)
+        return await bridge(turn.result, timeout_s)  # what else `Turn.result` does
 
 
 def kind_of(method: Callable[..., Any]) -> str:
@@ -140,10 +161,29 @@ class AsyncGrove:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    if TYPE_CHECKING:  # the twins are made below, from Grove's own methods
+    async def ask(
+        self,
+        agent: str,
+        text: str,
+        timeout_s: float = 3600.0,
+        *,
+        output_type: OutputTypeLike | None = None,
+        output_retries: int = DEFAULT_OUTPUT_RETRIES,
+    ) -> TurnResult:
+        # What `Grove.ask` is, `send` then `result`, of their twins: the result is awaited
+        # on the loop (an AsyncTurn's), not in a bridged call kept for the whole turn.
+        typed = {"output_type": output_type, "output_retries": output_retries}
+        turn = await self.send(agent, text, **(typed if output_type is not None else {}))
+        result: TurnResult = await turn.result(timeout_s)
+        return result
+
+    ask.__doc__ = Grove.ask.__doc__
+
+    if TYPE_CHECKING:  # the other twins are made below, from Grove's own methods
 
         def __getattr__(self, name: str) -> Any: ...
 
 
 for _name, _method in public_methods().items():
-    setattr(AsyncGrove, _name, twin(_name, _method))
+    if _name not in vars(AsyncGrove):
+        setattr(AsyncGrove, _name, twin(_name, _method))

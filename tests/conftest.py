@@ -37,6 +37,8 @@ LONGEST_FIRST = (
     "tests/integration/test_service.py",
     "tests/integration/test_local_cluster_script.py",
     "tests/integration/test_security.py",
+    "tests/integration/test_service_resume.py",
+    "tests/integration/test_chaos_bench.py",
     "tests/security/test_bad_files.py",
     "tests/security/test_service_abuse.py",
     "tests/integration/test_batch_cli.py",

@@ -1,7 +1,8 @@
 """Choosing a store from a URL: `open_store` and the default SQLite file's URL.
 
 Accepted forms: sqlite:///relative/path, sqlite:////absolute/path, redis://..., rediss://...
-(a Redis URL may carry `?namespace=NAME` to share one server between deployments).
+(a Redis URL may carry `?namespace=NAME` to share one server between deployments, and
+`socket_timeout=SECONDS` for how long a command may wait on the server, 10 by default).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import os
 import stat
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from supervisor.errors import NoStoreError, StoreError
@@ -79,13 +81,13 @@ def open_store(
         # installed) costs a SQLite deployment nothing.
         from supervisor.store.redis import RedisStore
 
-        redis_url, namespace = _split_namespace(target)
+        redis_url, options = _split_options(target)
         return RedisStore(
             redis_url,
-            namespace=namespace,
             max_message_bytes=max_message_bytes,
             lease_ttl_s=lease_ttl_s,
             lease_poll_s=lease_poll_s,
+            **options,
         )
     shown = f"scheme {scheme!r}" if scheme else "a URL without a known scheme"
     raise StoreError(f"Unknown store URL ({shown}); accepted forms: {ACCEPTED_FORMS}")
@@ -110,15 +112,25 @@ def exposed_store_warning(url: str | None = None) -> str | None:
     )
 
 
-def _split_namespace(url: str) -> tuple[str, str]:
-    """The URL without its `namespace` query parameter, and that namespace (or the default)."""
-    from supervisor.store.redis import DEFAULT_NAMESPACE
-
+def _split_options(url: str) -> tuple[str, dict[str, Any]]:
+    """The URL without the store's own query parameters (`namespace`, `socket_timeout`), and
+    the RedisStore options they give (the last of each counts)."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
-    namespaces = [value for key, value in query if key == "namespace"]
-    rest = [(key, value) for key, value in query if key != "namespace"]
-    namespace = namespaces[-1] if namespaces else DEFAULT_NAMESPACE
-    if not namespace or ":" in namespace:
-        raise StoreError("A Redis store namespace must be non-empty and contain no ':'")
-    return urlunsplit(parts._replace(query=urlencode(rest))), namespace
+    given = {key: value for key, value in query if key in ("namespace", "socket_timeout")}
+    rest = [(key, value) for key, value in query if key not in given]
+    options: dict[str, Any] = {}
+    if "namespace" in given:
+        namespace = given["namespace"]
+        if not namespace or ":" in namespace:
+            raise StoreError("A Redis store namespace must be non-empty and contain no ':'")
+        options["namespace"] = namespace
+    if "socket_timeout" in given:
+        try:
+            seconds = float(given["socket_timeout"])
+        except ValueError:
+            seconds = 0.0
+        if not 0 < seconds < float("inf"):
+            raise StoreError("A Redis store socket_timeout must be a positive number of seconds")
+        options["socket_timeout_s"] = seconds
+    return urlunsplit(parts._replace(query=urlencode(rest))), options

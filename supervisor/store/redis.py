@@ -487,8 +487,9 @@ class RedisStore(StoreCore):
 
     def wait_events(self, after_id: int, timeout_s: float, limit: int = 1000) -> list[EventRecord]:
         remaining_ms = int(timeout_s * 1000)
-        # Each XREAD BLOCK must end before the socket timeout does.
-        slice_ms = max(1, int((self._socket_timeout_s - 1.0) * 1000))
+        # Each XREAD BLOCK must end well before the socket timeout does.
+        margin_s = min(1.0, self._socket_timeout_s / 2)
+        slice_ms = max(1, int((self._socket_timeout_s - margin_s) * 1000))
         while remaining_ms > 0:
             block_ms = min(remaining_ms, slice_ms)
             with self._mapped("wait for events"):

@@ -6,6 +6,7 @@ and the same through a running service.
 from __future__ import annotations
 
 import asyncio
+import gc
 import itertools
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -18,10 +19,11 @@ import pytest
 from actors.agent import TurnResult
 from providers.base import Usage
 from server.client import RemoteGrove
-from supervisor import AsyncGrove, Grove
+from supervisor import AsyncGrove, Grove, bridge
 from supervisor.batch.tasks import Task
 from supervisor.errors import CommandError
 from supervisor.store import open_store
+from tests.integration.host_kills import kill_host
 from tests.integration.readme import python_examples, run_python
 from tests.integration.services import grove_service
 
@@ -170,6 +172,39 @@ async def test_streams_fan_outs_and_batches_from_a_running_loop(grove: Grove) ->
 
     with pytest.raises(Exception, match="zzzz"):
         await aio.agent("zzzz")
+
+
+async def test_results_awaited_at_once_hold_no_greenlet_each(grove: Grove) -> None:
+    """While the results of asks begun at once are awaited, the loop awaits their hosts'
+    calls itself: no bridged call (a greenlet) is left suspended for any of them. A
+    supervisor call awaited past its timeout raises TimeoutError."""
+    aio = AsyncGrove(grove)
+    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+    turns = [aio.send(root, f"{PACED} Task {n}: name a risk.") for n, root in enumerate(roots)]
+    await asyncio.gather(*turns)
+    results = asyncio.gather(*(turn.result() for turn in turns))
+    await asyncio.sleep(ASK_S / 4)
+    suspended = [o for o in gc.get_objects() if isinstance(o, bridge._Bridged) and not o.dead]
+    with pytest.raises(TimeoutError):  # the turn streams for two seconds
+        await bridge.bridge(grove._call, "wait_turn", roots[0], ASK_S * 2, timeout_s=0.2)
+    assert not results.done()
+    answers = await results
+    assert suspended == []
+    assert all(answer.ok and answer.text for answer in answers), answers
+
+
+async def test_a_result_awaited_when_its_host_dies_is_the_resumed_turns(grove: Grove) -> None:
+    """The host of a turn whose result is awaited is killed: the result awaited comes from
+    the supervisor, the turn's resumed on another host (as `Turn.result` has it)."""
+    aio = AsyncGrove(grove)
+    root = (await aio.create_root("claude-sonnet-4-5")).uuid
+    turn = aio.send(root, f"{PACED} Name a risk.")
+    await turn
+    waiting = asyncio.ensure_future(turn.result(120))
+    await asyncio.sleep(ASK_S / 4)
+    kill_host(grove, (await aio.provider_identity(root))["host"])
+    result = await waiting
+    assert result.ok and result.text == (await aio.history(root))[-1].content, result
 
 
 def test_made_and_used_inside_asyncio_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

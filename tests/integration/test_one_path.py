@@ -32,6 +32,7 @@ from cli.app import app
 from supervisor import Grove
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.services import TIMEOUT_S, Service, service_in_process
+from tests.mcp_servers import served_over_http
 
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
 MODEL = "claude-haiku-4-5"
@@ -82,13 +83,15 @@ class Outcome:
 
 
 @pytest.fixture(scope="module")
-def mcp(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """`[mcp.servers.calc]` as a setting, on a copy of the tests' server of this module's own
-    (test_mcp.py counts the processes of the copy it has of its own)."""
+def mcp(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """`[mcp.servers.calc]` as a setting: a copy of the tests' server of this module's own
+    (test_mcp.py counts the processes of the copy it has of its own), over streamable HTTP,
+    started once. Over stdio each command's Grove started a server to list its tools (an
+    import of the MCP SDK each, seconds on a busy machine); test_mcp.py tests both ways."""
     server = tmp_path_factory.mktemp("mcp") / "calc.py"
     shutil.copy(CALC, server)
-    servers = {"calc": {"command": sys.executable, "args": [str(server)]}}
-    return {"GROVE_MCP__SERVERS": json.dumps(servers)}
+    with served_over_http(server) as url:
+        yield {"GROVE_MCP__SERVERS": json.dumps({"calc": {"url": url}})}
 
 
 @pytest.fixture(scope="module")

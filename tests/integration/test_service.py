@@ -371,6 +371,26 @@ def test_the_dashboard_streams_a_reply_in_and_then_shows_it_once(
     assert (tmp_path / "dashboard.png").stat().st_size > 10_000
 
 
+def test_the_dashboard_keeps_a_row_as_it_changes_so_a_click_lands(
+    browser: Browser, service: Service
+) -> None:
+    # A row made anew between a click's mouse down and mouse up swallows the click.
+    with dashboard(browser, service) as page, service.api() as api:
+        root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
+        row = page.wait_for_selector(f"tr[data-uuid='{root}']")
+        assert row is not None
+        tokens = row.query_selector("td:nth-child(7)")
+        assert tokens is not None and tokens.inner_text() == "0"
+        api.post(f"/api/agents/{root}/prompts", json={"text": "[[sim tokens=30]] count"})
+        page.wait_for_function(
+            "cell => cell.isConnected && cell.textContent !== '0'", arg=tokens, timeout=30_000
+        )
+        assert row.evaluate("row => row.isConnected")
+        row.click()
+        page.wait_for_selector(f"#transcript-title:has-text('{root}')")
+        assert page.locator("tr.agent.selected").count() == 1
+
+
 def test_the_dashboard_lists_the_newest_trees_first(browser: Browser, service: Service) -> None:
     with service.api() as api:
         older = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]

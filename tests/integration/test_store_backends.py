@@ -106,6 +106,21 @@ def test_redis_namespaces_do_not_see_each_other(redis_url: str) -> None:
     second.close()
 
 
+def test_a_redis_socket_timeout_in_the_url_bounds_each_wait(redis_url: str) -> None:
+    namespace = f"ns-{uuid_module.uuid4().hex}"
+    store = open_store(f"{redis_url}?socket_timeout=0.5&namespace={namespace}")
+    try:
+        started = time.monotonic()
+        # each blocking read ends before the half-second socket timeout does
+        assert store.wait_events(store.last_event_id(), timeout_s=1.2) == []
+        assert 1.2 <= time.monotonic() - started < 5.0
+    finally:
+        store.close()
+    for wrong in ("0", "-1", "soon", "nan"):
+        with pytest.raises(StoreError, match="socket_timeout must be a positive number"):
+            open_store(f"{redis_url}?socket_timeout={wrong}")
+
+
 # ----- SQLite --------------------------------------------------------------------------------
 
 

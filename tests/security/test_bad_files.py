@@ -5,11 +5,14 @@ credentials file others can read (a warning, only where it matters), a piped cha
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.security.commands import Place
+from tests.security.commands import Place, make_place
 
 PASSWORD = "hunter2pass"
 
@@ -74,31 +77,59 @@ def test_a_base_url_variable_that_cannot_work_is_refused_at_load(place: Place) -
     assert not place.ray_started()
 
 
-def test_a_store_others_can_read_is_used_with_a_warning(place: Place) -> None:
-    assert place.grove("agents").returncode == 0  # creates the store, 0600
-    store = Path(place.env["GROVE_STORE"].removeprefix("sqlite:///"))
-    assert store.stat().st_mode & 0o777 == 0o600
-    assert "Warning" not in place.grove("agents").stderr
-    store.chmod(0o644)
-    warning = f"Warning: the store {store} can be read by other users (mode 644); run: chmod 600"
-    done = place.grove("agents")
+@dataclass(frozen=True)
+class Exposed:
+    """A store, then a credentials file, made readable by others, and what commands said:
+    one `grove run` (which starts Ray) with both exposed serves both tests below."""
+
+    store: Path
+    credentials: Path
+    made: subprocess.CompletedProcess[str]  # `agents` making the store
+    again: subprocess.CompletedProcess[str]  # `agents` on it, still 0600
+    store_mode: int  # of the store `agents` made
+    exposed_store: subprocess.CompletedProcess[str]  # `agents` with the store 0644
+    reads: dict[str, subprocess.CompletedProcess[str]]  # with the credentials 0644 too
+    run: subprocess.CompletedProcess[str]  # with both 0644
+
+
+@pytest.fixture(scope="module")
+def exposed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exposed]:
+    for place in make_place(tmp_path_factory.mktemp("exposed")):
+        store = Path(place.env["GROVE_STORE"].removeprefix("sqlite:///"))
+        made = place.grove("agents")  # creates the store
+        store_mode = store.stat().st_mode & 0o777
+        again = place.grove("agents")
+        store.chmod(0o644)
+        exposed_store = place.grove("agents")
+        credentials = Path(place.env["XDG_CONFIG_HOME"]) / "grove" / "credentials.json"
+        credentials.parent.mkdir(parents=True)
+        credentials.write_text('{"openai": {"api_key": "sk-not-used-here"}}')
+        credentials.chmod(0o644)
+        reads = {args[0]: place.grove(*args) for args in (("agents",), ("events",),
+                                                          ("history", "zzzz"))}  # fmt: skip
+        run = place.grove("run", "--simulate", "--model", "gpt-5-mini", "[[sim reply=fine]] hi")
+        yield Exposed(store, credentials, made, again, store_mode, exposed_store, reads, run)
+
+
+def test_a_store_others_can_read_is_used_with_a_warning(exposed: Exposed) -> None:
+    assert exposed.made.returncode == 0
+    assert exposed.store_mode == 0o600
+    assert "Warning" not in exposed.again.stderr
+    warning = (
+        f"Warning: the store {exposed.store} can be read by other users (mode 644); run: chmod 600"
+    )
+    done = exposed.exposed_store
     assert (done.returncode, done.stdout) == (0, "No agents\n")
     assert warning in done.stderr
-    done = place.grove("run", "--simulate", "--model", "gpt-5-mini", "[[sim reply=fine]] hi")
-    assert done.returncode == 0, done.stderr
-    assert warning in done.stderr and "fine" in done.stdout
+    assert exposed.run.returncode == 0, exposed.run.stderr
+    assert warning in exposed.run.stderr and "fine" in exposed.run.stdout
 
 
-def test_only_commands_that_load_keys_warn_about_the_credentials_file(place: Place) -> None:
-    credentials = Path(place.env["XDG_CONFIG_HOME"]) / "grove" / "credentials.json"
-    credentials.parent.mkdir(parents=True)
-    credentials.write_text('{"openai": {"api_key": "sk-not-used-here"}}')
-    credentials.chmod(0o644)
-    warning = f"Warning: {credentials} can be read by other users (mode 644)"
-    for args in (("agents",), ("events",), ("history", "zzzz")):
-        assert warning not in place.grove(*args).stderr, args
-    done = place.grove("run", "--simulate", "--model", "gpt-5-mini", "[[sim reply=ok]] hi")
-    assert warning in done.stderr
+def test_only_commands_that_load_keys_warn_about_the_credentials_file(exposed: Exposed) -> None:
+    warning = f"Warning: {exposed.credentials} can be read by other users (mode 644)"
+    for name, done in exposed.reads.items():
+        assert warning not in done.stderr, name
+    assert warning in exposed.run.stderr
 
 
 def test_a_piped_chat_that_rejected_lines_exits_1_after_running_them_all(place: Place) -> None:
