@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 HEALTH_TIMEOUT_S = 2.0
 RETURN_WAIT_S = 180.0  # how long a batch's follower waits for a service that stopped
+EARLY_ENDS_ALLOWED = 5  # a batch's stream ended early this often in a row by one service: an error
 
 
 class RemoteError(GroveError):
@@ -326,9 +327,10 @@ class RemoteGrove:
         if workspace is not None:
             params["workspace"] = workspace
         run = self._json("POST", "/api/batches", params=params, content=lines.encode())
-        records, ended = 0, False
+        records, ended, early_ends = 0, False, 0
         try:
             while True:
+                following_from = records
                 try:
                     path = f"/api/batches/{run['id']}/records"
                     for event, data in self.stream_events("GET", path, params={"after": records}):
@@ -343,25 +345,32 @@ class RemoteGrove:
                             if error:
                                 raise BatchStopped(error)
                             return
-                    cut_off = False  # the stream ended without the batch's end
+                    # The stream ended without the batch's end: again, if nothing came since.
+                    early_ends = early_ends + 1 if records == following_from else 1
                 except ServiceGone:
-                    cut_off = True
-                yield from self._come_back(run["id"], cut_off)  # its next start goes on
+                    early_ends = 0
+                yield from self._come_back(run["id"], early_ends)  # its next start goes on
         finally:
             if not ended:  # the caller went away (Ctrl+C) or the service did: stop it there
                 with contextlib.suppress(RemoteError):
                     self._json("POST", f"/api/batches/{run['id']}/stop")
 
-    def _come_back(self, batch: str, cut_off: bool) -> Generator[None, None, None]:
-        """After a batch's stream ended early: wait (a None each second) until the service
-        answers again, perhaps at another address; ServiceGone after RETURN_WAIT_S without
-        it. A stream the same service ended (not `cut_off`) is a RemoteError."""
+    def _come_back(self, batch: str, early_ends: int) -> Generator[None, None, None]:
+        """After a batch's stream was cut off (`early_ends` 0) or ended early (that many times
+        in a row, nothing new between): wait (a None each second) until the service answers
+        again, perhaps at another address; ServiceGone after RETURN_WAIT_S without it. A
+        stopping service ends its streams while it still answers, so the same service is
+        followed again after a second; one that keeps ending them early is a RemoteError."""
         deadline = time.monotonic() + RETURN_WAIT_S
         while time.monotonic() < deadline:
             state = read_state()
             if state is not None and healthy(state):
-                if state.started == self.started and not cut_off:
+                if state.started == self.started and early_ends >= EARLY_ENDS_ALLOWED:
                     raise RemoteError(f"The Grove service at {self.url} ended a stream early")
+                if state.started == self.started and early_ends:
+                    yield None
+                    bridge.sleep(1.0)
+                    return
                 self.started = state.started
                 if state.url != self.url:
                     self._wire.close()

@@ -249,7 +249,7 @@ def test_a_batch_goes_on_through_restarts_of_the_service(tmp_path: Path) -> None
         services[1].wait()
         chat.join(60)
         assert 4 <= len(ids(output)) < len(tasks)
-        assert follower.poll() is None  # still following, through both outages
+        assert follower.poll() is None, follower.communicate()  # following through both
         services.append(started_service(tmp_path, env, port))
         answer = prompted(tmp_path, port, root, "[[sim tokens=3]] and now?")
         stdout, stderr = follower.communicate(timeout=240)

@@ -4,8 +4,11 @@ method has one, with Grove's signature, of the right kind (no Ray needed)."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import inspect
 import itertools
+import os
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,7 +151,7 @@ async def test_a_batch_follower_waiting_for_its_service_to_return_keeps_the_loop
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no service is recorded there
     remote = RemoteGrove(ServiceState(pid=1, host="127.0.0.1", port=9, started=1.0))
-    waiting = remote._come_back("batch-1", cut_off=True)
+    waiting = remote._come_back("batch-1", early_ends=0)
     ticks: list[float] = []
     ticking = asyncio.create_task(ticker(ticks, 0.01))
     try:
@@ -161,3 +164,45 @@ async def test_a_batch_follower_waiting_for_its_service_to_return_keeps_the_loop
         waiting.close()
     assert took >= 0.9
     assert len([tick for tick in ticks if start <= tick <= start + took]) >= 10
+
+
+def test_a_batch_follower_follows_a_stopping_service_again_and_gives_up_on_one_that_never_ends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stopping service ends its streams while it still answers: the follower follows the
+    same service again after a second; one that ended the stream early five times in a row,
+    nothing new between, is an error."""
+    from server.client import EARLY_ENDS_ALLOWED, RemoteError, RemoteGrove
+    from server.files import ServiceState, write_state
+
+    class Healthy(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200 if self.path == "/healthz" else 404)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), Healthy) as server:
+        serving = threading.Thread(target=server.serve_forever)
+        serving.start()
+        try:
+            state = ServiceState(
+                pid=os.getpid(), host="127.0.0.1", port=server.server_address[1], started=2.0
+            )
+            write_state(state)
+            remote = RemoteGrove(state)
+            again = remote._come_back("batch-1", early_ends=1)
+            assert next(again) is None
+            start = time.perf_counter()
+            with pytest.raises(StopIteration):
+                next(again)  # a second later: follow it again
+            assert time.perf_counter() - start >= 0.9
+            assert remote.started == 2.0
+            never = remote._come_back("batch-1", early_ends=EARLY_ENDS_ALLOWED)
+            with pytest.raises(RemoteError, match="ended a stream early"):
+                next(never)
+        finally:
+            server.shutdown()
+            serving.join()
