@@ -1,6 +1,6 @@
 """`AsyncGrove`: every `Grove` method as a coroutine (or an async iterator), generated from
 `Grove` itself and run by supervisor/bridge.py, so both share one implementation (`ask` is
-its twins of `send` and `result`, a turn's result awaited on the caller's loop).
+its own `send` then `result`, a turn's result awaited on the caller's loop).
 """
 
 from __future__ import annotations
