@@ -365,9 +365,9 @@ class RemoteGrove:
         while time.monotonic() < deadline:
             state = read_state()
             if state is not None and healthy(state):
-                if state.started == self.started and early_ends >= EARLY_ENDS_ALLOWED:
-                    raise RemoteError(f"The Grove service at {self.url} ended a stream early")
                 if state.started == self.started and early_ends:
+                    if early_ends >= EARLY_ENDS_ALLOWED:
+                        raise RemoteError(f"The Grove service at {self.url} ended a stream early")
                     yield None
                     bridge.sleep(1.0)
                     return
