@@ -13,12 +13,13 @@ import os
 import signal
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
-from mcp.client.stdio import get_default_environment
-from mcp.shared.message import SessionMessage
+
+if TYPE_CHECKING:  # the SDK is imported when a server starts: most hosts never start one
+    from mcp.shared.message import SessionMessage
 
 READ_CHUNK_BYTES = 1 << 16
 EXIT_GRACE_S = 1.0  # after its stdin closes, a server has this long to exit by itself
@@ -41,6 +42,8 @@ class StdioServer:
 async def stdio_transport(server: StdioServer, errlog: IO[str]) -> AsyncIterator[Any]:
     """`(read stream, write stream)` of a server started from `server`, for `mcp.Client`."""
     import mcp_types
+    from mcp.client.stdio import get_default_environment
+    from mcp.shared.message import SessionMessage
 
     process = await anyio.open_process(
         [server.command, *server.args],
