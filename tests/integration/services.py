@@ -27,6 +27,7 @@ from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
 
 TIMEOUT_S = 180
+ONE_HOST = {"GROVE_HOSTS__COUNT": "1"}  # for a service whose turns need no second host
 
 
 @dataclass(frozen=True)

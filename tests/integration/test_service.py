@@ -25,13 +25,12 @@ import pytest
 from supervisor.rules import STREAMING_SWITCH_TEXT
 from tests.conformance.corpus import REPO_ROOT
 from tests.integration.groves import cli_environment, invoke
-from tests.integration.services import Service, grove_service
+from tests.integration.services import ONE_HOST, Service, grove_service
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 
 TIMEOUT_S = 180
-ONE_HOST = {"GROVE_HOSTS__COUNT": "1"}  # a service's hosts here wait on the simulator alone
 NO_RAY_PROBE = """
 import atexit, sys
 def said():
