@@ -40,6 +40,7 @@ from providers.catalog import set_prices
 from providers.factory import create_provider
 from providers.google_cache import CachedContent
 from providers.http import Endpoint
+from providers.retry import RetryPolicy
 
 REPORT_TIMEOUT_S = 30.0
 TOOL_CALL_TIMEOUT_S = 60.0
@@ -54,6 +55,7 @@ class HostSettings:
     base_urls: dict[str, str | None] = field(default_factory=dict)
     openai_api: str = "responses"
     simulator: Endpoint | None = None
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # `[providers.retry]`
     idle_release_s: float = 120.0
     tool_steps: int = MAX_STEPS_PER_TURN
     durable_steps: bool = True  # `[hosts] durable_steps`: each finished step stored as it ends
@@ -77,6 +79,7 @@ def provider_factory(settings: HostSettings) -> Any:
             configured_base_url=settings.base_urls.get(choice.provider),
             endpoint=settings.simulator,
             openai_api="chat" if settings.openai_api == "chat" else "responses",
+            retry=settings.retry,
         )
 
     return make

@@ -340,6 +340,7 @@ class Grove:
             },
             openai_api=providers.openai.api,
             simulator=simulator,
+            retry=providers.retry.policy(),
             idle_release_s=self.settings.hosts.idle_release_s,
             tool_steps=self.settings.limits.tool_steps,
             durable_steps=self.settings.hosts.durable_steps,

@@ -31,6 +31,7 @@ from providers.base import CachePolicy, ProviderName
 from providers.catalog import checked_prices, parse_model_spec
 from providers.credentials import BASE_URL_ENV, base_url_problem, config_dir
 from providers.errors import GroveError, ModelSpecError
+from providers.retry import RetryPolicy
 
 CONFIG_FILE = "config.toml"
 
@@ -71,10 +72,40 @@ class ProviderSettings(_Section):
     max_concurrency: int | None = Field(default=None, ge=1, description="Requests at once")
 
 
+class RetrySection(_Section):
+    """`[providers.retry]`: how a failed request is tried again (every provider, every host);
+    a server's own retry-after still wins over the delays."""
+
+    attempts: int = Field(default=6, ge=1, le=20, description="Tries of a request, the first too")
+    base_delay_s: float = Field(
+        default=0.5, gt=0, le=60, allow_inf_nan=False, description="Wait after the first failure"
+    )
+    max_delay_s: float = Field(
+        default=30.0, gt=0, le=600, allow_inf_nan=False, description="Cap of the doubling waits"
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> RetrySection:
+        if self.base_delay_s > self.max_delay_s:
+            raise ValueError(
+                f"base_delay_s ({self.base_delay_s:g}) is more than max_delay_s "
+                f"({self.max_delay_s:g})"
+            )
+        return self
+
+    def policy(self) -> RetryPolicy:
+        return RetryPolicy(
+            max_attempts=self.attempts,
+            base_delay_s=self.base_delay_s,
+            max_delay_s=self.max_delay_s,
+        )
+
+
 class Providers(_Section):
     anthropic: ProviderSettings = ProviderSettings()
     openai: ProviderSettings = ProviderSettings()
     google: ProviderSettings = ProviderSettings()
+    retry: RetrySection = RetrySection()
 
     def for_provider(self, provider: ProviderName) -> ProviderSettings:
         settings: ProviderSettings = getattr(self, provider)

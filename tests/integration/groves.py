@@ -30,6 +30,12 @@ from supervisor.store import open_store
 from tests.integration.shared_ray import SHARED_RAY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+# `[providers.retry]` for tests whose faults are not about the backoff: the same attempts,
+# waits of at most 50 ms instead of 0.5 s doubling to 30 s.
+FAST_RETRIES = {
+    "GROVE_PROVIDERS__RETRY__BASE_DELAY_S": "0.01",
+    "GROVE_PROVIDERS__RETRY__MAX_DELAY_S": "0.05",
+}
 
 
 @contextmanager

@@ -13,7 +13,7 @@ import pytest
 from supervisor import Grove
 from supervisor.commands.contextual import STREAMING_COMPACT_TEXT
 from supervisor.store import open_store
-from tests.integration.groves import cli_environment, invoke, running_grove
+from tests.integration.groves import FAST_RETRIES, cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"
 SUMMARY = "SUMMARY: four questions about words were asked and answered"
@@ -23,6 +23,7 @@ COMPACT = f'/compact [[sim reply="{SUMMARY}"]] keep the question numbers'
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
     env = {"GROVE_COMPACTION__KEEP_RECENT_TOKENS": "150", "GROVE_COMPACTION__ENABLED": "false"}
+    env |= FAST_RETRIES | {"GROVE_PROVIDERS__RETRY__ATTEMPTS": "3"}  # faults fail fast
     with running_grove(tmp_path_factory.mktemp("compaction"), hosts=1, env=env) as grove:
         yield grove
 
@@ -141,3 +142,14 @@ def test_a_summary_request_that_fails_changes_nothing(grove: Grove) -> None:
     assert not failed.ok and failed.text.startswith("Compaction failed: ")
     assert failed.text.endswith("; the history is unchanged")
     assert [m.id for m in grove.history(root)] == view
+
+
+def test_the_configured_retry_policy_is_what_the_hosts_providers_use(grove: Grove) -> None:
+    """`[providers.retry]` reaches the hosts: 3 attempts (not 6), waits under 0.05 s."""
+    root = grove.create_root(MODEL).uuid
+    turn = grove.send(root, "[[sim fault=529 times=5]] overloaded")
+    notices = [text for kind, text in turn if kind == "notice"]
+    result = turn.result(60)
+    assert not result.ok and "529" in str(result.error), result.error
+    assert [text.partition(" failed (")[0] for text in notices] == ["attempt 1", "attempt 2"]
+    assert all(text.endswith("; retrying in 0.0s") for text in notices), notices

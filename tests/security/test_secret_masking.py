@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from providers.secrets import MASK, MIN_SECRET_CHARS, Secrets, mask, remember_url_secrets
+from tests.integration.groves import FAST_RETRIES
 from tests.security.commands import Place
 from tests.security.echo_server import EchoServer
 
@@ -81,11 +82,11 @@ def test_echoed_keys_and_url_passwords_reach_no_output_store_log_or_batch(
 
 def test_a_url_password_is_shown_nowhere_a_connection_fails(place: Place) -> None:
     unreachable = f"http://grove:{URL_PASSWORD}@127.0.0.1:9/"
-    done = place.grove(
-        "run", "--model", "gpt-5-mini", "hi", OPENAI_API_KEY=OPENAI_KEY, OPENAI_BASE_URL=unreachable
-    )
+    env = {"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": unreachable, **FAST_RETRIES}
+    done = place.grove("run", "--model", "gpt-5-mini", "hi", **env)
     assert done.returncode != 0
     assert leaked(done.stdout + done.stderr) == []
+    assert done.stderr.count("; retrying in ") == 5  # every attempt's failure was shown too
     assert "127.0.0.1:9" in done.stderr
 
 

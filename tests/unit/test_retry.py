@@ -9,6 +9,7 @@ import math
 import random
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
+from pathlib import Path
 
 import pytest
 from httpx import Headers
@@ -21,6 +22,7 @@ from providers.retry import (
     parse_duration,
     retry_after_from_headers,
 )
+from supervisor.config import ConfigError, load_settings
 
 
 def hint(**headers: str) -> float | None:
@@ -141,3 +143,38 @@ def test_delay_is_never_negative_nor_beyond_its_bound(
     assert 0.0 <= delay <= max(cap, hinted + 0.25)
     if retry_after is not None:
         assert delay >= hinted
+
+
+# --- [providers.retry] ------------------------------------------------------------------------
+
+
+def test_the_retry_settings_make_the_policy_and_refuse_wrong_values_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(config))
+    assert load_settings().providers.retry.policy() == RetryPolicy()  # absent: the defaults
+    for table, problem in (
+        ("attempts = 0", "providers.retry.attempts: Input should be greater than or equal to 1"),
+        ("attempts = 21", "providers.retry.attempts: Input should be less than or equal to 20"),
+        ("attempts = 1.5", "providers.retry.attempts: Input should be a valid integer"),
+        ("base_delay_s = 0", "providers.retry.base_delay_s: Input should be greater than 0"),
+        ("base_delay_s = nan", "providers.retry.base_delay_s: Input should be a finite number"),
+        ("max_delay_s = 601", "providers.retry.max_delay_s: Input should be less than or equal"),
+        (
+            "base_delay_s = 2\nmax_delay_s = 1",
+            "providers.retry: Value error, base_delay_s (2) is more than max_delay_s (1)",
+        ),
+        ("tries = 3", "providers.retry.tries: Extra inputs are not permitted"),
+    ):
+        config.write_text(f"[providers.retry]\n{table}\n")
+        with pytest.raises(ConfigError) as raised:
+            load_settings()
+        assert problem in str(raised.value) and "\n" not in str(raised.value), raised.value
+    config.write_text("[providers.retry]\nattempts = 3\nbase_delay_s = 0.01\n")
+    fast = RetryPolicy(max_attempts=3, base_delay_s=0.01, max_delay_s=30.0)
+    assert load_settings().providers.retry.policy() == fast
+    monkeypatch.setenv("GROVE_PROVIDERS__RETRY__MAX_DELAY_S", "0.05")
+    monkeypatch.setenv("GROVE_PROVIDERS__RETRY__ATTEMPTS", "2")
+    fast = RetryPolicy(max_attempts=2, base_delay_s=0.01, max_delay_s=0.05)
+    assert load_settings().providers.retry.policy() == fast  # the environment wins
