@@ -6,8 +6,6 @@ without a price is refused before anything is sent, and a price set in the confi
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,7 +18,8 @@ from supervisor import Budget, Grove
 from supervisor.store import open_store
 from supervisor.store.kinds import TURN_END_KIND
 from supervisor.usage import subtree, usage_report
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import cli_environment, invoke, running_grove
+from tests.integration.shared_ray import SHARED_RAY
 
 MODEL = "claude-haiku-4-5"
 
@@ -30,6 +29,28 @@ def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
     env = {"GROVE_ADVISOR__MODEL": MODEL}
     with running_grove(tmp_path_factory.mktemp("keeping"), hosts=2, env=env) as grove:
         yield grove
+
+
+def test_a_price_in_the_config_keeps_a_cost_budget(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        '[budget]\nreserve_output = 200\n[models.prices]\n"house-model" = [200, 400]\n'
+    )
+    env = cli_environment(tmp_path, config)
+    # The commands run in this process, in the shared Ray, each making a supervisor of its own
+    # that reads the config: this test comes first in the module, before its Grove (whose
+    # supervisor, without the price, a command would join) is started.
+    SHARED_RAY.ensure()
+    command = ["run", "--simulate", "--model", "openai:house-model", "--budget-cost", "0.5"]
+    first = invoke(env, *command, "[[sim tokens=50]] hello")
+    # About 550 input tokens (the prompt, the default tools' schemas) at $0.0002 each and a
+    # hold of 200 reply tokens at $0.0004: the request starts; with its 50 words of reply it
+    # costs about $0.13.
+    assert first.returncode == 0, first.stderr
+    broke = invoke(env, *command, "words " * 2000)
+    assert broke.returncode == 1, broke.stderr  # about 3,500 input tokens: $0.70 alone
+    assert "Budget exhausted: cost_usd: this request's input costs about $0.7" in broke.stderr
+    assert "more than the whole budget of $0.5; nothing was sent" in broke.stderr
 
 
 def race(grove: Grove, budget: Budget, prompts: list[str]) -> dict[str, TurnResult]:
@@ -155,31 +176,6 @@ def test_a_cost_budget_on_a_model_without_a_price_is_refused(grove: Grove) -> No
     assert [m.kind for m in grove.history(root)] == ["user", TURN_END_KIND]
     tokens = grove.create_root("openai:house-model", budget=Budget(tokens=10_000)).uuid
     assert grove.ask(tokens, "[[sim tokens=5]] hello").ok
-
-
-def test_a_price_in_the_config_keeps_a_cost_budget(tmp_path: Path) -> None:
-    config = tmp_path / "config.toml"
-    config.write_text(
-        '[budget]\nreserve_output = 200\n[models.prices]\n"house-model" = [200, 400]\n'
-    )
-    env = cli_environment(tmp_path, config)
-    command = [sys.executable, "-m", "cli.app", "run", "--simulate", "--model",
-               "openai:house-model", "--budget-cost", "0.5"]  # fmt: skip
-    first = subprocess.run(
-        [*command, "[[sim tokens=50]] hello"], capture_output=True, text=True, env=env,
-        timeout=180, check=False,
-    )  # fmt: skip
-    # About 550 input tokens (the prompt, the default tools' schemas) at $0.0002 each and a
-    # hold of 200 reply tokens at $0.0004: the request starts; with its 50 words of reply it
-    # costs about $0.13.
-    assert first.returncode == 0, first.stderr
-    broke = subprocess.run(
-        [*command, "words " * 2000], capture_output=True, text=True, env=env, timeout=180,
-        check=False,
-    )  # fmt: skip
-    assert broke.returncode == 1, broke.stderr  # about 3,500 input tokens: $0.70 alone
-    assert "Budget exhausted: cost_usd: this request's input costs about $0.7" in broke.stderr
-    assert "more than the whole budget of $0.5; nothing was sent" in broke.stderr
 
 
 def test_bad_budget_settings_are_refused_with_the_reason() -> None:
