@@ -24,7 +24,7 @@ import pytest
 
 from supervisor.rules import STREAMING_SWITCH_TEXT
 from tests.conformance.corpus import REPO_ROOT
-from tests.integration.groves import cli_environment, invoke
+from tests.integration.groves import cli_environment, invoke, running_grove
 from tests.integration.services import ONE_HOST, Service, grove_service
 
 if TYPE_CHECKING:
@@ -442,13 +442,13 @@ def test_the_dashboard_names_batches_by_root_and_size_and_links_the_root(
 
 
 def test_the_dashboard_shows_a_tree_no_grove_holds_as_stopped_until_resumed(
-    browser: Browser, service: Service
+    browser: Browser, service: Service, tmp_path: Path
 ) -> None:
-    # A Grove of its own on the service's store: it ran and exited.
-    ran = service.grove("run", "--simulate", "--model", "claude-haiku-4-5", "--json",
-                        "[[sim reply=done]] hi")  # fmt: skip
-    assert ran.returncode == 0, ran.stderr
-    left = json.loads(ran.stdout)["agent"]
+    # A Grove of its own on the service's store (this process's, in its Ray): it ran and closed.
+    with running_grove(tmp_path, hosts=1, store_url=service.env["GROVE_STORE"]) as grove:
+        left = grove.create_root("claude-haiku-4-5").uuid
+        ran = grove.ask(left, "[[sim reply=done]] hi")
+    assert ran.ok and ran.text == "done", ran
     with dashboard(browser, service) as page, service.api() as api:
         held = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
 
