@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.advisor import Report, Reviewer, ReviewerSpec
+from actors.advisor import RETRY_DELAY_S, Report, Reviewer, ReviewerSpec
 from actors.agent import (
     MAX_STEPS_PER_TURN,
     Agent,
@@ -172,8 +172,10 @@ class AgentHostCore:
         cache: CachePolicy | None = None,
         steps: StepStore | None = None,
         tracing: Tracing = NO_TRACING,
+        review_retry_s: float = RETRY_DELAY_S,
     ) -> None:
         self.host_id = host_id
+        self._review_retry_s = review_retry_s  # a reviewer's wait after a failed review
         self._steps = steps
         self.tracing = tracing  # the spans of its agents' turns
         self.cache = cache  # `[cache]` of every agent here (None: caching off)
@@ -241,7 +243,11 @@ class AgentHostCore:
             cache=self.cache,
         )
         self.reviewers[spec.uuid] = Reviewer(
-            spec.uuid, agent, report, context_window=spec.context_window
+            spec.uuid,
+            agent,
+            report,
+            context_window=spec.context_window,
+            retry_delay_s=self._review_retry_s,
         )
 
     def review(self, uuid: str, delta: str) -> tuple[int, int]:

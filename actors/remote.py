@@ -16,7 +16,7 @@ from typing import Any
 
 import ray
 
-from actors.advisor import ReviewerSpec, ReviewReport, advise_tool
+from actors.advisor import RETRY_DELAY_S, ReviewerSpec, ReviewReport, advise_tool
 from actors.agent import (
     MAX_STEPS_PER_TURN,
     ModelChoice,
@@ -70,6 +70,7 @@ class HostSettings:
     prices: dict[str, list[float]] = field(default_factory=dict)  # `[models] prices`
     cache: CachePolicy | None = field(default_factory=CachePolicy)  # `[cache]`; None: off
     telemetry: TelemetrySettings | None = None  # where spans go (None: tracing off)
+    review_retry_s: float = RETRY_DELAY_S  # `[advisor] retry_delay_s`
 
 
 def provider_factory(settings: HostSettings) -> Any:
@@ -291,6 +292,7 @@ class AgentHost:
             cache=settings.cache,
             steps=SupervisorStepPort(reporter).store if settings.durable_steps else None,
             tracing=self.tracing,
+            review_retry_s=settings.review_retry_s,
         )
         self._janitor: asyncio.Task[None] | None = None
 

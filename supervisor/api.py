@@ -356,6 +356,7 @@ class Grove:
             prices=dict(self.settings.models.prices),
             cache=self.settings.cache.policy(),
             telemetry=telemetry,
+            review_retry_s=self.settings.advisor.retry_delay_s,
         )
         settings = SupervisorSettings(
             store_url=self.settings.store,

@@ -266,6 +266,13 @@ class AdvisorSection(_Section):
     model: str = "claude-sonnet-4-5/med"
     subagents: bool = False
     sync_backlog: Literal["off", 1, 3, 5] = "off"
+    retry_delay_s: float = Field(
+        default=1.0,
+        gt=0,
+        le=600,
+        allow_inf_nan=False,
+        description="A reviewer's wait after a failed review, before it tries again",
+    )
     reviewers: list[ReviewerSection] = Field(default_factory=list)
 
     @field_validator("model")

@@ -27,6 +27,7 @@ from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
 
 TIMEOUT_S = 180
+ONE_HOST = {"GROVE_HOSTS__COUNT": "1"}  # for a service whose turns need no second host
 
 
 @dataclass(frozen=True)
@@ -57,26 +58,37 @@ def grove_service(
     *,
     simulate: bool = True,
     open_files: int | None = None,
+    rivals: list[tuple[int, str]] | None = None,
 ) -> Iterator[Service]:
     """A service on the simulator (on the real providers without `simulate`) with its store
     and config directory in `base` (and the settings of `env`), stopped, with all it started,
     at the end. `open_files`: the soft limit of open files `grove up` starts with (else this
-    process's)."""
+    process's). `rivals`: two `grove up`s are started at once, each on a port of its own, and
+    the exit code and stderr of each go into the list; the service is the one that started."""
     env = {**cli_environment(base), **(env or {})}
-    port = free_loopback_port()
     simulated = ["--simulate"] if simulate else []
 
     def limit_open_files() -> None:
         hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
         resource.setrlimit(resource.RLIMIT_NOFILE, (open_files or hard, hard))
 
-    up = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "up", *simulated, "--port", str(port)],
-        capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
-        preexec_fn=None if open_files is None else limit_open_files,
-    )  # fmt: skip
-    assert up.returncode == 0, up.stderr
-    address = up.stdout.strip().splitlines()[-1]
+    def up(port: int) -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            [sys.executable, "-m", "cli.entry", "up", *simulated, "--port", str(port)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            preexec_fn=None if open_files is None else limit_open_files,
+        )  # fmt: skip
+
+    ports = [free_loopback_port() for _ in range(1 if rivals is None else 2)]
+    ups = [up(port) for port in ports]
+    outcomes = [(one.communicate(timeout=TIMEOUT_S), one.returncode) for one in ups]
+    if rivals is not None:
+        rivals.extend((code, stderr) for (_, stderr), code in outcomes)
+    started = [(port, out) for port, ((out, _), code) in zip(ports, outcomes, strict=True)
+               if code == 0]  # fmt: skip
+    assert started, outcomes
+    port, stdout = started[0]
+    address = stdout.strip().splitlines()[-1]
     assert address.startswith(f"http://127.0.0.1:{port}/?token=")
     token = address.split("token=", 1)[1]
     running = Service(env, f"http://127.0.0.1:{port}", token, base / "config" / "grove")

@@ -21,7 +21,8 @@ CARD_PREFIX = "Advisor (a senior reviewer watching your work — weigh it, don't
 
 @pytest.fixture(scope="module")
 def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
-    env = {"GROVE_ADVISOR__MODEL": "claude-haiku-4-5"}
+    # A failed review is tried again after 0.1 s, not 1 s (three such waits in this module).
+    env = {"GROVE_ADVISOR__MODEL": "claude-haiku-4-5", "GROVE_ADVISOR__RETRY_DELAY_S": "0.1"}
     with running_grove(tmp_path_factory.mktemp("advisor"), env=env) as grove:
         yield grove
 

@@ -1,6 +1,6 @@
 """AsyncGrove on real Ray and the simulator: 20 asks at once from one asyncio program while a
 ticker on its loop keeps ticking, streams, fan-outs and batches from inside a running loop,
-and the same through a running service.
+and the same through the service's API (served over the module's Grove).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from supervisor.errors import CommandError
 from supervisor.store import open_store
 from tests.integration.host_kills import kill_host
 from tests.integration.readme import python_examples, run_python
-from tests.integration.services import grove_service
+from tests.integration.services import service_in_process
 
 ASKS = 20
 # Each answer streams 60 tokens at 30 a second: two seconds a turn, 40 one after another.
@@ -227,9 +227,9 @@ def test_made_and_used_inside_asyncio_run(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    grove: Grove, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    with grove_service(tmp_path) as service:
+    with service_in_process(grove, tmp_path) as service:
         monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
         async with AsyncGrove(RemoteGrove.running()) as aio:
             roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]

@@ -1,6 +1,6 @@
 """`grove chat` in a real pseudo-terminal: Tab completion, Ctrl+C cancelling a streaming turn
-while the session goes on, the y / n / a approval prompt, and /exit. The keys are typed as a
-person would type them.
+while the session goes on, the y / n / a approval prompt, and /exit, in one session. The keys
+are typed as a person would type them.
 """
 
 from __future__ import annotations
@@ -115,18 +115,24 @@ def chat(tmp_path: Path) -> Iterator[Callable[..., tuple[Terminal, str]]]:
         running.close()
 
 
-@pytest.fixture
-def terminal(chat: Callable[..., tuple[Terminal, str]]) -> tuple[Terminal, str]:
-    return chat()
+BASH_CALL = '[[sim tool=bash args=\'{"command": "echo %s > %s.txt"}\' step=1]]'
 
 
-def test_tab_completion_ctrl_c_and_exit(terminal: tuple[Terminal, str]) -> None:
-    term, store = terminal
+def test_tab_completion_ctrl_c_approvals_and_exit(
+    chat: Callable[..., tuple[Terminal, str]], tmp_path: Path
+) -> None:
+    """One session (one Ray started) for all of it: Tab, Ctrl+C, then a tool that asks first
+    answered y, n or a."""
+    term, store = chat("--tools", "bash")
+    workspace = tmp_path / "workspace"
     term.expect(">")
+    # What Tab completes may be drawn apart from what was typed (keys that come in two reads).
     term.type("/mo\t")
-    term.expect("/model")
+    term.expect("/mo")
+    term.expect("del")
     term.type(" claude-sonnet-4-5/m\t")
-    term.expect("claude-sonnet-4-5/med")
+    term.expect("claude-sonnet-4-5/m")
+    term.expect("ed")
     term.type("\r")
     term.expect("Thinking: med (budget 43,008 tokens)")
     term.expect(">")
@@ -137,24 +143,6 @@ def test_tab_completion_ctrl_c_and_exit(terminal: tuple[Terminal, str]) -> None:
     term.expect(">")
     term.type('[[sim reply="still here"]] are you there\r')
     term.expect("still here", 30)
-    term.expect(">")
-    term.type("/exit\r")
-    assert term.wait() == 0
-    stored = open_store(store)
-    (root,) = stored.list_agents()
-    kinds = [(m.kind, m.content) for m in stored.agent_messages(root.uuid)]
-    assert ("assistant", "still here") in kinds
-    assert len([kind for kind, _ in kinds if kind == "assistant"]) == 1  # the cancelled one is not
-
-
-BASH_CALL = '[[sim tool=bash args=\'{"command": "echo %s > %s.txt"}\' step=1]]'
-
-
-def test_a_tool_that_asks_first_is_answered_y_n_or_a(
-    chat: Callable[..., tuple[Terminal, str]], tmp_path: Path
-) -> None:
-    term, store = chat("--tools", "bash")
-    workspace = tmp_path / "workspace"
     term.expect(">")
     for word, name, answer, outcome in (
         ("one", "yes", "y", "\u2190 bash: exit code 0"),
@@ -179,8 +167,13 @@ def test_a_tool_that_asks_first_is_answered_y_n_or_a(
     assert (workspace / "again.txt").read_text() == "four\n"
     stored = open_store(store)
     try:
-        kinds = [event.kind for event in stored.events(limit=1000)]
+        (root,) = stored.list_agents()
+        kinds = [(m.kind, m.content) for m in stored.agent_messages(root.uuid)]
+        events = [event.kind for event in stored.events(limit=1000)]
     finally:
         stored.close()
-    assert kinds.count("ApprovalRequested") == 3  # y, n, a; not the call after "a"
-    assert (kinds.count("ToolApproved"), kinds.count("ToolRefused")) == (3, 1)
+    replies = [content for kind, content in kinds if kind == "assistant"]
+    # "still here" first, then a call and a reply for each bash turn; the cancelled one is not.
+    assert (replies[0], len(replies)) == ("still here", 1 + 2 * 4)
+    assert events.count("ApprovalRequested") == 3  # y, n, a; not the call after "a"
+    assert (events.count("ToolApproved"), events.count("ToolRefused")) == (3, 1)

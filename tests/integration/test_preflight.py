@@ -16,7 +16,7 @@ import pytest
 from providers.catalog import retirement_warning
 from providers.credentials import missing_credentials_text
 from supervisor.tool_rules import unknown_tool_text
-from tests.integration.services import grove_service
+from tests.integration.services import ONE_HOST, grove_service
 from tests.security.commands import Place, make_place
 
 WEATHER = '''
@@ -231,7 +231,7 @@ def test_through_a_service_the_same_checks_speak_the_same_lines(tmp_path: Path) 
     has, and refuses as a Grove of its own would, before anything is made."""
     (tmp_path / "weather.py").write_text(WEATHER)
     key = {"OPENAI_API_KEY": "sk-not-used"}  # the service's and the command line's
-    with grove_service(tmp_path, key, simulate=False) as service:
+    with grove_service(tmp_path, {**key, **ONE_HOST}, simulate=False) as service:
         for args, line in (
             (("run", "--model", "claude-haiku-4-5", "hi"), missing_credentials_text("anthropic")),
             (("run", "--model", "claude-sonet-4-5", "hi"), "Unknown model: claude-sonet-4-5."),

@@ -178,7 +178,10 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evidence]:
     ray_tmp = Path(tempfile.mkdtemp(prefix="gs-"))  # short: Ray's socket paths live below it
     found = Evidence(base=base, ray_tmp=ray_tmp)
     env = clean_env(base, ray_tmp)
-    (base / "config.toml").write_text("")
+    # The early error is retried once: in 50 ms at most, not 0.25 to 0.5 s (per batch).
+    (base / "config.toml").write_text(
+        "[providers.retry]\nbase_delay_s = 0.01\nmax_delay_s = 0.05\n"
+    )
     tasks = base / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(task) + "\n" for task in TASKS))
     credentials = base / "config" / "grove" / "credentials.json"

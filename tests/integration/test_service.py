@@ -24,15 +24,13 @@ import pytest
 
 from supervisor.rules import STREAMING_SWITCH_TEXT
 from tests.conformance.corpus import REPO_ROOT
-from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment, invoke
-from tests.integration.services import Service, grove_service
+from tests.integration.services import ONE_HOST, Service, grove_service
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 
 TIMEOUT_S = 180
-ONE_HOST = {"GROVE_HOSTS__COUNT": "1"}  # a service's hosts here wait on the simulator alone
 NO_RAY_PROBE = """
 import atexit, sys
 def said():
@@ -47,8 +45,18 @@ main()
 
 
 @pytest.fixture(scope="module")
-def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
-    with grove_service(tmp_path_factory.mktemp("service"), env=ONE_HOST) as running:
+def rivals() -> list[tuple[int, str]]:
+    """The exit code and stderr of each of the two `grove up`s the module's service began with."""
+    return []
+
+
+@pytest.fixture(scope="module")
+def service(
+    tmp_path_factory: pytest.TempPathFactory, rivals: list[tuple[int, str]]
+) -> Iterator[Service]:
+    """The module's service: the one of two `grove up`s started at once that came up."""
+    base = tmp_path_factory.mktemp("service")
+    with grove_service(base, env=ONE_HOST, rivals=rivals) as running:
         yield running
 
 
@@ -455,31 +463,13 @@ def test_the_dashboard_shows_a_tree_no_grove_holds_as_stopped_until_resumed(
         status(left).filter(has_text="running").wait_for(timeout=30_000)
 
 
-def test_two_ups_at_once_start_one_service(tmp_path: Path) -> None:
-    env = {**cli_environment(tmp_path), **ONE_HOST}
-
-    def up() -> subprocess.Popen[str]:
-        port = str(free_loopback_port())
-        return subprocess.Popen(
-            [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", port],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        )  # fmt: skip
-
-    starts = [up(), up()]
-    outcomes = [(start.wait(TIMEOUT_S), start.stderr.read() if start.stderr else "")
-                for start in starts]  # fmt: skip
-    try:
-        assert sorted(code for code, _ in outcomes) == [0, 1], outcomes
-        (refusal,) = [text for code, text in outcomes if code == 1]
-        assert "another Grove service is starting or running" in refusal or (
-            refusal.startswith("Grove is already up at")
-        )
-    finally:
-        down = subprocess.run(
-            [sys.executable, "-m", "cli.entry", "down"], capture_output=True, text=True,
-            env=env, timeout=TIMEOUT_S, check=False,
-        )  # fmt: skip
-    assert down.returncode == 0, down.stderr
+def test_two_ups_at_once_start_one_service(service: Service, rivals: list[tuple[int, str]]) -> None:
+    assert sorted(code for code, _ in rivals) == [0, 1], rivals
+    (refusal,) = [text for code, text in rivals if code == 1]
+    assert "another Grove service is starting or running" in refusal or (
+        refusal.startswith("Grove is already up at")
+    )
+    assert invoke(service.env, "status").returncode == 0  # the one that came up serves
 
 
 def test_a_chat_in_the_service_asks_before_a_tool_runs(service: Service, tmp_path: Path) -> None:

@@ -77,10 +77,14 @@ def test_a_base_url_variable_that_cannot_work_is_refused_at_load(place: Place) -
     assert not place.ray_started()
 
 
+# Rejected lines (each says why), then a turn: the chat exits 1, after running them all.
+REJECTED_THEN_A_TURN = '/fork "unclosed\n/nonsense\n[[sim reply=still-here]] hello\n'
+
+
 @dataclass(frozen=True)
 class Exposed:
     """A store, then a credentials file, made readable by others, and what commands said:
-    one `grove run` (which starts Ray) with both exposed serves both tests below."""
+    one piped `grove chat` (which starts Ray) with both exposed serves the three tests below."""
 
     store: Path
     credentials: Path
@@ -89,7 +93,7 @@ class Exposed:
     store_mode: int  # of the store `agents` made
     exposed_store: subprocess.CompletedProcess[str]  # `agents` with the store 0644
     reads: dict[str, subprocess.CompletedProcess[str]]  # with the credentials 0644 too
-    run: subprocess.CompletedProcess[str]  # with both 0644
+    chat: subprocess.CompletedProcess[str]  # with both 0644
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +111,10 @@ def exposed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Exposed]:
         credentials.chmod(0o644)
         reads = {args[0]: place.grove(*args) for args in (("agents",), ("events",),
                                                           ("history", "zzzz"))}  # fmt: skip
-        run = place.grove("run", "--simulate", "--model", "gpt-5-mini", "[[sim reply=fine]] hi")
-        yield Exposed(store, credentials, made, again, store_mode, exposed_store, reads, run)
+        chat = place.grove(
+            "chat", "--simulate", "--model", "gpt-5-mini", stdin=REJECTED_THEN_A_TURN
+        )
+        yield Exposed(store, credentials, made, again, store_mode, exposed_store, reads, chat)
 
 
 def test_a_store_others_can_read_is_used_with_a_warning(exposed: Exposed) -> None:
@@ -121,21 +127,21 @@ def test_a_store_others_can_read_is_used_with_a_warning(exposed: Exposed) -> Non
     done = exposed.exposed_store
     assert (done.returncode, done.stdout) == (0, "No agents\n")
     assert warning in done.stderr
-    assert exposed.run.returncode == 0, exposed.run.stderr
-    assert warning in exposed.run.stderr and "fine" in exposed.run.stdout
+    assert warning in exposed.chat.stderr and "still-here" in exposed.chat.stdout
 
 
 def test_only_commands_that_load_keys_warn_about_the_credentials_file(exposed: Exposed) -> None:
     warning = f"Warning: {exposed.credentials} can be read by other users (mode 644)"
     for name, done in exposed.reads.items():
         assert warning not in done.stderr, name
-    assert warning in exposed.run.stderr
+    assert warning in exposed.chat.stderr
 
 
-def test_a_piped_chat_that_rejected_lines_exits_1_after_running_them_all(place: Place) -> None:
-    script = '/fork "unclosed\n/nonsense\n[[sim reply=still-here]] hello\n'
-    done = place.grove("chat", "--simulate", "--model", "gpt-5-mini", stdin=script)
-    assert done.returncode == 1
+def test_a_piped_chat_that_rejected_lines_exits_1_after_running_them_all(
+    exposed: Exposed,
+) -> None:
+    done = exposed.chat
+    assert done.returncode == 1, done.stderr  # for the rejected lines alone
     assert "Unclosed quote in prompt" in done.stdout
     assert "Unknown command: /nonsense" in done.stdout
     assert "still-here" in done.stdout

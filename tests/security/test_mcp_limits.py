@@ -22,7 +22,7 @@ from tests.mcp_servers import running, served_over_http
 
 HOSTILE = Path(__file__).resolve().parents[1] / "mcp_servers" / "hostile.py"
 MODEL = "claude-haiku-4-5"
-CALL_LIMIT_S = 3
+CALL_LIMIT_S = 2  # waited out twice (stdio, HTTP); the echo and pid calls take 0.2 s
 START_LIMIT_S = 2
 CAP = "a message over 16,777,216 bytes, the limit"
 

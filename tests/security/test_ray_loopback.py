@@ -19,7 +19,7 @@ from tests.security.commands import Place
 SOCKET_TABLES = ("tcp", "tcp6", "udp", "udp6")
 TCP_LISTEN = "0A"
 UDP_UNCONNECTED = "07"
-SLOW_REPLY = "[[sim ttft_ms=12000 reply=done]] take your time"
+SLOW_REPLY = "[[sim ttft_ms=5000 reply=done]] take your time"
 
 
 def children_of() -> dict[int, list[int]]:

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cli.printable import printable
-from tests.integration.groves import Invoked, invoke
+from tests.integration.groves import Invoked, invoke, sim_call
 from tests.integration.test_chat_terminal import Terminal
 from tests.security.commands import COMMAND_TIMEOUT_S, Place, make_place
 
@@ -151,11 +151,29 @@ def test_grove_history_shows_and_its_json_keeps_the_exact_text(
     assert exact["messages"][-1]["content"] == HOSTILE
 
 
-def test_piped_grove_chat_shows_it(scene: Scene) -> None:
-    done = scene.grove("chat", *MODEL, *TOOLS, stdin=PROMPT + "\n")
+# `fork` takes `openai:ANY_ID` (a compatible server's own model): the id is the model's.
+CHOSEN_MODEL = f"openai:{TITLE}m{CLIPBOARD}"
+FORK = {"prompt": "[[sim reply=done]] go on", "model": CHOSEN_MODEL}
+
+
+def test_piped_grove_chat_shows_it_and_agents_and_usage_a_model_name_a_model_chose(
+    scene: Scene,
+) -> None:
+    """After the hostile turn, the chat forks a child on a model whose name the model chose,
+    then waits for the child's result."""
+    lines = (PROMPT, sim_call("fork", **FORK), "[[sim tool=wait step=1]] wait for it")
+    done = scene.grove(
+        "chat", *MODEL, *TOOLS, "--tools", "fork", "--tools", "wait", stdin="\n".join(lines) + "\n"
+    )
     assert done.returncode == 0, done.stderr
     assert_shown_not_obeyed(done.stdout)
     assert "^[]0;named^G.txt" in done.stdout
+    shown = "openai/^[]0;pwned^Gm^[]52;c;cHduZWQ=^G"
+    for command in (("agents",), ("usage", "--by", "model")):
+        listed = scene.read(*command)
+        assert listed.returncode == 0, listed.stderr
+        assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
+        assert shown in listed.stdout, listed.stdout
 
 
 def test_grove_chat_on_a_terminal_shows_it(scene: Scene) -> None:
@@ -175,23 +193,3 @@ def test_grove_chat_on_a_terminal_shows_it(scene: Scene) -> None:
     hostile = (TITLE, CLEAR, CLIPBOARD, "\x1b]52", "\x9b", "\u202e")
     assert [raw for raw in hostile if raw in screen] == []
     assert screen.count("^[]52;c;cHduZWQ=^Gclip") >= 3
-
-
-def test_a_model_name_a_model_chose_is_shown_by_agents_and_usage(place: Place) -> None:
-    """`fork` takes `openai:ANY_ID` (a compatible server's own model): the id is the model's."""
-    model = f"openai:{TITLE}m{CLIPBOARD}"
-    calls = [
-        {"name": "fork", "args": {"prompt": "[[sim reply=done]] go on", "model": model}},
-        {"name": "wait"},
-    ]
-    run = place.grove(
-        "run", *MODEL, "--tools", "fork", "--tools", "wait",
-        f"[[sim calls='{json.dumps(calls)}' step=1]] fork",
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr
-    shown = "openai/^[]0;pwned^Gm^[]52;c;cHduZWQ=^G"
-    for command in (("agents",), ("usage", "--by", "model")):
-        listed = invoke(place.env, *command)  # reads of the store, in this process
-        assert listed.returncode == 0, listed.stderr
-        assert "\x1b" not in listed.stdout and "\x07" not in listed.stdout
-        assert shown in listed.stdout, listed.stdout

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import json
 import secrets
+import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import redis
 
 from tests.conftest import redis_server
-from tests.security.commands import Place
+from tests.security.commands import Place, make_place
 
 PASSWORD = f"store-pw-{secrets.token_hex(8)}"
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
@@ -32,22 +34,38 @@ def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
         yield port
 
 
-def test_a_store_password_reaches_no_tool(place: Place, locked_redis: int) -> None:
-    store = f"redis://:{PASSWORD}@127.0.0.1:{locked_redis}/0?namespace=tools"
-    config = Path(place.env["GROVE_CONFIG_FILE"])
-    config.write_text(
-        f"[mcp.servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
-        f"args = [{json.dumps(str(CALC))}]\n"
-    )
-    calls = [
-        {"name": "bash", "args": {"command": "env; echo env listed"}},
-        {"name": "mcp__calc__has_variable", "args": {"name": "GROVE_STORE"}},
-    ]
-    prompt = f"[[sim calls='{json.dumps(calls)}' step=1]] look"
-    done = place.grove(
-        "run", "--simulate", "--model", "gpt-5-mini", "--json", "--tools", "bash",
-        "--allow", "bash", prompt, GROVE_STORE=store,
-    )  # fmt: skip
+@dataclass(frozen=True)
+class Looked:
+    """One `grove run` (it starts Ray) serves the two tests below: its bash and an MCP server
+    look for the store's URL, and Ray's token file is to be made in a missing directory."""
+
+    done: subprocess.CompletedProcess[str]
+    token: Path
+
+
+@pytest.fixture(scope="module")
+def looked(tmp_path_factory: pytest.TempPathFactory, locked_redis: int) -> Iterator[Looked]:
+    for place in make_place(tmp_path_factory.mktemp("looked")):
+        store = f"redis://:{PASSWORD}@127.0.0.1:{locked_redis}/0?namespace=tools"
+        Path(place.env["GROVE_CONFIG_FILE"]).write_text(
+            f"[mcp.servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
+            f"args = [{json.dumps(str(CALC))}]\n"
+        )
+        calls = [
+            {"name": "bash", "args": {"command": "env; echo env listed"}},
+            {"name": "mcp__calc__has_variable", "args": {"name": "GROVE_STORE"}},
+        ]
+        prompt = f"[[sim calls='{json.dumps(calls)}' step=1]] look"
+        token = place.base / "made" / "for" / "ray" / "token"
+        done = place.grove(
+            "run", "--simulate", "--model", "gpt-5-mini", "--json", "--tools", "bash",
+            "--allow", "bash", prompt, GROVE_STORE=store, RAY_AUTH_TOKEN_PATH=str(token),
+        )  # fmt: skip
+        yield Looked(done, token)
+
+
+def test_a_store_password_reaches_no_tool(looked: Looked) -> None:
+    done = looked.done
     assert done.returncode == 0, done.stderr
     results = {r["name"]: r["content"] for r in json.loads(done.stdout)["tool_results"]}
     assert results["bash"].startswith("exit code 0\n") and "env listed" in results["bash"]
@@ -57,12 +75,9 @@ def test_a_store_password_reaches_no_tool(place: Place, locked_redis: int) -> No
     assert PASSWORD not in done.stdout + done.stderr
 
 
-def test_a_token_path_in_a_missing_directory_is_made_private(place: Place) -> None:
-    token = place.base / "made" / "for" / "ray" / "token"
-    done = place.grove(
-        "run", "--simulate", "--model", "gpt-5-mini", "hi", RAY_AUTH_TOKEN_PATH=str(token)
-    )
-    assert done.returncode == 0, done.stderr
+def test_a_token_path_in_a_missing_directory_is_made_private(looked: Looked) -> None:
+    token = looked.token
+    assert looked.done.returncode == 0, looked.done.stderr
     assert token.stat().st_mode & 0o777 == 0o600 and len(token.read_text()) == 64
     assert token.parent.stat().st_mode & 0o777 == 0o700
 
