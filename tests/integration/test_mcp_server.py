@@ -1,6 +1,7 @@
 """`grove mcp` driven by the MCP SDK's own client over stdio, started as the README's editor
 configuration says: the tools with their schemas, a run, a fork and its wait, the agents, a
-batch, bad arguments as tool errors; and the same tools on a running service.
+batch, bad arguments as tool errors; and the same tools on a running service (the service's API
+over a Grove of this process).
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from tests.integration.groves import cli_environment
+from tests.integration.groves import cli_environment, running_grove
 from tests.integration.readme import readme_section
-from tests.integration.services import grove_service
+from tests.integration.services import service_in_process
 
 GROVE = str(Path(sys.executable).with_name("grove"))
 TOOLS = {"grove_run", "grove_fork", "grove_wait", "grove_agents", "grove_batch"}
@@ -124,7 +125,10 @@ async def test_a_client_runs_forks_waits_lists_and_batches(server: StdioServerPa
 
 
 async def test_with_a_service_up_the_tools_run_on_it(tmp_path: Path) -> None:
-    with grove_service(tmp_path, DEFAULT_MODEL) as service:
+    with (
+        running_grove(tmp_path, hosts=1, env=DEFAULT_MODEL) as grove,
+        service_in_process(grove, tmp_path, env=DEFAULT_MODEL) as service,
+    ):
         async with Client(configured(service.env, tmp_path)) as client:
             run = answer(await client.call_tool("grove_run", {"prompt": "Name one prime."}))
             forked = answer(
