@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 from supervisor.store import open_store
+from tests.integration.groves import invoke
+from tests.integration.shared_ray import SHARED_RAY
 from tests.integration.test_batch_cli import make_workspace, write_tasks
 
 TASKS = 40
@@ -22,20 +24,13 @@ def test_kill_halfway_then_rerun(tmp_path: Path) -> None:
         work.tasks,
         [{"id": n, "prompt": f"[[sim tps=10 tokens=20]] task {n}"} for n in range(TASKS)],
     )
-    command = [
-        sys.executable,
-        "-m",
-        "cli.app",
-        "batch",
-        str(work.tasks),
-        "--model",
-        "gpt-5-mini",
-        "--simulate",
-        "--concurrency",
-        "10",
-    ]
+    SHARED_RAY.ensure()  # for the rerun (started by a module before, in a whole run)
+    arguments = [str(work.tasks), "--model", "gpt-5-mini", "--simulate", "--concurrency", "10"]
     first = subprocess.Popen(
-        command, env=work.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [sys.executable, "-m", "cli.app", "batch", *arguments],
+        env=work.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 120
@@ -48,7 +43,9 @@ def test_kill_halfway_then_rerun(tmp_path: Path) -> None:
         first.wait()
     written = len(work.output.read_text().splitlines())
     assert 12 <= written < TASKS
-    second = subprocess.run(command, env=work.env, capture_output=True, text=True, timeout=240)
+    # The rerun runs in this process: it makes a supervisor of its own in the shared Ray, as
+    # a rerun in a new process makes its own.
+    second = invoke(work.env, "batch", *arguments)
     assert second.returncode == 0, second.stderr
     last = {record["id"]: record["status"] for record in work.records()}
     assert last == {n: "ok" for n in range(TASKS)}

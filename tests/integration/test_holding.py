@@ -12,7 +12,7 @@ from pathlib import Path
 
 from supervisor.holding import HOLDER_TTL_S
 from supervisor.reads import StoreReads
-from tests.integration.groves import cli_environment, running_grove
+from tests.integration.groves import cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"
 # A program that starts a slow child, says which when its turn streams, and exits when told,
@@ -48,15 +48,14 @@ def test_a_grove_holds_its_trees_while_it_lives_and_a_resumed_tree_runs(tmp_path
         assert shown(store_url) == {root: ("running", "idle"), child: ("running", "idle")}
     assert shown(store_url) == {root: ("stopped", "idle"), child: ("stopped", "idle")}
     env = {**cli_environment(tmp_path), "GROVE_STORE": store_url}
-    listed = subprocess.run(
-        [sys.executable, "-m", "cli.app", "agents"], capture_output=True, text=True, env=env,
-        timeout=60, check=True,
-    )  # fmt: skip
+    # The commands run in this process: the chat makes a supervisor of its own in the Ray the
+    # closed Grove ran in, as a new `grove chat` makes its own.
+    listed = invoke(env, "agents")
+    assert listed.returncode == 0, listed.stderr
     assert [line.split()[2] for line in listed.stdout.splitlines()] == ["stopped", "stopped"]
-    resumed = subprocess.run(
-        [sys.executable, "-m", "cli.app", "chat", "--simulate", "--resume", root[:8]],
-        input="[[sim reply='back again']] go on\n", capture_output=True, text=True, env=env,
-        timeout=180, check=False,
+    resumed = invoke(
+        env, "chat", "--simulate", "--hosts", "1", "--resume", root[:8],
+        stdin="[[sim reply='back again']] go on\n",
     )  # fmt: skip
     assert resumed.returncode == 0, resumed.stderr
     assert "back again" in resumed.stdout
