@@ -46,10 +46,12 @@ def running_grove(
     env: Mapping[str, str] | None = None,
     store_url: str | None = None,
     endpoint: Endpoint | None = None,
+    simulate: bool = True,
 ) -> Iterator[Grove]:
-    """Grove on the simulator (its own, or the one at `endpoint`) with a store in `base`
-    (unless `store_url`), `GROVE_*` settings from `env`, and no config file of the user's, in
-    the shared Ray (a supervisor of its own unless one runs there: its maker stops it)."""
+    """Grove on the simulator (its own, or the one at `endpoint`; the real providers without
+    `simulate`) with a store in `base` (unless `store_url`), `GROVE_*` settings from `env`, and
+    no config file of the user's, in the shared Ray (a supervisor of its own unless one runs
+    there: its maker stops it)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("GROVE_CONFIG_FILE", str(base / "none.toml"))
         for name, value in (env or {}).items():
@@ -57,7 +59,7 @@ def running_grove(
         settings = load_settings(store=store_url or f"sqlite:///{base / 'grove.sqlite3'}")
     SHARED_RAY.ensure()
     with Grove(
-        settings=settings, simulate=endpoint is None, endpoint=endpoint, hosts=hosts
+        settings=settings, simulate=simulate and endpoint is None, endpoint=endpoint, hosts=hosts
     ) as grove:
         yield grove
 

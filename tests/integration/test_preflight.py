@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from providers.catalog import retirement_warning
-from providers.credentials import missing_credentials_text
+from providers.credentials import API_KEY_ENV, missing_credentials_text
 from supervisor.tool_rules import unknown_tool_text
-from tests.integration.services import ONE_HOST, grove_service
+from tests.integration.groves import running_grove
+from tests.integration.services import service_in_process
 from tests.security.commands import Place, make_place
 
 WEATHER = '''
@@ -226,12 +227,23 @@ def test_budgets_that_cannot_be_kept_are_refused_before_ray(place: Place) -> Non
     assert refused(place, *args).startswith("MCP server calc:")  # priced: the budget passed
 
 
-def test_through_a_service_the_same_checks_speak_the_same_lines(tmp_path: Path) -> None:
+def test_through_a_service_the_same_checks_speak_the_same_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A service on real providers (no keys where it runs): the command line asks it what it
     has, and refuses as a Grove of its own would, before anything is made."""
     (tmp_path / "weather.py").write_text(WEATHER)
     key = {"OPENAI_API_KEY": "sk-not-used"}  # the service's and the command line's
-    with grove_service(tmp_path, {**key, **ONE_HOST}, simulate=False) as service:
+    # The service's API is served over a Grove of this process: what it has is what this
+    # process's environment and config directory hold, the one key alone.
+    for name in [name for names in API_KEY_ENV.values() for name in names]:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", key["OPENAI_API_KEY"])
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+    with (
+        running_grove(tmp_path, hosts=1, simulate=False) as grove,
+        service_in_process(grove, tmp_path, key) as service,
+    ):
         for args, line in (
             (("run", "--model", "claude-haiku-4-5", "hi"), missing_credentials_text("anthropic")),
             (("run", "--model", "claude-sonet-4-5", "hi"), "Unknown model: claude-sonet-4-5."),
