@@ -321,10 +321,11 @@ def dashboard(browser: Browser, service: Service) -> Iterator[Page]:
 def test_the_dashboard_shows_a_batch_rising_and_a_trees_caching(
     browser: Browser, service: Service
 ) -> None:
+    tasks = 16  # four waves of a second each: the dashboard shows it rise between them
     with dashboard(browser, service) as page, service.api() as api:
         lines = "".join(
             json.dumps({"id": n, "prompt": f"[[sim tokens=20 tps=20]] task {n}"}) + "\n"
-            for n in range(24)
+            for n in range(tasks)
         )
         submitted = api.post(
             "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 4},
@@ -333,7 +334,7 @@ def test_the_dashboard_shows_a_batch_rising_and_a_trees_caching(
         cell = page.locator(f"tr[data-batch='{submitted['id']}'] td.completed")
         seen: list[int] = []
         deadline = time.monotonic() + 120
-        while not seen or seen[-1] < 24:
+        while not seen or seen[-1] < tasks:
             assert time.monotonic() < deadline, seen
             if cell.count():
                 done = int(cell.inner_text().split(" / ")[0])
