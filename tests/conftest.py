@@ -33,16 +33,18 @@ settings.load_profile("grove")
 # (they start Ray), then the others. The workers of pyproject's addopts each take a whole
 # module at a time, in this order, so no long module starts when the others are done.
 LONGEST_FIRST = (
-    "tests/integration/test_one_path.py",
-    "tests/integration/test_service.py",
     "tests/integration/test_local_cluster_script.py",
-    "tests/integration/test_security.py",
+    "tests/integration/test_readme_tools.py",
+    "tests/integration/test_service.py",
+    "tests/security/test_terminal_escapes.py",
     "tests/integration/test_service_resume.py",
-    "tests/integration/test_chaos_bench.py",
-    "tests/security/test_bad_files.py",
+    "tests/security/test_secret_masking.py",
+    "tests/integration/test_security.py",
+    "tests/integration/test_preflight.py",
+    "tests/integration/test_one_path.py",
+    "tests/integration/test_supervision.py",
     "tests/security/test_service_abuse.py",
-    "tests/integration/test_batch_cli.py",
-    "tests/security/test_sandbox_escapes.py",
+    "tests/security/test_mcp_limits.py",
 )
 STARTING_RAY = ("tests/integration/", "tests/security/")
 
