@@ -72,16 +72,32 @@ class ProviderSettings(_Section):
     max_concurrency: int | None = Field(default=None, ge=1, description="Requests at once")
 
 
+DEFAULT_RETRY = RetryPolicy()  # the defaults live in providers/retry.py only
+
+
 class RetrySection(_Section):
     """`[providers.retry]`: how a failed request is tried again (every provider, every host);
     a server's own retry-after still wins over the delays."""
 
-    attempts: int = Field(default=6, ge=1, le=20, description="Tries of a request, the first too")
+    attempts: int = Field(
+        default=DEFAULT_RETRY.max_attempts,
+        ge=1,
+        le=20,
+        description="Tries of a request, the first too",
+    )
     base_delay_s: float = Field(
-        default=0.5, gt=0, le=60, allow_inf_nan=False, description="Wait after the first failure"
+        default=DEFAULT_RETRY.base_delay_s,
+        gt=0,
+        le=60,
+        allow_inf_nan=False,
+        description="Wait after the first failure",
     )
     max_delay_s: float = Field(
-        default=30.0, gt=0, le=600, allow_inf_nan=False, description="Cap of the doubling waits"
+        default=DEFAULT_RETRY.max_delay_s,
+        gt=0,
+        le=600,
+        allow_inf_nan=False,
+        description="Cap of the doubling waits",
     )
 
     @model_validator(mode="after")
