@@ -80,3 +80,6 @@ def test_chaos_bench_loses_nothing_and_runs_nothing_twice(
     same = all(recorded[name] == billed[name] for name in recorded)
     assert report["usage_recorded_equals_billed"] is same
     assert same or report["billed_not_recorded"] > 0  # only requests answered as a host died
+    # Every billed request is in the store once: its bill, or the estimate its host told the
+    # supervisor before sending it, which is no smaller than the bill.
+    assert report["usage_exact_or_covered"]
