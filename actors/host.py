@@ -59,6 +59,9 @@ StepStore = Callable[["Ticket", list[tuple[int, NewEntry]]], Awaitable[list[int]
 # Deltas that arrive within this window travel to a caller as one chunk.
 COALESCE_WINDOW_S = 0.03
 DEFAULT_IDLE_RELEASE_S = 120.0
+# Agents of a host that may keep an idle connection pool open; beyond it, the least recently
+# used let go of theirs (each holds a socket here and one at the provider).
+DEFAULT_IDLE_POOLS = 512
 # A finished turn's result stays readable this long after it was reported.
 RESULT_GRACE_S = 300.0
 
@@ -163,6 +166,7 @@ class AgentHostCore:
         *,
         make_tools: ToolsFactory | None = None,
         idle_release_s: float = DEFAULT_IDLE_RELEASE_S,
+        idle_pools: int = DEFAULT_IDLE_POOLS,
         tool_steps: int = MAX_STEPS_PER_TURN,
         recover: Recover | None = None,
         compaction_threshold: float | None = None,
@@ -184,7 +188,7 @@ class AgentHostCore:
         self.agents: dict[str, Agent] = {}
         self.runs: dict[str, TurnRun] = {}
         self._locks: dict[str, asyncio.Lock] = {}
-        self._last_used: dict[str, float] = {}
+        self._last_used: dict[str, float] = {}  # agents holding a pool, least recent first
         self._make_provider = make_provider
         self._make_tools = make_tools
         self._recover = recover
@@ -193,6 +197,7 @@ class AgentHostCore:
         self._fleet = fleet if fleet is not None and fleet.providers else None
         self._report = report
         self.idle_release_s = idle_release_s
+        self.idle_pools = idle_pools
         self.reviewers: dict[str, Reviewer] = {}
         # Each agent's own workspace (None: the host's) and worktree, if it has them.
         self._workspaces: dict[str, tuple[str | None, Worktree | None]] = {}
@@ -367,6 +372,7 @@ class AgentHostCore:
                 assert workspace is not None
                 repo = worktree.repo if worktree else None
                 result = TurnResult(error=missing_text(workspace, repo))
+            self._last_used.pop(uuid, None)
             self._last_used[uuid] = time.monotonic()
         run.result = result
         run.changed.set()
@@ -375,6 +381,7 @@ class AgentHostCore:
             queue.put_nowait(None)
         await self._report(run.ticket, result)
         asyncio.get_running_loop().call_later(RESULT_GRACE_S, self.forget, run.ticket.ticket_id)
+        await self.release_least_recent()
 
     async def stream(self, ticket_id: str) -> AsyncIterator[list[tuple[str, str]]]:
         """Chunks of `(kind, text)` deltas, coalesced over a short window, until the end."""
@@ -520,11 +527,25 @@ class AgentHostCore:
         now = time.monotonic() if now is None else now
         released = 0
         for uuid, last in list(self._last_used.items()):
-            if now - last >= self.idle_release_s and not self._locks[uuid].locked():
-                await self.agents[uuid].release_connections()
-                del self._last_used[uuid]
-                released += 1
+            if now - last >= self.idle_release_s:
+                released += await self._release_pool(uuid)
         return released
+
+    async def release_least_recent(self) -> int:
+        """Release the pools of the least recently used idle agents beyond `idle_pools`."""
+        released = 0
+        for uuid in list(self._last_used)[: max(0, len(self._last_used) - self.idle_pools)]:
+            released += await self._release_pool(uuid)
+        return released
+
+    async def _release_pool(self, uuid: str) -> bool:
+        """Close an agent's pool unless a turn of its runs now (or it is no longer held)."""
+        agent, lock = self.agents.get(uuid), self._locks.get(uuid)
+        if agent is None or lock is None or lock.locked() or uuid not in self._last_used:
+            return False
+        del self._last_used[uuid]
+        await agent.release_connections()
+        return True
 
     async def create_cache(
         self, activation: Activation, prefix: Sequence[Entry], ttl_s: int

@@ -27,7 +27,7 @@ from actors.agent import (
 from actors.budget_guard import BudgetStop
 from actors.coalesce import Coalescer
 from actors.collector import tune_collector
-from actors.host import Activation, AgentHostCore, Ticket
+from actors.host import DEFAULT_IDLE_POOLS, Activation, AgentHostCore, Ticket
 from actors.reports import ReportBatcher
 from actors.telemetry import TelemetrySettings, Tracing, start_tracing
 from actors.tools.fanout import WAIT_CAP_S
@@ -57,6 +57,7 @@ class HostSettings:
     simulator: Endpoint | None = None
     retry: RetryPolicy = field(default_factory=RetryPolicy)  # `[providers.retry]`
     idle_release_s: float = 120.0
+    idle_pools: int = DEFAULT_IDLE_POOLS  # `[hosts] idle_pools`
     tool_steps: int = MAX_STEPS_PER_TURN
     durable_steps: bool = True  # `[hosts] durable_steps`: each finished step stored as it ends
     workspace: str = "."  # the root of the workspace tools: the caller's working directory
@@ -283,6 +284,7 @@ class AgentHost:
             self._reports.report,
             make_tools=kit.build,
             idle_release_s=settings.idle_release_s,
+            idle_pools=settings.idle_pools,
             tool_steps=settings.tool_steps,
             recover=self._recover_context,
             compaction_threshold=settings.compaction_threshold,

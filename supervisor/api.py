@@ -342,6 +342,7 @@ class Grove:
             simulator=simulator,
             retry=providers.retry.policy(),
             idle_release_s=self.settings.hosts.idle_release_s,
+            idle_pools=self.settings.hosts.idle_pools,
             tool_steps=self.settings.limits.tool_steps,
             durable_steps=self.settings.hosts.durable_steps,
             workspace=str(Path.cwd()),

@@ -258,6 +258,12 @@ class HostSection(_Section):
     idle_release_s: float = Field(
         default=120.0, gt=0, description="Idle seconds before an agent's connections are closed"
     )
+    idle_pools: int = Field(
+        default=512,
+        ge=0,
+        le=100_000,
+        description="Idle agents per host keeping their connections; the least recent close first",
+    )
     max_restarts: int = Field(default=5, ge=0, description="Restarts of one host per window")
     restart_window_s: float = Field(default=60.0, gt=0, description="The window, in seconds")
     durable_steps: bool = Field(

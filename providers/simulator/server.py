@@ -304,6 +304,7 @@ class Simulator:
             "rate_limited": self.rate_limited,
             "billed": self.billed,
             "billed_by_api": self.billed_by_api,
+            "open_connections": len(self._connections),
             "cached_contents": {
                 "created": self.explicit.created,
                 "deleted": self.explicit.deleted,
