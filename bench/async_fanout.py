@@ -15,7 +15,9 @@ results). `cpu_s` is the CPU time driver, supervisor and hosts used in each (the
 their forks), `cpu_ratio` the asks' over Grove's; `driver_cpu_s` and `driver_cpu_ratio` the
 same for this process alone (the caller), and `full_collections` how many full collections
 its garbage collector made during each kind over all rounds (counted, its settings left as
-they are), `full_collections_s` their time. Run from the repository root:
+they are), `full_collections_s` their time. Before each timed fan-out (and between the asks'
+forks and the asks) the collector's pending work is done, untimed (`gc.collect()`), so that
+no kind pays a full collection for the garbage of what ran before it. Run from the repository root:
 `python bench/async_fanout.py --n 1000`.
 """
 
@@ -42,10 +44,20 @@ class Driver:
         self.full = 0
         self.full_s = 0.0
         self._began = 0.0
+        self._settling = False
         gc.callbacks.append(self._collected)
 
+    def settle(self) -> None:
+        """Collect now, not counted: what runs next starts with no garbage of what ran
+        before it."""
+        self._settling = True
+        try:
+            gc.collect()
+        finally:
+            self._settling = False
+
     def _collected(self, phase: str, info: dict[str, int]) -> None:
-        if info["generation"] != 2:
+        if info["generation"] != 2 or self._settling:
             return
         if phase == "start":
             self._began = time.perf_counter()
@@ -76,6 +88,7 @@ async def asks_round(
     """Children forked (timed apart, their CPU time too), then one ask each, all at once."""
     start, used, driven = time.perf_counter(), cpu_s(pids), driver.reading()
     children = await asyncio.gather(*(aio.fork(root) for _ in texts))
+    driver.settle()  # the forks' garbage is theirs: collected, and counted as theirs
     forked = time.perf_counter()
     forks_cpu_s = cpu_s(pids) - used
     forks_driver = since(driver, driven)
@@ -168,6 +181,7 @@ def main() -> None:
         for index in range(args.rounds):
             found = []
             for kind in KINDS if index % 2 == 0 else KINDS[::-1]:
+                driver.settle()
                 used, before = cpu_s(pids), driver.reading()
                 wall, results = run_kind(kind, grove, aio, root.uuid, texts, walls, pids, driver)
                 spent, own = cpu_s(pids) - used, since(driver, before)
