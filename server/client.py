@@ -19,6 +19,7 @@ from server.files import ServiceState, read_state, service_token
 from server.wire import NO_ANSWER, Wire, answers, sse_events
 from supervisor import bridge
 from supervisor.command_defaults import CommandDefaults
+from supervisor.errors import TurnTimeout
 from supervisor.results import result_from_json
 
 if TYPE_CHECKING:
@@ -119,8 +120,9 @@ class RemoteTurn:
                 pass
         if self._result is None:
             waited = self._grove.wait_turn(self.agent, timeout_s)
-            interrupted = {"error": "interrupted"}
-            self._result = waited if waited is not None else result_from_json(interrupted)
+            if waited is None:  # the service's wait ended before the turn did
+                raise TurnTimeout(self.agent, timeout_s)
+            self._result = waited
         return self._result
 
 

@@ -48,7 +48,7 @@ from supervisor.budget_rules import Budget
 from supervisor.commands.registry import CommandOutcome
 from supervisor.config import GroveSettings, load_settings
 from supervisor.context import CompactionPlan
-from supervisor.errors import CommandError, SupervisorError
+from supervisor.errors import CommandError, SupervisorError, TurnTimeout
 from supervisor.fleet import ProviderLimits
 from supervisor.local_ray import LocalRay, start_ray
 from supervisor.output_types import OutputTypeLike, model_of, typed
@@ -253,12 +253,22 @@ class Turn:
             for _ in self:  # approval requests arrive in the stream: someone must read it
                 pass
         try:
-            result = self._host_result(timeout_s)
+            result = self._result_within(timeout_s)
+        except TimeoutError:  # Ray's or the loop's: said as a RemoteTurn says it
+            result = None
+        if result is None:
+            raise TurnTimeout(self.agent, timeout_s)
+        return self.typed(result)
+
+    def _result_within(self, timeout_s: float) -> TurnResult | None:
+        """The host's result of the turn, or, when the host died under it, the supervisor's of
+        the turn resumed elsewhere (None: it did not end in time)."""
+        try:
+            return self._host_result(timeout_s)
         except ray.exceptions.RayActorError:
             waiting = self._supervisor.wait_turn.remote(self.agent, timeout_s)
-            fallback = got(waiting, timeout_s + 30)
-            result = fallback if fallback is not None else TurnResult(error="interrupted")
-        return self.typed(result)
+            resumed: TurnResult | None = got(waiting, timeout_s + 30)
+            return resumed
 
     def batched_result(self, timeout_s: float) -> Awaitable[TurnResult | None] | None:
         """For an asyncio caller: the host's result of the turn, to await together with the

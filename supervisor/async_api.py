@@ -16,6 +16,7 @@ import ray
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from supervisor.api import Grove, Turn
 from supervisor.bridge import bridge, bridged_iterator
+from supervisor.errors import TurnTimeout
 
 if TYPE_CHECKING:
     from actors.agent import TurnResult
@@ -92,6 +93,8 @@ class AsyncTurn:
                     found = await waiting
                 except ray.exceptions.RayActorError:
                     found = None  # the host died: `Turn.result` asks the supervisor
+                except TimeoutError as exc:
+                    raise TurnTimeout(turn.agent, timeout_s) from exc
                 if found is not None:
                     return turn.typed(found)
         return await bridge(turn.result, timeout_s)  # what else `Turn.result` does

@@ -6,6 +6,7 @@
      |    +-- NoStoreError      no store where the URL points (a reader never makes one)
      +-- SupervisorError        the control plane could not do its job (timeouts, lost leases...)
           +-- HostDiedError     an agent host died under a call (the supervisor replaces it)
+          +-- TurnTimeout       a turn's result was waited for in vain (also a TimeoutError)
 
 Provider errors live in providers.errors; no error text ever contains a secret.
 """
@@ -40,3 +41,11 @@ class SupervisorError(GroveError):
 class HostDiedError(SupervisorError):
     """An agent host died under a call; the supervisor has replaced it (or given up on it),
     and its agents are rebuilt on their next message."""
+
+
+class TurnTimeout(SupervisorError, TimeoutError):
+    """A turn had not ended when the wait for its result did: one text whether the `Grove` is
+    local (Ray's or the loop's timeout) or a `RemoteGrove` (the service's wait said none)."""
+
+    def __init__(self, agent: str, timeout_s: float) -> None:
+        super().__init__(f"The turn of agent {agent} did not end within {timeout_s:g} s")

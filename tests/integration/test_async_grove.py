@@ -139,7 +139,7 @@ async def test_asks_to_forked_children_at_once_are_answered_through_few_host_cal
     assert twin_result is not None and twin_result.ok
     assert prompt_tokens(results[0].usage) == prompt_tokens(twin_result.usage) > 0
     paced = aio.send(children[1], f"{PACED} One more risk?")
-    with pytest.raises(TimeoutError):
+    with pytest.raises(TimeoutError, match=r"did not end within 0\.2 s"):  # as a RemoteTurn says
         await paced.result(0.2)
     again = await paced.result()
     assert again.ok and again.text == (await aio.history(children[1]))[-1].content

@@ -29,6 +29,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from server.client import RemoteGrove
 from supervisor import Grove
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.services import TIMEOUT_S, Service, service_in_process
@@ -399,3 +400,23 @@ def test_following_the_event_log_ends_when_its_reader_goes(service: Service, ses
     following.stdout.close()  # the reader goes, as `head -1` does
     assert following.wait(TIMEOUT_S) == 141
     assert following.stderr.read() == ""
+
+
+def test_a_turn_still_going_times_out_the_same_with_a_service_and_without(
+    grove: Grove, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`result(timeout_s)` of a turn that has not ended by then raises TimeoutError with the
+    same text on a local Grove and on a RemoteGrove (as `/fork` in a chat streams it), which
+    read the service's "no result yet" as an interrupted turn."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
+    said = []
+    with RemoteGrove.running() as remote:
+        for via in (grove, remote):
+            root = via.create_root(MODEL).uuid
+            turn = via.command_turn(via.dispatch(root, '/fork "[[sim tokens=60 tps=2]] go on"'))
+            assert turn is not None
+            with pytest.raises(TimeoutError) as timed_out:
+                turn.result(0.2)
+            said.append(str(timed_out.value).replace(turn.agent, "AGENT"))
+            assert via.cancel(turn.agent)
+    assert said == ["The turn of agent AGENT did not end within 0.2 s"] * 2
