@@ -230,6 +230,7 @@ def running_grove(
     store_url: str | None = None,
     hosts: int | None = None,
     idle_release_s: float | None = None,
+    idle_pools: int | None = None,
     sections: dict[str, Any] | None = None,
 ) -> Iterator[Any]:
     """A Grove on a fresh store (a temp SQLite file unless `store_url`) whose providers all
@@ -242,8 +243,9 @@ def running_grove(
     with tempfile.TemporaryDirectory(prefix="grove-bench-") as directory, quiet_config():
         url = store_url or f"sqlite:///{Path(directory) / 'grove.sqlite3'}"
         flags: dict[str, Any] = {"store": url}
-        if idle_release_s is not None:
-            flags["hosts"] = {"idle_release_s": idle_release_s}
+        hosts_section = {"idle_release_s": idle_release_s, "idle_pools": idle_pools}
+        if any(value is not None for value in hosts_section.values()):
+            flags["hosts"] = {k: v for k, v in hosts_section.items() if v is not None}
         flags.update(sections or {})
         settings = load_settings(**flags)
         endpoint = Endpoint(base_url=simulator.base_url, api_key=simulator.api_key)

@@ -1,5 +1,6 @@
 """Benchmark: resident memory of N live idle agents, each activated on a host by one turn (so
-its provider and client exist), then idle: first with connection pools held, then released.
+its provider and client exist), then idle: first with connection pools held (`[hosts]
+idle_pools` is set to N, so no pool is closed for their number), then released.
 
 Prints one JSON line. Run from the repository root: `python bench/idle_agents.py --n 10000`.
 """
@@ -64,7 +65,7 @@ def main() -> None:
     args = parser.parse_args()
     with (
         simulator_process(Pacing(ttft_ms=0, tps=0, tokens=8)) as simulator,
-        running_grove(simulator, idle_release_s=IDLE_RELEASE_S) as grove,
+        running_grove(simulator, idle_release_s=IDLE_RELEASE_S, idle_pools=args.n) as grove,
     ):
         root = grove.create_root(MODEL).uuid
         if not grove.ask(root, "The shared context of every agent.").ok:
