@@ -22,6 +22,7 @@ from cli.coercion import lighten
 from cli.context import CliContext, show_error
 from cli.doctor import doctor_command
 from cli.events import events_command
+from cli.failures import EXIT_FAILED, failure_line
 from cli.history import history_command
 from cli.mcp_command import mcp_command
 from cli.run import run_command
@@ -30,7 +31,6 @@ from cli.simulate import simulate_command
 from cli.usage import usage_command
 from cli.worktrees import worktrees_command
 from providers.credentials import warn_if_credentials_exposed
-from providers.errors import GroveError
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
 CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch", "mcp"})
@@ -74,7 +74,8 @@ def quiet_closed_pipe() -> None:
 
 class GroveGroup(TyperGroup):
     """Global options after the command name, plain options converted without pydantic
-    (cli/coercion.py), and a closed pipe ending quietly with 141."""
+    (cli/coercion.py), a closed pipe ending quietly with 141, and a Grove error, a Ray error or
+    a timeout as one line and exit 1 (cli/failures.py)."""
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         lighten(self, ctx)
@@ -95,6 +96,12 @@ class GroveGroup(TyperGroup):
         except BrokenPipeError:
             quiet_closed_pipe()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
+        except Exception as exc:
+            line = failure_line(exc)
+            if line is None:  # a bug: its traceback shows where
+                raise
+            show_error(line)
+            raise typer.Exit(EXIT_FAILED) from None
 
 
 app = typer.Typer(
@@ -168,11 +175,7 @@ def show_grove_warnings() -> None:
 
 def main() -> None:
     show_grove_warnings()
-    try:
-        app()
-    except GroveError as exc:  # a problem Grove explains in a sentence: no traceback
-        show_error(str(exc))
-        sys.exit(1)
+    app()
 
 
 if __name__ == "__main__":

@@ -13,9 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
-from cli.app import app
+from cli.app import GroveGroup, app
 from supervisor import Grove
 from supervisor.rules import NO_MODEL_FLAG_TEXT
 from supervisor.store import open_store
@@ -193,3 +194,28 @@ def test_broken_stream_fails_with_explanation(joined: dict[str, str]) -> None:
     )
     assert code == 1
     assert "stream" in err
+
+
+def test_a_wait_that_runs_out_is_one_line_and_exit_1(grove: Grove) -> None:
+    """A command whose wait for a turn runs out (a slow turn on the simulator, Ray's own
+    timeout) prints one line saying what did not answer and exits 1: no traceback. No command
+    of `grove` waits briefly enough to time out in a test, so the command here is one that
+    only waits, under the `grove` app's own group (the one place errors become lines)."""
+    turn = grove.send(grove.create_root("claude-haiku-4-5").uuid, "[[sim tokens=300 tps=100]] a")
+    waiting = typer.Typer(cls=GroveGroup)
+
+    @waiting.callback()
+    def options() -> None:
+        """A group, as `grove` is, not a lone command."""
+
+    @waiting.command()
+    def wait() -> None:
+        turn.result(timeout_s=0.2)
+
+    result = CliRunner().invoke(waiting, ["wait"], catch_exceptions=False)
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "the supervisor or an agent host did not answer in time (Get timed out: some object(s) "
+        "not ready.); `grove doctor` checks Ray and the setup\n"
+    )
+    assert turn.result(timeout_s=60).error is None
