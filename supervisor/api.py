@@ -18,6 +18,7 @@ import time
 import uuid as uuidlib
 import weakref
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import Future
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -318,8 +319,10 @@ class Grove:
         self._approvers: dict[str, Approver] = {}
         # The pydantic models typed answers are read into, by agent (create_root, fork_many).
         self._output_models: dict[str, type[BaseModel]] = {}
-        # The tools of each MCP server configuration this Grove has listed (`_mcp_tools`).
-        self._mcp_listed: dict[McpServerConfig, list[ListedTool]] = {}
+        # The tools of each MCP server configuration this Grove has listed or is listing
+        # (`_mcp_tools`), settled by whoever lists it; the lock guards the dict, no wait.
+        self._mcp_listings: dict[McpServerConfig, Future[list[ListedTool]]] = {}
+        self._mcp_lock = threading.Lock()
         self.supervisor: Any = None
         # Per asyncio loop, the asks it makes at once: begun together (`_begin_turn`), their
         # results asked for together (`_await_result`).
@@ -576,8 +579,8 @@ class Grove:
     def _mcp_tools(self, names: Sequence[str]) -> list[dict[str, Any]]:
         """The schemas of the MCP tools `names` grants, listed from each server the first time
         this Grove needs it with that configuration (same command, arguments and environment,
-        same tools); a server that cannot be started is a warning each time, and its tools are
-        left out."""
+        same tools), once however many roots ask at once; a server that cannot be started is a
+        warning each time, and its tools are left out."""
         wanted = {name[len(MCP_PREFIX) :].split("__")[0] for name in names if is_mcp(name)}
         servers = mcp_servers(self.settings)
         unknown = sorted(wanted - set(servers))
@@ -586,10 +589,14 @@ class Grove:
         if not wanted:
             return []
         configs = [servers[name] for name in sorted(wanted)]
-        unlisted = {config.name: config for config in configs if config not in self._mcp_listed}
-        if unlisted:
-            found = bridge.run(list_server_tools(unlisted))
-            self._mcp_listed.update({unlisted[name]: tools for name, tools in found.items()})
+        with self._mcp_lock:  # concurrent first uses: one lists, the others wait for it
+            claimed: dict[McpServerConfig, Future[list[ListedTool]]] = {
+                config: Future() for config in configs if config not in self._mcp_listings
+            }
+            self._mcp_listings.update(claimed)
+            listings = [self._mcp_listings[config] for config in configs]
+        if claimed:
+            self._list_mcp_servers(claimed)
         return [
             {
                 "name": tool.spec.name,
@@ -597,9 +604,29 @@ class Grove:
                 "parameters": tool.spec.parameters,
                 "idempotent": tool.idempotent,
             }
-            for config in configs
-            for tool in self._mcp_listed.get(config, ())
+            for listing in listings
+            for tool in bridge.waited(listing)
         ]
+
+    def _list_mcp_servers(self, claimed: dict[McpServerConfig, Future[list[ListedTool]]]) -> None:
+        """List the servers of `claimed` and settle their futures; a server that could not be
+        listed gets no tools and is forgotten (the next root tries it again), and an
+        interrupted listing is raised to everyone waiting for it."""
+        try:
+            found = bridge.run(list_server_tools({config.name: config for config in claimed}))
+        except BaseException as exc:
+            self._forget_mcp_listings(list(claimed))
+            for future in claimed.values():
+                future.set_exception(exc)
+            raise
+        self._forget_mcp_listings([config for config in claimed if config.name not in found])
+        for config, future in claimed.items():
+            future.set_result(found.get(config.name, []))
+
+    def _forget_mcp_listings(self, configs: list[McpServerConfig]) -> None:
+        with self._mcp_lock:
+            for config in configs:
+                del self._mcp_listings[config]
 
     def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
         """Each tool's policy: `allow` first, then `[tools.policy]`, then the default."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from concurrent.futures import Future
 from typing import Any, TypeVar
 
 import greenlet
@@ -66,6 +67,14 @@ def run(awaitable: Awaitable[T]) -> T:
     """An awaitable's result: awaited by the caller's loop in a bridged call, else run on a
     loop of its own (never nested in a running one)."""
     return awaited(awaitable) if bridged() else asyncio.run(_result(awaitable))
+
+
+def waited(future: Future[T]) -> T:
+    """A thread-safe future's result, set by another thread or another bridged call: awaited
+    by the caller's loop in a bridged call (which goes on meanwhile), else waited for here."""
+    if future.done() or not bridged():
+        return future.result()
+    return awaited(asyncio.wrap_future(future))
 
 
 async def _result(awaitable: Awaitable[T]) -> T:

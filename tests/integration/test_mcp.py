@@ -5,17 +5,19 @@ server started again, and a server that cannot start: one warning, and the agent
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import shutil
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from supervisor import Grove
+from supervisor import AsyncGrove, Grove
 from supervisor.config import McpSection, McpServerSection
 from supervisor.tool_rules import grant_of
 from tests.integration.groves import running_grove
@@ -136,6 +138,53 @@ def test_a_grove_lists_a_server_once_for_its_roots_and_again_once_its_config_cha
                 tools = grove.agent(root).metadata["mcp_tools"]
                 assert "mcp__counted__add" in [tool["name"] for tool in tools]
             assert len(starts.read_text().splitlines()) == listings
+    finally:
+        grove.settings = configured
+
+
+ROOTS_AT_ONCE = 4
+
+
+def test_roots_made_at_once_list_a_server_once_from_threads_and_from_one_loop(
+    grove: Grove, calc: Path, tmp_path: Path
+) -> None:
+    """Roots made at the same time, as the service's threads or an AsyncGrove's callers on
+    one event loop make them, wait for one listing of a new server instead of each starting
+    it; each root gets its tools."""
+    starts = {way: tmp_path / f"starts-{way}" for way in ("threads", "loop")}
+    configured = grove.settings
+    servers = {
+        f"counted_{way}": McpServerSection(
+            command=sys.executable, args=[str(calc)], env={"CALC_STARTS": str(path)}
+        )
+        for way, path in starts.items()
+    }
+    grant = {way: [f"mcp__counted_{way}__add"] for way in starts}
+    grove.settings = configured.model_copy(
+        update={"mcp": McpSection(servers={**configured.mcp.servers, **servers})}
+    )
+
+    def tool_names(root: str) -> list[str]:
+        return [tool["name"] for tool in grove.agent(root).metadata["mcp_tools"]]
+
+    async def from_one_loop() -> list[str]:
+        together = AsyncGrove(grove)
+        made = await asyncio.gather(
+            *(together.create_root(MODEL, tools=grant["loop"]) for _ in range(ROOTS_AT_ONCE))
+        )
+        return [record.uuid for record in made]
+
+    try:
+        with ThreadPoolExecutor(ROOTS_AT_ONCE) as pool:
+            made = pool.map(
+                lambda _: grove.create_root(MODEL, tools=grant["threads"]).uuid,
+                range(ROOTS_AT_ONCE),
+            )
+            threaded = list(made)
+        looped = asyncio.run(from_one_loop())
+        for way, roots in (("threads", threaded), ("loop", looped)):
+            assert all(grant[way][0] in tool_names(root) for root in roots), way
+            assert len(starts[way].read_text().splitlines()) == 1, way
     finally:
         grove.settings = configured
 

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -57,6 +58,19 @@ async def test_bridged_calls_wait_on_the_loop_together() -> None:
     assert totals == [pytest.approx(0.2)] * 50
     assert took < 1.0  # 50 calls of 0.2 s each, at once: not 10 s
     assert max(b - a for a, b in itertools.pairwise(ticks)) < took / 4
+
+
+async def test_a_bridged_call_waits_on_the_loop_for_a_future_another_call_settles() -> None:
+    """One bridged call waits for what another, on the same loop, is still working on."""
+    shared: Future[str] = Future()
+
+    def settle() -> None:
+        bridge.sleep(0.05)
+        shared.set_result("listed")
+
+    waited, _ = await asyncio.gather(bridge.bridge(bridge.waited, shared), bridge.bridge(settle))
+    assert waited == "listed"
+    assert bridge.waited(shared) == "listed"  # settled: no loop needed
 
 
 async def test_a_bridged_call_raises_what_it_raised_and_sees_what_its_wait_raised() -> None:
