@@ -240,13 +240,13 @@ class SupervisorCore:
     # --- turns ----------------------------------------------------------------------------
 
     def turn_rules(
-        self, uuid: str, *, resumed: bool = False
+        self, uuid: str, *, resumed: bool = False, record: AgentRecord | None = None
     ) -> tuple[AgentRecord, ModelChoice, LiveAgent]:
         """What a new turn of `uuid` is checked against (CommandError, SupervisorError): the
         agent's record, its model and its live state (placing it on first use). A `resumed`
         turn is the same turn again: its budgets neither count nor check it as a new one (its
-        requests still ask them for room)."""
-        record = self.agent(uuid)
+        requests still ask them for room). `record`: the agent's, when the caller read it."""
+        record = record or self.agent(uuid)
         if record.status != "running":
             raise CommandError(f"Agent {record.uuid} is {record.status}")
         choice = choice_of(record)

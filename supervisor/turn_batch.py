@@ -55,11 +55,12 @@ async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> 
     outcomes: list[TurnOutcome] = [None] * len(requests)
     batch: list[_Begun] = []
     batched: set[str] = set()
+    records = _records(core, [uuid for uuid, _, _ in requests])
     for index, (uuid, text, output) in enumerate(requests):
         try:
             if core.cut_off(uuid):  # begun alone: its cut-off turn resumes and ends first
                 continue
-            record, choice, state = core.turn_rules(uuid)
+            record, choice, state = core.turn_rules(uuid, record=records.get(uuid))
         except Exception as exc:  # this request's error, for its caller
             outcomes[index] = exc
             continue
@@ -127,6 +128,16 @@ async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> 
                 item.state.active = False
                 item.state.turn_done.set()
     return outcomes
+
+
+def _records(core: SupervisorCore, uuids: list[str]) -> dict[str, AgentRecord]:
+    """The agents' records in one store read; none when it fails, so that each request
+    reads its own and meets its own error (as does a prefix, which this read does not
+    resolve)."""
+    try:
+        return core.store.get_agents(uuids)
+    except Exception:
+        return {}
 
 
 async def _prepared(

@@ -38,6 +38,11 @@ class Store(Protocol):
 
     def get_agent(self, uuid: str) -> AgentRecord | None: ...
 
+    def get_agents(self, uuids: Collection[str]) -> dict[str, AgentRecord]:
+        """The records of those of `uuids` that exist (whole uuids, not prefixes), in one
+        read."""
+        ...
+
     def resolve_agent(self, prefix: str, *, include_ended: bool = True) -> AgentRecord:
         """The one agent whose uuid is `prefix` or starts with it; CommandError otherwise."""
         ...

@@ -107,6 +107,9 @@ class StoreCore(ABC):
     def get_agent(self, uuid: str) -> AgentRecord | None: ...
 
     @abstractmethod
+    def get_agents(self, uuids: Collection[str]) -> dict[str, AgentRecord]: ...
+
+    @abstractmethod
     def agent_messages(
         self, uuid: str, after_id: int = 0, up_to_id: int | None = None
     ) -> list[MessageRecord]: ...

@@ -224,6 +224,18 @@ class RedisStore(StoreCore):
             raw = self._client.get(self._keys.agent(uuid))
         return None if raw is None else self._agent(uuid, raw)
 
+    def get_agents(self, uuids: Collection[str]) -> dict[str, AgentRecord]:
+        wanted = list(uuids)
+        if not wanted:
+            return {}
+        with self._mapped("read agents"):
+            found = self._client.mget([self._keys.agent(uuid) for uuid in wanted])
+        return {
+            uuid: self._agent(uuid, raw)
+            for uuid, raw in zip(wanted, found, strict=True)
+            if raw is not None
+        }
+
     def list_agents(
         self, include_ended: bool = False, *, unreadable: list[str] | None = None
     ) -> list[AgentRecord]:

@@ -230,6 +230,10 @@ class SqliteStore(StoreCore):
         rows = self._db.query("read an agent", f"{_AGENT_SELECT} WHERE uuid = ?", (uuid,))
         return _agent(rows[0]) if rows else None
 
+    def get_agents(self, uuids: Collection[str]) -> dict[str, AgentRecord]:
+        rows = self._in_chunks("read agents", f"{_AGENT_SELECT} WHERE uuid IN ({{}})", uuids)
+        return {record.uuid: record for record in map(_agent, rows)}
+
     def list_agents(
         self, include_ended: bool = False, *, unreadable: list[str] | None = None
     ) -> list[AgentRecord]:

@@ -228,6 +228,19 @@ def test_message_counts_are_each_agents_own_messages(store: Store) -> None:
     assert store.message_counts(many) == {**dict.fromkeys(many[:-1], 0), child.uuid: 3}
 
 
+def test_agents_are_read_together_by_whole_uuid(store: Store) -> None:
+    root = new_agent()
+    store.create_agents([root])
+    child = fork(store, root)
+    store.update_agent(child.uuid, status="dead")
+    found = store.get_agents([root.uuid, child.uuid, "never-stored", root.uuid[:8]])
+    assert found == {root.uuid: store.get_agent(root.uuid), child.uuid: store.get_agent(child.uuid)}
+    assert found[child.uuid].status == "dead"  # ended agents too, as get_agent reads them
+    assert store.get_agents([]) == {}
+    many = [f"absent-{number}" for number in range(1200)] + [child.uuid]  # past any chunk size
+    assert list(store.get_agents(many)) == [child.uuid]
+
+
 def test_fork_message_id_zero_inherits_nothing(store: Store) -> None:
     root = new_agent()
     store.create_agents([root])
