@@ -5,7 +5,7 @@ nothing; answers read as `Wire`'s are."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
+from collections.abc import AsyncGenerator, Iterator
 from contextlib import contextmanager
 
 import httpx
@@ -38,15 +38,25 @@ class BridgedResponse:
         return line + b"\n"
 
 
+async def held(client: httpx.AsyncClient) -> AsyncGenerator[None, None]:
+    """Keeps `client` until asyncio closes this generator on the client's own loop: as the
+    loop shuts down (`asyncio.run`'s end), or once it is let go while its loop goes on."""
+    try:
+        yield
+    finally:
+        await client.aclose()
+
+
 class LoopWire:
     """httpx's async client for the running loop (one per loop: a client does not outlive
-    the loop it was made on)."""
+    the loop it was made on, it is closed there)."""
 
     def __init__(self, base_url: str, headers: dict[str, str]) -> None:
         self.base_url = base_url
         self.headers = headers
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
+        self._holder: AsyncGenerator[None, None] | None = None
 
     def client(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
@@ -57,6 +67,8 @@ class LoopWire:
                 base_url=self.base_url, headers=self.headers, limits=limits, timeout=timeout
             )
             self._loop = loop
+            self._holder = held(self._client)  # the last loop's, let go: closed on that loop
+            awaited(anext(self._holder))
         return self._client
 
     def request(
@@ -87,7 +99,8 @@ class LoopWire:
             awaited(response.aclose())
 
     def close(self) -> None:
-        """Closes the client when on its loop (a call of an AsyncGrove's close)."""
-        if self._client is not None and self._loop is asyncio.get_running_loop():
-            awaited(self._client.aclose())
-        self._client = self._loop = None
+        """Closes the client: here when on its loop (a call of an AsyncGrove's close), else
+        on its own loop as that goes on or shuts down."""
+        if self._holder is not None and self._loop is asyncio.get_running_loop():
+            awaited(self._holder.aclose())
+        self._client = self._loop = self._holder = None
