@@ -1,0 +1,45 @@
+"""Settings bounded by name, read from a config file and the environment: `[hosts]
+idle_pools` and `[advisor] retry_delay_s`; the environment wins over the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from supervisor.config import load_settings
+from tests.unit.settings_files import refused
+
+
+def test_idle_pools_is_bounded_by_name(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(config))
+    assert load_settings().hosts.idle_pools == 512
+    for value, problem in (
+        ("-1", "hosts.idle_pools: Input should be greater than or equal to 0"),
+        ("100001", "hosts.idle_pools: Input should be less than or equal to 100000"),
+        ("2.5", "hosts.idle_pools: Input should be a valid integer"),
+    ):
+        assert problem in refused(config, f"[hosts]\nidle_pools = {value}\n")
+    config.write_text("[hosts]\nidle_pools = 0\n")  # every pool closed as its turn ends
+    assert load_settings().hosts.idle_pools == 0
+    monkeypatch.setenv("GROVE_HOSTS__IDLE_POOLS", "64")
+    assert load_settings().hosts.idle_pools == 64
+
+
+def test_a_reviewers_wait_after_a_failed_review_is_bounded_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(config))
+    assert load_settings().advisor.retry_delay_s == 1.0
+    for value, problem in (
+        ("0", "advisor.retry_delay_s: Input should be greater than 0"),
+        ("601", "advisor.retry_delay_s: Input should be less than or equal to 600"),
+        ("inf", "advisor.retry_delay_s: Input should be a finite number"),
+    ):
+        assert problem in refused(config, f"[advisor]\nretry_delay_s = {value}\n")
+    config.write_text("[advisor]\nretry_delay_s = 2.5\n")
+    assert load_settings().advisor.retry_delay_s == 2.5
+    monkeypatch.setenv("GROVE_ADVISOR__RETRY_DELAY_S", "0.1")
+    assert load_settings().advisor.retry_delay_s == 0.1
