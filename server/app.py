@@ -88,6 +88,10 @@ class RootIn(BaseModel):
 class PromptIn(BaseModel):
     text: Text = Field(min_length=1)
     stream: bool = Field(default=False, description="true: Server-Sent Events of the deltas")
+    wait: bool = Field(
+        default=True,
+        description="false (without stream): answer once the turn has begun; /wait has its result",
+    )
 
 
 class CommandIn(BaseModel):
@@ -248,7 +252,7 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
     async def prompt(agent: str, body: PromptIn) -> dict[str, Any] | EventSourceResponse:
         turn = await aio.send((await aio.agent(agent)).uuid, body.text)
         if not body.stream:
-            return result_json(await turn.result())
+            return result_json(await turn.result()) if body.wait else {"agent": turn.agent}
 
         async def deltas() -> AsyncIterator[dict[str, str]]:
             async for kind, text in turn:

@@ -88,7 +88,7 @@ def dashboard_url(state: ServiceState) -> str:
 
 class RemoteTurn:
     """A turn on the service: iterate for `(kind, text)` deltas; `result()` waits for its
-    end. `prompt` set: the turn is started by sending it when first read."""
+    end. `prompt` set: the turn is started by sending it when first read or waited for."""
 
     def __init__(self, grove: RemoteGrove, agent: str, prompt: str | None = None) -> None:
         self.agent = agent
@@ -115,9 +115,14 @@ class RemoteTurn:
                 self._result = result_from_json(json.loads(data))
 
     def result(self, timeout_s: float = 3600.0) -> TurnResult:
-        if self._result is None and not self._read and (self._prompt or self._grove.approvers):
+        """The turn's result; TurnTimeout when it has not ended within `timeout_s` (it goes
+        on). With an approver, as for a local `Turn`, the stream is read first, to its end."""
+        if self._result is None and not self._read and self._grove.approvers:
             for _ in self:  # the prompt is sent, and approvals come, by reading the stream
                 pass
+        if self._result is None and not self._read and self._prompt is not None:
+            self._grove.begin_turn(self.agent, self._prompt)
+            self._prompt = None  # begun: a reader now follows it as it goes
         if self._result is None:
             waited = self._grove.wait_turn(self.agent, timeout_s)
             if waited is None:  # the service's wait ended before the turn did
@@ -241,6 +246,10 @@ class RemoteGrove:
 
     def send(self, agent: str, text: str) -> RemoteTurn:
         return RemoteTurn(self, agent, text)
+
+    def begin_turn(self, agent: str, text: str) -> None:
+        """Send `text` to start a turn, its result left to `wait_turn`."""
+        self._json("POST", f"/api/agents/{agent}/prompts", {"text": text, "wait": False})
 
     def ask(self, agent: str, text: str, timeout_s: float = 3600.0) -> TurnResult:
         """As `Grove.ask`: send `text` and wait for the turn's result."""

@@ -19,6 +19,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import redirect_stderr
 from dataclasses import dataclass
@@ -420,3 +421,29 @@ def test_a_turn_still_going_times_out_the_same_with_a_service_and_without(
             said.append(str(timed_out.value).replace(turn.agent, "AGENT"))
             assert via.cancel(turn.agent)
     assert said == ["The turn of agent AGENT did not end within 0.2 s"] * 2
+
+
+def test_a_prompt_whose_turn_is_slow_times_out_the_same_with_a_service_and_without(
+    grove: Grove, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`send(...).result(timeout_s)` and `ask(..., timeout_s)` raise TimeoutError with the same
+    text on a local Grove and on a RemoteGrove once `timeout_s` has passed, the turn left
+    going; a RemoteGrove read the whole stream of the turn first, with no deadline."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
+    said = []
+    with RemoteGrove.running() as remote:
+        for via in (grove, remote):
+            root = via.create_root(MODEL).uuid
+            for asking in (False, True):
+                began = time.monotonic()
+                with pytest.raises(TimeoutError) as timed_out:
+                    if asking:
+                        via.ask(root, "[[sim tokens=60 tps=2]] go on", 0.3)
+                    else:
+                        via.send(root, "[[sim tokens=60 tps=2]] go on").result(0.3)
+                assert time.monotonic() - began < 5.0  # the turn takes 30 s
+                said.append(str(timed_out.value).replace(root, "AGENT"))
+                assert via.cancel(root)  # it was still going
+                ended = via.wait_turn(root, TIMEOUT_S)
+                assert ended is not None and ended.cancelled
+    assert said == ["The turn of agent AGENT did not end within 0.3 s"] * 4
