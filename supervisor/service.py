@@ -606,14 +606,15 @@ class SupervisorCore:
             self.event(kind, **payload)
 
     async def wait_turn(self, uuid: str, timeout_s: float) -> TurnResult | None:
-        """The result of the agent's turn in flight once it ends (or of its last one); None
-        when none ended within `timeout_s`."""
+        """The result of the agent's turn in flight once it ends (or of its last one, read
+        back from the store when none ended here); None when none ended within `timeout_s`,
+        or, at once, when none is in flight and no answer is stored."""
         state = self.live(uuid)
         try:
             await asyncio.wait_for(state.turn_done.wait(), timeout_s)
         except TimeoutError:
             return None
-        return state.last_result
+        return state.last_result or self.stored_result(uuid)
 
     def background(self, work: Coroutine[Any, Any, None]) -> None:
         """Run `work` as a task this core owns (kept until done, never silently lost)."""

@@ -30,7 +30,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
-from server.client import RemoteGrove
+from server.client import RemoteGrove, RemoteTurn
 from supervisor import Grove
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.services import TIMEOUT_S, Service, service_in_process
@@ -447,3 +447,19 @@ def test_a_prompt_whose_turn_is_slow_times_out_the_same_with_a_service_and_witho
                 ended = via.wait_turn(root, TIMEOUT_S)
                 assert ended is not None and ended.cancelled
     assert said == ["The turn of agent AGENT did not end within 0.3 s"] * 4
+
+
+def test_a_wait_with_no_turn_ended_here_answers_the_stored_one_with_a_service_and_without(
+    grove: Grove, service: Service, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An agent whose last answer was stored before this Grove held it (seeded here, as after
+    a restart): a wait for its turn answers that answer at once, locally and through a
+    service (a RemoteTurn too); it answered None, the RemoteTurn a timeout."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
+    with RemoteGrove.running() as remote:
+        for via in (grove, remote):
+            root = via.create_root(MODEL).uuid
+            via.seed(root, [("user", "Which way?"), ("assistant", "The other way.")])
+            waited = via.wait_turn(root, 0.3)
+            assert waited is not None and waited.text == "The other way."
+        assert RemoteTurn(remote, root).result(0.3).text == "The other way."
