@@ -390,10 +390,13 @@ class AgentHostCore:
             await run.changed.wait()
             if run.result is None:
                 await asyncio.sleep(COALESCE_WINDOW_S)
+            # Whether it had ended before this take: deltas pushed while the chunk is on its
+            # way (the yield lets the turn run on) and then its end come in the next take.
+            ended = run.result is not None
             chunk = run.take()
             if chunk:
                 yield chunk
-            if run.result is not None:
+            if ended:
                 return
 
     async def watch(

@@ -1,0 +1,32 @@
+"""A turn's stream on its host (AgentHostCore.stream) ends with every delta: those pushed while
+a chunk was on its way to the reader, just before the turn ended, come in a last chunk."""
+
+from __future__ import annotations
+
+import asyncio
+
+from actors.agent import ModelChoice, TurnResult
+from actors.host import AgentHostCore, Ticket, TurnRun
+from providers.base import TextDelta
+
+
+async def _no_report(ticket: Ticket, result: TurnResult) -> None:
+    del ticket, result
+
+
+def test_deltas_pushed_while_a_chunk_is_read_are_not_lost_at_the_end() -> None:
+    async def scenario() -> str:
+        core = AgentHostCore("h", lambda choice: None, _no_report)  # type: ignore[arg-type, return-value]
+        choice = ModelChoice(provider="anthropic", model="claude-haiku-4-5")
+        run = TurnRun(ticket=Ticket(ticket_id="t", uuid="a", user=None, choice=choice))
+        core.runs["t"] = run
+        stream = core.stream("t")
+        run.push(TextDelta(index=0, text="steady "))
+        read = [await anext(stream)]  # the stream waits at its yield while this is read
+        run.push(TextDelta(index=0, text="review moves time care."))  # the reply's last words
+        run.result = TurnResult()
+        run.changed.set()
+        read.extend([chunk async for chunk in stream])
+        return "".join(text for chunk in read for _, text in chunk)
+
+    assert asyncio.run(scenario()) == "steady review moves time care."
