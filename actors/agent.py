@@ -30,6 +30,7 @@ from providers.base import (
     Finished,
     ImageData,
     Message,
+    Part,
     Provider,
     ProviderName,
     ProviderWarning,
@@ -103,6 +104,7 @@ class ToolError(Exception):
 
 STORED = "message_id"  # in an entry's data: the message is in the store already
 FRAMING_TOKENS = 4  # a message's role and structure, as providers count them
+PART_FRAMING_TOKENS = 3  # a part's type tag ("tool_result", "text"), as providers count them
 CUT_OFF_REASONS = frozenset({"max_tokens", "length", "MAX_TOKENS", "incomplete"})
 # Asks the supervisor to compact an agent's context (`overflow`, `incomplete` or `threshold`,
 # with the context tokens the host measured); the compacted conversation, or None if declined.
@@ -116,13 +118,27 @@ def context_tokens(turn: AssistantTurn) -> int:
 
 def estimated_input(request: Request, tool_chars: int = 0) -> int:
     """About the input tokens of a request, on the high side (four characters a token, plus a
-    few for each message's framing): what a budget holds and the fleet's buckets count.
+    few for each message's and part's framing): what a budget holds and the fleet's buckets
+    count.
     `tool_chars`: the characters of the tools' names, descriptions and schemas it offers."""
-    chars = len(request.system or "") + tool_chars
+    chars, parts = len(request.system or "") + tool_chars, 0
     for message in request.messages:
-        for part in message.parts:
-            chars += len(getattr(part, "text", "") or getattr(part, "content", "") or "")
-    return chars // 4 + FRAMING_TOKENS * (len(request.messages) + 1)
+        chars += sum(map(part_chars, message.parts))
+        parts += len(message.parts)
+    framing = FRAMING_TOKENS * (len(request.messages) + 1) + PART_FRAMING_TOKENS * parts
+    return chars // 4 + framing
+
+
+def part_chars(part: Part) -> int:
+    """The characters a message part puts in a request: its text, and a tool call's or
+    result's name, id and arguments, which go with it (an image as no text)."""
+    match part:
+        case ToolCallPart(call_id=call_id, name=name, arguments=arguments):
+            return len(call_id) + len(name) + len(json.dumps(arguments))
+        case ToolResultPart(call_id=call_id, name=name, content=content):
+            return len(call_id) + len(name) + len(content)
+        case _:
+            return len(getattr(part, "text", "") or "")
 
 
 def reply_data(turn: AssistantTurn) -> dict[str, Any]:

@@ -82,4 +82,5 @@ def test_chaos_bench_loses_nothing_and_runs_nothing_twice(
     assert same or report["billed_not_recorded"] > 0  # only requests answered as a host died
     # Every billed request is in the store once: its bill, or the estimate its host told the
     # supervisor before sending it, which is no smaller than the bill.
-    assert report["usage_exact_or_covered"]
+    shown = ("usage_recorded", "usage_billed", "usage_estimated", "requests_recorded_not_billed")
+    assert report["usage_exact_or_covered"], {name: report[name] for name in shown}
