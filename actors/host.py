@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import os
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -536,8 +537,8 @@ class AgentHostCore:
 
     async def release_least_recent(self) -> int:
         """Release the pools of the least recently used idle agents beyond `idle_pools`."""
-        released = 0
-        for uuid in list(self._last_used)[: max(0, len(self._last_used) - self.idle_pools)]:
+        released, beyond = 0, len(self._last_used) - self.idle_pools
+        for uuid in list(itertools.islice(self._last_used, max(0, beyond))):
             released += await self._release_pool(uuid)
         return released
 
