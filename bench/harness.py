@@ -243,9 +243,9 @@ def running_grove(
     with tempfile.TemporaryDirectory(prefix="grove-bench-") as directory, quiet_config():
         url = store_url or f"sqlite:///{Path(directory) / 'grove.sqlite3'}"
         flags: dict[str, Any] = {"store": url}
-        hosts_section = {"idle_release_s": idle_release_s, "idle_pools": idle_pools}
-        if any(value is not None for value in hosts_section.values()):
-            flags["hosts"] = {k: v for k, v in hosts_section.items() if v is not None}
+        host_options = {"idle_release_s": idle_release_s, "idle_pools": idle_pools}
+        if given := {name: value for name, value in host_options.items() if value is not None}:
+            flags["hosts"] = given
         flags.update(sections or {})
         settings = load_settings(**flags)
         endpoint = Endpoint(base_url=simulator.base_url, api_key=simulator.api_key)
