@@ -1,4 +1,5 @@
-"""The recorded-stream corpus of ../shared/conformance/ and one harness to parse it.
+"""The recorded-stream corpus of ../shared/conformance/ (or its copy in corpus/ here) and one
+harness to parse it.
 
 Each wire module's conformance test feeds the corpus through SSEDecoder, its parser and the
 shared TurnAccumulator, whole, byte by byte and split at every offset.
@@ -23,7 +24,13 @@ from providers.sse import ServerSentEvent, SSEDecoder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED_DIR = Path(os.environ.get("GROVE_SHARED_DIR", REPO_ROOT.parent / "shared"))
-CONFORMANCE_DIR = SHARED_DIR / "conformance"
+# The reference corpus beside the checkout, else the copy of it kept here (a clone that
+# stands alone, a CI machine without ../shared).
+CONFORMANCE_DIR = next(
+    path
+    for path in (SHARED_DIR / "conformance", Path(__file__).parent / "corpus")
+    if (path / "MANIFEST.json").is_file()
+)
 LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
