@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from providers.ratelimit import Admission
+from providers.simulator import thinking_blocks
 from providers.simulator.caching import Breakpoint, PromptPrefixes, block_points
 from providers.simulator.schema_rules import closed_objects_problem
 from providers.simulator.script import (
@@ -44,6 +45,7 @@ _ERRORS: dict[Problem, tuple[int, str, str]] = {
     "bad_json": (400, "invalid_request_error", "The request body is not valid JSON."),
     "invalid_request": (400, "invalid_request_error", "Invalid request."),
     "not_found": (404, "not_found_error", "Not Found"),
+    "model_not_found": (404, "not_found_error", "Not Found"),
     "method_not_allowed": (405, "invalid_request_error", "Method Not Allowed"),
     "rate_limited": (
         429,
@@ -99,13 +101,15 @@ class AnthropicMessages:
         prefixes = self._prefixes(body, tools, messages)
         entries = [_entry(message) for message in messages]
         script, step = locate_script(entries)
+        thinking = _thinking_requested(body.get("thinking"), max_tokens)
+        thinking_blocks.check_request(model, body, thinking)
         return Inbound(
             model=model,
             prompt=_last_user_prompt(messages),
             script=script,
             step=step,
             offered_tools=frozenset(str(tool.get("name")) for tool in tools),
-            thinking=_thinking_requested(body.get("thinking"), max_tokens),
+            thinking=thinking,
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("system"), messages, tools]),
             body=body,
@@ -220,11 +224,12 @@ class AnthropicMessages:
         ]
         index = 0
         if plan.thinking:
+            shown, signature = thinking_blocks.reply_thinking(inbound, plan)
             frames += _block(
                 index,
                 {"type": "thinking", "thinking": "", "signature": ""},
-                [{"type": "thinking_delta", "thinking": delta} for delta in plan.thinking],
-                {"type": "signature_delta", "signature": plan.signature},
+                [{"type": "thinking_delta", "thinking": delta} for delta in shown],
+                {"type": "signature_delta", "signature": signature},
             )
             index += 1
         if plan.text:
@@ -274,9 +279,8 @@ class AnthropicMessages:
     def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
         if plan.thinking:
-            content.append(
-                {"type": "thinking", "thinking": plan.thinking_text, "signature": plan.signature}
-            )
+            shown, signature = thinking_blocks.reply_thinking(inbound, plan)
+            content.append({"type": "thinking", "thinking": "".join(shown), "signature": signature})
         if plan.text:
             content.append({"type": "text", "text": plan.reply_text})
         content += [

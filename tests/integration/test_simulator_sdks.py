@@ -109,6 +109,98 @@ def test_anthropic_streams_a_tool_call_then_answers_its_result(
     assert answer.content[0].text == expected_text("Sunny")
 
 
+PRESERVING_MODEL = "claude-sonnet-5-5"
+
+
+def preserved_tool_loop(
+    client: anthropic.Anthropic, system: str = "Be brief."
+) -> tuple[list[Any], Any]:
+    """A tool call on a 5.5 model with thinking on, streamed, and its result: the messages to
+    send next (the reply as the API returned it) and the streamed reply."""
+    messages: list[Any] = [{"role": "user", "content": f"Weather? {TOOL_DIRECTIVE}"}]
+    with client.messages.stream(
+        model=PRESERVING_MODEL,
+        max_tokens=4096,
+        system=system,
+        thinking={"type": "adaptive"},
+        tools=CLAUDE_TOOLS,
+        messages=messages,
+    ) as stream:
+        events = list(stream)
+        message = stream.get_final_message()
+    thinking, call = message.content
+    messages += [
+        {"role": "assistant", "content": [block.model_dump() for block in message.content]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "Sunny"}],
+        },
+    ]
+    return messages, (events, thinking)
+
+
+def test_anthropic_5_5_streams_thinking_without_text_and_a_signature_delta(
+    simulator: SimulatorThread,
+) -> None:
+    """The default display leaves a 5.5 model's thinking text empty: no thinking delta, one
+    signature_delta; the SDK reads the block with its signature all the same."""
+    _, (events, thinking) = preserved_tool_loop(claude(simulator))
+    deltas = [e.delta.type for e in events if e.type == "content_block_delta" and e.index == 0]
+    assert deltas == ["signature_delta"]
+    assert thinking.type == "thinking" and thinking.thinking == "" and thinking.signature
+    with claude(simulator).messages.stream(
+        model=PRESERVING_MODEL,
+        max_tokens=4096,
+        thinking={"type": "adaptive", "display": "summarized"},
+        messages=[{"role": "user", "content": '[[sim thinking="Rivers first." reply="Nile."]]'}],
+    ) as stream:
+        shown = stream.get_final_message().content[0]
+    assert shown.type == "thinking" and shown.thinking == "Rivers first." and shown.signature
+
+
+def test_anthropic_5_5_thinking_goes_back_with_its_own_prefix_and_model_only(
+    simulator: SimulatorThread,
+) -> None:
+    """Sent back as it came, the block is accepted; under another system prompt, with other
+    tools or to another model it is refused with the API's text, and a tool loop without its
+    leading thinking block is refused too."""
+    client = claude(simulator)
+    messages, _ = preserved_tool_loop(client)
+    asked = {
+        "model": PRESERVING_MODEL,
+        "max_tokens": 4096,
+        "system": "Be brief.",
+        "thinking": {"type": "adaptive"},
+        "tools": CLAUDE_TOOLS,
+        "messages": messages,
+    }
+    answer = client.messages.create(**asked)
+    assert answer.content[-1].type == "text"
+    changed: list[dict[str, Any]] = [
+        {"system": "Be thorough."},
+        {"tools": [*CLAUDE_TOOLS, {"name": "now", "input_schema": {"type": "object"}}]},
+        {"model": "claude-opus-5-5"},
+    ]
+    for change in changed:
+        with pytest.raises(anthropic.BadRequestError) as refused:
+            client.messages.create(**{**asked, **change})
+        message = refused.value.body["error"]["message"]  # type: ignore[index]
+        assert message == (
+            "messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound "
+            "to a different conversation. Remove the block, or set "
+            '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block".'
+        )
+    without_thinking = [messages[0], {**messages[1], "content": messages[1]["content"][1:]}]
+    with pytest.raises(anthropic.BadRequestError) as refused:
+        client.messages.create(**{**asked, "messages": [*without_thinking, messages[2]]})
+    message = refused.value.body["error"]["message"]  # type: ignore[index]
+    assert message.startswith(
+        "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
+        "`tool_use`. When `thinking` is enabled, a final `assistant` message must start with "
+        "a thinking block"
+    )
+
+
 def test_anthropic_non_streamed_message(simulator: SimulatorThread) -> None:
     message = claude(simulator).messages.create(
         model=CLAUDE_MODEL,
