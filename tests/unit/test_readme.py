@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from providers.catalog import MODELS, retirement_warning
+from providers.simulator.script import estimate_tokens
 from tests.conformance.corpus import REPO_ROOT
 
 
@@ -43,3 +44,14 @@ def test_the_readme_examples_use_current_models() -> None:
         assert retirement_warning(model) is None, model
     (main_job,) = readme_commands()[:1]
     assert "--model claude-sonnet-5-5/low" in main_job
+
+
+def test_the_main_jobs_review_guide_is_long_enough_to_be_cached() -> None:
+    """The shared guide the main job's reviews inherit is well above the caching minimum of the
+    model the README runs it on (a guide under it is never cached: the job would save nothing)."""
+    main_job = readme_commands()[0]
+    model = re.search(r"--model ([^/\s]+)", main_job)
+    context = re.search(r"--context (\S+)", main_job)
+    assert model is not None and context is not None
+    guide = (REPO_ROOT / context.group(1)).read_text()
+    assert estimate_tokens(guide) >= 3 * MODELS[model.group(1)].cache_min_tokens
