@@ -143,8 +143,9 @@ def part_chars(part: Part) -> int:
 
 def reply_data(turn: AssistantTurn) -> dict[str, Any]:
     """What a reply was billed, as its stored data holds it (its parts aside), and what
-    caching saved on it (`saved_usd`, against every prompt token at the input price)."""
-    return {
+    caching saved on it (`saved_usd`, against every prompt token at the input price); where
+    its request's thinking was left out after a 400, when it was."""
+    data = {
         "usage": turn.usage.as_dict(),
         "cost_usd": turn.cost_usd,
         "saved_usd": cache_saving_usd(turn.model, turn.usage),
@@ -152,6 +153,9 @@ def reply_data(turn: AssistantTurn) -> dict[str, Any]:
         "model": turn.model,
         "provider": turn.provider,
     }
+    if turn.thinking_dropped is not None:
+        data["thinking_dropped"] = turn.thinking_dropped
+    return data
 
 
 def tool_chars(tools: Iterable[Tool]) -> int:
@@ -559,14 +563,15 @@ class Agent:
             await self._billed(data)
 
     def _past_threshold(self, tokens: int) -> bool:
-        """Whether `tokens` of context pass `[compaction] threshold` of the model's window."""
+        """Whether `tokens` of context pass `[compaction] threshold` of the model's maximum
+        input (its window less what output keeps for itself)."""
         if self.compaction_threshold is None or self.choice is None or self.recover is None:
             return False
         try:
-            window = model_info(self.choice.model, self.choice.provider).context_window
+            info = model_info(self.choice.model, self.choice.provider)
         except GroveError:
             return False
-        return tokens >= self.compaction_threshold * window
+        return tokens >= info.input_share(self.compaction_threshold)
 
     async def _retried_step(self, emit: Emit) -> AssistantTurn:
         """The step again after a compaction; still over the window is the end (no loop)."""

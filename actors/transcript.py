@@ -52,13 +52,16 @@ def part_to_data(part: Part) -> JSONObject:
         case TextPart(text=text):
             return {"kind": "text", "text": text}
         case ThinkingPart():
-            return {
+            thinking: JSONObject = {
                 "kind": "thinking",
                 "text": part.text,
                 "signature": part.signature,
                 "provider": part.provider,
                 "provider_data": part.provider_data,
             }
+            if part.prefix is not None:  # bound to its model and prefix
+                thinking["model"], thinking["prefix"] = part.model, part.prefix
+            return thinking
         case ToolCallPart():
             return {
                 "kind": "tool_call",
@@ -98,6 +101,8 @@ def part_from_data(data: JSONObject) -> Part:
                 signature=data.get("signature"),
                 provider=data.get("provider"),
                 provider_data=data.get("provider_data"),
+                model=data.get("model"),
+                prefix=data.get("prefix"),
             )
         if kind == "tool_call":
             arguments = data["arguments"]

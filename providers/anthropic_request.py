@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from providers.anthropic_cache import FORK_MARK, place_breakpoints
 from providers.base import (
@@ -24,10 +25,12 @@ from providers.base import (
 )
 from providers.catalog import model_info
 from providers.errors import UnknownModelError
-from providers.http import Endpoint
 from providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
 from providers.output_schema import for_provider
 from providers.thinking import anthropic_effort, anthropic_thinking
+
+if TYPE_CHECKING:  # providers.http builds on this module (its preserved thinking)
+    from providers.http import Endpoint
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_FAMILY = "claude-sonnet-4-5"

@@ -28,12 +28,16 @@ class TextPart:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ThinkingPart:
     """Reasoning the model showed. `signature` (Anthropic, Gemini) and `provider_data`
-    (Anthropic redacted thinking, OpenAI reasoning items) are kept to be sent back."""
+    (Anthropic redacted thinking, OpenAI reasoning items) are kept to be sent back. A block
+    bound to its prefix (preserved thinking) keeps the `model` that made it and the
+    fingerprint of its `prefix` (providers/preserved_thinking.py)."""
 
     text: str
     signature: str | None = None
     provider: ProviderName | None = None
     provider_data: JSONObject | None = None
+    model: str | None = None
+    prefix: str | None = None
     kind: Literal["thinking"] = "thinking"
 
 
@@ -382,6 +386,9 @@ class AssistantTurn:
     response_id: str | None = None
     cost_usd: float = 0.0
     warnings: tuple[str, ...] = ()
+    # Where the request's thinking was left out after a 400 said it was bound to a different
+    # conversation (providers/preserved_thinking.py); None when it was not.
+    thinking_dropped: str | None = None
 
     @property
     def text(self) -> str:

@@ -10,14 +10,14 @@ import asyncio
 import itertools
 import ssl
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any, Protocol
 
 import certifi
 import httpx
 
-from providers import cache_features
+from providers import cache_features, preserved_thinking
 from providers.accumulate import TurnAccumulator
 from providers.aionet import AsyncioTransport
 from providers.base import (
@@ -160,6 +160,8 @@ class HTTPProvider:
     async def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
         attempt = 0
         refused: set[str] = set()  # cache features this call was refused and went on without
+        request, prefix = preserved_thinking.bound(self.name, request)
+        unbound: str | None = None  # where thinking was left out after a 400 said it was bound
         while True:
             attempt += 1
             accumulator = TurnAccumulator(self.name, request.model)
@@ -167,6 +169,14 @@ class HTTPProvider:
                 async for event in self._attempt(request, accumulator, attempt):
                     yield event
             except ProviderError as exc:
+                retry = (
+                    None if unbound or prefix is None else preserved_thinking.unbound(request, exc)
+                )
+                if retry is not None:
+                    request, unbound = retry
+                    request, prefix = preserved_thinking.bound(self.name, request)
+                    yield ProviderWarning(text=preserved_thinking.dropped_text(unbound))
+                    continue
                 feature = self._refused_feature(exc, accumulator, refused)
                 if feature is not None:
                     refused.add(feature)
@@ -186,6 +196,9 @@ class HTTPProvider:
                 await asyncio.sleep(delay)
                 continue
             turn = accumulator.turn(cost_usd(accumulator.model, accumulator.usage))
+            turn = preserved_thinking.stamped(turn, prefix)
+            if unbound is not None:
+                turn = replace(turn, thinking_dropped=unbound)
             yield Finished(turn=turn)
             return
 

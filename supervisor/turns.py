@@ -189,10 +189,13 @@ def turn_events(ticket: Ticket, result: TurnResult) -> list[tuple[str, dict[str,
 def step_events(uuid: str, entry: NewEntry) -> list[tuple[str, dict[str, Any]]]:
     """ToolCalled for each call of a reply, ToolResulted for each result (a failed call's
     detail, such as a traceback, goes here, not to the model), ToolInterrupted for a call
-    cut off by its host's death that was not run again."""
+    cut off by its host's death that was not run again; ThinkingDropped for a reply whose
+    request was sent again without thinking a 400 said was bound to a different conversation."""
     if entry.kind not in ("assistant", "tool_result"):
         return []
     events: list[tuple[str, dict[str, Any]]] = []
+    if "thinking_dropped" in entry.data:
+        events.append(("ThinkingDropped", {"agent": uuid, "at": entry.data["thinking_dropped"]}))
     facts = entry.data.get("calls", {})
     for part in entry.data.get("parts", []):
         call = {"agent": uuid, "tool": part.get("name"), "call_id": part.get("call_id")}

@@ -13,8 +13,7 @@ import hmac
 import json
 from typing import Any
 
-from providers.catalog import model_info
-from providers.errors import UnknownModelError
+from providers.preserved_thinking import preserves_thinking
 from providers.simulator.script import Inbound, Plan
 from providers.simulator.wire import InvalidRequest
 
@@ -24,18 +23,6 @@ _KEY = hashlib.sha256(b"grove simulator: preserved thinking").digest()
 _MARK = "simthink1"
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 EXTENDED_THINKING_DOCS = "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
-
-
-def preserves_thinking(model: str) -> bool:
-    """Whether `model` binds its thinking blocks to their prefix and to itself."""
-    try:
-        info = model_info(model, "anthropic")
-    except UnknownModelError:
-        return False
-    known = getattr(info, "preserved_thinking", None)
-    if known is not None:
-        return bool(known)
-    return model.startswith("claude-fable-") or "-5-5" in model
 
 
 def bound_text(where: str) -> str:

@@ -1,0 +1,131 @@
+"""Preserved thinking on the Anthropic wire: each thinking block Claude 5.5 and Fable return is
+bound to its model and prefix, and a request sends back only the blocks still bound to it.
+
+A reply's blocks are stamped with the model and a fingerprint of the request (`stamped`); a
+request leaves out every block another model made or whose prefix changed since (`bound`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import replace
+from functools import cache
+from typing import Any
+
+from providers.anthropic_request import wire_block
+from providers.base import AssistantTurn, Message, ProviderName, Request, ThinkingPart
+from providers.catalog import model_info
+from providers.errors import ProviderError, ProviderHTTPError, UnknownModelError
+
+BOUND_MARK = "The block is bound to a different conversation"
+_BOUND_WHERE = re.compile(r"messages\.(\d+)\.content\.(\d+)")
+
+
+@cache
+def preserves_thinking(model: str) -> bool:
+    """Whether `model` binds its thinking blocks to their prefix and to itself (the catalog's
+    `preserved_thinking`; Claude 5.5 and Fable)."""
+    try:
+        info = model_info(model, "anthropic")
+    except UnknownModelError:
+        return False
+    known = getattr(info, "preserved_thinking", None)
+    if known is not None:
+        return bool(known)
+    return model.startswith("claude-fable-") or "-5-5" in model
+
+
+def bound(provider: ProviderName, request: Request) -> tuple[Request, str | None]:
+    """`request` without the thinking its model would refuse (made by another model, or
+    under another prefix: system, tools or an earlier part changed, or an earlier block was
+    left out), and the fingerprint of all it sends, which its reply's blocks are bound to.
+    Unchanged, with None, for a model that does not preserve thinking."""
+    if provider != "anthropic" or not preserves_thinking(request.model):
+        return request, None
+    digest = _head(request)
+    messages: list[Message] = []
+    dropped = False
+    for message in request.messages:
+        parts = []
+        for part in message.parts:
+            block = wire_block(message, part)
+            if block is None:
+                parts.append(part)
+                continue
+            if isinstance(part, ThinkingPart) and (
+                part.model != request.model or part.prefix != digest.hexdigest()
+            ):
+                dropped = True
+                continue
+            _add(digest, message.role, block)
+            parts.append(part)
+        messages.append(replace(message, parts=tuple(parts)) if dropped else message)
+    kept = replace(request, messages=tuple(messages)) if dropped else request
+    return kept, digest.hexdigest()
+
+
+def stamped(turn: AssistantTurn, prefix: str | None) -> AssistantTurn:
+    """The reply with each thinking block bound to its model and the request's `prefix`."""
+    if prefix is None or not any(isinstance(p, ThinkingPart) for p in turn.message.parts):
+        return turn
+    parts = tuple(
+        replace(part, model=turn.model, prefix=prefix) if isinstance(part, ThinkingPart) else part
+        for part in turn.message.parts
+    )
+    return replace(turn, message=replace(turn.message, parts=parts))
+
+
+def unbound(request: Request, error: ProviderError) -> tuple[Request, str] | None:
+    """For a 400 saying a thinking block is bound to another conversation: `request` without
+    that block and every later one, and where it was; None for any other error."""
+    if not isinstance(error, ProviderHTTPError) or error.status != 400:
+        return None
+    text = f"{error} {error.body}"
+    if BOUND_MARK not in text:
+        return None
+    found = _BOUND_WHERE.search(text)
+    where = found.group(0) if found else "messages.0.content.0"
+    first = int(found.group(1)) if found else 0
+    messages: list[Message] = []
+    wire_index, last_role = -1, None
+    for message in request.messages:
+        sent = any(wire_block(message, part) is not None for part in message.parts)
+        if sent and message.role != last_role:
+            wire_index, last_role = wire_index + 1, message.role
+        if wire_index >= first:
+            parts = tuple(p for p in message.parts if not isinstance(p, ThinkingPart))
+            message = replace(message, parts=parts)
+        messages.append(message)
+    return replace(request, messages=tuple(messages)), where
+
+
+def dropped_text(where: str) -> str:
+    return (
+        f"── thinking from {where} on was bound to a different conversation; "
+        "sent again without it ──"
+    )
+
+
+def _head(request: Request) -> Any:
+    """A running digest holding what comes before the messages: system prompt, tools, and
+    the typed answer asked (which may add a tool and change the system prompt)."""
+    digest = hashlib.sha256()
+    output = request.output
+    head = [
+        request.system,
+        [[tool.name, tool.description, tool.parameters] for tool in request.tools],
+        [output.name, output.schema] if output is not None else None,
+    ]
+    digest.update(_canonical(head))
+    return digest
+
+
+def _add(digest: Any, role: str, block: dict[str, Any]) -> None:
+    digest.update(_canonical([role, block]))
+
+
+def _canonical(value: object) -> bytes:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8", "surrogatepass") + b"\n"

@@ -1,0 +1,103 @@
+"""Which thinking a request on a model with preserved thinking still sends back: the pure
+functions of providers/preserved_thinking.py, and what a stored part keeps of its binding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from actors.transcript import part_from_data, part_to_data
+from providers.base import (
+    AssistantTurn,
+    Message,
+    Request,
+    TextPart,
+    ThinkingPart,
+    ToolSpec,
+    Usage,
+)
+from providers.errors import ProviderHTTPError
+from providers.preserved_thinking import bound, preserves_thinking, stamped, unbound
+from providers.simulator.thinking_blocks import bound_text
+
+MODEL = "claude-sonnet-5-5"
+TOOLS = (ToolSpec(name="now", description="The time.", parameters={"type": "object"}),)
+
+
+def reply(request: Request, text: str, model: str = MODEL) -> Message:
+    """The model's reply to `request`, its thinking bound as the provider binds it."""
+    _, prefix = bound("anthropic", request)
+    thinking = ThinkingPart(text="", signature=f"sig-{text}", provider="anthropic")
+    message = Message(role="assistant", parts=(thinking, TextPart(text=text)))
+    turn = AssistantTurn(provider="anthropic", model=model, message=message, usage=Usage())
+    return stamped(turn, prefix).message
+
+
+def conversation(system: str = "Be brief.") -> list[Message]:
+    """Two questions and their answers, each answer's thinking bound to what came before."""
+    messages = [Message.user("one")]
+    first = Request(model=MODEL, messages=tuple(messages), system=system, tools=TOOLS)
+    messages += [reply(first, "1"), Message.user("two")]
+    second = replace(first, messages=tuple(messages))
+    return [*messages, reply(second, "2"), Message.user("three")]
+
+
+def kept_signatures(request: Request) -> list[str | None]:
+    sent, _ = bound("anthropic", request)
+    return [
+        part.signature
+        for message in sent.messages
+        for part in message.parts
+        if isinstance(part, ThinkingPart)
+    ]
+
+
+def test_models_that_preserve_thinking() -> None:
+    assert preserves_thinking("claude-sonnet-5-5") and preserves_thinking("claude-opus-5-5")
+    assert preserves_thinking("claude-fable-5-2")
+    assert not preserves_thinking("claude-sonnet-4-5") and not preserves_thinking("gpt-6")
+
+
+def test_a_conversation_that_only_grew_keeps_every_block() -> None:
+    request = Request(model=MODEL, messages=tuple(conversation()), system="Be brief.", tools=TOOLS)
+    assert kept_signatures(request) == ["sig-1", "sig-2"]
+
+
+def test_a_changed_prefix_or_model_leaves_out_the_blocks_it_invalidated() -> None:
+    messages = tuple(conversation())
+    same = Request(model=MODEL, messages=messages, system="Be brief.", tools=TOOLS)
+    assert kept_signatures(replace(same, system="Be thorough.")) == []
+    assert kept_signatures(replace(same, tools=())) == []
+    assert kept_signatures(replace(same, model="claude-opus-5-5")) == []
+    edited = (Message.user("ONE"), *messages[1:])
+    assert kept_signatures(replace(same, messages=edited)) == []
+    # A block left out changes the prefix of every later one: they go too.
+    first_answer = replace(messages[1], parts=messages[1].parts[1:])
+    assert kept_signatures(replace(same, messages=(messages[0], first_answer, *messages[2:]))) == []
+    # What came after the second question's answer does not touch the first answer's block.
+    later = (*messages[:3], Message(role="assistant", parts=(TextPart(text="edited"),)))
+    assert kept_signatures(replace(same, messages=(*later, messages[4]))) == ["sig-1"]
+
+
+def test_other_models_send_their_conversation_unchanged() -> None:
+    request = Request(model="claude-sonnet-4-5", messages=tuple(conversation()), system="x")
+    assert bound("anthropic", request) == (request, None)
+
+
+def test_a_bound_block_survives_the_store() -> None:
+    (thinking, _) = conversation()[1].parts
+    assert isinstance(thinking, ThinkingPart) and thinking.prefix and thinking.model == MODEL
+    assert part_from_data(part_to_data(thinking)) == thinking
+
+
+def test_a_refusal_naming_a_block_leaves_out_it_and_every_later_block() -> None:
+    request = Request(model=MODEL, messages=tuple(conversation()), system="Be brief.", tools=TOOLS)
+    message = bound_text("messages.3.content.0")
+    error = ProviderHTTPError(message, provider="anthropic", status=400, body=message)
+    again = unbound(request, error)
+    assert again is not None
+    sent, where = again
+    assert where == "messages.3.content.0"
+    assert kept_signatures(sent) == ["sig-1"]
+    other = ProviderHTTPError("prompt is too long", provider="anthropic", status=400, body="")
+    assert unbound(request, other) is None
