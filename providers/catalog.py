@@ -9,26 +9,31 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
-from typing import Literal
 
 from providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
+from providers.catalog_data import (
+    CatalogError,
+    LongContext,
+    ModelInfo,
+    PriceChange,
+    Rates,
+    StructuredOutput,
+    ThinkingStyle,
+    load_catalog,
+)
 from providers.errors import InvalidThinkingLevelError, UnknownModelError
 
-ThinkingStyle = Literal[
-    "anthropic_budget",  # thinking.budget_tokens
-    "anthropic_adaptive",  # thinking.type adaptive, output_config.effort (Claude 5 and later)
-    "openai_effort",  # reasoning.effort; none -> "minimal"
-    "openai_effort_none",  # reasoning.effort; accepts "none" (gpt-5.1 and later)
-    "gemini_budget",  # thinkingConfig.thinkingBudget (2.5)
-    "gemini_level",  # thinkingConfig.thinkingLevel (3.x)
+__all__ = [
+    "CatalogError",
+    "LongContext",
+    "ModelInfo",
+    "PriceChange",
+    "Rates",
+    "StructuredOutput",
+    "ThinkingStyle",
 ]
-
-# How a model takes an output schema: natively (the wire's own JSON-schema field), natively
-# only when the request offers no tools (Gemini 2.5 refuses JSON answers with function
-# calling), or only through a forced final tool (providers/output.py).
-StructuredOutput = Literal["native", "native_without_tools", "tool"]
 
 PROVIDER_PREFIXES: tuple[tuple[str, ProviderName], ...] = (
     ("claude-", "anthropic"),
@@ -44,206 +49,20 @@ PROVIDER_TITLES: dict[ProviderName, str] = {
 
 # USD per million input, output, cache-read and cache-write tokens.
 Prices = tuple[float, float, float, float]
-# An Anthropic cache entry kept for an hour is written at twice the input price (five
-# minutes: the catalog's cache-write price, 1.25 times the input price).
+# A price the configuration sets for an Anthropic model writes hour-long cache entries at
+# twice its input price (the catalog's own models carry their 1-hour write price).
 ANTHROPIC_1H_WRITE_FACTOR = 2.0
 
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ModelInfo:
-    """What Grove knows of a model. Prices are USD per million tokens."""
-
-    id: str
-    provider: ProviderName
-    context_window: int
-    max_output_tokens: int
-    thinking_style: ThinkingStyle
-    price_input: float
-    price_output: float
-    price_cache_read: float
-    price_cache_write: float
-    supports_tools: bool = True
-    supports_images: bool = True  # image input (snapcompact frames need it)
-    can_disable_thinking: bool = True
-    structured_output: StructuredOutput = "native"
-    known: bool = True
-    # The shortest prompt prefix the provider caches for this model (its documentation's
-    # minimum cacheable length), in tokens.
-    cache_min_tokens: int = 1024
-
-    @property
-    def prices(self) -> Prices:
-        return (self.price_input, self.price_output, self.price_cache_read, self.price_cache_write)
-
-
-def _model(
-    model_id: str,
-    provider: ProviderName,
-    context: int,
-    output: int,
-    style: ThinkingStyle,
-    prices: tuple[float, float, float, float],
-    *,
-    can_disable_thinking: bool = True,
-    cache_min_tokens: int = 1024,
-    structured_output: StructuredOutput = "native",
-) -> ModelInfo:
-    return ModelInfo(
-        id=model_id,
-        provider=provider,
-        context_window=context,
-        max_output_tokens=output,
-        thinking_style=style,
-        price_input=prices[0],
-        price_output=prices[1],
-        price_cache_read=prices[2],
-        price_cache_write=prices[3],
-        can_disable_thinking=can_disable_thinking,
-        cache_min_tokens=cache_min_tokens,
-        structured_output=structured_output,
-    )
-
-
-# Cache-write prices: Anthropic's five-minute entries at 1.25 times the input price; OpenAI
-# (from GPT-6 on) the same; earlier OpenAI models and Gemini charge no more than the input
-# price for what their caches take in.
-# The vendors' current models, from their model pages (November 2026): Claude 5.5 (1M window,
-# 128K output, adaptive thinking; Opus 5.5 thinks always, Haiku 5.5's prices are those of
-# prompts up to 100K tokens), GPT-6 Sol and Luna and GPT-6.1 Terra (1.05M window, 128K output,
-# effort none to max; the prices of prompts up to 272K tokens), Gemini 3.8 Flash (1M window,
-# 64K output, thinking levels low to high; its price until 2026-12-31, then $1.50 / $7.50).
-_CURRENT_MODELS: tuple[ModelInfo, ...] = (
-    _model(
-        "claude-haiku-5-5",
-        "anthropic",
-        1_000_000,
-        128_000,
-        "anthropic_adaptive",
-        (0.10, 0.50, 0.01, 0.125),
-        cache_min_tokens=4096,
-    ),
-    _model(
-        "claude-sonnet-5-5",
-        "anthropic",
-        1_000_000,
-        128_000,
-        "anthropic_adaptive",
-        (2.0, 10.0, 0.10, 2.50),
-    ),
-    _model(
-        "claude-opus-5-5",
-        "anthropic",
-        1_000_000,
-        128_000,
-        "anthropic_adaptive",
-        (4.0, 20.0, 0.40, 5.0),
-        can_disable_thinking=False,
-        cache_min_tokens=4096,
-    ),
-    _model(
-        "gpt-6-luna", "openai", 1_050_000, 128_000, "openai_effort_none", (0.10, 0.50, 0.01, 0.125)
-    ),
-    _model(
-        "gpt-6.1-terra", "openai", 1_050_000, 128_000, "openai_effort_none", (1.0, 5.0, 0.05, 1.25)
-    ),
-    _model("gpt-6-sol", "openai", 1_050_000, 128_000, "openai_effort_none", (2.0, 10.0, 0.20, 2.5)),
-    _model(
-        "gemini-3.8-flash",
-        "google",
-        1_048_576,
-        65_536,
-        "gemini_level",
-        (0.75, 3.75, 0.075, 0.75),
-        can_disable_thinking=False,
-        cache_min_tokens=4096,
-    ),
-)
-_MODELS: tuple[ModelInfo, ...] = (
-    *_CURRENT_MODELS,
-    _model(
-        "claude-haiku-4-5",
-        "anthropic",
-        200_000,
-        64_000,
-        "anthropic_budget",
-        (1.0, 5.0, 0.10, 1.25),
-        cache_min_tokens=4096,
-    ),
-    _model(
-        "claude-sonnet-4-5",
-        "anthropic",
-        200_000,
-        64_000,
-        "anthropic_budget",
-        (3.0, 15.0, 0.30, 3.75),
-    ),
-    _model(
-        "claude-opus-4-5",
-        "anthropic",
-        200_000,
-        64_000,
-        "anthropic_budget",
-        (5.0, 25.0, 0.50, 6.25),
-        cache_min_tokens=4096,
-    ),
-    _model("gpt-5-nano", "openai", 400_000, 128_000, "openai_effort", (0.05, 0.40, 0.005, 0.05)),
-    _model("gpt-5-mini", "openai", 400_000, 128_000, "openai_effort", (0.25, 2.0, 0.025, 0.25)),
-    _model("gpt-5", "openai", 400_000, 128_000, "openai_effort", (1.25, 10.0, 0.125, 1.25)),
-    _model("gpt-5.1", "openai", 400_000, 128_000, "openai_effort_none", (1.25, 10.0, 0.125, 1.25)),
-    _model(
-        "gemini-2.5-flash-lite",
-        "google",
-        1_048_576,
-        65_536,
-        "gemini_budget",
-        (0.10, 0.40, 0.025, 0.10),
-        structured_output="native_without_tools",
-    ),
-    _model(
-        "gemini-2.5-flash",
-        "google",
-        1_048_576,
-        65_536,
-        "gemini_budget",
-        (0.30, 2.50, 0.075, 0.30),
-        structured_output="native_without_tools",
-    ),
-    _model(
-        "gemini-2.5-pro",
-        "google",
-        1_048_576,
-        65_536,
-        "gemini_budget",
-        (1.25, 10.0, 0.31, 1.25),
-        can_disable_thinking=False,
-        structured_output="native_without_tools",
-        cache_min_tokens=4096,
-    ),
-    _model("gemini-3.0-flash", "google", 1_048_576, 65_536, "gemini_level", (0.50, 3.0, 0.05, 0.5)),
-    _model(
-        "gemini-3.0-pro",
-        "google",
-        1_048_576,
-        65_536,
-        "gemini_level",
-        (2.0, 12.0, 0.20, 2.0),
-        can_disable_thinking=False,
-        cache_min_tokens=4096,
-    ),
-)
+# The vendors' models, read once when Grove starts: providers/models.json, each figure with
+# its source page (providers/catalog_data.py checks the file).
+CATALOG = load_catalog()
+_MODELS: tuple[ModelInfo, ...] = CATALOG.models
 MODELS: dict[str, ModelInfo] = {info.id: info for info in _MODELS}
 
-DEFAULT_MODELS: dict[ProviderName, str] = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai": "gpt-5-mini",
-    "google": "gemini-3.0-flash",
-}
+# Each provider's default: a current model, neither deprecated nor retiring within a year.
+DEFAULT_MODELS: dict[ProviderName, str] = dict(CATALOG.defaults)
 # The three models per provider that the "Unknown model" text lists, in its order.
-SUPPORTED_MODELS: dict[ProviderName, tuple[str, ...]] = {
-    "anthropic": ("claude-haiku-4-5", "claude-sonnet-4-5", "claude-opus-4-5"),
-    "openai": ("gpt-5-nano", "gpt-5-mini", "gpt-5"),
-    "google": ("gemini-2.5-flash-lite", "gemini-3.0-flash", "gemini-3.0-pro"),
-}
+SUPPORTED_MODELS: dict[ProviderName, tuple[str, ...]] = dict(CATALOG.listed)
 
 
 def completions() -> list[str]:
@@ -266,20 +85,20 @@ def infer_provider(model: str) -> ProviderName | None:
 
 def _family(model: str, provider: ProviderName) -> ModelInfo:
     """The known model an unknown id most resembles: the longest known id it starts with
-    (`gemini-2.5-flash-preview` is a flash, not a flash-lite), else the longest shared prefix."""
+    (`gemini-2.5-flash-preview` is a flash, not a flash-lite), else the one sharing the most
+    leading words (`claude-opus-6` is an Opus), else the provider's default."""
     candidates = [info for info in _MODELS if info.provider == provider]
-    best = max(
+    return max(
         candidates,
         key=lambda info: (
             len(info.id) if model.startswith(info.id) else 0,
-            _shared_prefix(info.id, model),
+            _shared_prefix(info.id.split("-"), model.split("-")),
             info.id == DEFAULT_MODELS[provider],
         ),
     )
-    return best
 
 
-def _shared_prefix(a: str, b: str) -> int:
+def _shared_prefix(a: Sequence[str], b: Sequence[str]) -> int:
     length = 0
     for left, right in zip(a, b, strict=False):
         if left != right:
@@ -290,7 +109,9 @@ def _shared_prefix(a: str, b: str) -> int:
 
 def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
     """Figures for any model id with a known prefix, or, for a compatible server's own model
-    id, the figures of `provider`'s usual family; UnknownModelError otherwise."""
+    id, the figures of `provider`'s usual family; UnknownModelError otherwise. A dated
+    snapshot of a catalog id is that model (its lifecycle too); another new id takes its
+    family's figures and rules as a current model."""
     info = MODELS.get(model)
     if info is not None:
         return info
@@ -298,43 +119,47 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
     if provider is None:
         raise UnknownModelError(unknown_model_text(model), model)
     family = _family(model, provider)
+    if _is_snapshot(model, family.id):
+        return replace(family, id=model, known=False)
     style = family.thinking_style
     if provider == "openai" and _openai_accepts_none(model):
         style = "openai_effort_none"
-    return ModelInfo(
+    return replace(
+        family,
         id=model,
-        provider=provider,
-        context_window=family.context_window,
-        max_output_tokens=family.max_output_tokens,
+        known=False,
         thinking_style=style,
-        price_input=family.price_input,
-        price_output=family.price_output,
-        price_cache_read=family.price_cache_read,
-        price_cache_write=family.price_cache_write,
-        supports_tools=family.supports_tools,
         can_disable_thinking=family.can_disable_thinking and "pro" not in model,
         structured_output=_structured_output(model, family),
-        known=False,
-        cache_min_tokens=family.cache_min_tokens,
+        status="current",
+        released=None,
+        deprecated_on=None,
+        retires_on=None,
+        successor=None,
     )
 
 
-# The vendors' deprecation lists (Anthropic's is the one its SDK carries): a model's end-of-life
-# date and the current model that replaces it. A dated snapshot of the id is retired with it.
+# The vendors' deprecation lists: a model's end-of-life date and the current model that
+# replaces it, from the catalog. A dated snapshot of the id is retired with it.
 RETIREMENTS: dict[str, tuple[date, str]] = {
-    "claude-sonnet-4-5": (date(2026, 11, 30), "claude-sonnet-5-5"),
-    "claude-opus-4-5": (date(2027, 1, 22), "claude-opus-5-5"),
+    info.id: (info.retires_on, info.successor)
+    for info in _MODELS
+    if info.retires_on is not None and info.successor is not None
 }
-_SNAPSHOT = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}")
+_SNAPSHOT = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}|-\d{3}")
+
+
+def _is_snapshot(model: str, known: str) -> bool:
+    """Whether `model` is `known` with a date or version suffix (`claude-sonnet-4-5-20250929`,
+    `gpt-5-2025-08-07`, `gemini-2.0-flash-001`)."""
+    return model.startswith(known) and _SNAPSHOT.fullmatch(model[len(known) :]) is not None
 
 
 def retirement_warning(model: str, today: date | None = None) -> str | None:
     """The one-line warning for a model its vendor has deprecated, with its end-of-life date
     and its replacement; None for a model not on a deprecation list."""
     for retired, (end, successor) in RETIREMENTS.items():
-        if model == retired or (
-            model.startswith(retired) and _SNAPSHOT.fullmatch(model[len(retired) :])
-        ):
+        if model == retired or _is_snapshot(model, retired):
             provider = infer_provider(retired)
             assert provider is not None
             reaches = "reached" if end < (today or date.today()) else "reaches"
@@ -395,9 +220,13 @@ def near_miss_text(model: str, provider: ProviderName, suggestion: str) -> str:
 
 def _structured_output(model: str, family: ModelInfo) -> StructuredOutput:
     """A dated snapshot of a known model takes schemas as the model does; another Claude id
-    (models before 4.5 lack structured outputs) goes through the forced tool, which every
-    Claude model with tools takes."""
-    if family.provider == "anthropic" and not model.startswith(family.id):
+    (models before 4.5 lack structured outputs) goes through the forced tool where its family
+    takes forced tool choice, else through its family's way."""
+    if (
+        family.provider == "anthropic"
+        and not model.startswith(family.id)
+        and family.forced_tool_choice
+    ):
         return "tool"
     return family.structured_output
 
@@ -529,43 +358,45 @@ def priced(model: str) -> bool:
     return True
 
 
-def cost_usd(model: str, usage: Usage) -> float:
-    """The price of one request: prompt tokens read from a cache and written to one at their
-    prices, the rest at the input price. Thinking tokens are billed as output and already
-    counted there."""
-    found = _prices(model)
-    if found is None:
+def cost_usd(model: str, usage: Usage, day: date | None = None) -> float:
+    """The price of one request made on `day` (today by default): prompt tokens read from a
+    cache and written to one at their prices, the rest at the input price, all at the
+    long-context rates when the prompt is longer than the model's tier starts, and at the
+    prices in force that day. Thinking tokens are billed as output and already counted there."""
+    rates = _rates(model, usage.input_tokens, day)
+    if rates is None:
         return 0.0
-    prices, provider = found
-    long_write = prices[0] * ANTHROPIC_1H_WRITE_FACTOR if provider == "anthropic" else prices[3]
     short_writes = max(usage.cache_write_tokens - usage.cache_write_1h_tokens, 0)
     total = (
-        usage.uncached_input_tokens * prices[0]
-        + usage.output_tokens * prices[1]
-        + usage.cache_read_tokens * prices[2]
-        + short_writes * prices[3]
-        + usage.cache_write_1h_tokens * long_write
+        usage.uncached_input_tokens * rates.input
+        + usage.output_tokens * rates.output
+        + usage.cache_read_tokens * rates.cache_read
+        + short_writes * rates.cache_write_5m
+        + usage.cache_write_1h_tokens * rates.cache_write_1h
     )
     return round(total / 1_000_000, 8)
 
 
-def cache_saving_usd(model: str, usage: Usage) -> float:
+def cache_saving_usd(model: str, usage: Usage, day: date | None = None) -> float:
     """What caching saved on one request: its price with every prompt token at the input
     price, less what it cost (below zero when it wrote more than it read)."""
     if not usage.cache_read_tokens and not usage.cache_write_tokens:
         return 0.0
     plain = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
-    return round(cost_usd(model, plain) - cost_usd(model, usage), 8)
+    return round(cost_usd(model, plain, day) - cost_usd(model, usage, day), 8)
 
 
-def _prices(model: str) -> tuple[Prices, ProviderName | None] | None:
-    """The prices of `model` (the configuration's over the catalog's) and its provider."""
-    provider = infer_provider(model)
+def _rates(model: str, input_tokens: int, day: date | None) -> Rates | None:
+    """The rates of a request to `model` with `input_tokens` of prompt on `day`: the
+    configuration's prices over the catalog's; None for a model Grove cannot price."""
     prices = _SET_PRICES.get(model)
     if prices is not None:
-        return prices, provider
+        long_write = prices[3]
+        if infer_provider(model) == "anthropic":
+            long_write = prices[0] * ANTHROPIC_1H_WRITE_FACTOR
+        return Rates(prices[0], prices[1], prices[2], prices[3], long_write)
     try:
         info = model_info(model)
     except UnknownModelError:
         return None
-    return info.prices, info.provider
+    return info.rates_on(day or date.today(), input_tokens)

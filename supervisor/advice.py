@@ -155,7 +155,7 @@ class AdvisorDesk:
             ),
             workspace=self.workspace,
             budgeted=budgeted(record.metadata),
-            context_window=model_info(reviewer.model.model).context_window,
+            context_window=model_info(reviewer.model.model).max_input_tokens,
         )
         await asyncio.wait_for(host.add_reviewer(spec), 30)
         watch = _Watch(

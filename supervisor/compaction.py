@@ -198,7 +198,7 @@ async def compact(
         content, data, image_tokens = snap(summarised, previous, own.provider)
     else:
         content, data = await summarised_text(
-            core, uuid, plan, own, info.context_window, summarised, previous, instructions
+            core, uuid, plan, own, info.max_input_tokens, summarised, previous, instructions
         )
         image_tokens = 0
     after = (
@@ -259,7 +259,7 @@ async def summarised_text(
     uuid: str,
     plan: CompactionPlan,
     own: ModelChoice,
-    window: int,
+    max_input: int,
     summarised: Sequence[MessageRecord],
     previous: MessageRecord | None,
     instructions: str | None,
@@ -267,8 +267,8 @@ async def summarised_text(
     """A summary written by the agent's model (or `[compaction] model`)."""
     base = plan.model or own
     choice = ModelChoice(provider=base.provider, model=base.model)  # summaries: no thinking
-    # The summary request must fit the model's window itself: the middle goes if it would not.
-    limit = max(MIN_SUMMARY_INPUT_CHARS, (window - SUMMARY_MAX_TOKENS - 2_000) * CHARS_PER_TOKEN)
+    # The summary request must fit the model's maximum input: the middle goes if it would not.
+    limit = max(MIN_SUMMARY_INPUT_CHARS, (max_input - SUMMARY_MAX_TOKENS - 2_000) * CHARS_PER_TOKEN)
     earlier = previous.content if previous and not previous.data.get("frames") else None
     prompt = summary_prompt(summarised, earlier, instructions, limit)
     try:
@@ -302,8 +302,8 @@ async def recover(
         return None
     if reason != "overflow":
         own = choice_of(core.agent(uuid))
-        window = model_info(own.model, own.provider).context_window if own else 0
-        if not window or tokens < plan.threshold * window:
+        budget = model_info(own.model, own.provider).input_share(plan.threshold) if own else 0
+        if not budget or tokens < budget:
             return None
     try:
         await compact(core, uuid, plan, reason=reason)

@@ -45,9 +45,9 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
     if record.metadata.get("tools") and not info.supports_tools:
         raise CommandError(f"{spec.model} cannot call tools, and this agent uses tools")
     needed = usage_of(ctx.core, record.uuid).used
-    if needed > info.context_window:
+    if needed > info.max_input_tokens:
         raise CommandError(
-            f"{spec.model} holds {info.context_window:,} tokens of context; "
+            f"{spec.model} holds {info.max_input_tokens:,} tokens of context; "
             f"this conversation needs about {needed:,}. Run /compact first"
         )
     updated = ctx.core.store.update_agent(

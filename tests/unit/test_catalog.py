@@ -6,7 +6,7 @@ spec/commands-model-fork.md, which binds them word for word.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import pytest
 from hypothesis import given
@@ -14,10 +14,12 @@ from hypothesis import strategies as st
 
 from providers.base import THINKING_LEVELS, Usage
 from providers.catalog import (
+    CATALOG,
     DEFAULT_MODELS,
     MAX_NEAR_MISS_CHARS,
     MODELS,
     RETIREMENTS,
+    SUPPORTED_MODELS,
     ModelSpec,
     cache_saving_usd,
     completions,
@@ -27,6 +29,7 @@ from providers.catalog import (
     near_miss,
     parse_model_spec,
     retirement_warning,
+    set_prices,
 )
 from providers.errors import InvalidThinkingLevelError, UnknownModelError
 from providers.http import join_url
@@ -35,36 +38,36 @@ REFERENCE_UNKNOWN_MODEL = """\
 Unknown model: unknown-model
 
 Supported models:
-  Anthropic: claude-haiku-4-5, claude-sonnet-4-5, claude-opus-4-5
-  OpenAI:    gpt-5-nano, gpt-5-mini, gpt-5
-  Google:    gemini-2.5-flash-lite, gemini-3.0-flash, gemini-3.0-pro"""
+  Anthropic: claude-haiku-5-5, claude-sonnet-5-5, claude-opus-5-5
+  OpenAI:    gpt-6-luna, gpt-6.1-terra, gpt-6.2-sol
+  Google:    gemini-3.5-flash-lite, gemini-3.8-flash, gemini-4-argon"""
 
 REFERENCE_INVALID_THINKING = """\
 Invalid thinking level: maximum
 Valid levels: none, low, med, high"""
 
 REFERENCE_TAB_COMPLETION = [
-    "claude-haiku-4-5",
-    "claude-sonnet-4-5",
-    "claude-sonnet-4-5/none",
-    "claude-sonnet-4-5/low",
-    "claude-sonnet-4-5/med",
-    "claude-sonnet-4-5/high",
-    "claude-opus-4-5",
-    "gpt-5-nano",
-    "gpt-5-mini",
-    "gpt-5-mini/none",
-    "gpt-5-mini/low",
-    "gpt-5-mini/med",
-    "gpt-5-mini/high",
-    "gpt-5",
-    "gemini-2.5-flash-lite",
-    "gemini-3.0-flash",
-    "gemini-3.0-flash/none",
-    "gemini-3.0-flash/low",
-    "gemini-3.0-flash/med",
-    "gemini-3.0-flash/high",
-    "gemini-3.0-pro",
+    "claude-haiku-5-5",
+    "claude-sonnet-5-5",
+    "claude-sonnet-5-5/none",
+    "claude-sonnet-5-5/low",
+    "claude-sonnet-5-5/med",
+    "claude-sonnet-5-5/high",
+    "claude-opus-5-5",
+    "gpt-6-luna",
+    "gpt-6.1-terra",
+    "gpt-6.1-terra/none",
+    "gpt-6.1-terra/low",
+    "gpt-6.1-terra/med",
+    "gpt-6.1-terra/high",
+    "gpt-6.2-sol",
+    "gemini-3.5-flash-lite",
+    "gemini-3.8-flash",
+    "gemini-3.8-flash/none",
+    "gemini-3.8-flash/low",
+    "gemini-3.8-flash/med",
+    "gemini-3.8-flash/high",
+    "gemini-4-argon",
 ]
 
 
@@ -111,10 +114,10 @@ def test_every_catalog_model_belongs_to_its_inferred_provider() -> None:
 @pytest.mark.parametrize(
     ("model", "family"),
     [
-        ("claude-future-9", "claude-sonnet-4-5"),
-        ("claude-opus-5", "claude-opus-5-5"),
-        ("gpt-7", "gpt-5-mini"),
-        ("gemini-9.0-ultra", "gemini-3.0-flash"),
+        ("claude-future-9", "claude-sonnet-5-5"),
+        ("claude-opus-6", "claude-opus-5-5"),
+        ("gpt-7", "gpt-6.1-terra"),
+        ("gemini-9.0-ultra", "gemini-3.8-flash"),
         ("gemini-2.5-flash-preview", "gemini-2.5-flash"),
         ("gemini-2.5-flash-lite-preview-06-17", "gemini-2.5-flash-lite"),
         ("gpt-5-mini-2025-08-07", "gpt-5-mini"),
@@ -156,11 +159,22 @@ def test_model_info_of_an_unknown_prefix_is_the_reference_error() -> None:
 
 def test_default_models() -> None:
     assert DEFAULT_MODELS == {
-        "anthropic": "claude-sonnet-4-5",
-        "openai": "gpt-5-mini",
-        "google": "gemini-3.0-flash",
+        "anthropic": "claude-sonnet-5-5",
+        "openai": "gpt-6.1-terra",
+        "google": "gemini-3.8-flash",
     }
     assert all(model in MODELS for model in DEFAULT_MODELS.values())
+
+
+def test_defaults_are_current_and_not_retiring_within_a_year() -> None:
+    a_year_on = CATALOG.as_of + timedelta(days=365)
+    for provider, model in DEFAULT_MODELS.items():
+        info = MODELS[model]
+        assert (info.provider, info.status, info.deprecated_on) == (provider, "current", None)
+        assert info.retires_on is None or info.retires_on > a_year_on, model
+    for listed in SUPPORTED_MODELS.values():
+        assert len(listed) == 3
+        assert all(MODELS[model].status == "current" for model in listed), listed
 
 
 # --- MODEL[/THINKING] ---------------------------------------------------------------------
@@ -169,17 +183,20 @@ def test_default_models() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("claude-sonnet-4-5", ModelSpec(provider="anthropic", model="claude-sonnet-4-5")),
+        ("claude-sonnet-5-5", ModelSpec(provider="anthropic", model="claude-sonnet-5-5")),
         (
-            "claude-sonnet-4-5/med",
-            ModelSpec(provider="anthropic", model="claude-sonnet-4-5", thinking="med"),
+            "claude-sonnet-5-5/med",
+            ModelSpec(provider="anthropic", model="claude-sonnet-5-5", thinking="med"),
         ),
-        ("gpt-5-mini/none", ModelSpec(provider="openai", model="gpt-5-mini", thinking="none")),
         (
-            "gemini-3.0-flash/high",
-            ModelSpec(provider="google", model="gemini-3.0-flash", thinking="high"),
+            "gpt-6.1-terra/none",
+            ModelSpec(provider="openai", model="gpt-6.1-terra", thinking="none"),
         ),
-        ("gpt-5/high", ModelSpec(provider="openai", model="gpt-5", thinking="high")),
+        (
+            "gemini-3.8-flash/high",
+            ModelSpec(provider="google", model="gemini-3.8-flash", thinking="high"),
+        ),
+        ("gpt-6.2-sol/high", ModelSpec(provider="openai", model="gpt-6.2-sol", thinking="high")),
     ],
 )
 def test_reference_examples_parse(text: str, expected: ModelSpec) -> None:
@@ -306,24 +323,29 @@ def test_cost_of_an_anthropic_turn_bills_cache_reads_and_writes_at_their_prices(
     usage = Usage(
         input_tokens=1_300, output_tokens=500, cache_read_tokens=200, cache_write_tokens=100
     )
-    # claude-sonnet-4-5: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million;
+    # claude-sonnet-5-5: $2 in, $10 out, $0.20 cache read, $2.50 cache write per million;
     # input_tokens counts the whole prompt, read and written tokens included.
-    expected = (1_000 * 3.0 + 500 * 15.0 + 200 * 0.30 + 100 * 3.75) / 1_000_000
-    assert cost_usd("claude-sonnet-4-5", usage) == pytest.approx(expected)
-    assert expected == pytest.approx(0.010935)
+    expected = (1_000 * 2.0 + 500 * 10.0 + 200 * 0.20 + 100 * 2.50) / 1_000_000
+    assert cost_usd("claude-sonnet-5-5", usage) == pytest.approx(expected)
+    assert expected == pytest.approx(0.00729)
 
 
-def test_an_hour_long_anthropic_write_costs_twice_the_input_price() -> None:
+def test_an_hour_long_anthropic_write_costs_the_models_1h_price() -> None:
     usage = Usage(input_tokens=1_000, cache_write_tokens=1_000, cache_write_1h_tokens=600)
-    expected = (400 * 3.75 + 600 * 6.0) / 1_000_000
-    assert cost_usd("claude-sonnet-4-5", usage) == pytest.approx(expected)
+    expected = (400 * 2.50 + 600 * 4.0) / 1_000_000  # claude-sonnet-5-5: $4 for an hour
+    assert cost_usd("claude-sonnet-5-5", usage) == pytest.approx(expected)
+    set_prices({"claude-house": [3.0, 15.0, 0.30, 3.75]})  # a set price: twice the input
+    try:
+        assert cost_usd("claude-house", usage) == pytest.approx((400 * 3.75 + 600 * 6.0) / 1e6)
+    finally:
+        set_prices({})
 
 
 def test_cache_saving_is_the_uncached_price_less_the_cost() -> None:
     read = Usage(input_tokens=10_000, output_tokens=10, cache_read_tokens=9_000)
-    assert cache_saving_usd("claude-sonnet-4-5", read) == pytest.approx(9_000 * 2.7 / 1e6)
+    assert cache_saving_usd("claude-sonnet-5-5", read) == pytest.approx(9_000 * 1.8 / 1e6)
     written = Usage(input_tokens=10_000, cache_write_tokens=10_000)
-    assert cache_saving_usd("claude-sonnet-4-5", written) == pytest.approx(-10_000 * 0.75 / 1e6)
+    assert cache_saving_usd("claude-sonnet-5-5", written) == pytest.approx(-10_000 * 0.5 / 1e6)
     assert cache_saving_usd("gpt-5-mini", Usage(input_tokens=5, output_tokens=5)) == 0.0
 
 
@@ -335,17 +357,20 @@ def test_cost_of_an_openai_turn_bills_cached_input_at_the_cache_price() -> None:
     assert expected == pytest.approx(0.001205)
 
 
-def test_cost_of_a_million_tokens_is_the_list_price() -> None:
+def test_cost_below_the_long_context_tier_is_the_list_price() -> None:
+    day = CATALOG.as_of
     for model, info in MODELS.items():
-        assert cost_usd(model, Usage(input_tokens=1_000_000)) == pytest.approx(info.price_input)
-        assert cost_usd(model, Usage(output_tokens=1_000_000)) == pytest.approx(info.price_output)
+        prompt = Usage(input_tokens=100_000)
+        assert cost_usd(model, prompt, day) == pytest.approx(info.price_input / 10), model
+        answer = Usage(output_tokens=1_000_000)
+        assert cost_usd(model, answer, day) == pytest.approx(info.price_output), model
     assert cost_usd("claude-haiku-4-5", Usage()) == 0.0
 
 
 def test_cost_of_an_unknown_model_is_zero_and_of_a_new_id_its_family_price() -> None:
     usage = Usage(input_tokens=10_000, output_tokens=1_000)
     assert cost_usd("unknown-model", usage) == 0.0
-    assert cost_usd("claude-future-9", usage) == cost_usd("claude-sonnet-4-5", usage)
+    assert cost_usd("claude-future-9", usage) == cost_usd("claude-sonnet-5-5", usage)
 
 
 def test_an_alias_can_name_a_provider_and_a_model_id_the_catalog_lacks() -> None:
@@ -355,7 +380,7 @@ def test_an_alias_can_name_a_provider_and_a_model_id_the_catalog_lacks() -> None
     assert str(spec) == "openai:my-local-model/low"
     assert parse_model_spec(str(spec)) == spec  # what it prints parses back, alias or not
     assert parse_model_spec("claude-ish/high", aliases).provider == "anthropic"
-    assert str(parse_model_spec("gpt-5-mini/low")) == "gpt-5-mini/low"  # catalog ids stay bare
+    assert str(parse_model_spec("gpt-6.2-sol/low")) == "gpt-6.2-sol/low"  # catalog ids stay bare
     with pytest.raises(UnknownModelError):
         parse_model_spec("nosuchprovider:model")
 
@@ -434,7 +459,7 @@ def test_a_deprecated_model_and_its_snapshots_warn_with_their_end_of_life() -> N
         "(Anthropic's deprecation list); use claude-sonnet-5-5"
     )
     assert "2027-01-22" in (retirement_warning("claude-opus-4-5", before) or "")
-    for model in ("claude-haiku-4-5", "claude-sonnet-4-5-preview", "gpt-5-mini"):
+    for model in ("claude-haiku-4-5", "claude-sonnet-4-5-preview", "gpt-6.1-terra"):
         assert retirement_warning(model, before) is None
 
 
