@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
@@ -84,18 +84,28 @@ def infer_provider(model: str) -> ProviderName | None:
 
 
 def _family(model: str, provider: ProviderName) -> ModelInfo:
-    """The known model an unknown id most resembles: the longest known id it starts with
+    """The known model an unknown id most resembles: the longest known id it extends
     (`gemini-2.5-flash-preview` is a flash, not a flash-lite), else the one sharing the most
-    leading words (`claude-opus-6` is an Opus), else the provider's default."""
+    leading words (`claude-opus-6` is an Opus), else the provider's default. A Claude id of
+    the old naming (`claude-3-7-sonnet-latest`) is one of the oldest generation known, whose
+    thinking takes budgets."""
     candidates = [info for info in _MODELS if info.provider == provider]
+    if _old_claude_naming(model):
+        candidates = [info for info in candidates if info.thinking_style == "anthropic_budget"]
     return max(
         candidates,
         key=lambda info: (
-            len(info.id) if model.startswith(info.id) else 0,
+            len(info.id) if model.startswith(f"{info.id}-") else 0,
             _shared_prefix(info.id.split("-"), model.split("-")),
             info.id == DEFAULT_MODELS[provider],
         ),
     )
+
+
+def _old_claude_naming(model: str) -> bool:
+    """`claude-3-7-sonnet-latest`: the version before the name, as before Claude 4."""
+    words = model.split("-")
+    return words[0] == "claude" and len(words) > 1 and words[1].isdigit()
 
 
 def _shared_prefix(a: Sequence[str], b: Sequence[str]) -> int:
@@ -121,14 +131,10 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
     family = _family(model, provider)
     if _is_snapshot(model, family.id):
         return replace(family, id=model, known=False)
-    style = family.thinking_style
-    if provider == "openai" and _openai_accepts_none(model):
-        style = "openai_effort_none"
     return replace(
         family,
         id=model,
         known=False,
-        thinking_style=style,
         can_disable_thinking=family.can_disable_thinking and "pro" not in model,
         structured_output=_structured_output(model, family),
         status="current",
@@ -219,26 +225,12 @@ def near_miss_text(model: str, provider: ProviderName, suggestion: str) -> str:
 
 
 def _structured_output(model: str, family: ModelInfo) -> StructuredOutput:
-    """A dated snapshot of a known model takes schemas as the model does; another Claude id
-    (models before 4.5 lack structured outputs) goes through the forced tool where its family
-    takes forced tool choice, else through its family's way."""
-    if (
-        family.provider == "anthropic"
-        and not model.startswith(family.id)
-        and family.forced_tool_choice
-    ):
+    """A dated snapshot of a known model takes schemas as the model does; a Claude id of the
+    old naming (`claude-3-7-sonnet-latest`: models before 4.5 lack structured outputs) goes
+    through the forced tool, which those take; another new id as its family does."""
+    if _old_claude_naming(model):
         return "tool"
     return family.structured_output
-
-
-def _openai_accepts_none(model: str) -> bool:
-    """gpt-5.1 and later accept reasoning effort "none"; gpt-5, -mini, -nano do not."""
-    rest = model.removeprefix("gpt-")
-    head = rest.split("-", 1)[0]
-    try:
-        return float(head) > 5.0
-    except ValueError:
-        return False
 
 
 def unknown_model_text(model: str) -> str:
@@ -261,11 +253,15 @@ class ModelSpec:
     provider: ProviderName
     model: str
     thinking: ThinkingLevel | None = None
+    # Named `PROVIDER:MODEL` (directly or by an alias): sent as written, never judged by the
+    # catalog (a typo's hint, a retired id's refusal).
+    as_written: bool = field(default=False, compare=False)
 
     def __str__(self) -> str:
-        """What parses back to this spec: a model the catalog does not place on this
-        provider keeps its `PROVIDER:` prefix."""
-        named = self.model if infer_provider(self.model) == self.provider else self.qualified
+        """What parses back to this spec: a model named with its provider, or one the
+        catalog does not place on this provider, keeps its `PROVIDER:` prefix."""
+        bare = not self.as_written and infer_provider(self.model) == self.provider
+        named = self.model if bare else self.qualified
         return named if self.thinking is None else f"{named}/{self.thinking}"
 
     @property
@@ -292,7 +288,7 @@ def parse_model_spec(text: str, aliases: Mapping[str, str] | None = None) -> Mod
     named, colon, model_id = model.partition(":")
     if colon and named in PROVIDER_TITLES and model_id:
         # "openai:my-local-model": a compatible server's model id on a provider's wire.
-        return ModelSpec(provider=named, model=model_id, thinking=thinking)
+        return ModelSpec(provider=named, model=model_id, thinking=thinking, as_written=True)
     provider = infer_provider(model)
     if provider is None:
         raise UnknownModelError(unknown_model_text(model), model)

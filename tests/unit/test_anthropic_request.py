@@ -35,7 +35,7 @@ ENDPOINT = Endpoint(base_url="https://api.anthropic.com", api_key=KEY)
 MODEL = "claude-sonnet-4-5"
 ANTHROPIC_MODELS = sorted(
     [info.id for info in MODELS.values() if info.thinking_style == "anthropic_budget"]
-    + ["claude-sonnet-4-7-20260101", "claude-3-5-haiku-latest"]  # unknown ids borrow figures
+    + ["claude-sonnet-4-5-20250929", "claude-haiku-4-5-20251001"]  # snapshots: their models'
 )
 WEATHER = ToolSpec(
     name="get_weather",

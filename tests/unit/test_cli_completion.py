@@ -19,13 +19,13 @@ def test_command_names_complete_after_a_slash() -> None:
 
 def test_models_complete_after_model_and_fork_model() -> None:
     models = completions()
-    word, found = candidates("/model claude-sonnet-4-5/", COMMANDS, models)
-    assert word == "claude-sonnet-4-5/"
-    assert found == [f"claude-sonnet-4-5/{level}" for level in ("none", "low", "med", "high")]
-    word, found = candidates("/fork --model gpt-5", COMMANDS, models)
-    assert word == "gpt-5"
-    assert found == [m for m in models if m.startswith("gpt-5")]
-    assert "gpt-5-mini/med" in found
+    word, found = candidates("/model claude-sonnet-5-5/", COMMANDS, models)
+    assert word == "claude-sonnet-5-5/"
+    assert found == [f"claude-sonnet-5-5/{level}" for level in ("none", "low", "med", "high")]
+    word, found = candidates("/fork --model gpt-6", COMMANDS, models)
+    assert word == "gpt-6"
+    assert found == [m for m in models if m.startswith("gpt-6")]
+    assert "gpt-6.1-terra/med" in found
     assert candidates("/model ", COMMANDS, models) == ("", models)
 
 

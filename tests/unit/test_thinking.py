@@ -23,7 +23,7 @@ from providers.thinking import (
 ENABLED_LEVELS: tuple[ThinkingLevel, ...] = ("low", "med", "high")
 ANTHROPIC_MODELS = [m for m, info in MODELS.items() if info.thinking_style == "anthropic_budget"]
 ADAPTIVE_MODELS = [m for m, info in MODELS.items() if info.thinking_style == "anthropic_adaptive"]
-ANTHROPIC_IDS = [*ANTHROPIC_MODELS, "claude-future-9"]
+ANTHROPIC_IDS = [*ANTHROPIC_MODELS, "claude-opus-4-5-20251101"]  # a snapshot: its model's
 WARNING = "This model does not support disabling thinking"
 
 
@@ -135,7 +135,7 @@ def test_openai_gpt_5_family_maps_none_to_minimal(model: str) -> None:
     assert openai_reasoning(model, None) is None
 
 
-@pytest.mark.parametrize("model", ["gpt-5.1", "gpt-5.2", "gpt-6"])
+@pytest.mark.parametrize("model", ["gpt-5.1", "gpt-5.2", "gpt-7"])
 def test_openai_later_models_accept_effort_none(model: str) -> None:
     assert openai_reasoning(model, "none") == {"effort": "none"}
     assert openai_reasoning(model, "med") == {"effort": "medium", "summary": "auto"}
@@ -177,15 +177,15 @@ def test_gemini_2_5_pro_cannot_disable_thinking() -> None:
 def test_gemini_3_flash_uses_thinking_levels() -> None:
     expected = {"none": "minimal", "low": "low", "med": "medium", "high": "high"}
     for level, value in expected.items():
-        config, warning = google_thinking_config("gemini-3.0-flash", level)  # type: ignore[arg-type]
+        config, warning = google_thinking_config("gemini-3.5-flash", level)  # type: ignore[arg-type]
         assert warning is None
         assert config is not None
         assert config["thinkingLevel"] == value
         assert config.get("includeThoughts") is (None if level == "none" else True)
-    assert google_thinking_config("gemini-3.0-flash", None) == (None, None)
+    assert google_thinking_config("gemini-3.5-flash", None) == (None, None)
 
 
-@pytest.mark.parametrize("model", ["gemini-3.0-pro", "gemini-9.0-pro"])
+@pytest.mark.parametrize("model", ["gemini-3-pro-preview", "gemini-9.0-pro"])
 def test_gemini_3_pro_uses_low_or_high_only(model: str) -> None:
     assert google_thinking_config(model, "none") == (
         {"thinkingLevel": "low", "includeThoughts": True},
@@ -225,12 +225,12 @@ def test_gemini_include_thoughts_exactly_when_thinking_is_on(
         ("claude-sonnet-4-5", "med", "Thinking: med (budget 43,008 tokens)"),
         ("gpt-5-mini", "med", "Thinking: medium effort"),
         ("gpt-5", "none", "Thinking: minimal effort"),
-        ("gemini-3.0-pro", "none", "Thinking: LOW level (minimum)"),
-        ("gemini-3.0-pro", "med", "Thinking: HIGH level"),
-        ("gemini-3.0-flash", "med", "Thinking: MEDIUM level"),
+        ("gemini-3-pro-preview", "none", "Thinking: LOW level (minimum)"),
+        ("gemini-3-pro-preview", "med", "Thinking: HIGH level"),
+        ("gemini-3.5-flash", "med", "Thinking: MEDIUM level"),
         ("claude-sonnet-4-5", None, "Thinking: provider default"),
         ("gpt-5-mini", None, "Thinking: provider default"),
-        ("gemini-3.0-flash", None, "Thinking: provider default"),
+        ("gemini-3.5-flash", None, "Thinking: provider default"),
         ("claude-haiku-4-5", "none", "Thinking: none"),
         ("gemini-2.5-flash", "none", "Thinking: none"),
     ],
