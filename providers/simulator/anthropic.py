@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from providers.ratelimit import Admission
-from providers.simulator import thinking_blocks
+from providers.simulator import model_rules, thinking_blocks
 from providers.simulator.caching import Breakpoint, PromptPrefixes, block_points
 from providers.simulator.schema_rules import closed_objects_problem
 from providers.simulator.script import (
@@ -37,6 +37,8 @@ from providers.simulator.wire import (
 
 PATH = "/v1/messages"
 MIN_THINKING_BUDGET = 1024
+# `between_tools`: no thinking before the answer, only short notes between tool calls.
+THINKING_TYPES = ("enabled", "disabled", "adaptive", "between_tools")
 MAX_BREAKPOINTS = 4
 CACHE_TTLS = ("5m", "1h")
 _ERRORS: dict[Problem, tuple[int, str, str]] = {
@@ -97,6 +99,7 @@ class AnthropicMessages:
                 raise InvalidRequest(f"messages.{index}.content: Field required")
             if not isinstance(content, str):
                 objects(content, f"messages.{index}.content")
+        model_rules.check_anthropic(model, body)
         tools = objects(body.get("tools"), "tools")
         prefixes = self._prefixes(body, tools, messages)
         entries = [_entry(message) for message in messages]
@@ -364,12 +367,10 @@ def _user_text(content: str | list[dict[str, Any]]) -> str | None:
 def _thinking_requested(thinking: object, max_tokens: int) -> bool:
     if thinking is None:
         return False
-    if not isinstance(thinking, dict) or thinking.get("type") not in (
-        "enabled",
-        "disabled",
-        "adaptive",
-    ):
-        raise InvalidRequest("thinking.type: Input should be 'enabled', 'disabled' or 'adaptive'")
+    if not isinstance(thinking, dict) or thinking.get("type") not in THINKING_TYPES:
+        raise InvalidRequest(
+            "thinking.type: Input should be 'enabled', 'disabled', 'adaptive' or 'between_tools'"
+        )
     if thinking["type"] != "enabled":
         return bool(thinking["type"] == "adaptive")
     budget = thinking.get("budget_tokens")

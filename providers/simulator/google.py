@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from providers.ratelimit import Admission
+from providers.simulator import model_rules
 from providers.simulator.caching import PromptPrefixes, step_points, strings
 from providers.simulator.gemini_caches import ExplicitCaches
 from providers.simulator.script import (
@@ -53,6 +54,7 @@ _ERRORS: dict[Problem, tuple[int, str, str]] = {
     "bad_json": (400, "INVALID_ARGUMENT", "Invalid JSON payload received. Unexpected token."),
     "invalid_request": (400, "INVALID_ARGUMENT", "Request contains an invalid argument."),
     "not_found": (404, "NOT_FOUND", "Requested entity was not found."),
+    "model_not_found": (404, "NOT_FOUND", "Requested entity was not found."),
     "method_not_allowed": (405, "UNIMPLEMENTED", "Method not allowed for this URL."),
     "rate_limited": (
         429,
@@ -107,6 +109,8 @@ class GeminiGenerateContent:
             raise InvalidRequest("* GenerateContentRequest.contents: contents is not specified")
         for index, content in enumerate(contents):
             objects(content.get("parts"), f"contents.{index}.parts")
+        version = path.split("/")[1]
+        model_rules.check_gemini(endpoint["model"], version, _thinking_settings(body))
         tools = objects(body.get("tools"), "tools")
         for index, tool in enumerate(tools):
             declarations = _field(tool, "functionDeclarations", "function_declarations")
@@ -419,12 +423,22 @@ def _declared_names(tools: list[dict[str, Any]]) -> list[str]:
     return names
 
 
-def _thinking_requested(body: dict[str, Any]) -> bool:
+def _thinking_settings(body: dict[str, Any]) -> dict[str, Any]:
+    """The request's `thinkingConfig` fields that are set, by their JSON names."""
     config = _field(
         _field(body, "generationConfig", "generation_config"), "thinkingConfig", "thinking_config"
     )
-    if _field(config, "includeThoughts", "include_thoughts") is not True:
+    fields = {
+        "includeThoughts": _field(config, "includeThoughts", "include_thoughts"),
+        "thinkingBudget": _field(config, "thinkingBudget", "thinking_budget"),
+        "thinkingLevel": _field(config, "thinkingLevel", "thinking_level"),
+    }
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _thinking_requested(body: dict[str, Any]) -> bool:
+    settings = _thinking_settings(body)
+    if settings.get("includeThoughts") is not True:
         return False
-    budget = _field(config, "thinkingBudget", "thinking_budget")
-    level = _field(config, "thinkingLevel", "thinking_level")
-    return budget != 0 and str(level).lower() != "minimal"
+    level = settings.get("thinkingLevel")
+    return settings.get("thinkingBudget") != 0 and str(level).lower() != "minimal"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from providers.simulator import openai_common
+from providers.simulator import model_rules, openai_common
 from providers.simulator.script import (
     Entry,
     Inbound,
@@ -46,6 +46,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = openai_common.required_model(body)
+        model_rules.check_openai(model, body, "reasoning_effort")
         messages = objects(body.get("messages"), "messages")
         if not messages:
             raise InvalidRequest("Missing required parameter: 'messages'.", param="messages")

@@ -46,6 +46,19 @@ _ERRORS: dict[Problem, tuple[int, str, str | None, str]] = {
     ),
     "invalid_request": (400, "invalid_request_error", None, "Invalid request."),
     "not_found": (404, "invalid_request_error", None, "Invalid URL"),
+    "model_not_found": (
+        404,
+        "invalid_request_error",
+        "model_not_found",
+        "The model does not exist or you do not have access to it.",
+    ),
+    "unsupported_value": (400, "invalid_request_error", "unsupported_value", "Unsupported value."),
+    "unsupported_parameter": (
+        400,
+        "invalid_request_error",
+        "unsupported_parameter",
+        "Unsupported parameter.",
+    ),
     "method_not_allowed": (405, "invalid_request_error", None, "Invalid method for URL"),
     "rate_limited": (
         429,

@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from providers.simulator import openai_common
+from providers.simulator import model_rules, openai_common
 from providers.simulator.script import (
     Entry,
     Inbound,
@@ -45,6 +45,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = openai_common.required_model(body)
+        model_rules.check_openai(model, body, "reasoning.effort")
         given = body.get("input")
         items = (
             [{"role": "user", "content": given}]

@@ -209,7 +209,7 @@ class Simulator:
             inbound = api.read(request.path, request.query, body)
             plan = self._planner.plan(inbound)
         except InvalidRequest as exc:
-            error = api.error("invalid_request", exc.message, param=exc.param)
+            error = api.error(exc.problem, exc.message, param=exc.param)
             return await _send(writer, api, error, keep_alive)
         except DirectiveError as exc:
             error = api.error("invalid_request", f"invalid [[sim]] directive: {exc}")

@@ -29,6 +29,9 @@ Problem = Literal[
     "unavailable",
     "overloaded",
     "context_length",
+    "model_not_found",
+    "unsupported_value",
+    "unsupported_parameter",
 ]
 FrameRole = Literal["meta", "content", "terminal"]
 FAULT_PROBLEMS: dict[str, Problem] = {
@@ -60,12 +63,16 @@ class Reply:
 
 
 class InvalidRequest(Exception):
-    """The request body is not what the API accepts; the text is the API's message."""
+    """The request body is not what the API accepts; the text is the API's message, `problem`
+    the kind of refusal (a 400 unless it names another status)."""
 
-    def __init__(self, message: str, *, param: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, param: str | None = None, problem: Problem = "invalid_request"
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
+        self.problem = problem
 
 
 def objects(value: object, where: str) -> list[dict[str, Any]]:

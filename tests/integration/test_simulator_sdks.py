@@ -459,13 +459,15 @@ GEMINI_TOOLS: list[Any] = [
         ]
     )
 ]
+# A model that still answers (gemini-2.5-flash is retired) and takes a thinking budget.
+GEMINI_MODEL = "gemini-2.5-flash-lite"
 THOUGHTS = genai_types.ThinkingConfig(include_thoughts=True, thinking_budget=1024)
 
 
 def test_gemini_streams_text(simulator: SimulatorThread) -> None:
     client = gemini(simulator)
     chunks = list(
-        client.models.generate_content_stream(model="gemini-2.5-flash", contents="Name a mountain.")
+        client.models.generate_content_stream(model=GEMINI_MODEL, contents="Name a mountain.")
     )
     assert "".join(chunk.text or "" for chunk in chunks) == expected_text("Name a mountain.")
     last = chunks[-1]
@@ -479,7 +481,7 @@ def test_gemini_streams_thoughts_with_a_signature(simulator: SimulatorThread) ->
     parts = [
         part
         for chunk in client.models.generate_content_stream(
-            model="gemini-2.5-flash",
+            model=GEMINI_MODEL,
             contents='[[sim thinking="Peaks are tall." reply="Everest."]]',
             config=genai_types.GenerateContentConfig(thinking_config=THOUGHTS),
         )
@@ -499,7 +501,7 @@ def test_gemini_streams_a_function_call(simulator: SimulatorThread) -> None:
     calls = [
         call
         for chunk in client.models.generate_content_stream(
-            model="gemini-2.5-flash",
+            model=GEMINI_MODEL,
             contents=f"Weather? {TOOL_DIRECTIVE}",
             config=genai_types.GenerateContentConfig(
                 tools=GEMINI_TOOLS,
@@ -515,7 +517,7 @@ def test_gemini_streams_a_function_call(simulator: SimulatorThread) -> None:
 def test_gemini_non_streamed_answer(simulator: SimulatorThread) -> None:
     client = gemini(simulator)
     response = client.models.generate_content(
-        model="gemini-2.5-flash",
+        model=GEMINI_MODEL,
         contents="Hill? [[sim tokens=6]]",
         config=genai_types.GenerateContentConfig(thinking_config=THOUGHTS),
     )
@@ -542,7 +544,7 @@ def test_gemini_faults_raise_typed_errors(
 ) -> None:
     client = gemini(simulator)
     with pytest.raises(error_class) as caught:
-        list(client.models.generate_content_stream(model="gemini-2.5-flash", contents=directive))
+        list(client.models.generate_content_stream(model=GEMINI_MODEL, contents=directive))
     assert caught.value.status == status
     if status == "RESOURCE_EXHAUSTED":
         assert caught.value.code == 429
@@ -555,7 +557,7 @@ def test_gemini_faults_raise_typed_errors(
 def test_gemini_wrong_key_is_api_key_invalid(simulator: SimulatorThread) -> None:
     client = gemini(simulator, key="wrong-key")
     with pytest.raises(genai_errors.ClientError) as caught:
-        client.models.generate_content(model="gemini-2.5-flash", contents="x")
+        client.models.generate_content(model=GEMINI_MODEL, contents="x")
     assert caught.value.code == 400 and caught.value.status == "INVALID_ARGUMENT"
     reasons = [detail.get("reason") for detail in caught.value.details["error"]["details"]]
     assert "API_KEY_INVALID" in reasons
