@@ -12,6 +12,7 @@ from typing import Any
 from actors.output import OutputType
 from actors.telemetry import TRACE_KEY
 from providers.catalog import ModelSpec
+from providers.preserved_thinking import preserves_thinking
 from supervisor.budget_rules import BUDGET_KEYS, Budget, group_entry
 from supervisor.store.records import AgentRecord
 from supervisor.tool_rules import INHERITED_TOOL_METADATA
@@ -23,6 +24,28 @@ from supervisor.tool_rules import INHERITED_TOOL_METADATA
 # `trace`: where its turns hang in its tree's trace (actors/telemetry.py), unless its fork
 # names a span of its own.
 INHERITED_METADATA = ("system", "workspace", TRACE_KEY, *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
+# A child's own instructions, at the end of the conversation it inherits (see `instructed`).
+INSTRUCTIONS_TEXT = """<instructions>
+{system}
+</instructions>
+
+{prompt}"""
+
+
+def instructed(
+    parent: AgentRecord, model: ModelSpec | None, system: str | None, prompts: Sequence[str]
+) -> tuple[str | None, list[str]]:
+    """The system prompt children forked on `model` get, and their prompts. On the parent's
+    own model when it preserves thinking, the children keep the parent's system prompt and
+    read `system` as instructions at the head of their prompt: their conversation only grows
+    from the parent's, which keeps its thinking and its cached prefix (a new system prompt
+    would invalidate both). Elsewhere `system` replaces the parent's, as asked."""
+    same_model = model is None or (model.provider, model.model) == (parent.provider, parent.model)
+    if system is None or not same_model or parent.provider != "anthropic":
+        return system, list(prompts)
+    if parent.model is None or not preserves_thinking(parent.model):
+        return system, list(prompts)
+    return None, [INSTRUCTIONS_TEXT.format(system=system, prompt=prompt) for prompt in prompts]
 
 
 def child_records(

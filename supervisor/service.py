@@ -23,7 +23,7 @@ from providers.base import CachePolicy, Usage
 from providers.catalog import ModelSpec
 from supervisor.billing import InFlightBilling
 from supervisor.budget_rules import Budget, budgeted
-from supervisor.children import child_records
+from supervisor.children import child_records, instructed
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
 from supervisor.eventlog import EventLog
@@ -375,6 +375,7 @@ class SupervisorCore:
         if self.budget_check is not None:
             self.budget_check(parent, False)
         point = fork_end(self.store, parent)
+        system, prompts = instructed(parent, model, system, prompts)
         records = child_records(parent, model, point, len(prompts), system, budget, keys, output)
         choices = [choice_of(record) for record in records]
         if None in choices:
