@@ -92,7 +92,7 @@ def last_reply(grove: Grove, agent: str) -> dict[str, Any]:
 def test_siblings_send_the_same_bytes_up_to_their_fork_point(
     grove: Grove, simulator: SimulatorThread
 ) -> None:
-    root = seeded_root(grove, "claude-sonnet-4-5", "siblings")
+    root = seeded_root(grove, "claude-sonnet-5-5", "siblings")
     children = grove.fork_many(root, ["First task", "Second, longer task", "Third"])
     finish(grove, children)
     bodies = [b for b in simulator.simulator.received if "siblings-0" in json.dumps(b)][-3:]
@@ -111,7 +111,7 @@ def test_siblings_send_the_same_bytes_up_to_their_fork_point(
 def test_a_hundred_children_at_once_write_their_prefix_once(
     grove: Grove, simulator: SimulatorThread
 ) -> None:
-    root = seeded_root(grove, "claude-sonnet-4-5", "hundred")
+    root = seeded_root(grove, "claude-sonnet-5-5", "hundred")
     before = billed(simulator, "anthropic")
     children = grove.fork_many(root, [f"Task {n}: one line." for n in range(100)])
     results = finish(grove, children)
@@ -135,7 +135,7 @@ def note(text: str) -> str:
 
 def test_a_tool_loop_reads_what_the_step_before_wrote(grove: Grove) -> None:
     root = grove.create_root(
-        "claude-sonnet-4-5", system="You take notes. " + "Rules. " * 1_500, tools=[note]
+        "claude-sonnet-5-5", system="You take notes. " + "Rules. " * 1_500, tools=[note]
     ).uuid
     steps = " ".join(
         f"[[sim tool=note args='{json.dumps({'text': f'n{n}'})}' step={n}]]" for n in range(1, 6)
@@ -149,7 +149,7 @@ def test_a_tool_loop_reads_what_the_step_before_wrote(grove: Grove) -> None:
 
 
 def test_a_failed_first_child_releases_the_others_at_once(grove: Grove) -> None:
-    root = seeded_root(grove, "claude-sonnet-4-5", "failing")
+    root = seeded_root(grove, "claude-sonnet-5-5", "failing")
     prompts = ["[[sim fault=529 retry_after=6 times=1]] first"] + [f"task {n}" for n in range(4)]
     started = time.monotonic()
     children = grove.fork_many(root, prompts)
@@ -161,7 +161,7 @@ def test_a_failed_first_child_releases_the_others_at_once(grove: Grove) -> None:
 def test_openai_siblings_share_a_prompt_cache_key_name(
     grove: Grove, simulator: SimulatorThread
 ) -> None:
-    root = seeded_root(grove, "gpt-5-mini", "openai")
+    root = seeded_root(grove, "gpt-6.1-terra", "openai")
     before = billed(simulator, "openai-responses")
     children = grove.fork_many(root, ["one", "two", "three"])
     results = finish(grove, children)
@@ -182,7 +182,7 @@ def gemini_tasks(count: int) -> list[Task]:
 def test_a_gemini_batch_makes_one_cached_content_and_deletes_it(
     grove: Grove, simulator: SimulatorThread, tmp_path: Path
 ) -> None:
-    root = seeded_root(grove, "gemini-3.0-flash", "gemini")
+    root = seeded_root(grove, "gemini-3.5-flash", "gemini")
     explicit = simulator.simulator.explicit
     made, deleted = explicit.created, explicit.deleted
     totals = Totals(total=12)
@@ -204,15 +204,15 @@ def test_a_gemini_batch_makes_one_cached_content_and_deletes_it(
 def test_costs_count_cached_tokens_at_their_prices_and_reports_say_so(
     grove: Grove, tmp_path: Path
 ) -> None:
-    root = seeded_root(grove, "claude-sonnet-4-5", "prices")
+    root = seeded_root(grove, "claude-sonnet-5-5", "prices")
     first, second = grove.fork_many(root, ["one", "two"])
     finish(grove, [first, second])
     data = last_reply(grove, second)
     usage = Usage(**data["usage"])
     assert usage.cache_read_tokens > 2_000
-    assert data["cost_usd"] == pytest.approx(cost_usd("claude-sonnet-4-5", usage))
+    assert data["cost_usd"] == pytest.approx(cost_usd("claude-sonnet-5-5", usage))
     plain = Usage(input_tokens=usage.input_tokens, output_tokens=usage.output_tokens)
-    uncached = cost_usd("claude-sonnet-4-5", plain)
+    uncached = cost_usd("claude-sonnet-5-5", plain)
     assert data["cost_usd"] < 0.2 * uncached
     assert data["saved_usd"] == pytest.approx(uncached - data["cost_usd"], rel=1e-6)
     env = {**cli_environment(tmp_path), "GROVE_STORE": str(grove.settings.store)}
@@ -243,7 +243,7 @@ def test_a_gemini_batch_interrupted_deletes_its_cached_content(
     made, deleted = explicit.created, explicit.deleted
     output = tmp_path / "tasks.out.jsonl"
     command = [sys.executable, "-m", "cli.app", "batch", str(tasks), "--context", str(context)]
-    command += ["--model", "gemini-3.0-flash", "--hosts", "1"]
+    command += ["--model", "gemini-3.5-flash", "--hosts", "1"]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
     )

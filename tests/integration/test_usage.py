@@ -35,7 +35,7 @@ def trees(grove: Grove) -> tuple[str, str]:
         result = grove.wait_any([child], 60)[child]
         assert result is not None and result.ok
     assert grove.dispatch(first, '/compact [[sim reply="S"]]').ok
-    second = grove.create_root("gpt-5-mini").uuid
+    second = grove.create_root("gpt-6.1-terra").uuid
     assert grove.ask(second, "[[sim tokens=9]] hello").ok
     return first, second
 
@@ -95,7 +95,7 @@ def test_grove_usage_totals_equal_the_sum_over_the_store(
     by_provider = json.loads(grove_usage(grove, tmp_path, "--by", "provider", "--json").stdout)
     assert {"anthropic", "openai"} <= set(by_provider["rows"])
     table = grove_usage(grove, tmp_path, "--by", "model")
-    assert "anthropic/claude-haiku-4-5" in table.stdout and "openai/gpt-5-mini" in table.stdout
+    assert "anthropic/claude-haiku-4-5" in table.stdout and "openai/gpt-6.1-terra" in table.stdout
 
 
 def test_an_agent_and_its_descendants_only(
