@@ -27,7 +27,7 @@ from providers.catalog import model_info
 from providers.errors import UnknownModelError
 from providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
 from providers.output_schema import for_provider
-from providers.thinking import anthropic_effort, anthropic_thinking
+from providers.thinking import anthropic_fields, anthropic_plan
 
 if TYPE_CHECKING:  # providers.http builds on this module (its preserved thinking)
     from providers.http import Endpoint
@@ -54,14 +54,14 @@ def request_headers(endpoint: Endpoint) -> dict[str, str]:
 
 def request_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
     """The streaming Messages body for `request`, and warning lines to show the user."""
-    thinking, max_tokens = anthropic_thinking(request.model, request.thinking, request.max_tokens)
-    effort = anthropic_effort(request.model, request.thinking)
+    plan = anthropic_plan(request.model, request.thinking)
     messages = wire_messages(request.messages)
-    warnings: tuple[str, ...] = ()
-    thinking_on = thinking is not None and thinking["type"] != "disabled"
-    if thinking_on and continues_tool_loop_without_thinking(messages):
-        thinking, effort, thinking_on = None, None, False
-        warnings = (THINKING_OFF_IN_FOREIGN_TOOL_LOOP,)
+    warnings: tuple[str, ...] = (plan.warning,) if plan.warning else ()
+    if plan.thinks and continues_tool_loop_without_thinking(messages):
+        off = anthropic_plan(request.model, "none")
+        if not off.thinks:  # a model that always thinks keeps its setting
+            plan, warnings = off, (THINKING_OFF_IN_FOREIGN_TOOL_LOOP,)
+    thinking, max_tokens = anthropic_fields(plan, request.model, request.max_tokens)
     body: JSONObject = {
         "model": request.model,
         "max_tokens": max_tokens,
@@ -74,10 +74,10 @@ def request_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
         body["tools"] = [wire_tool(tool) for tool in request.tools]
     if thinking is not None:
         body["thinking"] = thinking
-    if effort is not None:
-        body["output_config"] = {"effort": effort}
+    if plan.effort is not None:
+        body["output_config"] = {"effort": plan.effort}
     if request.output is not None:
-        _ask_for_output(body, request, thinking_on=thinking_on)
+        _ask_for_output(body, request, thinking_on=plan.thinks)
     place_breakpoints(body, request.cache, cache_min_tokens(request.model))
     return body, warnings
 
@@ -93,7 +93,8 @@ def cache_min_tokens(model: str) -> int:
 def _ask_for_output(body: JSONObject, request: Request, *, thinking_on: bool) -> None:
     """Structured outputs (`output_config.format`) where the model has them, else a final
     tool the model must call: named when it is the only tool, any tool when there are
-    others. With thinking on, the API forces no tool: the system prompt asks instead."""
+    others. With thinking on, or on a model that refuses forced tool choice (Claude 5.5 and
+    Fable), no tool is forced: the system prompt asks instead."""
     output = request.output
     assert output is not None
     if output_mode("anthropic", request) == "native":
@@ -103,7 +104,7 @@ def _ask_for_output(body: JSONObject, request: Request, *, thinking_on: bool) ->
         return
     body["tools"] = [*body.get("tools", []), wire_tool(output_tool(output))]
     body["system"] = tool_mode_system(request.system)
-    if not thinking_on:
+    if not thinking_on and model_info(request.model, "anthropic").forced_tool_choice:
         only = len(body["tools"]) == 1
         body["tool_choice"] = {"type": "tool", "name": OUTPUT_TOOL} if only else {"type": "any"}
 

@@ -20,7 +20,7 @@ from providers.base import (
 from providers.catalog import infer_provider
 from providers.openai_chat_parser import ChatParser
 from providers.openai_shared import OpenAIWire, strict_format
-from providers.thinking import OPENAI_EFFORTS, openai_reasoning
+from providers.thinking import OPENAI_EFFORTS, openai_effort
 
 
 class OpenAIChatWire(OpenAIWire):
@@ -64,8 +64,7 @@ def reasoning_effort(model: str, level: ThinkingLevel | None) -> str | None:
         return None
     if infer_provider(model) is None:
         return OPENAI_EFFORTS[level]
-    reasoning = openai_reasoning(model, level)
-    return None if reasoning is None else str(reasoning["effort"])
+    return openai_effort(model, level)
 
 
 def tool_definition(tool: ToolSpec) -> JSONObject:

@@ -20,6 +20,7 @@ from providers.output_schema import for_provider
 from providers.retry import retry_after_from_headers
 from providers.secrets import mask
 from providers.sse import ServerSentEvent
+from providers.thinking import openai_warning
 from providers.wirejson import json_str
 
 PROVIDER: ProviderName = "openai"
@@ -75,8 +76,12 @@ class OpenAIWire:
             key = self.cache_keys.key_for(request)
             if key is not None:
                 body["prompt_cache_key"] = key
+        warning = openai_warning(request.model, request.thinking)
         return PreparedRequest(
-            path=api_path(endpoint, self.route), headers=auth_headers(endpoint), body=body
+            path=api_path(endpoint, self.route),
+            headers=auth_headers(endpoint),
+            body=body,
+            warnings=(warning,) if warning else (),
         )
 
     def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:

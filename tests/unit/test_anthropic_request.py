@@ -171,17 +171,32 @@ def test_adaptive_models_send_an_effort_and_no_budget() -> None:
     ).body
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "medium"}
-    body = prepare(
-        Request(model="claude-sonnet-5-5", messages=(Message.user("Hi"),), thinking="none")
-    ).body
-    assert body["thinking"] == {"type": "disabled"}
-    assert "output_config" not in body
-    body = prepare(
-        Request(model="claude-opus-5-5", messages=(Message.user("Hi"),), thinking="none")
-    ).body
-    assert (body["thinking"], body["output_config"]) == ({"type": "adaptive"}, {"effort": "low"})
     body = prepare(Request(model="claude-sonnet-5-5", messages=(Message.user("Hi"),))).body
     assert "thinking" not in body and "output_config" not in body
+
+
+@pytest.mark.parametrize(
+    ("model", "thinking", "config", "warned"),
+    [
+        # Sonnet 5.5 refuses "disabled": its lowest setting is between_tools (no other field)
+        ("claude-sonnet-5-5", {"type": "between_tools"}, None, True),
+        # Opus 5.5 and Fable always think: their lowest effort
+        ("claude-opus-5-5", {"type": "adaptive"}, {"effort": "low"}, True),
+        ("claude-fable-5-2", {"type": "adaptive"}, {"effort": "low"}, True),
+        ("claude-haiku-5-5", {"type": "disabled"}, None, False),
+        ("claude-opus-4-6", {"type": "disabled"}, None, False),
+        ("claude-haiku-4-5", None, None, False),  # thinks only when asked
+    ],
+)
+def test_none_is_the_nearest_setting_the_model_accepts(
+    model: str, thinking: JSONObject | None, config: JSONObject | None, warned: bool
+) -> None:
+    prepared = prepare(Request(model=model, messages=(Message.user("Hi"),), thinking="none"))
+    assert prepared.body.get("thinking") == thinking
+    assert prepared.body.get("output_config") == config
+    assert prepared.warnings == (
+        ("This model does not support disabling thinking",) if warned else ()
+    )
 
 
 @pytest.mark.parametrize("level", [None, "none"])

@@ -161,7 +161,7 @@ def test_gemini_25_pro_cannot_disable_thinking() -> None:
     ("level", "value"), [("none", "minimal"), ("low", "low"), ("med", "medium"), ("high", "high")]
 )
 def test_gemini_3_flash_levels(level: ThinkingLevel, value: str) -> None:
-    config, warnings = thinking_config("gemini-3.0-flash", level)
+    config, warnings = thinking_config("gemini-3.5-flash", level)
     assert config["thinkingLevel"] == value
     assert "thinkingBudget" not in config
     assert config.get("includeThoughts") is (True if level != "none" else None)
@@ -173,7 +173,7 @@ def test_gemini_3_flash_levels(level: ThinkingLevel, value: str) -> None:
     [("none", "low", True), ("low", "low", False), ("med", "high", False), ("high", "high", False)],
 )
 def test_gemini_3_pro_has_two_levels(level: ThinkingLevel, value: str, warned: bool) -> None:
-    config, warnings = thinking_config("gemini-3.0-pro", level)
+    config, warnings = thinking_config("gemini-3-pro-preview", level)
     assert config == {"thinkingLevel": value, "includeThoughts": True}
     assert warnings == ((CANNOT_DISABLE_WARNING,) if warned else ())
 

@@ -133,15 +133,30 @@ def test_responses_system_tools_and_max_tokens() -> None:
         ("gpt-5-nano", "high", "high"),
         ("gpt-5.1", "none", "none"),
         ("gpt-5.1", "med", "medium"),
+        ("gpt-6.1-terra", "none", "none"),
+        ("gpt-6-sol", "none", "none"),
+        # GPT-6.1 and 6.2 Sol and GPT-6 Astra refuse "none" (and "minimal"): their lowest
+        ("gpt-6.1-sol", "none", "low"),
+        ("gpt-6.2-sol", "none", "low"),
+        ("gpt-6-astra", "none", "low"),
+        ("gpt-6.2-sol", "high", "high"),
     ],
 )
 def test_responses_reasoning_effort(model: str, level: ThinkingLevel, effort: str) -> None:
-    body = responses_body(Request(model=model, messages=(Message.user("Hi"),), thinking=level))
+    prepared = OpenAIResponsesWire().prepare(
+        Request(model=model, messages=(Message.user("Hi"),), thinking=level), ENDPOINT
+    )
+    body = prepared.body
     reasoning = body["reasoning"]
     assert isinstance(reasoning, dict)
     assert reasoning["effort"] == effort
-    # Summaries stream whenever thinking is on; "none" asks for none.
-    assert ("summary" in reasoning) == (level != "none")
+    # Summaries stream whenever the model reasons; "none" and "minimal" ask for none.
+    assert ("summary" in reasoning) == (effort not in ("none", "minimal"))
+    # A model that cannot stop reasoning says so for "none".
+    refused = level == "none" and effort not in ("none", "minimal")
+    assert prepared.warnings == (
+        ("This model does not support disabling thinking",) if refused else ()
+    )
     # Encrypted reasoning is asked for whenever reasoning items can be produced.
     assert ("include" in body) == (effort != "none")
     if effort != "none":
@@ -270,6 +285,8 @@ def test_chat_request() -> None:
         ("gpt-5", "none", "minimal"),
         ("gpt-5.1", "none", "none"),
         ("gpt-5-nano", "high", "high"),
+        ("gpt-6.1-sol", "none", "low"),
+        ("gpt-6.1-terra", "none", "none"),
         # A compatible server's own model id: the plain mapping, no catalog lookup.
         ("Qwen/Qwen3-8B", "low", "low"),
         ("Qwen/Qwen3-8B", "none", "minimal"),

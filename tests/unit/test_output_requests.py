@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from providers.anthropic_request import request_body as anthropic_body
@@ -87,3 +88,32 @@ def test_anthropic_without_structured_outputs_forces_the_final_tool() -> None:
     thinking, _ = anthropic_body(request("claude-3-7-sonnet-latest", thinking="low"))
     assert "tool_choice" not in thinking  # the API forces no tool while thinking
     assert thinking["system"].endswith(TOOL_MODE_INSTRUCTION)
+
+
+# Outside Anthropic's structured-output subset (`prefixItems`): only a final tool takes it.
+PAIR = OutputSchema(
+    name="pair",
+    schema=checked_schema(
+        {
+            "type": "object",
+            "properties": {
+                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}
+            },
+        }
+    ),
+)
+
+
+def test_claude_5_5_and_fable_answer_in_output_config_format_and_are_never_forced_a_tool() -> None:
+    for model in ("claude-sonnet-5-5", "claude-opus-5-5", "claude-haiku-5-5", "claude-fable-5-2"):
+        for level in (None, "none", "low"):
+            body, _ = anthropic_body(request(model, tools=True, thinking=level))
+            assert body["output_config"]["format"]["type"] == "json_schema", (model, level)
+            assert "tool_choice" not in body
+            tool_mode, _ = anthropic_body(replace(request(model, thinking=level), output=PAIR))
+            assert [tool["name"] for tool in tool_mode["tools"]] == [OUTPUT_TOOL]
+            assert "tool_choice" not in tool_mode  # forced tool choice is a 400 there
+            assert tool_mode["system"].endswith(TOOL_MODE_INSTRUCTION)
+    # Where forced tool choice is taken and thinking is off, the final tool is forced.
+    forced, _ = anthropic_body(replace(request("claude-haiku-4-5"), output=PAIR))
+    assert forced["tool_choice"] == {"type": "tool", "name": OUTPUT_TOOL}

@@ -91,10 +91,14 @@ def test_anthropic_adaptive_models_take_an_effort_never_a_budget(model: str) -> 
     assert anthropic_thinking(model, None, None)[0] is None  # the provider's default
     assert anthropic_effort(model, None) is None
     thinking, _ = anthropic_thinking(model, "none", None)
-    if info.can_disable_thinking:
+    if "disabled" in info.thinking_accepts:
         assert thinking == {"type": "disabled"}
         assert anthropic_effort(model, "none") is None
         assert describe_thinking(model, "none") == "Thinking: none"
+    elif "between_tools" in info.thinking_accepts:  # Sonnet 5.5: no thinking up front
+        assert thinking == {"type": "between_tools"}
+        assert anthropic_effort(model, "none") is None
+        assert describe_thinking(model, "none") == "Thinking: between tools only (minimum)"
     else:  # always on: its lowest effort
         assert thinking == {"type": "adaptive"}
         assert anthropic_effort(model, "none") == "low"
@@ -185,7 +189,7 @@ def test_gemini_3_flash_uses_thinking_levels() -> None:
     assert google_thinking_config("gemini-3.5-flash", None) == (None, None)
 
 
-@pytest.mark.parametrize("model", ["gemini-3-pro-preview", "gemini-9.0-pro"])
+@pytest.mark.parametrize("model", ["gemini-3-pro-preview"])
 def test_gemini_3_pro_uses_low_or_high_only(model: str) -> None:
     assert google_thinking_config(model, "none") == (
         {"thinkingLevel": "low", "includeThoughts": True},
