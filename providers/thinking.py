@@ -255,6 +255,8 @@ def describe_thinking(model: str, level: ThinkingLevel | None) -> str:
         return f"Thinking: {plan.effort} effort{minimum}" if plan.thinks else "Thinking: none"
     if info.provider == "openai":
         effort, warning = openai_plan(model, level)
+        if effort == "none":
+            return "Thinking: none"
         return f"Thinking: {effort} effort{' (minimum)' if warning else ''}"
     config, warning = google_thinking_config(model, level)
     assert config is not None

@@ -237,6 +237,18 @@ def test_gemini_include_thoughts_exactly_when_thinking_is_on(
         ("gemini-3.5-flash", None, "Thinking: provider default"),
         ("claude-haiku-4-5", "none", "Thinking: none"),
         ("gemini-2.5-flash", "none", "Thinking: none"),
+        # Today's models: each line says what is sent
+        ("claude-sonnet-5-5", "med", "Thinking: medium effort"),
+        ("claude-sonnet-5-5", "none", "Thinking: between tools only (minimum)"),
+        ("claude-opus-5-5", "none", "Thinking: low effort (minimum)"),
+        ("claude-fable-5-2", "none", "Thinking: low effort (minimum)"),
+        ("claude-haiku-5-5", "none", "Thinking: none"),
+        ("gpt-6.1-sol", "none", "Thinking: low effort (minimum)"),
+        ("gpt-6.1-terra", "none", "Thinking: none"),
+        ("gpt-6.2-sol", "high", "Thinking: high effort"),
+        ("gemini-3.8-flash", "none", "Thinking: LOW level (minimum)"),
+        ("gemini-3.5-flash", "none", "Thinking: MINIMAL level"),
+        ("gemini-4-argon", "med", "Thinking: MEDIUM level"),
     ],
 )
 def test_describe_thinking_lines(model: str, level: ThinkingLevel | None, line: str) -> None:
