@@ -26,12 +26,12 @@ import httpx2  # the anthropic SDK's own HTTP client
 from harness import ExternalSimulator, Pacing, running_grove, simulator_process
 
 from providers.base import Usage
-from providers.catalog import cost_usd
+from providers.catalog import DEFAULT_MODELS, cost_usd
 from supervisor.batch.records import OutputLog, record_results
 from supervisor.batch.summary import Totals
 from supervisor.batch.tasks import Task
 
-MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-5-mini", "google": "gemini-3.0-flash"}
+MODELS: dict[str, str] = {name: model for name, model in DEFAULT_MODELS.items()}  # defaults
 APIS = {"anthropic": "anthropic", "openai": "openai-responses", "google": "google"}
 CONTEXT_TOKENS = 20_000
 ANTHROPIC_TTL_S = 300.0

@@ -1,5 +1,5 @@
 """Benchmark: a one-shot prompt from the command line, warm, against one simulator (Chat
-Completions wire, answering at once): `grove run --model gpt-5-mini "hello there"` with a Grove
+Completions wire, answering at once): `grove run --model gpt-6.1-terra "hello there"` with a Grove
 service up (`grove up`), the same command as without one, against the `llm` CLI with the same
 model declared in its extra-openai-models.yaml (goal: at most 0.5x llm's wall time), medians
 of alternating runs; also `grove --help`, `grove agents` and `grove status` (goal: each at most
@@ -25,7 +25,7 @@ from typing import Any
 
 from harness import REPO_ROOT, Pacing, simulator_process
 
-MODEL = "gpt-5-mini"
+MODEL = "gpt-6.1-terra"
 PROMPT = "hello there"
 
 

@@ -29,7 +29,7 @@ STOP_TIMEOUT_S = 10.0
 REDIS_START_TIMEOUT_S = 10.0
 PAGE_KB = os.sysconf("SC_PAGE_SIZE") // 1024
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-5-5"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -38,7 +38,7 @@ if mode == "ray.init":
 sys.path.insert(0, "bench")
 from harness import descendants
 with Grove(simulate=True, hosts=1) as grove:
-    root = grove.create_root("gpt-5-mini").uuid
+    root = grove.create_root("gpt-6.1-terra").uuid
     assert grove.ask(root, "hello").ok
     processes = len(descendants(os.getpid()))
 if mode == "ray.init":

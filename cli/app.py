@@ -25,6 +25,7 @@ from cli.events import events_command
 from cli.failures import EXIT_FAILED, failure_line
 from cli.history import history_command
 from cli.mcp_command import mcp_command
+from cli.models import models_command
 from cli.run import run_command
 from cli.service import down_command, status_command, up_command
 from cli.simulate import simulate_command
@@ -153,6 +154,7 @@ app.command("agents")(agents_command)
 app.command("history")(history_command)
 app.command("events")(events_command)
 app.command("usage")(usage_command)
+app.command("models")(models_command)
 app.command("simulate")(simulate_command)
 app.command("up")(up_command)
 app.command("status")(status_command)

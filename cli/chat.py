@@ -136,6 +136,8 @@ def open_session(
     if resume is None:
         return grove.create_root(model, tools=tools, allow=allow, budget=budget).uuid
     record = grove.agent(resume)
+    if model is None:
+        warn_of_retired_model(record.provider, record.model)
     while record.parent_uuid is not None:
         record = grove.agent(record.parent_uuid)
     if model is not None:
@@ -143,6 +145,19 @@ def open_session(
         if not outcome.ok:
             raise CommandError(outcome.text)
     return record.uuid
+
+
+def warn_of_retired_model(provider: str | None, model: str | None) -> None:
+    """A resumed agent on a model that is retired or shutting down: what to do, on stderr
+    (its model id as written for another server, `PROVIDER:MODEL`, is not judged)."""
+    from providers.catalog import infer_provider
+    from providers.lifecycle import standing
+
+    if model is None or infer_provider(model) != provider:
+        return
+    verdict = standing(model)
+    if verdict is not None and verdict.notice is not None:
+        sys.stderr.write((verdict.resume_text if verdict.retired else verdict.notice) + "\n")
 
 
 class Repl(ABC):

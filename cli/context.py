@@ -5,6 +5,7 @@ fail. Nothing in cli/ keeps module-level mutable state.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -234,6 +235,20 @@ class CliContext:
         from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
         return Grove(settings=settings, simulate=simulate, hosts=hosts)
+
+    @contextmanager
+    def catalog(self) -> Iterator[Grove | RemoteGrove]:
+        """What `grove models` asks: the service, or a Grove of this command's own, not started
+        (the catalog needs no Ray and no store)."""
+        remote = self.remote()
+        if remote is not None:
+            with remote:
+                yield remote
+            return
+        from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+
+        with contextlib.closing(Grove(settings=self.settings())) as grove:
+            yield grove
 
     @contextmanager
     def reads(self) -> Iterator[StoreReads | RemoteGrove]:

@@ -1,5 +1,6 @@
-"""`grove doctor`: checks what Grove needs (versions, the configuration, the store, the
-credentials file, Ray, the sandbox, the simulator, a running service) and says what to fix.
+"""`grove doctor`: checks what Grove needs (versions, the configuration, the store and the
+models of its agents, the credentials file, Ray, the sandbox, the simulator, a running service)
+and says what to fix.
 """
 
 from __future__ import annotations
@@ -56,17 +57,31 @@ def store(settings: GroveSettings) -> list[Finding]:
         opened = open_store(settings.store)
         try:
             count = len(opened.list_agents(include_ended=True))
+            resumable = [(a.uuid, a.model) for a in opened.list_agents() if a.model is not None]
         finally:
             opened.close()
     except GroveError as exc:
         fix = "start that Redis, or set GROVE_STORE (sqlite:///path needs nothing installed)"
         return [Finding("FAIL", "store", str(exc), fix)]
     url = settings.store or default_store_url()
-    findings = [Finding("ok", "store", f"{url}: {count} agents")]
+    findings = [Finding("ok", "store", f"{url}: {count} agents"), *stored_models(resumable)]
     exposed = exposed_store_warning(settings.store)
     if exposed:
         findings.append(Finding("warn", "store", exposed, "chmod 600 the store file"))
     return findings
+
+
+def stored_models(agents: list[tuple[str, str]]) -> list[Finding]:
+    """One finding per stored agent (running, or stopped and resumable) on a model that is
+    retired, deprecated or shuts down within 30 days: which, and how to move it."""
+    from providers.lifecycle import stale_agents
+
+    found = []
+    for agent, verdict in stale_agents(agents):
+        switch = f"/model {verdict.successor}" if verdict.successor else "/model MODEL"
+        fix = f"in `grove chat --resume {agent}`: /switch {agent}, then {switch}"
+        found.append(Finding("warn", "models", f"agent {agent}: {verdict.notice}", fix))
+    return found
 
 
 def credentials() -> list[Finding]:
@@ -134,6 +149,7 @@ def ray_check(settings: GroveSettings) -> list[Finding]:
 def simulator() -> list[Finding]:
     import httpx
 
+    from providers.catalog import DEFAULT_MODELS
     from providers.simulator import SimulatorConfig, SimulatorThread
 
     try:
@@ -142,7 +158,7 @@ def simulator() -> list[Finding]:
                 f"{running.base_url}/v1/messages",
                 headers={"x-api-key": "doctor", "anthropic-version": "2023-06-01"},
                 json={
-                    "model": "claude-haiku-4-5",
+                    "model": DEFAULT_MODELS["anthropic"],
                     "max_tokens": 16,
                     "messages": [{"role": "user", "content": "hello"}],
                 },

@@ -29,7 +29,7 @@ TURN_TIMEOUT_S = 3600.0
 Prompt = Annotated[str, Field(min_length=1, description="What to ask.")]
 ModelName = Annotated[
     str | None,
-    Field(description="MODEL[/THINKING], e.g. claude-sonnet-4-5/med (default: the configured)."),
+    Field(description="MODEL[/THINKING], e.g. claude-sonnet-5-5/med (default: the configured)."),
 ]
 AgentId = Annotated[
     str, Field(min_length=1, description="An agent's id (a unique prefix will do).")

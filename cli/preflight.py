@@ -15,6 +15,7 @@ from providers.errors import GroveError
 
 if TYPE_CHECKING:
     from providers.catalog import ModelSpec
+    from providers.lifecycle import Choice
     from supervisor.budget_rules import Budget
     from supervisor.command_defaults import CommandDefaults
 
@@ -30,37 +31,32 @@ def preflight(
     """Check what the command line gives (each `MODEL[/THINKING]` of `models`, the --tools
     flags, the budget, else the config's) against the Grove it will run on (`defaults`: this
     process's or the service's); `joined`: the hosts run on a cluster joined with --address,
-    whose keys and commands are not this process's to check. A deprecated model gets a
-    warning on stderr, once."""
-    specs = [checked_model(text, defaults.aliases) for text in dict.fromkeys(models) if text]
+    whose keys and commands are not this process's to check. A retired model is refused; a
+    deprecated one, or one shutting down soon, gets a warning on stderr, once."""
+    choices = [checked_model(text, defaults.aliases) for text in dict.fromkeys(models) if text]
+    specs = [choice.spec for choice in choices]
     check_cost_budget(defaults, specs, budget)
     if not joined:
         check_credentials(defaults, specs)
         if defaults.mcp_problems:
             fail(defaults.mcp_problems[0], code=2)
     check_tools(tools or [])
-    for model in dict.fromkeys(spec.model for spec in specs):
-        warn_if_retiring(model)
+    for warning in dict.fromkeys(choice.warning for choice in choices):
+        if warning is not None:
+            sys.stderr.write(warning + "\n")
 
 
-def checked_model(text: str, aliases: dict[str, str]) -> ModelSpec:
-    """The spec `text` names; the reference's texts for what does not parse, and a "did you
-    mean" for a typo of a known id (named `PROVIDER:MODEL`, an id is taken as written)."""
-    from providers.catalog import parse_model_choice
+def checked_model(text: str, aliases: dict[str, str]) -> Choice:
+    """The model `text` names and its warning; the reference's texts for what does not
+    parse, a "did you mean" for a typo of a known id and the successor of a retired one
+    (named `PROVIDER:MODEL`, an id is taken as written)."""
     from providers.errors import ModelSpecError
+    from providers.lifecycle import choose_model
 
     try:
-        return parse_model_choice(text, aliases)
+        return choose_model(text, aliases)
     except ModelSpecError as exc:
         fail(str(exc), code=2)
-
-
-def warn_if_retiring(model: str) -> None:
-    from providers.catalog import retirement_warning
-
-    warning = retirement_warning(model)
-    if warning is not None:
-        sys.stderr.write(warning + "\n")
 
 
 def check_credentials(defaults: CommandDefaults, specs: list[ModelSpec]) -> None:

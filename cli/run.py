@@ -44,7 +44,11 @@ def run_command(
     prompt: Annotated[str, typer.Argument(help="The prompt to send.")],
     model: Annotated[
         str | None,
-        typer.Option("--model", "-m", help="MODEL[/THINKING], e.g. claude-sonnet-4-5/med."),
+        typer.Option(
+            "--model",
+            "-m",
+            help="MODEL[/THINKING], e.g. claude-sonnet-5-5/med (grove models lists them).",
+        ),
     ] = None,
     system: Annotated[str | None, typer.Option("--system", help="A system prompt.")] = None,
     json_output: Annotated[

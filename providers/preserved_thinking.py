@@ -15,7 +15,17 @@ from functools import cache
 from typing import Any
 
 from providers.anthropic_request import wire_block
-from providers.base import AssistantTurn, Message, ProviderName, Request, ThinkingPart
+from providers.base import (
+    AssistantTurn,
+    Message,
+    Part,
+    ProviderName,
+    Request,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from providers.catalog import model_info
 from providers.errors import ProviderError, ProviderHTTPError, UnknownModelError
 
@@ -41,9 +51,19 @@ def bound(provider: ProviderName, request: Request) -> tuple[Request, str | None
     """`request` without the thinking its model would refuse (made by another model, or
     under another prefix: system, tools or an earlier part changed, or an earlier block was
     left out), and the fingerprint of all it sends, which its reply's blocks are bound to.
-    Unchanged, with None, for a model that does not preserve thinking."""
+    A tool loop whose last reply so loses its leading thinking is closed (`_closed`): the
+    model thinks on every request, and a tool loop must then start with thinking. Unchanged,
+    with None, for a model that does not preserve thinking."""
     if provider != "anthropic" or not preserves_thinking(request.model):
         return request, None
+    kept, prefix = _kept(request)
+    if kept is not request and (closed := _closed(request, kept)) is not None:
+        return closed, _fingerprint(closed)
+    return kept, prefix
+
+
+def _kept(request: Request) -> tuple[Request, str]:
+    """`request` without the thinking no longer bound to it, and its fingerprint."""
     digest = _head(request)
     messages: list[Message] = []
     dropped = False
@@ -64,6 +84,51 @@ def bound(provider: ProviderName, request: Request) -> tuple[Request, str | None
         messages.append(replace(message, parts=tuple(parts)) if dropped else message)
     kept = replace(request, messages=tuple(messages)) if dropped else request
     return kept, digest.hexdigest()
+
+
+def _fingerprint(request: Request) -> str:
+    digest = _head(request)
+    for message in request.messages:
+        for part in message.parts:
+            if (block := wire_block(message, part)) is not None:
+                _add(digest, message.role, block)
+    return str(digest.hexdigest())
+
+
+def _closed(original: Request, kept: Request) -> Request | None:
+    """When `kept` ends in a tool loop whose last reply began with thinking in `original`
+    and no longer does: `kept` with that reply's calls and their results told as text, so
+    no tool loop is left open; None otherwise."""
+    messages = list(kept.messages)
+    if not messages or not any(isinstance(p, ToolResultPart) for p in messages[-1].parts):
+        return None
+    replies = [i for i, m in enumerate(messages) if m.role == "assistant"]
+    if not replies or not _leads_with_thinking(original.messages[replies[-1]]):
+        return None
+    last = replies[-1]
+    if _leads_with_thinking(messages[last]):
+        return None
+    told = [
+        Message(role=message.role, parts=tuple(_told(part) for part in message.parts))
+        for message in messages[last:]
+    ]
+    return replace(kept, messages=(*messages[:last], *told))
+
+
+def _leads_with_thinking(message: Message) -> bool:
+    sent = [part for part in message.parts if wire_block(message, part) is not None]
+    return bool(sent) and isinstance(sent[0], ThinkingPart)
+
+
+def _told(part: Part) -> Part:
+    """A tool call or result as text (other parts as they are)."""
+    if isinstance(part, ToolCallPart):
+        arguments = json.dumps(part.arguments, ensure_ascii=False)
+        return TextPart(text=f"[called {part.name} {arguments}]")
+    if isinstance(part, ToolResultPart):
+        outcome = "failed" if part.is_error else "returned"
+        return TextPart(text=f"[{part.name} {outcome}] {part.content}")
+    return part
 
 
 def stamped(turn: AssistantTurn, prefix: str | None) -> AssistantTurn:

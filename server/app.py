@@ -356,6 +356,12 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         with reads() as opened:
             return opened.usage(agent, by)
 
+    @app.get("/api/models")
+    def models(include_retired: bool = False, provider: str | None = None) -> dict[str, Any]:
+        """The catalog as `grove models` shows it, with each model's standing on the
+        service's day."""
+        return {"models": grove.models(include_retired, provider)}
+
     @app.get("/api/events")
     def events(after: int = 0, limit: int = 1000) -> dict[str, Any]:
         with reads() as opened:

@@ -201,6 +201,14 @@ class RemoteGrove:
         """The service's configuration as a command line uses it."""
         return CommandDefaults.from_dict(self._json("GET", "/api/settings"))
 
+    def models(self, include_retired: bool = False, provider: str | None = None) -> list[Any]:
+        """The service's catalog, as `Grove.models`."""
+        params: dict[str, Any] = {"include_retired": include_retired}
+        if provider is not None:
+            params["provider"] = provider
+        rows: list[Any] = self._json("GET", "/api/models", params=params)["models"]
+        return rows
+
     # --- roots, turns, commands -------------------------------------------------------------
 
     def create_root(

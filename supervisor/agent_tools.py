@@ -8,8 +8,8 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from actors.tools.todo import TodoError, apply_todo, from_data, to_data
-from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
+from providers.lifecycle import chosen_model
 from supervisor.errors import CommandError
 from supervisor.fan_in import wait_for
 from supervisor.forking import fork_child
@@ -91,7 +91,7 @@ async def _fork(
             f"{core.limits.children_per_agent}"
         )
     try:
-        spec = parse_model_spec(model) if model else None
+        spec = chosen_model(model) if model else None
     except ModelSpecError as exc:
         raise CommandError(str(exc)) from exc
     forked = await fork_child(

@@ -37,9 +37,10 @@ from actors.tools.grant import MCP_PREFIX
 from actors.tools.mcp import ListedTool, McpServerConfig, list_server_tools
 from actors.tools.sandbox import SandboxPolicy
 from providers.base import DEFAULT_OUTPUT_RETRIES
-from providers.catalog import ModelSpec, parse_model_spec
+from providers.catalog import ModelSpec
 from providers.errors import GroveError, ModelSpecError
 from providers.http import Endpoint
+from providers.lifecycle import chosen_model
 from supervisor import bridge
 from supervisor.advice import AdvisorPlan, ReviewerConfig
 from supervisor.approvals import ApprovalRequest
@@ -52,6 +53,7 @@ from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, SupervisorError, TurnTimeout
 from supervisor.fleet import ProviderLimits
 from supervisor.local_ray import LocalRay, start_ray
+from supervisor.model_table import model_rows
 from supervisor.output_types import OutputTypeLike, model_of, typed
 from supervisor.output_types import output_type as make_output
 from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
@@ -296,7 +298,7 @@ class Turn:
 
 
 class Grove:
-    """`with Grove(simulate=True) as grove: root = grove.create_root("claude-sonnet-4-5")`."""
+    """`with Grove(simulate=True) as grove: root = grove.create_root("claude-sonnet-5-5")`."""
 
     def __init__(
         self,
@@ -421,9 +423,7 @@ class Grove:
         section = self.settings.compaction
         try:
             model = (
-                parse_model_spec(section.model, self.settings.models.aliases)
-                if section.model
-                else None
+                chosen_model(section.model, self.settings.models.aliases) if section.model else None
             )
         except ModelSpecError as exc:
             raise CommandError(f"[compaction] model: {exc}") from exc
@@ -441,18 +441,23 @@ class Grove:
 
         section = self.settings.advisor
         workspace = Path.cwd()
+        aliases = self.settings.models.aliases
+        try:
+            reviewers = tuple(
+                ReviewerConfig(
+                    name=reviewer.name,
+                    model=chosen_model(reviewer.model, aliases),
+                    prompt=reviewer.prompt,
+                )
+                for reviewer in section.reviewer_sections()
+            )
+        except ModelSpecError as exc:
+            raise CommandError(f"[advisor] model: {exc}") from exc
         return AdvisorPlan(
             enabled=section.enabled,
             subagents=section.subagents,
             sync_backlog=section.sync_backlog,
-            reviewers=tuple(
-                ReviewerConfig(
-                    name=reviewer.name,
-                    model=parse_model_spec(reviewer.model, self.settings.models.aliases),
-                    prompt=reviewer.prompt,
-                )
-                for reviewer in section.reviewer_sections()
-            ),
+            reviewers=reviewers,
             workspace=str(workspace),
             watchdog=watchdog_prompt(workspace),
         )
@@ -528,7 +533,7 @@ class Grove:
         times."""
         text = model or self.settings.defaults.model
         try:
-            spec = parse_model_spec(text, self.settings.models.aliases) if text else None
+            spec = chosen_model(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
         if tools is None:
@@ -813,9 +818,15 @@ class Grove:
         finally:
             store.close()
 
+    def models(self, include_retired: bool = False, provider: str | None = None) -> list[Any]:
+        """The catalog: each model (`provider`'s only, when given; retired ones with
+        `include_retired`) with its standing today, windows and prices (`grove models`).
+        Needs no start."""
+        return model_rows(include_retired, provider)
+
     def _spec(self, text: str | None) -> ModelSpec | None:
         try:
-            return parse_model_spec(text, self.settings.models.aliases) if text else None
+            return chosen_model(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
 

@@ -28,9 +28,10 @@ from pydantic_settings import (
 )
 
 from providers.base import CachePolicy, ProviderName
-from providers.catalog import checked_prices, parse_model_spec
+from providers.catalog import DEFAULT_MODELS, checked_prices
 from providers.credentials import BASE_URL_ENV, base_url_problem, config_dir
 from providers.errors import GroveError, ModelSpecError
+from providers.lifecycle import chosen_model
 from providers.retry import RetryPolicy
 
 CONFIG_FILE = "config.toml"
@@ -285,7 +286,8 @@ class ReviewerSection(_Section):
 
 class AdvisorSection(_Section):
     enabled: bool = False
-    model: str = "claude-sonnet-4-5/med"
+    # The catalog's Anthropic default: a current model, never a retired one.
+    model: str = f"{DEFAULT_MODELS['anthropic']}/med"
     subagents: bool = False
     sync_backlog: Literal["off", 1, 3, 5] = "off"
     retry_delay_s: float = Field(
@@ -313,8 +315,10 @@ class AdvisorSection(_Section):
 
 
 def _checked_spec(value: str) -> str:
+    """A model a config file names: the checks of a model chosen on the command line (an
+    unknown id, a typo of a known one, a retired one refused in one line)."""
     try:
-        parse_model_spec(value)
+        chosen_model(value)
     except ModelSpecError as exc:
         raise ValueError(str(exc)) from exc
     return value

@@ -8,26 +8,40 @@ from __future__ import annotations
 import math
 
 from actors.tools.fanout import WAIT_CAP_S
+from providers.catalog import DEFAULT_MODELS, PROVIDER_TITLES
 from supervisor.errors import CommandError
 
-NO_MODEL_TEXT = """No model configured. Use /model to select one.
 
-Examples:
-  /model claude-sonnet-4-5      (Anthropic)
-  /model gpt-5-mini             (OpenAI)
-  /model gemini-3.0-flash       (Google)
+def _no_model_text() -> str:
+    """The reference's "No model configured" text, its examples each provider's current
+    default from the catalog."""
+    examples = "\n".join(
+        f"  {f'/model {model}':<29} ({PROVIDER_TITLES[provider]})"
+        for provider, model in DEFAULT_MODELS.items()
+    )
+    return (
+        f"No model configured. Use /model to select one.\n\nExamples:\n{examples}\n\n"
+        "Run /model with Tab for available options."
+    )
 
-Run /model with Tab for available options."""
 
-# The same, for a command that runs without a chat to type /model into (run, batch).
-NO_MODEL_FLAG_TEXT = """No model given. Pass --model, or set a default for every command:
+def _no_model_flag_text() -> str:
+    """The same, for a command that runs without a chat to type /model into (run, batch)."""
+    first = DEFAULT_MODELS["anthropic"]
+    listed = ", ".join(
+        f"{model} ({PROVIDER_TITLES[provider]})" for provider, model in DEFAULT_MODELS.items()
+    )
+    return (
+        "No model given. Pass --model, or set a default for every command:\n\n"
+        f'  grove run --model {first} "hello"\n\n'
+        "  [defaults]                  (in ~/.config/grove/config.toml)\n"
+        f'  model = "{first}"\n\n'
+        f"Models: {listed}."
+    )
 
-  grove run --model claude-sonnet-5-5 "hello"
 
-  [defaults]                  (in ~/.config/grove/config.toml)
-  model = "claude-sonnet-5-5"
-
-Models: claude-sonnet-5-5 (Anthropic), gpt-6-luna (OpenAI), gemini-3.8-flash (Google)."""
+NO_MODEL_TEXT = _no_model_text()
+NO_MODEL_FLAG_TEXT = _no_model_flag_text()
 
 STREAMING_SWITCH_TEXT = (
     "Cannot switch model while response is streaming. "

@@ -21,8 +21,15 @@ import pytest
 import redis
 from hypothesis import settings
 
+from providers.catalog import CATALOG
+from providers.lifecycle import TODAY_ENV
 from supervisor.store import SqliteStore
 from tests.integration.shared_ray import SHARED_RAY
+
+# Lifecycle verdicts (retired, deprecated, shutting down soon) are made for the catalog's own
+# date in every test process and what it starts (Ray's workers, the command line), so a model
+# the data file calls deprecated does not turn retired under the suite as days pass.
+os.environ.setdefault(TODAY_ENV, CATALOG.as_of.isoformat())
 
 # No per-example deadline: timing belongs in bench/, and a shared machine makes the first
 # examples (cold imports, busy cores) slow without anything being wrong.

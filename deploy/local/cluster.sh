@@ -32,7 +32,7 @@ Options:
 
 From the repository, with Grove installed in .venv:
   eval "$(deploy/local/cluster.sh start --python .venv/bin/python)"
-  .venv/bin/grove batch examples/review/tasks.jsonl --simulate --model claude-sonnet-4-5
+  .venv/bin/grove batch examples/review/tasks.jsonl --simulate --model claude-sonnet-5-5
   deploy/local/cluster.sh stop
 
 `start` writes only `export NAME=VALUE` lines to stdout (progress goes to stderr), so `eval`

@@ -10,8 +10,9 @@ import time
 from actors.agent import ModelChoice
 from actors.tools.grant import MCP_PREFIX
 from actors.tools.todo import from_data, to_data, to_markdown
-from providers.catalog import PROVIDER_TITLES, model_info, parse_model_choice, retirement_warning
+from providers.catalog import PROVIDER_TITLES, model_info
 from providers.errors import ModelSpecError
+from providers.lifecycle import choose_model, standing
 from providers.thinking import describe_thinking
 from supervisor.advice import AdvisorPlan
 from supervisor.commands.parsing import parse_fork_args, split_words
@@ -36,9 +37,10 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
     if not args:
         return CommandOutcome(text=f"Model: {describe_model(record)}")
     try:
-        spec = parse_model_choice(args, ctx.aliases)
+        chosen = choose_model(args, ctx.aliases)
     except ModelSpecError as exc:
         raise CommandError(str(exc)) from exc
+    spec = chosen.spec
     if ctx.core.streaming(record.uuid):
         raise CommandError(STREAMING_SWITCH_TEXT)
     info = model_info(spec.model)
@@ -69,9 +71,8 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
         f"Switched to {PROVIDER_TITLES[spec.provider]} {spec.model}\n"
         f"  {describe_thinking(spec.model, spec.thinking)}"
     )
-    warning = retirement_warning(spec.model)
-    if warning is not None:
-        text += f"\n{warning}"
+    if chosen.warning is not None:
+        text += f"\n{chosen.warning}"
     return CommandOutcome(text=text, data={"agent": updated.uuid, "model": str(spec)})
 
 
@@ -94,7 +95,10 @@ async def fork_command(ctx: CommandContext, args: str) -> CommandOutcome:
     if forked.turn is not None:
         data["ticket"] = forked.turn.ticket.ticket_id
         data["host"] = forked.turn.host_id
-    return CommandOutcome(text=f"Forked child {child.uuid} ({describe_model(child)})", data=data)
+    text = f"Forked child {child.uuid} ({describe_model(child)})"
+    if parsed.warning is not None:
+        text += f"\n{parsed.warning}"
+    return CommandOutcome(text=text, data=data)
 
 
 def tree_lines(ctx: CommandContext, root: AgentRecord, include_ended: bool) -> list[str]:
@@ -291,6 +295,9 @@ def advisor_status_text(reviewers: list[dict[str, object]], plan: AdvisorPlan) -
             f"  tokens: {usage.get('input_tokens', 0):,} in, {usage.get('output_tokens', 0):,} "
             f"out; cost ${float(str(r.get('cost_usd', 0.0))):.4f}",
         ]
+        verdict = standing(str(r["model"]).partition("/")[0])
+        if verdict is not None and verdict.notice is not None:
+            lines.append(f"  {verdict.notice}")
     return "\n".join(lines)
 
 

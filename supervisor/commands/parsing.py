@@ -9,8 +9,9 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from providers.catalog import ModelSpec, parse_model_choice
+from providers.catalog import ModelSpec
 from providers.errors import ModelSpecError
+from providers.lifecycle import choose_model
 from supervisor.errors import CommandError
 
 QUOTES = "\"'"
@@ -21,6 +22,7 @@ UNCLOSED_QUOTE_TEXT = "Unclosed quote in prompt"
 class ForkArgs:
     model: ModelSpec | None = None
     prompt: str | None = None
+    warning: str | None = None  # the model is deprecated or shuts down soon
 
 
 def split_command(line: str) -> tuple[str, str]:
@@ -36,6 +38,7 @@ def parse_fork_args(text: str, aliases: Mapping[str, str] | None = None) -> Fork
     """As the reference says: optional `--model` first, then an optional quoted prompt."""
     rest = text.strip()
     model: ModelSpec | None = None
+    warning: str | None = None
     if rest.startswith("--model"):
         rest = rest[len("--model") :].lstrip()
         end = 0
@@ -44,12 +47,13 @@ def parse_fork_args(text: str, aliases: Mapping[str, str] | None = None) -> Fork
         if end == 0:
             raise CommandError("--model needs a value: /fork --model MODEL[/THINKING]")
         try:
-            model = parse_model_choice(rest[:end], aliases)
+            choice = choose_model(rest[:end], aliases)
         except ModelSpecError as exc:
             raise CommandError(str(exc)) from exc
+        model, warning = choice.spec, choice.warning
         rest = rest[end:].lstrip()
     if not rest:
-        return ForkArgs(model=model)
+        return ForkArgs(model=model, warning=warning)
     quote = rest[0]
     if quote not in QUOTES:
         raise CommandError(f'The prompt must be quoted: /fork "{rest}"')
@@ -58,7 +62,7 @@ def parse_fork_args(text: str, aliases: Mapping[str, str] | None = None) -> Fork
         raise CommandError(UNCLOSED_QUOTE_TEXT)
     if rest[closing + 1 :].strip():
         raise CommandError(f"Unexpected text after the prompt: {rest[closing + 1 :].strip()}")
-    return ForkArgs(model=model, prompt=rest[1:closing])
+    return ForkArgs(model=model, prompt=rest[1:closing], warning=warning)
 
 
 def split_words(text: str) -> list[str]:

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 
 from cli.app import app
 from providers.http import Endpoint
+from providers.lifecycle import TODAY_ENV
 from supervisor import Grove
 from supervisor.config import load_settings
 from supervisor.store import open_store
@@ -70,7 +71,8 @@ def cli_environment(base: Path, config: Path | None = None) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY")
+        if key == TODAY_ENV  # the suite's day (tests/conftest.py)
+        or (not key.startswith(("GROVE_", "RAY_")) and not key.endswith("_API_KEY"))
     }
     env.update(
         GROVE_STORE=f"sqlite:///{base / 'g.sqlite3'}",

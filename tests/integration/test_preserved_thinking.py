@@ -30,7 +30,13 @@ from providers.simulator.wire import InvalidRequest
 from supervisor import Grove
 from supervisor.store import open_store
 from supervisor.turns import step_events
-from tests.integration.groves import cli_environment, invoke, running_grove, sim_call
+from tests.integration.groves import (
+    cli_environment,
+    invoke,
+    running_grove,
+    sim_call,
+    tool_results,
+)
 
 KEY = "sim-preserved-thinking-key-7c1d"
 SONNET = "claude-sonnet-5-5/med"
@@ -191,6 +197,27 @@ def test_forks_onto_another_model_or_with_fewer_tools_send_no_invalid_thinking(
     narrowed = first_request(requests, "Child with fewer tools.")
     assert [tool["name"] for tool in narrowed["tools"]] == ["now"]
     assert thinking(narrowed) == []
+
+
+def test_a_fork_with_fewer_tools_in_the_middle_of_a_tool_loop_closes_the_loop(
+    grove: Grove, sent: list[dict[str, Any]]
+) -> None:
+    """The `fork` tool called in a turn's second step: the child inherits the first step, a
+    tool loop whose leading thinking its narrower tools invalidate. Opus 5.5 always
+    thinks, and a tool loop must then start with thinking: the child gets the loop's call and
+    result told as text instead."""
+    parent = grove.create_root(OPUS, tools=[now, shout, "fork"]).uuid
+    fork = json.dumps({"prompt": "Child mid-loop.", "tools": ["now"]})
+    script = f"[[sim tool=now args='{{}}' step=1]] [[sim tool=fork args='{fork}' step=2]] go"
+    answered(grove.ask(parent, script))
+    (made,) = [r for r in tool_results(grove, parent) if r["name"] == "fork"]
+    answered(grove.wait_turn(json.loads(made["content"])["uuid"], 60))
+    (request, *_) = [r for r in clean(grove, sent) if len(r["tools"]) == 1]
+    assert [tool["name"] for tool in request["tools"]] == ["now"]
+    assert thinking(request) == []
+    last = request["messages"][-1]["content"]
+    assert [block["type"] for block in last] == ["text", "text"]
+    assert last[0]["text"] == "[now returned] noon"
 
 
 def test_a_fork_with_its_own_instructions_stays_append_only_and_reads_the_cache(

@@ -53,10 +53,15 @@ def test_mcp_problems_name_each_enabled_server_whose_command_is_missing(tmp_path
 
 
 def test_a_model_named_with_its_provider_is_taken_as_written() -> None:
-    spec = checked_model("anthropic:claude-sonet-4-5/low", {})
+    spec = checked_model("anthropic:claude-sonet-4-5/low", {}).spec
     assert (spec.provider, spec.model, spec.thinking) == ("anthropic", "claude-sonet-4-5", "low")
-    spec = checked_model("mine", {"mine": "openai:gpt-5-mni"})
+    spec = checked_model("mine", {"mine": "openai:gpt-5-mni"}).spec
     assert (spec.provider, spec.model) == ("openai", "gpt-5-mni")
-    assert checked_model("claude-sonnet-5-5/med", {}).model == "claude-sonnet-5-5"
+    assert checked_model("claude-sonnet-5-5/med", {}).spec.model == "claude-sonnet-5-5"
     with pytest.raises(typer.Exit):
         checked_model("mine", {"mine": "gpt-5-mni"})  # an alias to a typo is still a typo
+    # A retired id named with its provider is sent as written, without a warning.
+    written = checked_model("anthropic:claude-sonnet-4-5", {})
+    assert (written.spec.model, written.warning) == ("claude-sonnet-4-5", None)
+    with pytest.raises(typer.Exit):
+        checked_model("old", {"old": "claude-sonnet-4-5"})

@@ -13,6 +13,8 @@ from providers.base import (
     Request,
     TextPart,
     ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
     ToolSpec,
     Usage,
 )
@@ -101,3 +103,29 @@ def test_a_refusal_naming_a_block_leaves_out_it_and_every_later_block() -> None:
     assert kept_signatures(sent) == ["sig-1"]
     other = ProviderHTTPError("prompt is too long", provider="anthropic", status=400, body="")
     assert unbound(request, other) is None
+
+
+def test_a_tool_loop_that_loses_its_leading_thinking_is_told_as_text() -> None:
+    """A request that answers a call whose reply's thinking it must leave out (here: fewer
+    tools than the reply was made with): the call and its result go as text, so no tool loop
+    is left to need a leading thinking block."""
+    ask = Request(model=MODEL, messages=(Message.user("time?"),), system="S", tools=TOOLS)
+    _, prefix = bound("anthropic", ask)
+    thinking = ThinkingPart(
+        text="", signature="s", provider="anthropic", model=MODEL, prefix=prefix
+    )
+    call = ToolCallPart(call_id="c1", name="now", arguments={"zone": "UTC"})
+    result = ToolResultPart(call_id="c1", name="now", content="noon")
+    loop = (
+        Message.user("time?"),
+        Message(role="assistant", parts=(thinking, call)),
+        Message(role="user", parts=(result, TextPart(text="go on"))),
+    )
+    same, _ = bound("anthropic", replace(ask, messages=loop))
+    assert same.messages == loop
+    fewer, prefix = bound("anthropic", replace(ask, messages=loop, tools=()))
+    assert [m.parts for m in fewer.messages[1:]] == [
+        (TextPart(text='[called now {"zone": "UTC"}]'),),
+        (TextPart(text="[now returned] noon"), TextPart(text="go on")),
+    ]
+    assert bound("anthropic", fewer) == (fewer, prefix)

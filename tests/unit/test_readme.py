@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from providers.catalog import MODELS, retirement_warning
+from providers.catalog import CATALOG, MODELS
+from providers.lifecycle import choose_model
 from providers.simulator.script import estimate_tokens
 from tests.conformance.corpus import REPO_ROOT
 
@@ -33,7 +34,8 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
 
 def test_the_readme_examples_use_current_models() -> None:
     """Every model id in the README's code blocks and the example tasks is one the catalog
-    knows, on no vendor's deprecation list (the bench tables name what they measured)."""
+    knows, neither retired nor deprecated nor shutting down soon on the catalog's date (the
+    bench tables name what they measured)."""
     text = (REPO_ROOT / "README.md").read_text()
     blocks = "\n".join(re.findall(r"```[a-z]*\n(.+?)\n```", text, re.DOTALL))
     examples = (REPO_ROOT / "examples" / "review" / "tasks.jsonl").read_text()
@@ -41,7 +43,7 @@ def test_the_readme_examples_use_current_models() -> None:
     assert "claude-sonnet-5-5" in ids and "gpt-6-luna" in ids
     for model in sorted(ids):
         assert model in MODELS, model
-        assert retirement_warning(model) is None, model
+        assert choose_model(model, day=CATALOG.as_of).warning is None, model
     (main_job,) = readme_commands()[:1]
     assert "--model claude-sonnet-5-5/low" in main_job
 

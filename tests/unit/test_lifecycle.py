@@ -1,0 +1,255 @@
+"""Models' lifecycle on a given day (providers/lifecycle.py): a retired model refused in one line
+naming its successor wherever a model is chosen (flags, config files, task lines, /fork), a
+deprecated or soon-retiring one warned about, `PROVIDER:MODEL` sent as written, the clock tests
+set; and the texts that name models built from the catalog.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from providers.base import ProviderName
+from providers.catalog import CATALOG, DEFAULT_MODELS, MODELS, PROVIDER_TITLES
+from providers.lifecycle import (
+    TODAY_ENV,
+    ClockError,
+    RetiredModelError,
+    choose_model,
+    chosen_model,
+    stale_agents,
+    standing,
+    today,
+)
+from supervisor.batch.tasks import read_tasks
+from supervisor.commands.parsing import parse_fork_args
+from supervisor.config import ConfigError, load_settings
+from supervisor.errors import CommandError
+from supervisor.rules import NO_MODEL_FLAG_TEXT, NO_MODEL_TEXT
+
+DAY = date(2026, 12, 4)
+SONNET_RETIRED = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+SPEC = Path(__file__).resolve().parents[3] / "shared" / "spec" / "commands-model-fork.md"
+
+
+def test_a_retired_model_is_refused_in_one_line_naming_its_successor() -> None:
+    with pytest.raises(RetiredModelError) as refused:
+        chosen_model("claude-sonnet-4-5", day=DAY)
+    assert (
+        str(refused.value) == "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+    )
+    with pytest.raises(RetiredModelError) as snapshot:
+        chosen_model("claude-sonnet-4-5-20250929/low", day=DAY)  # a dated snapshot retires too
+    assert str(snapshot.value) == (
+        "claude-sonnet-4-5-20250929 was retired on 2026-11-30; use claude-sonnet-5-5"
+    )
+    with pytest.raises(RetiredModelError) as aliased:
+        chosen_model("old", {"old": "gemini-2.5-pro/high"}, day=DAY)
+    assert str(aliased.value) == "gemini-2.5-pro was retired on 2026-12-01; use gemini-3.8-flash"
+
+
+def test_a_model_named_with_its_provider_is_sent_as_written() -> None:
+    for text, aliases in (
+        ("anthropic:claude-sonnet-4-5", None),
+        ("x", {"x": "google:gemini-2.5-pro"}),
+    ):
+        choice = choose_model(text, aliases, day=DAY)
+        assert choice.warning is None and choice.spec.as_written
+        assert chosen_model(str(choice.spec), day=DAY) == choice.spec  # prints back as written
+
+
+def test_deprecated_and_soon_retiring_models_warn_with_date_and_successor() -> None:
+    assert choose_model("gpt-5-mini/low", day=DAY).warning == (
+        "Warning: gpt-5-mini is deprecated and shuts down on 2026-12-11; use gpt-6.1-terra"
+    )
+    assert choose_model("claude-opus-4-5", day=DAY).warning == (
+        "Warning: claude-opus-4-5 is deprecated and shuts down on 2027-01-22; use claude-opus-5-5"
+    )
+    # Current, with a shutdown date and no successor: a warning only within 30 days of it.
+    assert choose_model("gemini-3.1-flash-lite", day=DAY).warning is None
+    assert choose_model("gemini-3.1-flash-lite", day=date(2027, 4, 7)).warning == (
+        "Warning: gemini-3.1-flash-lite shuts down on 2027-05-07; `grove models` lists the "
+        "current ones"
+    )
+    assert choose_model("gemini-3.1-flash-lite", day=date(2027, 4, 6)).warning is None  # 31 days
+    for current in DEFAULT_MODELS.values():
+        assert choose_model(current, day=DAY).warning is None
+    # A new id with a known prefix is its family's newest kind: no verdict of an old model.
+    assert choose_model("claude-sonnet-9", day=DAY).warning is None
+
+
+def test_the_day_decides_when_a_deprecated_model_retires() -> None:
+    assert choose_model("gpt-5-mini", day=date(2026, 12, 10)).warning is not None
+    with pytest.raises(RetiredModelError, match=r"^gpt-5-mini was retired on 2026-12-11; use "):
+        chosen_model("gpt-5-mini", day=date(2026, 12, 11))
+    # Before its shutdown date, a model the data file calls retired was only deprecated.
+    assert choose_model("claude-sonnet-4-5", day=date(2026, 11, 29)).warning == (
+        "Warning: claude-sonnet-4-5 is deprecated and shuts down on 2026-11-30; use "
+        "claude-sonnet-5-5"
+    )
+
+
+def test_today_is_grove_today_when_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TODAY_ENV, "2026-12-11")
+    assert today() == date(2026, 12, 11)
+    with pytest.raises(RetiredModelError):
+        chosen_model("gpt-5-nano")
+    monkeypatch.setenv(TODAY_ENV, "next tuesday")
+    with pytest.raises(ClockError) as bad:
+        today()
+    assert str(bad.value) == "GROVE_TODAY must be a date as YYYY-MM-DD, not 'next tuesday'"
+    monkeypatch.delenv(TODAY_ENV)
+    assert today() == date.today()
+
+
+def test_resuming_an_agent_on_a_retired_model_names_the_model_to_switch_to() -> None:
+    verdict = standing("claude-sonnet-4-5", DAY)
+    assert verdict is not None and verdict.retired
+    assert verdict.resume_text == (
+        "This agent's model claude-sonnet-4-5 was retired on 2026-11-30; switch it with "
+        "/model claude-sonnet-5-5"
+    )
+
+
+def test_stale_agents_are_those_on_retired_deprecated_or_retiring_models() -> None:
+    agents = [
+        ("a1", "claude-sonnet-5-5"),
+        ("a2", "claude-sonnet-4-5"),
+        ("a3", "gpt-5-mini"),
+        ("a4", "claude-sonnet-4-5"),
+        ("a5", "house-model"),  # a compatible server's own id: nothing to say
+    ]
+    found = [(agent, verdict.notice) for agent, verdict in stale_agents(agents, DAY)]
+    assert found == [
+        ("a2", SONNET_RETIRED),
+        ("a3", "Warning: gpt-5-mini is deprecated and shuts down on 2026-12-11; use gpt-6.1-terra"),
+        ("a4", SONNET_RETIRED),
+    ]
+
+
+def test_every_retired_model_of_the_catalog_is_refused_and_every_current_one_taken() -> None:
+    day = CATALOG.as_of
+    for info in MODELS.values():
+        verdict = standing(info.id, day)
+        assert verdict is not None
+        if info.status == "retired":
+            with pytest.raises(RetiredModelError):
+                chosen_model(info.id, day=day)
+        elif info.status == "current" and info.id in DEFAULT_MODELS.values():
+            assert chosen_model(info.id, day=day).model == info.id
+
+
+def write_config(tmp_path: Path, text: str, monkeypatch: pytest.MonkeyPatch) -> Path:
+    path = tmp_path / "config.toml"
+    path.write_text(text)
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(path))
+    monkeypatch.setenv(TODAY_ENV, DAY.isoformat())
+    return path
+
+
+@pytest.mark.parametrize(
+    ("section", "shown", "problem"),
+    [
+        ('[defaults]\nmodel = "claude-sonnet-4-5/med"', "defaults.model", "retired"),
+        ('[advisor]\nmodel = "claude-sonnet-4-5/med"', "advisor.model", "retired"),
+        (
+            '[[advisor.reviewers]]\nname = "r"\nmodel = "gemini-2.5-flash"',
+            "advisor.reviewers.0.model",
+            "retired",
+        ),
+        ('[defaults]\nmodel = "claude-sonet-5-5"', "defaults.model", "typo"),
+    ],
+)
+def test_an_unknown_or_retired_model_in_the_config_file_is_one_line(
+    section: str, shown: str, problem: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = write_config(tmp_path, section + "\n", monkeypatch)
+    before = path.read_text()
+    with pytest.raises(ConfigError) as refused:
+        load_settings()
+    text = str(refused.value)
+    assert "\n" not in text and f"{shown}: Value error, " in text
+    if problem == "retired":
+        assert re.search(r"was retired on \d{4}-\d{2}-\d{2}; use [a-z0-9.-]+$", text), text
+    else:
+        assert text.endswith("Did you mean claude-sonnet-5-5? (To send claude-sonet-5-5 as "
+                             "written, name it anthropic:claude-sonet-5-5.)")  # fmt: skip
+    assert path.read_text() == before  # nothing changed
+
+
+def test_the_advisors_default_model_is_the_catalogs_current_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_config(tmp_path, "", monkeypatch)
+    model = load_settings().advisor.model
+    assert model == f"{DEFAULT_MODELS['anthropic']}/med"
+    assert choose_model(model, day=DAY).warning is None
+
+
+def test_a_task_line_on_a_retired_model_is_an_error_of_that_line_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(TODAY_ENV, DAY.isoformat())
+    lines = [
+        b'{"id": 1, "prompt": "a", "model": "claude-sonnet-4-5/low"}',
+        b'{"id": 2, "prompt": "b", "model": "claude-sonnet-5-5/low"}',
+        b'{"id": 3, "prompt": "c", "model": "anthropic:claude-sonnet-4-5"}',
+    ]
+    read = read_tasks(b"\n".join(lines) + b"\n")
+    assert [(error.line, error.message) for error in read.errors] == [
+        (1, f"'model': {SONNET_RETIRED}")
+    ]
+    assert [(task.id, task.model) for task in read.tasks] == [
+        (2, "claude-sonnet-5-5/low"),
+        (3, "anthropic:claude-sonnet-4-5"),  # sent as written, and kept so when run
+    ]
+
+
+def test_fork_with_a_retired_or_deprecated_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(TODAY_ENV, DAY.isoformat())
+    with pytest.raises(CommandError) as refused:
+        parse_fork_args('--model claude-sonnet-4-5/high "go"')
+    assert (
+        str(refused.value) == "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+    )
+    parsed = parse_fork_args('--model gpt-5-nano "go"')
+    assert parsed.prompt == "go" and parsed.warning == (
+        "Warning: gpt-5-nano is deprecated and shuts down on 2026-12-11; use gpt-6-luna"
+    )
+
+
+@given(st.text(max_size=60))
+def test_a_chosen_model_is_a_spec_or_one_model_error(text: str) -> None:
+    """Whatever is typed after /model: a spec, or a ModelSpecError with its text, nothing else."""
+    from providers.errors import ModelSpecError
+
+    try:
+        choice = choose_model(text, day=DAY)
+    except ModelSpecError as exc:
+        assert str(exc)
+        return
+    assert choice.warning is None or choice.warning.startswith("Warning: ")
+
+
+def test_the_no_model_texts_have_the_references_shape_with_todays_defaults() -> None:
+    reference = SPEC.read_text()
+    block = reference.split("**Error Message:**\n```\n", 1)[1].split("\n```", 1)[0]
+    old: dict[ProviderName, str] = {
+        "anthropic": "claude-sonnet-4-5",
+        "openai": "gpt-5-mini",
+        "google": "gemini-3.0-flash",
+    }
+    expected = block
+    for provider, model in old.items():
+        line = next(line for line in block.splitlines() if f"/model {model} " in line)
+        new = f"  {f'/model {DEFAULT_MODELS[provider]}':<29} ({PROVIDER_TITLES[provider]})"
+        expected = expected.replace(line, new)
+    assert expected == NO_MODEL_TEXT
+    for model in DEFAULT_MODELS.values():
+        assert model in NO_MODEL_FLAG_TEXT
+        assert choose_model(model, day=CATALOG.as_of).warning is None
