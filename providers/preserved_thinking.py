@@ -36,15 +36,11 @@ _BOUND_WHERE = re.compile(r"messages\.(\d+)\.content\.(\d+)")
 @cache
 def preserves_thinking(model: str) -> bool:
     """Whether `model` binds its thinking blocks to their prefix and to itself (the catalog's
-    `preserved_thinking`; Claude 5.5 and Fable)."""
+    `preserved_thinking`: Claude 5.5 and Fable)."""
     try:
-        info = model_info(model, "anthropic")
+        return model_info(model, "anthropic").preserved_thinking
     except UnknownModelError:
         return False
-    known = getattr(info, "preserved_thinking", None)
-    if known is not None:
-        return bool(known)
-    return model.startswith("claude-fable-") or "-5-5" in model
 
 
 def bound(provider: ProviderName, request: Request) -> tuple[Request, str | None]:
