@@ -57,7 +57,7 @@ def forked_notices(grove: Grove, model: str, prompts: list[str]) -> list[list[st
 
 @pytest.mark.parametrize(
     ("model", "feature"),
-    [("claude-sonnet-4-5", "cache_control"), ("gpt-5-mini", "prompt_cache_key")],
+    [("claude-sonnet-4-6", "cache_control"), ("gpt-5-mini", "prompt_cache_key")],
 )
 def test_a_refused_feature_is_dropped_with_one_warning(
     grove: Grove, simulator: SimulatorThread, model: str, feature: str
@@ -94,7 +94,7 @@ def test_caching_can_be_turned_off(tmp_path: Path) -> None:
     env = {**cli_environment(tmp_path), "GROVE_CACHE__ENABLED": "false"}
     script = f"[[sim tokens=3]] {CONTEXT}\n[[sim tokens=3]] and again\n"
     chat = subprocess.run(
-        [sys.executable, "-m", "cli.app", "chat", "--simulate", "-m", "claude-sonnet-4-5"],
+        [sys.executable, "-m", "cli.app", "chat", "--simulate", "-m", "claude-sonnet-4-6"],
         input=script, capture_output=True, text=True, env=env, timeout=180, check=False,
     )  # fmt: skip
     assert chat.returncode == 0, chat.stderr

@@ -21,7 +21,7 @@ from providers.simulator import SimulatorConfig, SimulatorThread
 KEY = "sk-canary-7f3a9c2e1b5d4a6f8e0c"
 WireChoice = tuple[str, str, OpenAIAPI]
 WIRES: list[WireChoice] = [
-    ("anthropic", "claude-sonnet-4-5", "responses"),
+    ("anthropic", "claude-sonnet-4-6", "responses"),
     ("openai", "gpt-5-mini", "responses"),
     ("openai", "gpt-5-mini", "chat"),
     ("google", "gemini-3.0-flash", "responses"),

@@ -35,7 +35,7 @@ TOOLS = (
 )
 WireChoice = tuple[str, str, OpenAIAPI]
 WIRES: list[WireChoice] = [
-    ("anthropic", "claude-sonnet-4-5", "responses"),
+    ("anthropic", "claude-sonnet-4-6", "responses"),
     ("openai", "gpt-5-mini", "responses"),
     ("openai", "gpt-5-mini", "chat"),
     ("google", "gemini-3.0-flash", "responses"),

@@ -94,14 +94,16 @@ def test_openai_responses_over_the_window_and_incomplete(simulator: SimulatorThr
 def test_gemini_over_the_window_and_max_tokens(simulator: SimulatorThread) -> None:
     client = gemini(simulator)
     with pytest.raises(genai_errors.ClientError) as raised:
-        client.models.generate_content(model="gemini-2.5-flash", contents=LONG)
+        client.models.generate_content(model="gemini-2.5-flash-lite", contents=LONG)
     assert raised.value.code == 400 and raised.value.status == "INVALID_ARGUMENT"
     assert f"exceeds the maximum number of tokens allowed ({WINDOW})" in str(raised.value.message)
-    chunks = list(client.models.generate_content_stream(model="gemini-2.5-flash", contents=CUT))
+    chunks = list(
+        client.models.generate_content_stream(model="gemini-2.5-flash-lite", contents=CUT)
+    )
     last = chunks[-1]
     assert last.candidates is not None
     assert last.candidates[0].finish_reason == genai_types.FinishReason.MAX_TOKENS
-    whole = client.models.generate_content(model="gemini-2.5-flash", contents=CUT)
+    whole = client.models.generate_content(model="gemini-2.5-flash-lite", contents=CUT)
     assert whole.candidates is not None
     assert whole.candidates[0].finish_reason == genai_types.FinishReason.MAX_TOKENS
 

@@ -71,9 +71,9 @@ def test_gemini_answers_resource_exhausted_with_a_retry_delay(simulator: Simulat
         api_key=KEY, http_options=genai_types.HttpOptions(base_url=simulator.base_url)
     )
     for _ in range(2):
-        client.models.generate_content(model="gemini-2.5-flash", contents="hi")
+        client.models.generate_content(model="gemini-2.5-flash-lite", contents="hi")
     with pytest.raises(genai_errors.ClientError) as raised:
-        client.models.generate_content(model="gemini-2.5-flash", contents="hi")
+        client.models.generate_content(model="gemini-2.5-flash-lite", contents="hi")
     assert raised.value.code == 429 and raised.value.status == "RESOURCE_EXHAUSTED"
     details = raised.value.details["error"]["details"]
     assert details[0]["@type"] == "type.googleapis.com/google.rpc.RetryInfo"

@@ -167,7 +167,7 @@ def test_gemini_collects_parallel_function_calls(simulator: SimulatorThread) -> 
     def step(results: list[str] | None) -> tuple[list[genai_types.FunctionCall], str]:
         chunks = list(
             client.models.generate_content_stream(
-                model="gemini-2.5-flash", contents=contents, config=config
+                model="gemini-2.5-flash-lite", contents=contents, config=config
             )
         )
         calls = [call for chunk in chunks for call in chunk.function_calls or []]

@@ -227,7 +227,7 @@ def test_gemini_2_5_refuses_json_answers_with_functions(simulator: SimulatorThre
     client = gemini(simulator)
     with pytest.raises(genai_errors.ClientError, match="unsupported"):
         client.models.generate_content(
-            model="gemini-2.5-flash",
+            model="gemini-2.5-flash-lite",
             contents="Review.",
             config={
                 "response_mime_type": "application/json",
