@@ -12,7 +12,7 @@ import pytest
 import ray
 
 from actors.collector import THRESHOLDS
-from providers.catalog import near_miss_text, retirement_warning
+from providers.catalog import near_miss_text
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
@@ -23,12 +23,19 @@ pytestmark = pytest.mark.grove(hosts=HOSTS)
 
 
 def test_commands_in_one_session_run_in_arrival_order(grove: Grove, store: Store) -> None:
-    root = grove.create_root("claude-sonnet-4-5")
+    root = grove.create_root("claude-sonnet-5-5")
     levels = ("none", "low", "med", "high")
     models = [
         f"{m}/{levels[i % 4]}"
         for i, m in enumerate(
-            ["gpt-5-mini", "claude-haiku-4-5", "gemini-3.0-flash", "gpt-5", "claude-opus-4-5"] * 4
+            [
+                "gpt-6.1-terra",
+                "claude-haiku-4-5",
+                "gemini-3.8-flash",
+                "gpt-6-sol",
+                "claude-opus-5-5",
+            ]
+            * 4
         )
     ]
     refs = [grove.supervisor.dispatch.remote(root.uuid, f"/model {m}", "api") for m in models]
@@ -63,8 +70,8 @@ def test_commands_in_one_session_run_in_arrival_order(grove: Grove, store: Store
 
 
 def test_a_held_session_does_not_block_another(grove: Grove, store_url: str) -> None:
-    busy = grove.create_root("gpt-5-mini")
-    free = grove.create_root("gpt-5-mini")
+    busy = grove.create_root("gpt-6.1-terra")
+    free = grove.create_root("gpt-6.1-terra")
     held, release = threading.Event(), threading.Event()
 
     def hold() -> None:
@@ -81,9 +88,9 @@ def test_a_held_session_does_not_block_another(grove: Grove, store_url: str) -> 
     holder.start()
     try:
         assert held.wait(10)
-        waiting = grove.supervisor.dispatch.remote(busy.uuid, "/model gpt-5", "api")
+        waiting = grove.supervisor.dispatch.remote(busy.uuid, "/model gpt-6-sol", "api")
         other = ray.get(
-            grove.supervisor.dispatch.remote(free.uuid, "/model gpt-5", "api"), timeout=20
+            grove.supervisor.dispatch.remote(free.uuid, "/model gpt-6-sol", "api"), timeout=20
         )
         assert other.ok
         ready, _ = ray.wait([waiting], timeout=0.5)
@@ -95,7 +102,7 @@ def test_a_held_session_does_not_block_another(grove: Grove, store_url: str) -> 
 
 
 def test_agents_spread_over_hosts_and_never_share_a_provider(grove: Grove) -> None:
-    roots = [grove.create_root("gemini-3.0-flash") for _ in range(50)]
+    roots = [grove.create_root("gemini-3.8-flash") for _ in range(50)]
     turns = [grove.send(root.uuid, f"task {index}") for index, root in enumerate(roots)]
     assert all(turn.result(60).ok for turn in turns)
     identities = [grove.provider_identity(root.uuid) for root in roots]
@@ -111,7 +118,7 @@ def test_model_switch_replaces_the_provider_on_next_request(grove: Grove) -> Non
     root = grove.create_root("claude-haiku-4-5")
     assert grove.ask(root.uuid, "first").ok
     before = grove.provider_identity(root.uuid)
-    assert grove.dispatch(root.uuid, "/model gpt-5-nano").ok
+    assert grove.dispatch(root.uuid, "/model gpt-6-luna").ok
     assert grove.provider_identity(root.uuid)["provider"] is None
     assert grove.ask(root.uuid, "second").ok
     after = grove.provider_identity(root.uuid)
@@ -119,21 +126,21 @@ def test_model_switch_replaces_the_provider_on_next_request(grove: Grove) -> Non
 
 
 def test_model_switch_rejected_only_for_the_streaming_agent(grove: Grove) -> None:
-    slow = grove.create_root("claude-sonnet-4-5")
-    other = grove.create_root("claude-sonnet-4-5")
+    slow = grove.create_root("claude-sonnet-5-5")
+    other = grove.create_root("claude-sonnet-5-5")
     turn = grove.send(slow.uuid, "[[sim ttft_ms=2000]] take your time")
-    rejected = grove.dispatch(slow.uuid, "/model gpt-5")
-    accepted = grove.dispatch(other.uuid, "/model gpt-5")
+    rejected = grove.dispatch(slow.uuid, "/model gpt-6-sol")
+    accepted = grove.dispatch(other.uuid, "/model gpt-6-sol")
     assert not rejected.ok and rejected.text == STREAMING_SWITCH_TEXT
-    assert accepted.ok and accepted.text.startswith("Switched to OpenAI gpt-5")
+    assert accepted.ok and accepted.text.startswith("Switched to OpenAI gpt-6-sol")
     assert turn.result(30).ok
-    assert grove.agent(slow.uuid).model == "claude-sonnet-4-5"
+    assert grove.agent(slow.uuid).model == "claude-sonnet-5-5"
 
 
 def test_a_wait_that_times_out_is_none_not_an_error(grove: Grove) -> None:
     """As the HTTP API's /wait and the MCP server's grove_wait read it: None while the turn
     goes on, its result once it ended."""
-    slow = grove.create_root("claude-sonnet-4-5")
+    slow = grove.create_root("claude-sonnet-5-5")
     turn = grove.send(slow.uuid, "[[sim ttft_ms=2000]] take your time")
     assert grove.wait_turn(slow.uuid, 0.2) is None
     assert turn.result(30).ok
@@ -141,25 +148,36 @@ def test_a_wait_that_times_out_is_none_not_an_error(grove: Grove) -> None:
     assert waited is not None and waited.ok
 
 
-def test_model_picked_in_a_chat_gets_the_command_lines_checks(grove: Grove) -> None:
-    """/model and /fork --model refuse a typo of a catalog id as the flags do, and /model
-    names a deprecated model's end of life; `PROVIDER:MODEL` is taken as written."""
+def test_model_picked_in_a_chat_gets_the_command_lines_checks(grove: Grove, store: Store) -> None:
+    """/model and /fork --model refuse a typo of a catalog id and a retired model as the flags
+    do, naming the successor, and change nothing; a deprecated model's answer names its
+    shutdown date and successor; `PROVIDER:MODEL` is taken as written."""
     root = grove.create_root("claude-sonnet-5-5")
     typo = near_miss_text("claude-sonet-5-5", "anthropic", "claude-sonnet-5-5")
     refused = grove.dispatch(root.uuid, "/model claude-sonet-5-5/low")
     assert not refused.ok and refused.text == typo
     forked = grove.dispatch(root.uuid, "/fork --model claude-sonet-5-5")
     assert not forked.ok and forked.text == typo
+    retired = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+    for line in ("/model claude-sonnet-4-5/med", '/fork --model claude-sonnet-4-5 "go on"'):
+        outcome = grove.dispatch(root.uuid, line)
+        assert not outcome.ok and outcome.text == retired, line
     assert grove.agent(root.uuid).model == "claude-sonnet-5-5"
-    retiring = grove.dispatch(root.uuid, "/model claude-sonnet-4-5")
-    warning = retirement_warning("claude-sonnet-4-5")
-    assert retiring.ok and warning is not None and retiring.text.endswith(f"\n{warning}")
+    assert store.children(root.uuid) == []  # the refused fork made no child
+    deprecated = "Warning: gpt-5-mini is deprecated and shuts down on 2026-12-11; use gpt-6.1-terra"
+    child = grove.dispatch(root.uuid, "/fork --model gpt-5-mini")
+    assert child.ok and child.text.endswith(f"\n{deprecated}"), child.text
+    retiring = grove.dispatch(root.uuid, "/model gpt-5-mini")
+    assert retiring.ok and retiring.text.endswith(f"\n{deprecated}"), retiring.text
     as_written = grove.dispatch(root.uuid, "/model anthropic:claude-sonet-5-5")
     assert as_written.ok and grove.agent(root.uuid).model == "claude-sonet-5-5"
+    with pytest.raises(CommandError) as root_refused:
+        grove.create_root("claude-sonnet-4-5")
+    assert str(root_refused.value) == retired
 
 
 def test_forked_conversations_hold_exactly_their_prefix(grove: Grove) -> None:
-    root = grove.create_root("gpt-5-mini")
+    root = grove.create_root("gpt-6.1-terra")
     for index in range(3):
         assert grove.ask(root.uuid, f"exchange {index}").ok
     parent_before = [m.id for m in grove.history(root.uuid)]
@@ -196,8 +214,8 @@ def test_no_model_configured_sends_and_saves_nothing(grove: Grove) -> None:
 
 
 def test_process_isolation_gives_an_agent_a_host_of_its_own(grove: Grove) -> None:
-    shared = grove.create_root("gpt-5-mini")
-    solos = [grove.create_root("gpt-5-mini", isolation="process") for _ in range(2)]
+    shared = grove.create_root("gpt-6.1-terra")
+    solos = [grove.create_root("gpt-6.1-terra", isolation="process") for _ in range(2)]
     for agent in (shared, *solos):
         assert grove.ask(agent.uuid, "hello").ok
     shared_identity = grove.provider_identity(shared.uuid)
@@ -214,7 +232,7 @@ def test_fork_many_starts_every_child_on_every_host_with_the_shared_prefix(
     assert grove.ask(root.uuid, "shared context").ok
     prefix = [m.id for m in grove.history(root.uuid)]
     prompts = [f"task {index}" for index in range(30)]
-    children = grove.fork_many(root.uuid, prompts, model="gpt-5-nano/low")
+    children = grove.fork_many(root.uuid, prompts, model="gpt-6-luna/low")
     assert len(children) == len(set(children)) == 30
     pending, finished = set(children), {}
     while pending:
@@ -231,7 +249,7 @@ def test_fork_many_starts_every_child_on_every_host_with_the_shared_prefix(
         record = grove.agent(child)
         assert (record.provider, record.model, record.thinking_level) == (
             "openai",
-            "gpt-5-nano",
+            "gpt-6-luna",
             "low",
         )
     hosts = {grove.provider_identity(child)["host"] for child in children}
@@ -239,7 +257,7 @@ def test_fork_many_starts_every_child_on_every_host_with_the_shared_prefix(
 
 
 def test_model_switch_fails_fast_when_the_conversation_does_not_fit(grove: Grove) -> None:
-    root = grove.create_root("gemini-3.0-flash")
+    root = grove.create_root("gemini-3.8-flash")
     grove.seed(root.uuid, [("user", "word " * 200_000), ("assistant", "noted")])
     refused = grove.dispatch(root.uuid, "/model claude-haiku-4-5")
     assert not refused.ok
@@ -247,8 +265,8 @@ def test_model_switch_fails_fast_when_the_conversation_does_not_fit(grove: Grove
         "claude-haiku-4-5 holds 200,000 tokens of context; this conversation needs about "
         "250,010. Run /compact first"
     )
-    assert grove.agent(root.uuid).model == "gemini-3.0-flash"
-    assert grove.dispatch(root.uuid, "/model gemini-2.5-pro").ok
+    assert grove.agent(root.uuid).model == "gemini-3.8-flash"
+    assert grove.dispatch(root.uuid, "/model gemini-3.1-pro-preview").ok
 
 
 def test_hosts_and_supervisor_run_with_the_tuned_collector(grove: Grove) -> None:
