@@ -45,6 +45,19 @@ ANSWER = OutputSchema(
         "additionalProperties": False,
     },
 )
+# Outside Anthropic's structured-output subset: a Claude model takes it only as a final tool,
+# forced where forced tool choice is taken.
+PAIR = OutputSchema(
+    name="pair",
+    schema={
+        "type": "object",
+        "properties": {
+            "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}]}
+        },
+        "required": ["pair"],
+        "additionalProperties": False,
+    },
+)
 WIRES: list[tuple[str, OpenAIAPI]] = [
     (model, api)
     for model, info in MODELS.items()
@@ -70,8 +83,11 @@ def provider(simulator: SimulatorThread, model: str, api: OpenAIAPI) -> HTTPProv
 
 
 def requests(model: str, level: ThinkingLevel | None) -> list[Request]:
-    """A question; a conversation going on after a reply; a typed answer with a tool."""
+    """A question; a conversation going on after a reply; a typed answer with a tool (and on
+    Claude one only a final tool can give)."""
     reply = Message(role="assistant", parts=(TextPart(text="Paris, I think."),))
+    question = (Message.user("Which city is the Louvre in?"),)
+    final_tool = [Request(model=model, messages=question, thinking=level, output=PAIR)]
     return [
         Request(model=model, messages=(Message.user("Where is the Louvre?"),), thinking=level),
         Request(
@@ -80,13 +96,8 @@ def requests(model: str, level: ThinkingLevel | None) -> list[Request]:
             system="Be brief.",
             thinking=level,
         ),
-        Request(
-            model=model,
-            messages=(Message.user("Which city is the Louvre in?"),),
-            tools=(LOOKUP,),
-            thinking=level,
-            output=ANSWER,
-        ),
+        Request(model=model, messages=question, tools=(LOOKUP,), thinking=level, output=ANSWER),
+        *(final_tool if MODELS[model].provider == "anthropic" else []),
     ]
 
 

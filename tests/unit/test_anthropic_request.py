@@ -340,6 +340,25 @@ def test_thinking_is_off_when_answering_tool_calls_made_without_anthropic_thinki
     assert prepared.warnings == (THINKING_OFF_IN_FOREIGN_TOOL_LOOP,)
 
 
+@pytest.mark.parametrize(
+    ("model", "level", "thinking"),
+    [
+        ("claude-haiku-5-5", None, {"type": "disabled"}),  # thinks by default: turned off
+        ("claude-haiku-5-5", "high", {"type": "disabled"}),
+        ("claude-sonnet-5-5", "med", {"type": "between_tools"}),  # its lowest, never disabled
+        ("claude-opus-4-6", "low", {"type": "disabled"}),
+    ],
+)
+def test_a_foreign_tool_loop_gets_the_models_own_setting_without_thinking(
+    model: str, level: ThinkingLevel | None, thinking: JSONObject
+) -> None:
+    foreign_loop = (Message.user("Weather in Oslo?"), assistant(CALL), user(RESULT))
+    prepared = prepare(Request(model=model, messages=foreign_loop, thinking=level))
+    assert prepared.body["thinking"] == thinking
+    assert "output_config" not in prepared.body
+    assert prepared.warnings == (THINKING_OFF_IN_FOREIGN_TOOL_LOOP,)
+
+
 @pytest.mark.parametrize("leading", [SIGNED, REDACTED], ids=["signed", "redacted"])
 def test_thinking_stays_on_when_the_tool_calls_began_with_anthropic_thinking(
     leading: ThinkingPart,
