@@ -9,13 +9,13 @@ from __future__ import annotations
 import json
 import logging
 import os
-import stat
 from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from providers.base import ProviderName
 from providers.errors import MissingCredentialsError, ProviderConfigError
+from providers.private_files import exposed_mode, keep_private
 from providers.secrets import remember_secret, remember_url_secrets, without_userinfo
 
 log = logging.getLogger("grove.credentials")
@@ -58,31 +58,25 @@ def missing_credentials_text(provider: ProviderName) -> str:
 
 
 def credentials_file_problem(path: Path) -> str | None:
-    """A warning when the file can be read by group or others, else None."""
-    try:
-        mode = path.stat().st_mode
-    except OSError:
+    """What `grove doctor` says of a file that group or others can read, else None (it only
+    looks: reading keys makes the file 0600, see keep_private)."""
+    mode = exposed_mode(path)
+    if mode is None:
         return None
-    if mode & (stat.S_IRWXG | stat.S_IRWXO):
-        return (
-            f"Warning: {path} can be read by other users (mode {stat.S_IMODE(mode):o}); "
-            f"run: chmod 600 {path}"
-        )
-    return None
+    return f"Warning: {path} can be read by other users (mode {mode:o}); run: chmod 600 {path}"
 
 
 def warn_if_credentials_exposed(environ: Mapping[str, str] | None = None) -> None:
-    """Log the warning (logger `grove.credentials`) when credentials.json in the config
-    directory can be read by other users; keys are read in host processes, whose logs the
+    """Make credentials.json in the config directory 0600, with a warning, when other users
+    can read it (providers/private_files.py); keys are read in host processes, whose logs the
     user does not see, so the command line calls this in its own process."""
-    problem = credentials_file_problem(config_dir(environ) / CREDENTIALS_FILE)
-    if problem:
-        log.warning(problem)
+    keep_private(config_dir(environ) / CREDENTIALS_FILE)
 
 
 def _key_from_file(provider: ProviderName, path: Path, *, warn: bool = True) -> str | None:
     """The provider's key in the credentials file at `path`; `warn`: log what is wrong with
-    the file (a check that only looks leaves that to the reading that follows)."""
+    the file, and make it 0600 if others can read it (a check that only looks leaves that to
+    the reading that follows)."""
     try:
         raw = path.read_bytes()
     except FileNotFoundError:
@@ -91,9 +85,8 @@ def _key_from_file(provider: ProviderName, path: Path, *, warn: bool = True) -> 
         if warn:
             log.warning("cannot read %s: %s", path, exc.strerror)
         return None
-    problem = credentials_file_problem(path)
-    if problem and warn:
-        log.warning(problem)
+    if warn:
+        keep_private(path)
     try:
         data = json.loads(raw.decode("utf-8"))
     except ValueError:  # UnicodeDecodeError included

@@ -1,5 +1,6 @@
 """The service's files in the Grove config directory: its bearer token (made on first start,
-0600) and the record of the running service (pid, address); stdlib only, for the thin client.
+0600) and the record of the running service (pid, address); stdlib only (and the stdlib-only
+providers/private_files.py), for the thin client.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import os
 import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+from providers.private_files import keep_private
 
 TOKEN_FILE = "service-token"
 STATE_FILE = "service.json"
@@ -23,9 +26,11 @@ def grove_dir() -> Path:
 
 
 def service_token(directory: Path | None = None) -> str:
-    """The bearer token every route but /healthz needs: made on first use, kept 0600."""
+    """The bearer token every route but /healthz needs: made on first use, kept 0600 (one that
+    others can read is made 0600, with a warning)."""
     path = (directory or grove_dir()) / TOKEN_FILE
     if path.exists():
+        keep_private(path)
         return path.read_text().strip()
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     token = secrets.token_urlsafe(32)

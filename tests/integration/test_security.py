@@ -31,7 +31,7 @@ CANARY = f"sk-canary-{secrets.token_hex(12)}"
 WRONG_KEY = f"sk-wrong-{secrets.token_hex(12)}"
 FRAGMENT = 10  # no run of this many characters of a key's random part may show up anywhere
 THROWAWAY_KEY = re.compile(rb"sim-[0-9a-f]{32}")  # the key `--simulate` makes for itself
-PERMISSION_WARNING = "can be read by other users (mode 644); run: chmod 600 "
+PERMISSION_WARNING = "could be read by other users (mode 644); it is now 0600"
 ADVICE = {"note": "log lines must never carry request headers", "severity": "concern"}
 TASKS: list[dict[str, Any]] = [
     {"id": "plain", "prompt": "review the logging module"},
@@ -282,10 +282,10 @@ def test_the_simulate_key_stays_in_memory_too(evidence: Evidence) -> None:
 
 def test_a_credentials_file_others_can_read_is_warned_about(evidence: Evidence) -> None:
     path = evidence.base / "config" / "grove" / "credentials.json"
-    warning = f"Warning: {path} {PERMISSION_WARNING}{path}"
+    warning = f"Warning: {path} {PERMISSION_WARNING}"
     assert evidence.stderr("run").splitlines().count(warning) == 1, evidence.stderr("run")
     for quiet in ("real batch", "simulated batch", "events", "agents"):
-        assert "can be read by other users" not in evidence.stderr(quiet)
+        assert "read by other users" not in evidence.stderr(quiet)
 
 
 # ----- Redis URLs ----------------------------------------------------------------------------

@@ -131,10 +131,11 @@ def test_a_store_others_can_read_is_used_with_a_warning(exposed: Exposed) -> Non
 
 
 def test_only_commands_that_load_keys_warn_about_the_credentials_file(exposed: Exposed) -> None:
-    warning = f"Warning: {exposed.credentials} can be read by other users (mode 644)"
+    warning = f"Warning: {exposed.credentials} could be read by other users (mode 644)"
     for name, done in exposed.reads.items():
         assert warning not in done.stderr, name
     assert warning in exposed.chat.stderr
+    assert exposed.credentials.stat().st_mode & 0o777 == 0o600
 
 
 def test_a_piped_chat_that_rejected_lines_exits_1_after_running_them_all(
