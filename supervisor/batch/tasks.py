@@ -16,7 +16,6 @@ from typing import Any, BinaryIO, Literal
 from providers.base import JSONObject
 from providers.catalog import parse_model_spec
 from providers.errors import ModelSpecError
-from providers.lifecycle import chosen_model
 from providers.output_schema import OutputSchemaError, checked_schema, provider_refusal
 from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
 from supervisor.text_files import UTF8_BOM, read_text_file
@@ -186,7 +185,7 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
             problems.append(problem)
         else:
             try:
-                spec = str(chosen_model(model, aliases))
+                spec = str(parse_model_spec(model, aliases))
             except ModelSpecError as exc:
                 problems.append(f"'model': {str(exc).strip()}")
     system = value.get("system")

@@ -1,7 +1,8 @@
 """What run, chat and batch check before anything starts (cli/preflight.py), run as a user runs
 `grove`: a typo of a known model, a missing key, --tools that cannot be imported, an MCP server
 that cannot start, unusable files and budgets are one message and exit 2 with Ray never even
-imported (the commands run with Python's import log on); a deprecated model warns once and runs.
+imported (the commands run with Python's import log on), and so is a retired model, naming its
+successor; a deprecated model warns once and runs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from providers.catalog import retirement_warning
 from providers.credentials import API_KEY_ENV, missing_credentials_text
 from supervisor.tool_rules import unknown_tool_text
 from tests.integration.groves import running_grove
@@ -71,7 +71,7 @@ def grove_command() -> list[str]:
 
 def each_command(place: Place, *flags: str) -> list[tuple[str, ...]]:
     """run, chat and batch with `flags` (a model of their own where none is given)."""
-    model = () if "--model" in flags else ("--model", "gpt-5-mini")
+    model = () if "--model" in flags else ("--model", "gpt-6.1-terra")
     return [
         ("run", *model, *flags, "hi"),
         ("chat", *model, *flags),
@@ -83,39 +83,71 @@ def each_command(place: Place, *flags: str) -> list[tuple[str, ...]]:
     ("model", "line"),
     [
         (
-            "claude-sonet-4-5",
-            "Unknown model: claude-sonet-4-5. Did you mean claude-sonnet-4-5? (To send "
-            "claude-sonet-4-5 as written, name it anthropic:claude-sonet-4-5.)",
+            "claude-sonet-5-5",
+            "Unknown model: claude-sonet-5-5. Did you mean claude-sonnet-5-5? (To send "
+            "claude-sonet-5-5 as written, name it anthropic:claude-sonet-5-5.)",
         ),
         (
-            "gpt-5-mni/low",
-            "Unknown model: gpt-5-mni. Did you mean gpt-5-mini? (To send gpt-5-mni as "
-            "written, name it openai:gpt-5-mni.)",
+            "gpt-6-lun/low",
+            "Unknown model: gpt-6-lun. Did you mean gpt-6-luna? (To send gpt-6-lun as "
+            "written, name it openai:gpt-6-lun.)",
+        ),
+        (
+            "claude-sonnet-4-5/med",
+            "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5",
         ),
     ],
 )
-def test_a_typo_of_a_known_model_gets_a_did_you_mean(place: Place, model: str, line: str) -> None:
+def test_a_typo_or_a_retired_model_is_one_line(place: Place, model: str, line: str) -> None:
     for args in each_command(place, "--model", model, "--simulate"):
         assert refused(place, *args) == line, args
 
 
 def test_a_typo_in_a_task_or_the_advisor_is_refused_before_any_task_runs(place: Place) -> None:
     tasks = place.base / "typo.jsonl"
-    tasks.write_text('{"id": "a", "prompt": "hi", "model": "gemini-2.5-flsh"}\n')
+    tasks.write_text('{"id": "a", "prompt": "hi", "model": "gemini-3.8-flsh"}\n')
     said = refused(place, "batch", str(tasks), "--simulate")
-    assert said.endswith("Did you mean gemini-2.5-flash? (To send gemini-2.5-flsh as written, "
-                         "name it google:gemini-2.5-flsh.)")  # fmt: skip
+    assert said.endswith("Did you mean gemini-3.8-flash? (To send gemini-3.8-flsh as written, "
+                         "name it google:gemini-3.8-flsh.)")  # fmt: skip
+    assert not (place.base / "typo.out.jsonl").exists()
+    tasks.write_text('{"id": "a", "prompt": "hi", "model": "claude-sonnet-4-5/low"}\n')
+    said = refused(place, "batch", str(tasks), "--simulate", "--model", "claude-sonnet-5-5")
+    assert said == "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
     assert not (place.base / "typo.out.jsonl").exists()
     said = refused(
-        place, "batch", str(place.base / "tasks.jsonl"), "--model", "gpt-5-mini",
-        "--advisor", "claude-hiaku-4-5",
+        place, "batch", str(place.base / "tasks.jsonl"), "--model", "gpt-6.1-terra",
+        "--advisor", "claude-hiaku-5-5",
     )  # fmt: skip
-    assert "Did you mean claude-haiku-4-5?" in said
+    assert "Did you mean claude-haiku-5-5?" in said
+    said = refused(
+        place, "batch", str(place.base / "tasks.jsonl"), "--model", "gpt-6.1-terra",
+        "--advisor", "gemini-2.5-pro/high", "--simulate",
+    )  # fmt: skip
+    assert said == "gemini-2.5-pro was retired on 2026-12-01; use gemini-3.8-flash"
+
+
+def test_a_retired_model_in_the_config_file_is_one_line_before_ray(place: Place) -> None:
+    config = Path(place.env["GROVE_CONFIG_FILE"])
+    for text, key in (
+        ('[defaults]\nmodel = "claude-sonnet-4-5"\n', "defaults.model"),
+        ('[advisor]\nenabled = true\nmodel = "claude-sonnet-4-5/med"\n', "advisor.model"),
+    ):
+        config.write_text(text)
+        said = refused(place, "run", "--simulate", "--model", "claude-sonnet-5-5", "hi")
+        assert said == (
+            f"invalid configuration ({config} or GROVE_* variables): {key}: Value error, "
+            "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+        )
+        assert config.read_text() == text
 
 
 @pytest.mark.parametrize(
     ("model", "provider"),
-    [("claude-haiku-4-5", "anthropic"), ("gpt-5-mini", "openai"), ("gemini-3.0-flash", "google")],
+    [
+        ("claude-haiku-5-5", "anthropic"),
+        ("gpt-6.1-terra", "openai"),
+        ("gemini-3.8-flash", "google"),
+    ],
 )
 def test_a_provider_without_a_key_is_refused_before_ray(
     place: Place, model: str, provider: str
@@ -129,14 +161,14 @@ def test_a_key_from_the_environment_or_the_credentials_file_passes(place: Place)
     """With the key there the check passes, and the next one (the tools) speaks."""
     unknown = unknown_tool_text("nosuch")
     key = {"OPENAI_API_KEY": "sk-not-used"}
-    assert refused(place, "run", "--model", "gpt-5-mini", "--tools", "nosuch", "hi", **key) == (
+    assert refused(place, "run", "--model", "gpt-6.1-terra", "--tools", "nosuch", "hi", **key) == (
         unknown
     )
     credentials = place.base / "config" / "grove" / "credentials.json"
     credentials.parent.mkdir(parents=True, exist_ok=True)
     credentials.write_text(json.dumps({"google": {"api_key": "not-used"}}))
     credentials.chmod(0o600)
-    said = refused(place, "run", "--model", "gemini-3.0-flash", "--tools", "nosuch", "hi")
+    said = refused(place, "run", "--model", "gemini-3.8-flash", "--tools", "nosuch", "hi")
     assert said == unknown
 
 
@@ -175,7 +207,7 @@ def test_an_mcp_server_whose_command_is_missing_is_refused_before_ray(place: Pla
     Path(place.env["GROVE_CONFIG_FILE"]).write_text(
         '[mcp.servers.local]\ncommand = "./servers/calc.py"\n'
     )
-    assert refused(place, "run", "--simulate", "--model", "gpt-5-mini", "hi") == (
+    assert refused(place, "run", "--simulate", "--model", "gpt-6.1-terra", "hi") == (
         "MCP server local: command './servers/calc.py' is not an executable file; fix "
         "[mcp.servers.local] command or set enabled = false"
     )
@@ -183,7 +215,7 @@ def test_an_mcp_server_whose_command_is_missing_is_refused_before_ray(place: Pla
 
 def test_files_that_cannot_be_used_are_refused_before_ray(place: Place) -> None:
     tasks = str(place.base / "tasks.jsonl")
-    batch = ("batch", tasks, "--simulate", "--model", "gpt-5-mini")
+    batch = ("batch", tasks, "--simulate", "--model", "gpt-6.1-terra")
     assert refused(place, "batch", "nosuch.jsonl", *batch[2:]) == (
         "cannot read nosuch.jsonl: No such file or directory"
     )
@@ -245,10 +277,14 @@ def test_through_a_service_the_same_checks_speak_the_same_lines(
         service_in_process(grove, tmp_path, key) as service,
     ):
         for args, line in (
-            (("run", "--model", "claude-haiku-4-5", "hi"), missing_credentials_text("anthropic")),
-            (("run", "--model", "claude-sonet-4-5", "hi"), "Unknown model: claude-sonet-4-5."),
+            (("run", "--model", "claude-haiku-5-5", "hi"), missing_credentials_text("anthropic")),
+            (("run", "--model", "claude-sonet-5-5", "hi"), "Unknown model: claude-sonet-5-5."),
             (
-                ("batch", "tasks.jsonl", "--model", "gpt-5-mini", "--tools", "weather:nosuchfn"),
+                ("run", "--model", "claude-sonnet-4-5", "hi"),
+                "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5",
+            ),
+            (
+                ("batch", "tasks.jsonl", "--model", "gpt-6.1-terra", "--tools", "weather:nosuchfn"),
                 "tool spec 'weather:nosuchfn': weather has no nosuchfn",
             ),
         ):
@@ -260,14 +296,15 @@ def test_through_a_service_the_same_checks_speak_the_same_lines(
             assert api.get("/api/agents").json()["agents"] == []  # nothing was made
 
 
-def test_a_deprecated_model_warns_once_with_its_end_of_life_and_still_runs(place: Place) -> None:
+def test_a_deprecated_model_warns_once_with_its_shutdown_and_still_runs(place: Place) -> None:
     tasks = place.base / "three.jsonl"
-    tasks.write_text("".join(f'{{"id": {n}, "prompt": "task {n}"}}\n' for n in range(3)))
+    lines = [f'{{"id": {n}, "prompt": "task {n}"}}\n' for n in range(2)]
+    lines.append('{"id": 2, "prompt": "task 2", "model": "gpt-5-mini/high"}\n')  # the same model
+    tasks.write_text("".join(lines))
     done = place.grove(
-        "batch", str(tasks), "--simulate", "--model", "claude-sonnet-4-5/low", "--hosts", "1"
+        "batch", str(tasks), "--simulate", "--model", "gpt-5-mini/low", "--hosts", "1"
     )
     assert done.returncode == 0, done.stderr
-    warning = retirement_warning("claude-sonnet-4-5")
-    assert warning is not None and "end of life on 2026-11-30" in warning
+    warning = "Warning: gpt-5-mini is deprecated and shuts down on 2026-12-11; use gpt-6.1-terra"
     assert done.stderr.splitlines().count(warning) == 1, done.stderr
     assert "Batch finished: 3 ok" in done.stdout

@@ -191,23 +191,22 @@ def test_the_advisors_default_model_is_the_catalogs_current_one(
     assert choose_model(model, day=DAY).warning is None
 
 
-def test_a_task_line_on_a_retired_model_is_an_error_of_that_line_alone(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setenv(TODAY_ENV, DAY.isoformat())
+def test_a_task_line_keeps_its_model_as_written_for_the_checks_before_the_run() -> None:
+    """A task line's model is checked with the command line's models (cli/preflight.py), so a
+    retired one stops the batch before anything runs; `PROVIDER:MODEL` stays so to the end."""
     lines = [
         b'{"id": 1, "prompt": "a", "model": "claude-sonnet-4-5/low"}',
-        b'{"id": 2, "prompt": "b", "model": "claude-sonnet-5-5/low"}',
-        b'{"id": 3, "prompt": "c", "model": "anthropic:claude-sonnet-4-5"}',
+        b'{"id": 2, "prompt": "b", "model": "anthropic:claude-sonnet-4-5"}',
     ]
     read = read_tasks(b"\n".join(lines) + b"\n")
-    assert [(error.line, error.message) for error in read.errors] == [
-        (1, f"'model': {SONNET_RETIRED}")
+    assert read.errors == []
+    assert [task.model for task in read.tasks] == [
+        "claude-sonnet-4-5/low",
+        "anthropic:claude-sonnet-4-5",
     ]
-    assert [(task.id, task.model) for task in read.tasks] == [
-        (2, "claude-sonnet-5-5/low"),
-        (3, "anthropic:claude-sonnet-4-5"),  # sent as written, and kept so when run
-    ]
+    with pytest.raises(RetiredModelError):
+        chosen_model(read.tasks[0].model or "", day=DAY)
+    assert chosen_model(read.tasks[1].model or "", day=DAY).as_written
 
 
 def test_fork_with_a_retired_or_deprecated_model(monkeypatch: pytest.MonkeyPatch) -> None:
