@@ -406,6 +406,8 @@ class Grove:
             network=section.network,
             writable=tuple(section.writable),
             hidden=(*section.hidden, *store_files(self.settings.store)),
+            limits=section.limits(),
+            env=tuple(section.env),
         )
 
     def _rate_limits(self) -> dict[str, ProviderLimits]:

@@ -27,9 +27,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from actors.sandbox_limits import SandboxLimits
 from providers.base import CachePolicy, ProviderName
 from providers.catalog import DEFAULT_MODELS, checked_prices
-from providers.credentials import BASE_URL_ENV, base_url_problem, config_dir
+from providers.credentials import API_KEY_ENV, BASE_URL_ENV, base_url_problem, config_dir
 from providers.errors import GroveError, ModelSpecError
 from providers.lifecycle import chosen_model
 from providers.retry import RetryPolicy
@@ -179,6 +180,9 @@ class BudgetSection(_Section):
         return self.model_dump()
 
 
+SANDBOX_LIMITS = SandboxLimits()  # the defaults live in actors/sandbox_limits.py only
+
+
 class SandboxSection(_Section):
     """`[tools.sandbox]`: where the processes tools start (bash) may write, and what they reach."""
 
@@ -193,6 +197,48 @@ class SandboxSection(_Section):
     hidden: list[str] = Field(
         default_factory=list, description="More paths hidden from sandboxed processes"
     )
+    processes: int = Field(
+        default=SANDBOX_LIMITS.processes, ge=16, le=65_536, description="Processes at once"
+    )
+    memory_mb: int = Field(
+        default=SANDBOX_LIMITS.memory_mb, ge=64, le=1 << 20, description="Address space a process"
+    )
+    file_size_mb: int = Field(
+        default=SANDBOX_LIMITS.file_size_mb, ge=1, le=1 << 20, description="Largest file written"
+    )
+    cpu_s: int = Field(
+        default=SANDBOX_LIMITS.cpu_s, ge=1, le=86_400, description="CPU seconds a process"
+    )
+    tmp_mb: int = Field(
+        default=SANDBOX_LIMITS.tmp_mb,
+        ge=1,
+        le=1 << 20,
+        description="Size of its own /tmp (and /run, /dev/shm), held in memory",
+    )
+    env: list[str] = Field(
+        default_factory=list,
+        max_length=256,
+        description="More variables of Grove's environment that sandboxed processes get",
+    )
+
+    @field_validator("env")
+    @classmethod
+    def _variable_names(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,127}", name):
+                raise ValueError(f"{name!r} is not a variable name (letters, digits and _)")
+            if any(name in keys for keys in API_KEY_ENV.values()):
+                raise ValueError(f"{name} is a provider's key: no tool's process gets it")
+        return names
+
+    def limits(self) -> SandboxLimits:
+        return SandboxLimits(
+            processes=self.processes,
+            memory_mb=self.memory_mb,
+            file_size_mb=self.file_size_mb,
+            cpu_s=self.cpu_s,
+            tmp_mb=self.tmp_mb,
+        )
 
 
 class ToolsSection(_Section):

@@ -1,23 +1,25 @@
 """The sandbox of every process a tool starts: `SandboxPolicy` (a value), `bwrap_arguments`
 (the policy as bubblewrap's command line) and `run_process`, the one way tools start processes.
 
-Nothing else in actors/tools/ starts a process; the environment a process gets is made here.
+Nothing else in actors/tools/ starts a process; the environment a process gets is made here,
+and the limits a sandbox's processes are held to (actors/sandbox_limits.py) are put on it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
-import re
 import shutil
 import signal
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
 from actors.agent import ToolError
+from actors.sandbox_limits import MB, SandboxLimits, limit_process, remove_cgroup
 from providers.credentials import API_KEY_ENV, config_dir
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
@@ -47,12 +49,15 @@ HOME_SECRETS = (
 )
 # Variables naming files whose contents are secret.
 SECRET_FILE_VARIABLES = ("RAY_AUTH_TOKEN_PATH", "GROVE_CONFIG_FILE")
-# Variables a process never sees: the providers' keys, and anything named like one (HEADERS:
-# an OTLP exporter's, `authorization=Bearer ...` often).
-_KEY_VARIABLES = frozenset(name for names in API_KEY_ENV.values() for name in names)
-_SECRET_NAME = re.compile("API_KEY|TOKEN|SECRET|PASSWORD|HEADERS")  # in a name, upper-cased
-# A URL with a password in it (a store's `redis://:PASSWORD@host`, a database's URL).
-_URL_WITH_PASSWORD = re.compile(r"://[^/\s@:]*:[^/\s@]+@")
+# The only variables of Grove's environment a process gets, with the locale's LC_* and those
+# `[tools.sandbox] env` names (never a provider's key).
+ENVIRONMENT = frozenset(
+    ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TERM", "LANG", "LANGUAGE", "TZ", "TMPDIR")
+)
+# Where Ray keeps its sessions (sockets, logs) unless told otherwise: under RAY_TMPDIR, TMPDIR
+# or /tmp (ray._common.utils.get_default_ray_temp_dir).
+RAY_TEMP_PARENTS = ("RAY_TMPDIR", "TMPDIR")
+KEY_VARIABLES = frozenset(name for names in API_KEY_ENV.values() for name in names)
 
 
 class SandboxUnavailable(ToolError):
@@ -63,12 +68,15 @@ class SandboxUnavailable(ToolError):
 class SandboxPolicy:
     """What a tool's process may do. `workspace-write`: write in its root only; `read-only`:
     write nowhere (but a private /tmp); `off`: no sandbox. `network`: reach the network;
-    `writable` and `hidden`: more paths to open for writing, or to hide."""
+    `writable` and `hidden`: more paths to open for writing, or to hide; `limits`: what its
+    processes may use; `env`: more variables of Grove's environment to pass on."""
 
     mode: SandboxMode = "workspace-write"
     network: bool = False
     writable: tuple[str, ...] = ()
     hidden: tuple[str, ...] = ()
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    env: tuple[str, ...] = ()
 
     @property
     def sandboxed(self) -> bool:
@@ -77,15 +85,17 @@ class SandboxPolicy:
 
 def secret_paths(policy: SandboxPolicy, environ: Mapping[str, str]) -> list[Path]:
     """What the sandbox hides, as real paths that exist: Grove's config directory (keys,
-    the service token), secrets under the home directory, the files that variables name.
-    Looked for on every call (a secret made since the last one is hidden too), as strings:
-    this runs before every command a tool starts."""
+    the service token), secrets under the home directory, the files that variables name, Ray's
+    temp directories. Looked for on every call (a secret made since the last one is hidden
+    too), as strings: this runs before every command a tool starts."""
     home = environ.get("HOME") or str(Path.home())
     named = [environ[name] for name in SECRET_FILE_VARIABLES if environ.get(name)]
+    ray_parents = [environ[name] for name in RAY_TEMP_PARENTS if environ.get(name)]
     candidates = [
         str(config_dir(environ)),
         *(os.path.join(home, entry) for entry in HOME_SECRETS),
         *named,
+        *(os.path.join(parent, "ray") for parent in (*ray_parents, "/tmp")),
         *policy.hidden,
     ]
     found = dict.fromkeys(os.path.realpath(path) for path in candidates if os.path.lexists(path))
@@ -98,17 +108,23 @@ def bwrap_arguments(
     root: Path,
     command: Sequence[str],
     hidden: Sequence[Path],
+    *,
+    sized: bool = True,
 ) -> list[str]:
     """The command line that runs `command` in `root` under `policy`. Order matters: each
-    mount covers the ones before it, so the secrets are hidden last."""
+    mount covers the ones before it, so the secrets are hidden last. The file systems made
+    for it in memory (its /tmp, /run and /dev/shm) are each of the policy's size when
+    `sized` (bubblewrap 0.8 and later), and /dev is read-only but for its devices."""
     arguments = [bwrap, "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
     arguments += ["--unshare-pid", "--unshare-ipc"]
     if not policy.network:
         arguments.append("--unshare-net")
     arguments += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    size = ["--size", str(policy.limits.tmp_mb * MB)] if sized else []
+    arguments += [*size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]
     fresh = ["/tmp"] if policy.network else ["/tmp", "/run"]  # /run: the services' sockets
     for directory in fresh:
-        arguments += ["--tmpfs", directory]
+        arguments += [*size, "--tmpfs", directory]
     real_root = os.path.realpath(root)
     shown = [real_root]  # what is seen again through the fresh directories
     if policy.mode == "workspace-write":
@@ -140,15 +156,15 @@ def _under(path: str, directories: Sequence[str]) -> bool:
     return any(path == d or path.startswith(d.rstrip("/") + "/") for d in directories)
 
 
-def command_environment() -> dict[str, str]:
-    """The host's environment without the providers' keys, anything named like a secret, or a
-    URL with a password in it (GROVE_STORE's, for one)."""
+def command_environment(policy: SandboxPolicy) -> dict[str, str]:
+    """What a process gets of the host's environment: `ENVIRONMENT`, the locale's LC_*
+    variables and those the policy names; nothing else (a token in a variable Grove never
+    heard of stays out too)."""
+    named = {*ENVIRONMENT, *policy.env}
     return {
         name: value
         for name, value in os.environ.items()
-        if name not in _KEY_VARIABLES
-        and not _SECRET_NAME.search(name.upper())
-        and not ("@" in value and _URL_WITH_PASSWORD.search(value))
+        if (name in named or name.startswith("LC_")) and name not in KEY_VARIABLES
     }
 
 
@@ -165,53 +181,73 @@ class SandboxProblem:
 
 def sandbox_problem(environ: Mapping[str, str] | None = None) -> SandboxProblem | None:
     """Why the sandbox cannot run here (no `bwrap` on PATH, or it fails to start one); None
-    when it can. Runs bubblewrap once, synchronously: for `grove doctor`."""
+    when it can. Runs bubblewrap once or twice, synchronously: for `grove doctor`."""
     import subprocess
 
     env = os.environ if environ is None else environ
     bwrap = shutil.which("bwrap", path=env.get("PATH"))
     if bwrap is None:
         return MISSING
-    try:
-        done = subprocess.run(_probe(bwrap), capture_output=True, timeout=30, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return _broken(bwrap, str(exc))
-    if done.returncode != 0:
-        return _broken(bwrap, done.stderr.decode(errors="replace").strip())
-    return None
+    problem = ""
+    for sized in (True, False):
+        try:
+            done = subprocess.run(
+                _probe(bwrap, sized), capture_output=True, timeout=30, check=False
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return _broken(bwrap, str(exc))
+        problem = done.stderr.decode(errors="replace").strip() if done.returncode else ""
+        if not _unsized(problem):
+            break
+    return _broken(bwrap, problem) if problem else None
 
 
-_working: dict[str, str | None] = {}  # bwrap path -> why it cannot start a sandbox (None: it can)
+# bwrap path -> why it cannot start a sandbox (None: it can), and whether it sizes file systems
+_working: dict[str, tuple[str | None, bool]] = {}
 
 
 _found_on: dict[str, str] = {}  # PATH -> the bwrap on it (looked for again while there is none)
 
 
-async def _checked_bwrap() -> str:
-    """The `bwrap` on PATH, once shown to start a sandbox in this process."""
+async def _checked_bwrap() -> tuple[str, bool]:
+    """The `bwrap` on PATH, once shown to start a sandbox in this process; and whether it
+    takes `--size` (bubblewrap before 0.8 does not: its file systems in memory go unsized)."""
     path = os.environ.get("PATH", os.defpath)
     bwrap = _found_on.get(path) or shutil.which("bwrap", path=path)
     if bwrap is None:
         raise SandboxUnavailable(str(MISSING))
     _found_on[path] = bwrap
     if bwrap not in _working:
-        process = await asyncio.create_subprocess_exec(
-            *_probe(bwrap),
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.DEVNULL,
-            stderr=asyncio.subprocess.PIPE,
-        )
-        _, errors = await process.communicate()
-        failed = process.returncode != 0
-        _working[bwrap] = errors.decode(errors="replace").strip() if failed else None
-    problem = _working[bwrap]
+        problem = await _probe_problem(bwrap, sized=True)
+        sized = not _unsized(problem)
+        if not sized:
+            problem = await _probe_problem(bwrap, sized=False)
+        _working[bwrap] = (problem, sized)
+    problem, sized = _working[bwrap]
     if problem is not None:
         raise SandboxUnavailable(str(_broken(bwrap, problem)))
-    return bwrap
+    return bwrap, sized
 
 
-def _probe(bwrap: str) -> list[str]:
-    return bwrap_arguments(bwrap, SandboxPolicy(mode="read-only"), Path("/"), ["true"], [])
+async def _probe_problem(bwrap: str, sized: bool) -> str | None:
+    process = await asyncio.create_subprocess_exec(
+        *_probe(bwrap, sized),
+        stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, errors = await process.communicate()
+    return errors.decode(errors="replace").strip() if process.returncode != 0 else None
+
+
+def _unsized(problem: str | None) -> bool:
+    """Whether bubblewrap refused `--size` (an option of 0.8 and later)."""
+    return problem is not None and "--size" in problem
+
+
+def _probe(bwrap: str, sized: bool) -> list[str]:
+    policy = SandboxPolicy(mode="read-only")
+    return bwrap_arguments(bwrap, policy, Path("/"), ["true"], [], sized=sized)
 
 
 MISSING = SandboxProblem(
@@ -238,35 +274,102 @@ async def run_process(
     take: Callable[[bytes], None],
 ) -> int:
     """Run `command` in `root` under `policy` with stdin closed; its output (stdout and
-    stderr together) goes to `take` as it comes; its exit code. At the timeout (TimeoutError)
-    or when cancelled, its whole process group, and with it the sandbox and everything in
-    it, is killed first."""
-    environment = command_environment()
+    stderr together) goes to `take` as it comes; its exit code. A sandbox's first process
+    waits until it is held to the policy's limits. At the timeout (TimeoutError) or when
+    cancelled, its whole process group, and with it the sandbox and everything in it, is
+    killed first."""
+    environment = command_environment(policy)
     argv = list(command)
+    passed: tuple[int, ...] = ()
     if policy.sandboxed:
-        bwrap = await _checked_bwrap()
-        argv = bwrap_arguments(bwrap, policy, root, argv, secret_paths(policy, os.environ))
+        bwrap, sized = await _checked_bwrap()
+        hidden = secret_paths(policy, os.environ)
+        argv = bwrap_arguments(bwrap, policy, root, argv, hidden, sized=sized)
         environment["TMPDIR"] = "/tmp"  # the sandbox's own
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        cwd=root,
-        env=environment,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-        start_new_session=True,  # its own process group, killed whole
-    )
+        info, info_to_us = os.pipe()  # bubblewrap says there the pid of the sandbox's first
+        go_from_us, go = os.pipe()  # which waits for a byte here before it runs anything
+        passed = (info_to_us, go_from_us)
+        argv[1:1] = ["--info-fd", str(info_to_us), "--block-fd", str(go_from_us)]
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=root,
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,  # its own process group, killed whole
+            pass_fds=passed,
+        )
+    except BaseException:
+        if passed:
+            for end in (info, go):
+                os.close(end)
+        raise
+    finally:
+        for end in passed:
+            os.close(end)
+    cgroup: Path | None = None
     try:
         async with asyncio.timeout(timeout_s):
+            if passed:
+                cgroup = await _held(info, go, policy.limits)
             assert process.stdout is not None
             while chunk := await process.stdout.read(READ_CHUNK_BYTES):
                 take(chunk)
             await process.wait()
     except BaseException:  # the timeout, or the turn was cancelled
-        await _kill_group(process)
+        await _kill_group(process)  # before `go` closes: a sandbox still waiting dies waiting
         raise
+    finally:
+        if passed:
+            for end in (info, go):
+                with contextlib.suppress(OSError):
+                    os.close(end)
+        if cgroup is not None:
+            remove_cgroup(cgroup)
     assert process.returncode is not None
     return process.returncode
+
+
+async def _held(info: int, go: int, limits: SandboxLimits) -> Path | None:
+    """Once bubblewrap has said the pid of the sandbox's first process (waiting to be let
+    go), hold that process to `limits`, then let it go; its pids cgroup, if it got one. When
+    bubblewrap said nothing it failed: its error is the output."""
+    said = await _read_to_end(info)
+    cgroup = None
+    if said:
+        try:
+            cgroup = await limit_process(json.loads(said)["child-pid"], limits)
+        except PermissionError as exc:
+            raise SandboxUnavailable(f"the sandbox's limits could not be set: {exc}") from exc
+    with contextlib.suppress(BrokenPipeError):
+        os.write(go, b"1")
+    return cgroup
+
+
+async def _read_to_end(fd: int) -> bytes:
+    """What a pipe holds until its writer closes it, read without blocking the loop."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[bytes] = loop.create_future()
+    chunks: list[bytes] = []
+
+    def readable() -> None:
+        try:
+            chunk = os.read(fd, READ_CHUNK_BYTES)
+        except BlockingIOError:
+            return
+        if chunk:
+            chunks.append(chunk)
+        elif not done.done():
+            done.set_result(b"".join(chunks))
+
+    os.set_blocking(fd, False)
+    loop.add_reader(fd, readable)
+    try:
+        return await done
+    finally:
+        loop.remove_reader(fd)
 
 
 async def _kill_group(process: asyncio.subprocess.Process) -> None:

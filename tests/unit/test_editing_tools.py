@@ -122,10 +122,10 @@ async def test_bash_runs_in_the_root_without_provider_keys(
 ) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-canary")
     monkeypatch.setenv("MY_SERVICE_TOKEN", "canary-token")
-    monkeypatch.setenv("PLAIN_SETTING", "visible")
+    monkeypatch.setenv("LANG", "C.UTF-8")
     output = await run(tools, "bash", command="pwd; env; echo done >&2; exit 3")
     assert output.startswith("exit code 3\n")
-    assert str(root) in output and "PLAIN_SETTING=visible" in output and "done" in output
+    assert str(root) in output and "LANG=C.UTF-8" in output and "done" in output
     assert "canary" not in output
 
 
@@ -170,29 +170,24 @@ async def test_bash_timeouts_must_be_bounded(tools: dict[str, Tool], limit: floa
     assert "timeout_s" in text
 
 
-def test_no_key_reaches_the_command_environment() -> None:
-    os.environ["GEMINI_API_KEY"] = "x"
-    try:
-        assert "GEMINI_API_KEY" not in command_environment()
-    finally:
-        del os.environ["GEMINI_API_KEY"]
-
-
-def test_no_header_variable_reaches_the_command_environment(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """OTLP exporters' headers carry a collector's token (`authorization=Bearer ...`)."""
-    hidden = (
-        "OTEL_EXPORTER_OTLP_HEADERS",
-        "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
-        "GROVE_TELEMETRY__HEADERS",
-    )
-    for name in hidden:
-        monkeypatch.setenv(name, "authorization=Bearer%20sk-collector")
-    monkeypatch.setenv("OTEL_SERVICE_NAME", "kept")
-    environment = command_environment()
-    assert not set(hidden) & set(environment)
-    assert environment["OTEL_SERVICE_NAME"] == "kept"
+def test_the_command_environment_is_an_allowlist(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process gets PATH, HOME, the locale and a few more, and what the policy names: not a
+    provider's key (even named), nor a token in a variable of a name Grove never heard of, nor
+    an OTLP exporter's headers (`authorization=Bearer ...`)."""
+    hidden = {
+        "GEMINI_API_KEY": "x",
+        "GITHUB_PAT": "ghp_" + "A" * 36,
+        "OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer%20sk-collector",
+        "GROVE_TELEMETRY__HEADERS": "authorization=Bearer%20sk-collector",
+        "OTEL_SERVICE_NAME": "unnamed",
+    }
+    for name, value in {**hidden, "LC_TIME": "C", "PROJECT_FLAG": "on"}.items():
+        monkeypatch.setenv(name, value)
+    environment = command_environment(SandboxPolicy())
+    assert environment["PATH"] == os.environ["PATH"] and environment["LC_TIME"] == "C"
+    assert not {*hidden, "PROJECT_FLAG"} & set(environment)
+    named = command_environment(SandboxPolicy(env=("PROJECT_FLAG", "GEMINI_API_KEY")))
+    assert named["PROJECT_FLAG"] == "on" and "GEMINI_API_KEY" not in named
 
 
 def test_package_registry_and_database_credentials_are_among_the_hidden(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from actors.agent import ToolError
+from actors.sandbox_limits import SandboxLimits
 from actors.tools.editing import editing_tools
 from actors.tools.sandbox import SandboxPolicy, bwrap_arguments, sandbox_problem
 from tests.conftest import path_without
@@ -74,10 +75,12 @@ def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "config.toml"))
     (tmp_path / "config.toml").write_text(
         '[tools.sandbox]\nmode = "read-only"\nnetwork = true\nhidden = ["/srv/keys"]\n'
+        'cpu_s = 30\nenv = ["PROJECT_FLAG"]\n'
     )
     store = tmp_path / "grove.sqlite3"
     policy = Grove(settings=load_settings(store=f"sqlite:///{store}"))._sandbox_policy()
     assert policy.mode == "read-only" and policy.network and policy.writable == ()
+    assert policy.limits == SandboxLimits(cpu_s=30) and policy.env == ("PROJECT_FLAG",)
     assert policy.hidden == ("/srv/keys", str(store), f"{store}-wal", f"{store}-shm")
     monkeypatch.setenv("GROVE_TOOLS__SANDBOX__MODE", "sideways")
     with pytest.raises(ConfigError, match=r"tools.sandbox.mode: Input should be 'workspace-write'"):
@@ -100,3 +103,29 @@ async def test_a_command_cannot_make_the_workspace_a_repository_of_its_own(
     assert code != 0 and b"planted" not in b"".join(said)
     assert not (root / ".git" / "config").exists()
     assert list((root / ".git").iterdir()) == []
+
+
+async def test_a_bwrap_without_size_runs_with_unsized_file_systems(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bubblewrap before 0.8 refuses `--size`: the sandbox still starts, its /tmp unsized."""
+    import shutil
+
+    real = shutil.which("bwrap")
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text(
+        '#!/bin/sh\ncase " $* " in *" --size "*) echo "bwrap: Unknown option --size" >&2; '
+        f'exit 1;; esac\nexec {real} "$@"\n'
+    )
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{path_without(tmp_path, 'bwrap')}")
+    output = await editing_tools(tmp_path)["bash"].run({"command": "df --output=size /tmp"})
+    assert isinstance(output, str) and output.startswith("exit code 0\n")
+    assert int(output.split()[-1]) > 256 * 1024  # KiB: not the policy's 256 MB
+    sized = bwrap_arguments("bwrap", SandboxPolicy(), tmp_path, ["true"], [])
+    assert sized[sized.index("/tmp") - 3 : sized.index("/tmp")] == [
+        "--size",
+        str(256 << 20),
+        "--tmpfs",
+    ]

@@ -43,3 +43,37 @@ def test_a_reviewers_wait_after_a_failed_review_is_bounded_by_name(
     assert load_settings().advisor.retry_delay_s == 2.5
     monkeypatch.setenv("GROVE_ADVISOR__RETRY_DELAY_S", "0.1")
     assert load_settings().advisor.retry_delay_s == 0.1
+
+
+def test_the_sandboxs_limits_are_bounded_by_name(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    config = tmp_path / "config.toml"
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(config))
+    sandbox = load_settings().tools.sandbox
+    assert (sandbox.processes, sandbox.memory_mb, sandbox.file_size_mb) == (512, 8192, 512)
+    assert (sandbox.cpu_s, sandbox.tmp_mb, sandbox.env) == (600, 256, [])
+    for setting, problem in (
+        ("processes = 15", "processes: Input should be greater than or equal to 16"),
+        ("processes = 65537", "processes: Input should be less than or equal to 65536"),
+        ("memory_mb = 63", "memory_mb: Input should be greater than or equal to 64"),
+        ("memory_mb = 1048577", "memory_mb: Input should be less than or equal to 1048576"),
+        ("file_size_mb = 0", "file_size_mb: Input should be greater than or equal to 1"),
+        ("cpu_s = 86401", "cpu_s: Input should be less than or equal to 86400"),
+        ("tmp_mb = 0", "tmp_mb: Input should be greater than or equal to 1"),
+        ("tmp_mb = 2.5", "tmp_mb: Input should be a valid integer"),
+        ('env = ["A B"]', "env: Value error, 'A B' is not a variable name (letters, digits and _)"),
+        (
+            'env = ["OPENAI_API_KEY"]',
+            "env: Value error, OPENAI_API_KEY is a provider's key: no tool's process gets it",
+        ),
+        ("env = " + str(["V"] * 257), "env: List should have at most 256 items"),
+    ):
+        message = refused(config, f"[tools.sandbox]\n{setting}\n")
+        assert f"tools.sandbox.{problem}" in message, message
+    config.write_text('[tools.sandbox]\nprocesses = 64\ntmp_mb = 32\nenv = ["PROJECT_FLAG"]\n')
+    sandbox = load_settings().tools.sandbox
+    assert (sandbox.processes, sandbox.tmp_mb, sandbox.env) == (64, 32, ["PROJECT_FLAG"])
+    monkeypatch.setenv("GROVE_TOOLS__SANDBOX__PROCESSES", "128")
+    limits = load_settings().tools.sandbox.limits()
+    assert (limits.processes, limits.tmp_mb, limits.memory_mb) == (128, 32, 8192)
