@@ -188,6 +188,21 @@ def test_streams_plain_text(joined: dict[str, str]) -> None:
     assert out.strip() == "hello grove"
 
 
+@pytest.mark.parametrize(
+    "model", ["claude-sonnet-5-5/none", "claude-opus-5-5/none", "gpt-6.1-sol/none"]
+)
+def test_none_on_a_model_that_cannot_stop_thinking_runs_with_the_warning(
+    joined: dict[str, str], model: str
+) -> None:
+    """Sonnet 5.5 refuses thinking "disabled" (it is sent between_tools), Opus 5.5 always
+    thinks (its lowest effort), GPT-6.1 Sol refuses effort "none" (low): each runs, and says
+    so, where the old request was the API's 400."""
+    code, out, err = run("--simulate", "--model", model, '[[sim reply="done"]] hi')
+    assert code == 0, err
+    assert out.strip().endswith("done")  # after any thinking shown
+    assert "This model does not support disabling thinking" in err
+
+
 def test_broken_stream_fails_with_explanation(joined: dict[str, str]) -> None:
     code, _, err = run(
         "--simulate", "--model", "claude-haiku-4-5", "[[sim fault=disconnect after=2]] hi"
