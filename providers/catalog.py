@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import date, datetime, timedelta
 
 from providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
 from providers.catalog_data import (
@@ -395,4 +396,20 @@ def _rates(model: str, input_tokens: int, day: date | None) -> Rates | None:
         info = model_info(model)
     except UnknownModelError:
         return None
-    return info.rates_on(day or date.today(), input_tokens)
+    return info.rates_on(day or _today(), input_tokens)
+
+
+# Today's date, and the time.time() at which it ends.
+_today_until: tuple[date, float] = (date.min, 0.0)
+
+
+def _today() -> date:
+    """Today's date, read from the clock once a day rather than at every request (a cost is
+    worked out for each reply of a fan-out, and date.today() is the dearest part of it)."""
+    global _today_until
+    today, until = _today_until
+    if time.time() >= until:
+        today = date.today()
+        tomorrow = datetime.combine(today + timedelta(days=1), datetime.min.time())
+        _today_until = (today, tomorrow.timestamp())
+    return today

@@ -150,10 +150,15 @@ class ModelInfo:
     def rates_on(self, day: date, input_tokens: int = 0) -> Rates:
         """The rates of a request made on `day` whose prompt holds `input_tokens`: the prices
         in force that day, and their long-context tier when the prompt is longer than it."""
-        rates, long_context = self.rates, self.long_context
+        in_force: PriceChange | None = None
         for change in self.price_changes:
-            if change.starts <= day:
-                rates, long_context = change.rates, change.long_context
+            if change.starts > day:
+                break
+            in_force = change
+        if in_force is None:
+            rates, long_context = self.rates, self.long_context
+        else:
+            rates, long_context = in_force.rates, in_force.long_context
         if long_context is not None and input_tokens > long_context.above_input_tokens:
             return long_context.rates
         return rates

@@ -302,6 +302,8 @@ def test_a_prompt_past_the_long_context_tier_is_billed_at_its_rates_throughout()
 
 def test_a_dated_price_change_bills_requests_from_its_day() -> None:
     usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    today = cost_usd("gemini-3.8-flash", usage, date.today())
+    assert cost_usd("gemini-3.8-flash", usage) == today  # no day given: today's prices
     assert cost_usd("gemini-3.8-flash", usage, date(2026, 12, 31)) == pytest.approx(0.75 + 3.75)
     assert cost_usd("gemini-3.8-flash", usage, date(2027, 1, 1)) == pytest.approx(1.50 + 7.50)
     # A new id of the family follows the family's prices and their changes.
