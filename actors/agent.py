@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
 from actors.estimates import UNBILLED, estimated_bill
-from actors.output import RETRY_KIND, AnswerError, OutputType, read_answer, retry_text
+from actors.output import RETRY_KIND, AnswerError, OutputType, check_answer, retry_text
 from actors.steps import INTERRUPTED_FACT, StepRefused, StoreSteps, interrupted_text, open_calls
 from actors.telemetry import NO_TRACING, TraceParent, Tracing
 from actors.transcript import entry_to_message, parts_to_data, to_messages
@@ -346,7 +346,7 @@ class Agent:
                     await self._store_reply(result, bill, told=not stepped)
                     await self._run_tools(result, calls, emit)
                 steered = self._inject_steering(result)
-                if not calls and not steered and self._answered(result, turn, emit):
+                if not calls and not steered and await self._answered(result, turn, emit):
                     break
             else:
                 result.error = tool_steps_text(self.max_steps)
@@ -441,7 +441,7 @@ class Agent:
                 facts = {INTERRUPTED_FACT: True, "duration_ms": 0.0}
             self._tool_result(result, part, facts, emit)
 
-    def _answered(self, result: TurnResult, turn: AssistantTurn, emit: Emit) -> bool:
+    async def _answered(self, result: TurnResult, turn: AssistantTurn, emit: Emit) -> bool:
         """Whether the turn ends with this reply: always without a typed output; with one,
         when the answer checks out or the retries are spent (then the last problem is kept
         with the raw text). Otherwise the problem goes back to the model, and False."""
@@ -450,7 +450,7 @@ class Agent:
             return True
         answer = result.entries[-1].data  # the reply's stored data carries the outcome
         try:
-            result.output = answer["output"] = read_answer(turn.text, output)
+            result.output = answer["output"] = await check_answer(turn.text, output)
         except AnswerError as exc:
             problem = str(exc)
             if result.output_retries < output.retries:

@@ -1,25 +1,39 @@
 """Typed results in the turn loop: what a turn's final answer must be (`OutputType`) and how an
 answer is read, checked and told what is wrong with it, for the model to try again.
 
-How the schema is asked for on the wire is providers/output.py's; here it is only checked.
+How the schema is asked for on the wire is providers/output.py's; here it is only checked:
+off the event loop, within CHECK_TIMEOUT_S, its patterns by RE2 (linear time).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import functools
 import hashlib
 import json
 import pickle
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from providers.base import DEFAULT_OUTPUT_RETRIES, JSONObject, OutputSchema
-from providers.output_schema import one_line, without_optional_nulls
+from providers.linear_regex import CompiledPattern, compile_re2
+from providers.output_schema import MAX_SCHEMA_DEPTH, one_line, without_optional_nulls
 
 MAX_PROBLEMS_SHOWN = 8
+# An answer nested deeper is refused before it is checked (a recursive schema checks one
+# level in a handful of Python frames: far deeper would exhaust the stack).
+MAX_ANSWER_DEPTH = MAX_SCHEMA_DEPTH
+# How long checking one answer may take; past it the answer is refused as too costly.
+CHECK_TIMEOUT_S = 10.0
+# Threads that check answers: a check that overruns its time keeps one until it ends (a
+# thread cannot be stopped), so they are few, and never the event loop's own.
+_CHECKING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="grove-answer-check")
 RETRY_KIND = "output_retry"  # the stored message that sends an answer's problems back
 
 
@@ -67,19 +81,43 @@ class OutputType:
 
 Checker = Callable[[str], Any]
 _CHECKERS: dict[str, Checker] = {}
+_CHECKERS_LOCK = threading.Lock()  # answers are checked in several threads
 CHECKERS_KEPT = 256
+
+
+async def check_answer(text: str, output: OutputType) -> Any:
+    """`read_answer` in a checking thread, within CHECK_TIMEOUT_S: the event loop, and every
+    other agent of the host, go on meanwhile."""
+    checking = asyncio.get_running_loop().run_in_executor(
+        _CHECKING, functools.partial(read_answer, text, output)
+    )
+    try:
+        return await asyncio.wait_for(checking, CHECK_TIMEOUT_S)
+    except TimeoutError:
+        raise AnswerError(
+            f"Checking the answer against the schema took more than {CHECK_TIMEOUT_S:g} s; "
+            "answer with a smaller JSON object."
+        ) from None
 
 
 def read_answer(text: str, output: OutputType) -> Any:
     """The answer in `text` as checked JSON data; AnswerError says what is wrong."""
-    checker = _CHECKERS.get(output.key) if output.key else None
+    with _CHECKERS_LOCK:
+        checker = _CHECKERS.get(output.key) if output.key else None
     if checker is None:
         checker = _checker(output)
         if output.key:
-            if len(_CHECKERS) >= CHECKERS_KEPT:
-                _CHECKERS.pop(next(iter(_CHECKERS)))
-            _CHECKERS[output.key] = checker
-    return checker(text)
+            with _CHECKERS_LOCK:
+                if len(_CHECKERS) >= CHECKERS_KEPT:
+                    _CHECKERS.pop(next(iter(_CHECKERS)))
+                _CHECKERS[output.key] = checker
+    try:
+        return checker(text)
+    except RecursionError:  # a schema that recurses more per level than MAX_ANSWER_DEPTH allows
+        raise AnswerError(
+            "The answer is nested too deeply to check against the schema; answer with a "
+            "flatter JSON object."
+        ) from None
 
 
 def _checker(output: OutputType) -> Checker:
@@ -88,10 +126,65 @@ def _checker(output: OutputType) -> Checker:
     model: type[BaseModel] | None = pickle.loads(output.model) if output.model else None
     if model is not None:
         return lambda text: _read_model(text, schema, model)
-    from jsonschema import Draft202012Validator
-
-    validator = Draft202012Validator(schema)
+    validator = _linear_validator()(schema)
     return lambda text: _read_schema(text, schema, validator)
+
+
+@functools.cache
+def _linear_validator() -> Any:
+    """Draft 2020-12 with `pattern`, `patternProperties` and `additionalProperties` (which
+    reads patternProperties) on RE2: jsonschema's own use `re`, which backtracks."""
+    from jsonschema import Draft202012Validator, validators
+    from jsonschema.exceptions import ValidationError as SchemaMismatch
+
+    def pattern(validator: Any, expression: str, instance: Any, schema: Any) -> Iterator[Any]:
+        if validator.is_type(instance, "string") and _re2(expression).search(instance) is None:
+            yield SchemaMismatch(f"{instance!r} does not match {expression!r}")
+
+    def pattern_properties(
+        validator: Any, patterns: dict[str, Any], instance: Any, schema: Any
+    ) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        for expression, subschema in patterns.items():
+            compiled = _re2(expression)
+            for key, value in instance.items():
+                if compiled.search(key) is not None:
+                    yield from validator.descend(value, subschema, path=key, schema_path=expression)
+
+    def additional_properties(
+        validator: Any, additional: Any, instance: Any, schema: Any
+    ) -> Iterator[Any]:
+        if not validator.is_type(instance, "object"):
+            return
+        known = schema.get("properties", {})
+        patterns = [_re2(expression) for expression in schema.get("patternProperties", {})]
+        extras = sorted(
+            key
+            for key in instance
+            if key not in known and not any(p.search(key) is not None for p in patterns)
+        )
+        if validator.is_type(additional, "object"):
+            for extra in extras:
+                yield from validator.descend(instance[extra], additional, path=extra)
+        elif not additional and extras:
+            shown = ", ".join(repr(extra) for extra in extras)
+            yield SchemaMismatch(f"Additional properties are not allowed ({shown} unexpected)")
+
+    return validators.extend(
+        Draft202012Validator,
+        {
+            "pattern": pattern,
+            "patternProperties": pattern_properties,
+            "additionalProperties": additional_properties,
+        },
+    )
+
+
+@functools.lru_cache(maxsize=1024)
+def _re2(expression: str) -> CompiledPattern:
+    """A schema's pattern compiled by RE2 (checked_schema made sure it compiles)."""
+    return compile_re2(expression)
 
 
 def _parsed(text: str, schema: JSONObject) -> Any:
@@ -101,13 +194,36 @@ def _parsed(text: str, schema: JSONObject) -> Any:
     try:
         value = json.loads(body)
     except RecursionError:
-        raise AnswerError("The answer is not valid JSON: it is nested too deeply.") from None
+        raise AnswerError(_too_deep()) from None
     except ValueError as exc:
         raise AnswerError(
             f"The answer is not valid JSON ({one_line(str(exc), 120)}); answer with the JSON "
             "object alone, no text around it."
         ) from None
+    if _deeper_than(value, MAX_ANSWER_DEPTH):
+        raise AnswerError(_too_deep())
     return without_optional_nulls(value, schema)
+
+
+def _too_deep() -> str:
+    return (
+        f"The answer is nested more than {MAX_ANSWER_DEPTH} levels deep; answer with a "
+        "flatter JSON object."
+    )
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether JSON data nests more than `limit` levels, walked without recursion."""
+    pending = [(value, 1)]
+    while pending:
+        item, depth = pending.pop()
+        if depth > limit:
+            return True
+        if isinstance(item, dict):
+            pending.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            pending.extend((child, depth + 1) for child in item)
+    return False
 
 
 def _unfenced(text: str) -> str:

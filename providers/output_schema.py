@@ -16,6 +16,7 @@ from typing import Any, NoReturn
 
 from providers.base import JSONObject, ProviderName
 from providers.errors import GroveError
+from providers.linear_regex import PatternError, compile_re2
 
 MAX_SCHEMA_CHARS = 200_000
 MAX_SCHEMA_DEPTH = 64  # JSON nesting of the schema document itself
@@ -198,6 +199,8 @@ def checked_schema(schema: object) -> JSONObject:
         )
     _check_meta(schema)
     root = _inline_root_ref(json.loads(text))
+    _check_patterns(root)
+    _check_references(root)
     if root.get("type") != "object" and "properties" not in root:
         raise OutputSchemaError(
             'the root of an output schema must be an object ({"type": "object", '
@@ -222,6 +225,139 @@ def _check_meta(schema: JSONObject) -> None:
             f"the output schema is not a valid JSON Schema: {one_line(exc.message)}"
             + (f" (at /{where})" if where else "")
         ) from None
+
+
+def _subschemas(root: JSONObject) -> list[tuple[str, JSONObject]]:
+    """Every schema object in `root` with its path (values of annotations, `enum` and `const`
+    are data, not schemas), walked without recursion."""
+    found: list[tuple[str, JSONObject]] = []
+    pending: list[tuple[str, object]] = [("", root)]
+    while pending:
+        path, item = pending.pop()
+        if isinstance(item, list):
+            pending.extend((f"{path}/{index}", child) for index, child in enumerate(item))
+        elif isinstance(item, dict):
+            found.append((path, item))
+            pending.extend(
+                (f"{path}/{key}", child)
+                for key, child in item.items()
+                if key not in ANNOTATIONS and key not in ("enum", "const")
+            )
+    return found
+
+
+def _check_patterns(root: JSONObject) -> None:
+    """Every `pattern` and `patternProperties` key compiled by RE2, which answers are checked
+    with (linear time, no backtracking); OutputSchemaError names one it cannot take."""
+    pattern_properties = unevaluated = False
+    for path, schema in _subschemas(root):
+        patterns = (
+            [("pattern", schema["pattern"])] if isinstance(schema.get("pattern"), str) else []
+        )
+        keyed = schema.get("patternProperties")
+        if isinstance(keyed, dict):
+            pattern_properties = True
+            patterns += [("patternProperties", key) for key in keyed]
+        unevaluated = unevaluated or "unevaluatedProperties" in schema
+        for keyword, pattern in patterns:
+            try:
+                compile_re2(pattern)
+            except PatternError as exc:
+                raise OutputSchemaError(
+                    f"the output schema's {keyword} {pattern!r} at {path or '/'} is not one RE2 "
+                    f"takes ({one_line(str(exc), 120)}); Grove checks answers with RE2, which "
+                    "has no backreferences or lookaround"
+                ) from None
+    if pattern_properties and unevaluated:
+        raise OutputSchemaError(
+            "the output schema uses unevaluatedProperties beside patternProperties, which "
+            "Grove cannot check in linear time; use additionalProperties instead"
+        )
+
+
+# Keywords whose subschemas apply to the same value (the others go into a part of it).
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE = ("not", "if", "then", "else")
+
+
+def _check_references(root: JSONObject) -> None:
+    """Every `$ref` local (`#` or `#/a/json/pointer`) and naming a schema; none that leads
+    back to itself without going into a part of the answer (checking an answer against it
+    would never end). OutputSchemaError names the first that fails."""
+    refs = ["#"]
+    for path, schema in _subschemas(root):
+        for keyword in ("$dynamicRef", "$recursiveRef"):
+            if keyword in schema:
+                raise OutputSchemaError(
+                    f"the output schema uses {keyword} at {path or '/'}; use $ref"
+                )
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and not isinstance(_pointed(root, ref), dict):
+            raise OutputSchemaError(
+                f"the output schema's $ref {ref!r} at {path or '/'} names no schema in it "
+                "(Grove resolves only # and #/json/pointer references)"
+            )
+        if isinstance(ref, str):
+            refs.append(ref)
+    edges: dict[str, list[str]] = {}
+    pending = refs
+    while pending:
+        ref = pending.pop()
+        if ref in edges:
+            continue
+        edges[ref] = _refs_in_place(_pointed(root, ref))
+        pending.extend(edges[ref])
+    for start in edges:
+        seen: set[str] = set()
+        walk = list(edges[start])
+        while walk:
+            ref = walk.pop()
+            if ref == start:
+                raise OutputSchemaError(
+                    f"the output schema's $ref {start!r} leads back to itself without going "
+                    "into a property or an item of the answer: checking it would never end"
+                )
+            if ref not in seen:
+                seen.add(ref)
+                walk.extend(edges.get(ref, ()))
+
+
+def _pointed(root: JSONObject, ref: str) -> object:
+    """What the local reference `ref` names in `root`, or None."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    item: object = root
+    for step in ref[2:].split("/"):
+        step = step.replace("~1", "/").replace("~0", "~")
+        if isinstance(item, dict):
+            item = item.get(step)
+        elif isinstance(item, list) and step.isdigit() and int(step) < len(item):
+            item = item[int(step)]
+        else:
+            return None
+    return item
+
+
+def _refs_in_place(schema: object) -> list[str]:
+    """The `$ref`s that `schema` applies to the very value it checks (through allOf, anyOf,
+    oneOf, not, if, then, else and dependentSchemas), not to a part of it."""
+    found: list[str] = []
+    pending = [schema]
+    while pending:
+        item = pending.pop()
+        if not isinstance(item, dict):
+            continue
+        if isinstance(item.get("$ref"), str):
+            found.append(item["$ref"])
+        for keyword in _IN_PLACE_LISTS:
+            if isinstance(item.get(keyword), list):
+                pending.extend(item[keyword])
+        pending.extend(item.get(keyword) for keyword in _IN_PLACE)
+        if isinstance(item.get("dependentSchemas"), dict):
+            pending.extend(item["dependentSchemas"].values())
+    return found
 
 
 def _depth(value: object) -> int:

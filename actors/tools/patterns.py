@@ -1,29 +1,15 @@
-"""Regular expressions from a model, compiled for RE2, a linear-time engine: no pattern can make
-a search cost more than time in proportion to the text. Every tool taking a pattern uses this.
-
-Python's `re` backtracks, and holds the GIL while it does, so a pattern such as `(A+)+B` on a
-few dozen characters stalls every agent of a host even from a thread; RE2 cannot backtrack.
+"""Search patterns from a model, compiled for RE2 (providers/linear_regex.py): no pattern can
+make a search cost more than time in proportion to the text. Every tool taking a pattern uses
+this.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import re2
 
-from providers.errors import GroveError
+from providers.linear_regex import CompiledPattern, PatternError, compile_re2
 
 MAX_PATTERN_CHARS = 2_000
-# What RE2 may spend on one compiled pattern; past it, compiling fails (e.g. `a{1000}{1000}`).
-MAX_PATTERN_MEMORY = 8 << 20
-
-
-class PatternError(GroveError):
-    """A pattern RE2 refuses or that is too long; the text says why (the model is told)."""
-
-
-class CompiledPattern(Protocol):
-    def search(self, text: str) -> object | None: ...
 
 
 def compile_pattern(
@@ -41,20 +27,3 @@ def compile_pattern(
             f"invalid regular expression {pattern!r}: {exc} (the engine is RE2: no "
             "backreferences or lookaround; pass literal=true to search for the text as it is)"
         ) from None
-
-
-def compile_re2(expression: str, *, ignore_case: bool = False) -> CompiledPattern:
-    """`expression` compiled by RE2 within MAX_PATTERN_MEMORY; PatternError says RE2's reason."""
-    options = re2.Options()
-    options.log_errors = False
-    options.max_mem = MAX_PATTERN_MEMORY
-    options.never_capture = True
-    options.case_sensitive = not ignore_case
-    try:
-        compiled: CompiledPattern = re2.compile(expression, options)
-    except re2.error as exc:
-        reason = exc.args[0] if exc.args else exc
-        if isinstance(reason, bytes):
-            reason = reason.decode("utf-8", errors="replace")
-        raise PatternError(str(reason)) from None
-    return compiled
