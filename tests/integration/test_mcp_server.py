@@ -23,7 +23,7 @@ from tests.integration.services import service_in_process
 
 GROVE = str(Path(sys.executable).with_name("grove"))
 TOOLS = {"grove_run", "grove_fork", "grove_wait", "grove_agents", "grove_batch"}
-DEFAULT_MODEL = {"GROVE_DEFAULTS__MODEL": "claude-sonnet-4-5"}
+DEFAULT_MODEL = {"GROVE_DEFAULTS__MODEL": "claude-sonnet-5-5"}
 
 
 def editor_configuration() -> dict[str, Any]:
@@ -114,6 +114,28 @@ async def test_a_client_runs_forks_waits_lists_and_batches(server: StdioServerPa
             await client.call_tool("grove_run", {"prompt": "hi", "model": "unknown-model"})
         )
         assert "Unknown model: unknown-model" in model
+        # A typo and a retired model are refused as the command line refuses them.
+        typo = error_text(
+            await client.call_tool("grove_run", {"prompt": "hi", "model": "claude-sonet-5-5"})
+        )
+        assert typo.endswith(
+            ": Unknown model: claude-sonet-5-5. Did you mean claude-sonnet-5-5? (To send "
+            "claude-sonet-5-5 as written, name it anthropic:claude-sonet-5-5.)"
+        )
+        retired = error_text(
+            await client.call_tool("grove_run", {"prompt": "hi", "model": "claude-sonnet-4-5/low"})
+        )
+        assert retired.endswith(
+            ": claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+        )
+        retired_fork = error_text(
+            await client.call_tool(
+                "grove_fork", {"agent": root, "prompts": ["a"], "model": "gemini-2.5-pro"}
+            )
+        )
+        assert retired_fork.endswith(
+            ": gemini-2.5-pro was retired on 2026-12-01; use gemini-3.8-flash"
+        )
         twice = [{"id": 1, "prompt": "a"}, {"id": "1", "prompt": "b"}]
         duplicate = error_text(await client.call_tool("grove_batch", {"tasks": twice}))
         assert "task 2: the id '1' is used twice" in duplicate
