@@ -23,7 +23,12 @@ from pydantic import BaseModel, ValidationError
 
 from providers.base import DEFAULT_OUTPUT_RETRIES, JSONObject, OutputSchema
 from providers.linear_regex import CompiledPattern, compile_re2
-from providers.output_schema import MAX_SCHEMA_DEPTH, one_line, without_optional_nulls
+from providers.output_schema import (
+    MAX_SCHEMA_DEPTH,
+    nesting_depth,
+    one_line,
+    without_optional_nulls,
+)
 
 MAX_PROBLEMS_SHOWN = 8
 # An answer nested deeper is refused before it is checked (a recursive schema checks one
@@ -200,7 +205,7 @@ def _parsed(text: str, schema: JSONObject) -> Any:
             f"The answer is not valid JSON ({one_line(str(exc), 120)}); answer with the JSON "
             "object alone, no text around it."
         ) from None
-    if _deeper_than(value, MAX_ANSWER_DEPTH):
+    if nesting_depth(value, MAX_ANSWER_DEPTH) > MAX_ANSWER_DEPTH:
         raise AnswerError(_too_deep())
     return without_optional_nulls(value, schema)
 
@@ -210,20 +215,6 @@ def _too_deep() -> str:
         f"The answer is nested more than {MAX_ANSWER_DEPTH} levels deep; answer with a "
         "flatter JSON object."
     )
-
-
-def _deeper_than(value: Any, limit: int) -> bool:
-    """Whether JSON data nests more than `limit` levels, walked without recursion."""
-    pending = [(value, 1)]
-    while pending:
-        item, depth = pending.pop()
-        if depth > limit:
-            return True
-        if isinstance(item, dict):
-            pending.extend((child, depth + 1) for child in item.values())
-        elif isinstance(item, list):
-            pending.extend((child, depth + 1) for child in item)
-    return False
 
 
 def _unfenced(text: str) -> str:

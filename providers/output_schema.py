@@ -193,7 +193,7 @@ def checked_schema(schema: object) -> JSONObject:
     if known is not None:  # a batch's tasks share their schema: checked once
         checked: JSONObject = json.loads(known)
         return checked
-    if _depth(schema) > MAX_SCHEMA_DEPTH:
+    if nesting_depth(schema, MAX_SCHEMA_DEPTH) > MAX_SCHEMA_DEPTH:
         raise OutputSchemaError(
             f"the output schema is nested deeper than {MAX_SCHEMA_DEPTH} levels"
         )
@@ -307,19 +307,12 @@ def _check_references(root: JSONObject) -> None:
             continue
         edges[ref] = _refs_in_place(_pointed(root, ref))
         pending.extend(edges[ref])
-    for start in edges:
-        seen: set[str] = set()
-        walk = list(edges[start])
-        while walk:
-            ref = walk.pop()
-            if ref == start:
-                raise OutputSchemaError(
-                    f"the output schema's $ref {start!r} leads back to itself without going "
-                    "into a property or an item of the answer: checking it would never end"
-                )
-            if ref not in seen:
-                seen.add(ref)
-                walk.extend(edges.get(ref, ()))
+    loop = _first_cycle(edges)
+    if loop is not None:
+        raise OutputSchemaError(
+            f"the output schema's $ref {loop!r} leads back to itself without going into a "
+            "property or an item of the answer: checking it would never end"
+        )
 
 
 def _pointed(root: JSONObject, ref: str) -> object:
@@ -360,13 +353,14 @@ def _refs_in_place(schema: object) -> list[str]:
     return found
 
 
-def _depth(value: object) -> int:
-    """The nesting depth of a JSON value, walked without recursion."""
+def nesting_depth(value: object, limit: int) -> int:
+    """The nesting depth of a JSON value, walked without recursion; past `limit` the walk
+    stops and says a depth over it."""
     deepest, pending = 0, [(value, 1)]
     while pending:
         item, depth = pending.pop()
         deepest = max(deepest, depth)
-        if depth > MAX_SCHEMA_DEPTH:
+        if depth > limit:
             return depth
         if isinstance(item, dict):
             pending.extend((child, depth + 1) for child in item.values())
@@ -614,7 +608,11 @@ def _reference_cycle(root: JSONObject) -> str | None:
                 pending.extend(item)
         return found
 
-    edges = {name: refs_in(value) for name, value in definitions.items()}
+    return _first_cycle({name: refs_in(value) for name, value in definitions.items()})
+
+
+def _first_cycle(edges: dict[str, Any]) -> str | None:
+    """The first name in `edges` (name -> the names it leads to) that leads back to itself."""
     for start in edges:
         seen: set[str] = set()
         pending = list(edges[start])
