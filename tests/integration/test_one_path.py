@@ -1,7 +1,8 @@
-"""One command path, local or served: `grove run`, `batch`, `agents`, `history`, `events` and
-`usage` print the same (uuids, times and paths aside) and exit the same with a service up as
-with a Grove of their own, options and defaults included (tools, MCP servers, budgets, a
-system prompt, a tool module from a local file); and each ends quietly on a closed pipe.
+"""One command path, local or served: `grove run`, `batch`, `agents`, `history`, `events`,
+`usage` and `models` print the same (uuids, times and paths aside) and exit the same with a
+service up as with a Grove of their own, options and defaults included (tools, MCP servers,
+budgets, a system prompt, a tool module from a local file); and each ends quietly on a closed
+pipe.
 
 Served, a command goes to the service's app on the module's Grove, recorded as `grove up`
 records a service (test_service.py starts `grove up` itself); local, it runs in this process
@@ -235,7 +236,12 @@ READS = [
     ("usage-json", ["usage", "--by", "model", "--json"], 0, '"rows"'),
     ("usage-agent", ["usage", "--agent", "{agent}"], 0, "tree"),
     ("usage-by-week", ["usage", "--by", "week"], 2, "'week' is not one of"),
-]
+    ("models", ["models"], 0, "claude-sonnet-5-5 *"),
+    ("models-json", ["models", "--all", "--provider", "anthropic", "--json"], 0,
+     '"id": "claude-sonnet-4-5", "provider": "anthropic", "default": false, "status": "retired", '
+     '"retires": "2026-11-30", "successor": "claude-sonnet-5-5"'),
+    ("models-provider", ["models", "--provider", "mistral"], 2, "'mistral' is not one of"),
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(("name", "args", "code", "shows"), RUNS, ids=[case[0] for case in RUNS])
