@@ -1,11 +1,13 @@
 """What one sandbox may use (`SandboxLimits`: processes, memory, file size, CPU time, its /tmp)
-and how a sandbox's first process is held to it, before it runs anything: `limit_process`.
+and how a sandbox's first process is held to it before it runs anything (`hold`).
 
 Resource limits (setrlimit) hold the memory, file size and CPU time. The process count is
 RLIMIT_NPROC too, which counts the processes of one user in one user namespace (bubblewrap
-makes one for a user other than root, so only the sandbox's own count); for root the kernel
-does not enforce it, so a process run as root also goes into a pids cgroup of its own where
-the machine lets Grove make one (`pids.max`).
+makes one for a user other than root, so only the sandbox's own count); the kernel does not
+enforce it for root, so a sandbox started by root also gets a pids cgroup of its own where the
+machine lets Grove make one (`pids.max`). With cgroup v1 the starting thread steps into it for
+the fork (`born_in`), which costs nothing; moving a process in (cgroup v2) waits for a grace
+period of the kernel's, a few milliseconds.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import contextlib
 import itertools
 import os
 import resource
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,6 +47,15 @@ class SandboxLimits:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class SandboxCgroup:
+    """A sandbox's pids cgroup; `home`, with cgroup v1, the cgroup the starting thread steps
+    back to after the fork (None with v2: the sandbox's first process is moved in)."""
+
+    path: Path
+    home: Path | None
+
+
 class _CgroupRoom:
     """Where this process makes its sandboxes' pids cgroups (`CGROUPS` in its own pids cgroup,
     looked for once), and the cgroups it could not remove yet (their last process was still
@@ -52,10 +64,11 @@ class _CgroupRoom:
     def __init__(self) -> None:
         self.looked = False
         self.parent: Path | None = None
+        self.home: Path | None = None  # this process's own pids cgroup, with cgroup v1
         self.left: list[Path] = []
         self.names = itertools.count()
 
-    def make(self, processes: int) -> Path | None:
+    def make(self, processes: int) -> SandboxCgroup | None:
         """A new cgroup allowing `processes` processes; None where Grove cannot make one."""
         parent = self._usable_parent()
         if parent is None:
@@ -70,7 +83,7 @@ class _CgroupRoom:
             (path / "pids.max").write_text(str(processes))
         except OSError:
             return None
-        return path
+        return SandboxCgroup(path, self.home)
 
     def remove(self, path: Path) -> None:
         try:
@@ -83,7 +96,7 @@ class _CgroupRoom:
         delegated), when it may write there. The cgroups of processes gone are removed then."""
         if not self.looked:
             self.looked = True
-            for base in _own_pids_cgroups():
+            for base, v1 in _own_pids_cgroups():
                 parent = base / CGROUPS
                 try:
                     parent.mkdir(exist_ok=True)
@@ -91,7 +104,7 @@ class _CgroupRoom:
                         (parent / "cgroup.subtree_control").write_text("+pids")
                 except OSError:
                     continue
-                self.parent = parent
+                self.parent, self.home = parent, base if v1 else None
                 _remove_orphans(parent)
                 break
         return self.parent
@@ -100,14 +113,14 @@ class _CgroupRoom:
 _ROOM = _CgroupRoom()
 
 
-def _own_pids_cgroups() -> list[Path]:
-    """This process's cgroup directories that have the pids controller."""
+def _own_pids_cgroups() -> list[tuple[Path, bool]]:
+    """This process's cgroup directories that have the pids controller; whether each is v1."""
     try:
         memberships = Path("/proc/self/cgroup").read_text().splitlines()
         mounts = Path("/proc/self/mounts").read_text().splitlines()
     except OSError:
         return []
-    found: list[Path] = []
+    found: list[tuple[Path, bool]] = []
     for line in memberships:
         _, controllers, path = line.split(":", 2)
         for mount in mounts:
@@ -117,7 +130,7 @@ def _own_pids_cgroups() -> list[Path]:
             if v1 or (kind == "cgroup2" and controllers == ""):
                 directory = Path(point) / path.lstrip("/")
                 if v1 or "pids" in _read(directory / "cgroup.subtree_control").split():
-                    found.append(directory)
+                    found.append((directory, v1))
     return found
 
 
@@ -147,22 +160,35 @@ def _alive(pid: int) -> bool:
     return True
 
 
-async def limit_process(pid: int, limits: SandboxLimits) -> Path | None:
-    """Hold process `pid` (a sandbox's first, waiting to run its command) to `limits`; the
-    pids cgroup it was put in, when it needed one (`remove_cgroup` once it is gone)."""
+def sandbox_cgroup(limits: SandboxLimits) -> SandboxCgroup | None:
+    """A pids cgroup for a sandbox started by root (RLIMIT_NPROC holds for everyone else),
+    where the machine lets Grove make one."""
+    return _ROOM.make(limits.processes) if os.getuid() == 0 else None
+
+
+@contextlib.contextmanager
+def born_in(cgroup: SandboxCgroup | None) -> Iterator[None]:
+    """With cgroup v1, this thread is in `cgroup` while the block runs (a fork, nothing
+    else): what it starts is born there. Moving oneself is cheap; moving another process is
+    not."""
+    if cgroup is None or cgroup.home is None:
+        yield
+        return
+    (cgroup.path / "tasks").write_text("0")
+    try:
+        yield
+    finally:
+        (cgroup.home / "tasks").write_text("0")
+
+
+async def hold(pid: int, limits: SandboxLimits, cgroup: SandboxCgroup | None) -> None:
+    """Hold process `pid` (a sandbox's first, waiting to run its command) to `limits`, and
+    with cgroup v2 move it into `cgroup` (the kernel waits for a grace period: off the loop)."""
     for which, soft_and_hard in limits.rlimits():
         resource.prlimit(pid, which, soft_and_hard)
-    if os.getuid() != 0:
-        return None  # RLIMIT_NPROC holds
-    cgroup = _ROOM.make(limits.processes)
-    if cgroup is not None:
-        try:  # the kernel waits for a grace period to move a process: off the event loop
-            await asyncio.to_thread((cgroup / "cgroup.procs").write_text, str(pid))
-        except BaseException:
-            _ROOM.remove(cgroup)
-            raise
-    return cgroup
+    if cgroup is not None and cgroup.home is None:
+        await asyncio.to_thread((cgroup.path / "cgroup.procs").write_text, str(pid))
 
 
-def remove_cgroup(cgroup: Path) -> None:
-    _ROOM.remove(cgroup)
+def remove_cgroup(cgroup: SandboxCgroup) -> None:
+    _ROOM.remove(cgroup.path)

@@ -12,20 +12,28 @@ import contextlib
 import json
 import os
 import shutil
-import signal
+import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
 from actors.agent import ToolError
-from actors.sandbox_limits import MB, SandboxLimits, limit_process, remove_cgroup
+from actors.sandbox_limits import (
+    MB,
+    SandboxCgroup,
+    SandboxLimits,
+    born_in,
+    hold,
+    remove_cgroup,
+    sandbox_cgroup,
+)
+from actors.tools.pipes import closed, exited, kill_group, stream
 from providers.credentials import API_KEY_ENV, config_dir
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)
 KILL_GRACE_S = 2.0
-READ_CHUNK_BYTES = 1 << 16
 # Under the home directory: where people keep keys, tokens and cloud credentials.
 HOME_SECRETS = (
     ".ssh",
@@ -182,8 +190,6 @@ class SandboxProblem:
 def sandbox_problem(environ: Mapping[str, str] | None = None) -> SandboxProblem | None:
     """Why the sandbox cannot run here (no `bwrap` on PATH, or it fails to start one); None
     when it can. Runs bubblewrap once or twice, synchronously: for `grove doctor`."""
-    import subprocess
-
     env = os.environ if environ is None else environ
     bwrap = shutil.which("bwrap", path=env.get("PATH"))
     if bwrap is None:
@@ -281,6 +287,7 @@ async def run_process(
     environment = command_environment(policy)
     argv = list(command)
     passed: tuple[int, ...] = ()
+    cgroup: SandboxCgroup | None = None
     if policy.sandboxed:
         bwrap, sized = await _checked_bwrap()
         hidden = secret_paths(policy, os.environ)
@@ -289,102 +296,69 @@ async def run_process(
         info, info_to_us = os.pipe()  # bubblewrap says there the pid of the sandbox's first
         go_from_us, go = os.pipe()  # which waits for a byte here before it runs anything
         passed = (info_to_us, go_from_us)
-        argv[1:1] = ["--info-fd", str(info_to_us), "--block-fd", str(go_from_us)]
+        at = argv.index("--")  # bwrap's, before the command
+        argv[at:at] = ["--info-fd", str(info_to_us), "--block-fd", str(go_from_us)]
+        cgroup = sandbox_cgroup(policy.limits)
     try:
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            cwd=root,
-            env=environment,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # its own process group, killed whole
-            pass_fds=passed,
-        )
+        process = _started(argv, root, environment, passed, cgroup)
     except BaseException:
         if passed:
-            for end in (info, go):
-                os.close(end)
+            closed(info, go)
+        if cgroup is not None:
+            remove_cgroup(cgroup)
         raise
     finally:
-        for end in passed:
-            os.close(end)
-    cgroup: Path | None = None
+        closed(*passed)
+    assert process.stdout is not None
     try:
         async with asyncio.timeout(timeout_s):
             if passed:
-                cgroup = await _held(info, go, policy.limits)
-            assert process.stdout is not None
-            while chunk := await process.stdout.read(READ_CHUNK_BYTES):
-                take(chunk)
-            await process.wait()
+                await _let_go(info, go, policy.limits, cgroup)
+            await stream(process.stdout.fileno(), take)
+            return await exited(process)
     except BaseException:  # the timeout, or the turn was cancelled
-        await _kill_group(process)  # before `go` closes: a sandbox still waiting dies waiting
+        await kill_group(
+            process, KILL_GRACE_S
+        )  # before `go` closes: a sandbox still waiting dies waiting
         raise
     finally:
+        process.stdout.close()
         if passed:
-            for end in (info, go):
-                with contextlib.suppress(OSError):
-                    os.close(end)
+            closed(info, go)
         if cgroup is not None:
             remove_cgroup(cgroup)
-    assert process.returncode is not None
-    return process.returncode
 
 
-async def _held(info: int, go: int, limits: SandboxLimits) -> Path | None:
+def _started(
+    argv: list[str],
+    root: Path,
+    environment: dict[str, str],
+    passed: tuple[int, ...],
+    cgroup: SandboxCgroup | None,
+) -> subprocess.Popen[bytes]:
+    with born_in(cgroup):
+        return subprocess.Popen(
+            argv,
+            cwd=root,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, killed whole
+            pass_fds=passed,
+        )
+
+
+async def _let_go(info: int, go: int, limits: SandboxLimits, cgroup: SandboxCgroup | None) -> None:
     """Once bubblewrap has said the pid of the sandbox's first process (waiting to be let
-    go), hold that process to `limits`, then let it go; its pids cgroup, if it got one. When
-    bubblewrap said nothing it failed: its error is the output."""
-    said = await _read_to_end(info)
-    cgroup = None
+    go), hold that process to `limits`, then let it go. When bubblewrap said nothing it
+    failed: its error is the output."""
+    said: list[bytes] = []
+    await stream(info, said.append)
     if said:
         try:
-            cgroup = await limit_process(json.loads(said)["child-pid"], limits)
+            await hold(json.loads(b"".join(said))["child-pid"], limits, cgroup)
         except PermissionError as exc:
             raise SandboxUnavailable(f"the sandbox's limits could not be set: {exc}") from exc
     with contextlib.suppress(BrokenPipeError):
         os.write(go, b"1")
-    return cgroup
-
-
-async def _read_to_end(fd: int) -> bytes:
-    """What a pipe holds until its writer closes it, read without blocking the loop."""
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[bytes] = loop.create_future()
-    chunks: list[bytes] = []
-
-    def readable() -> None:
-        try:
-            chunk = os.read(fd, READ_CHUNK_BYTES)
-        except BlockingIOError:
-            return
-        if chunk:
-            chunks.append(chunk)
-        elif not done.done():
-            done.set_result(b"".join(chunks))
-
-    os.set_blocking(fd, False)
-    loop.add_reader(fd, readable)
-    try:
-        return await done
-    finally:
-        loop.remove_reader(fd)
-
-
-async def _kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM to the process's whole group, SIGKILL after a grace; then reap it. A sandbox
-    dies with bubblewrap, and all that runs in it with the sandbox."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signum)
-        try:
-            async with asyncio.timeout(KILL_GRACE_S):
-                await process.wait()
-        except TimeoutError:
-            continue
-        if signum == signal.SIGTERM:
-            # The leader is gone; whatever it started in the group gets the SIGKILL too.
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(process.pid, signal.SIGKILL)
-        return
