@@ -31,7 +31,8 @@ from actors.budget_guard import BudgetPort
 from actors.output import OutputType
 from actors.telemetry import NO_TRACING, TraceParent, Tracing
 from actors.tools.grant import ToolGrant
-from actors.tools.worktrees import Worktree, WorktreeError, missing_text, settle
+from actors.tools.grove_git import WorktreeError
+from actors.tools.worktrees import Worktree, missing_text, settle
 from actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
 from providers.base import (
     CONTENT_EVENT_KINDS,

@@ -193,9 +193,13 @@ def needs_repository(directory: Path) -> None:
     """--worktrees outside a git repository: exit 2 at once, before Ray starts."""
     import asyncio
 
-    from actors.tools.worktrees import repository
+    from actors.tools.grove_git import WorktreeError, repository
 
-    if asyncio.run(repository(str(directory))) is None:
+    try:
+        found = asyncio.run(repository(str(directory)))
+    except WorktreeError as exc:
+        fail(f"--worktrees cannot work in {directory}: {exc}", code=2)
+    if found is None:
         fail(
             f"--worktrees needs a git repository, and {directory} is not in one: run the batch "
             "inside a repository (git init; git commit), or leave --worktrees off",

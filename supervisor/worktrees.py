@@ -12,19 +12,17 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from actors.tools.grove_git import Repository, WorktreeError, git, repository
 from actors.tools.worktrees import (
     BRANCH_PREFIX,
     NO_CHANGES,
     WORKTREES_DIR,
     Worktree,
-    WorktreeError,
     commit_all,
     diff_stat,
     fork_point,
-    git,
     make_worktrees,
     remove_worktree,
-    repository,
 )
 from supervisor.errors import CommandError
 from supervisor.holding import shown_status
@@ -132,22 +130,25 @@ async def worktree_rows(store: Store, workspace: str, prune: bool = False) -> li
     `prune`, those of ended agents (dead, reaped) are removed, and those merged into HEAD
     whose agent is not in a turn; what was not committed is committed to the branch first
     and an unmerged branch is kept, so nothing is lost."""
-    found = await repository(workspace)
+    try:
+        found = await repository(workspace)
+    except WorktreeError as exc:
+        raise CommandError(str(exc)) from exc
     if found is None:
         raise CommandError(f"{workspace} is not in a git repository; run this inside one")
-    top, common = found[:2]
+    top, common = found.top, found.common_dir
     home = str(Path(common, *WORKTREES_DIR))
-    if prune:
-        await git(top, "worktree", "prune")  # forget worktrees whose directory is gone
+    if prune:  # forget worktrees whose directory is gone
+        await git(top, "worktree", "prune", common_dir=common)
     every = store.list_agents(include_ended=True)
     agents = _agents_by_branch(every)
     roots, held = root_of_each(every), store.tree_holders()
     rows = []
-    for path, branch in await _listed(top):
+    for path, branch in await _listed(top, common):
         if not branch.startswith(BRANCH_PREFIX) or str(Path(path).parent) != home:
             continue
         record = agents.get(branch)
-        row = await _row(store, top, path, branch, record, prune)
+        row = await _row(store, found, path, branch, record, prune)
         if record is not None:
             row = replace(row, status=shown_status(record.status, roots[record.uuid] in held))
         rows.append(row)
@@ -162,9 +163,9 @@ def _agents_by_branch(agents: Sequence[AgentRecord]) -> dict[str, AgentRecord]:
     }
 
 
-async def _listed(top: str) -> list[tuple[str, str]]:
+async def _listed(top: str, common: str) -> list[tuple[str, str]]:
     """(path, branch name) of each worktree git knows in the repository at `top`."""
-    _, text = await git(top, "worktree", "list", "--porcelain")
+    _, text = await git(top, "worktree", "list", "--porcelain", common_dir=common)
     listed = []
     for block in text.split("\n\n"):
         fields = dict(line.partition(" ")[::2] for line in block.splitlines())
@@ -174,10 +175,9 @@ async def _listed(top: str) -> list[tuple[str, str]]:
 
 
 async def _row(
-    store: Store, top: str, path: str, branch: str, record: AgentRecord | None, prune: bool
+    store: Store, found: Repository, path: str, branch: str, record: AgentRecord | None, prune: bool
 ) -> WorktreeRow:
-    code, _ = await git(top, "merge-base", "--is-ancestor", branch, "HEAD", check=False)
-    merged = code == 0
+    merged = await _merged(found, branch)
     worktree = worktree_of(record.metadata) if record is not None else None
     dirty = False
     if not _is_directory(path):
@@ -185,7 +185,9 @@ async def _row(
     elif worktree is None:
         stat = "?"  # no agent of this store made it: nothing says where it started
     else:
-        _, changes = await git(path, "status", "--porcelain")
+        _, changes = await git(
+            path, "status", "--porcelain", "--ignore-submodules=all", common_dir=found.common_dir
+        )
         dirty = bool(changes)
         stat = await diff_stat(worktree)
         if dirty:
@@ -208,11 +210,19 @@ async def _row(
         return row
     if dirty:
         await commit_all(worktree, record.uuid, "grove: left in the worktree when it was pruned")
-        code, _ = await git(top, "merge-base", "--is-ancestor", branch, "HEAD", check=False)
-        merged = code == 0
+        merged = await _merged(found, branch)
     await remove_worktree(worktree, delete_branch=merged)
     action = "removed" if merged else "removed, branch kept"
     return WorktreeRow(**{**row.as_dict(), "merged": merged, "action": action})
+
+
+async def _merged(found: Repository, branch: str) -> bool:
+    """Whether `branch` is in the HEAD of the repository."""
+    code, _ = await git(
+        found.top, "merge-base", "--is-ancestor", branch, "HEAD",
+        check=False, common_dir=found.common_dir,
+    )  # fmt: skip
+    return code == 0
 
 
 def _is_directory(path: str) -> bool:

@@ -1,13 +1,13 @@
 """Git worktrees of forked agents: made from the parent's workspace (its HEAD plus what it has
 not committed), committed to at the end of each turn, listed and removed.
 
-These are Grove's own git calls, outside any sandbox: hooks, fsmonitor and signing are off.
+Their git commands are Grove's own (actors/tools/grove_git.py): nothing a sandboxed command
+planted in the workspace runs.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import shutil
 import socket
@@ -17,25 +17,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from providers.errors import GroveError
+from actors.tools.grove_git import WorktreeError, git, repository
 
 BRANCH_PREFIX = "grove/"
 WORKTREES_DIR = ("grove", "worktrees")  # under the repository's common git directory
-GIT_TIMEOUT_S = 120.0
-# Git settings that would run something or ask someone, turned off for Grove's own calls.
-_SETTINGS = (
-    "core.hooksPath=/dev/null",
-    "core.fsmonitor=false",
-    "commit.gpgsign=false",
-    "gc.auto=0",
-    "maintenance.auto=false",
-)
-_QUIET = tuple(word for setting in _SETTINGS for word in ("-c", setting))
 NO_CHANGES = "no changes"
-
-
-class WorktreeError(GroveError):
-    """A worktree cannot be made or used; the text says why and what to do."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,6 +46,11 @@ class Worktree:
             repo=str(data["repo"]),
         )
 
+    @property
+    def common_dir(self) -> str:
+        """The common git directory of its repository, which holds it (`WORKTREES_DIR`)."""
+        return str(Path(self.path).parents[len(WORKTREES_DIR)])
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ForkPoint:
@@ -70,58 +61,6 @@ class ForkPoint:
     common_dir: str
     start: str
     prefix: str
-
-
-async def git(
-    cwd: str | Path, *arguments: str, env: Mapping[str, str] | None = None, check: bool = True
-) -> tuple[int, str]:
-    """Run git in `cwd`: (exit code, stdout). With `check`, a failure is a WorktreeError
-    holding git's own words; without, a failure's stdout is followed by its stderr."""
-    environment = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C", **(env or {})}
-    try:
-        process = await asyncio.create_subprocess_exec(
-            "git",
-            *_QUIET,
-            *arguments,
-            cwd=cwd,
-            env=environment,
-            stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
-    except OSError as exc:  # no git on PATH, or no such directory
-        raise WorktreeError(f"cannot run git in {cwd}: {exc.strerror}: {exc.filename}") from exc
-    try:
-        async with asyncio.timeout(GIT_TIMEOUT_S):
-            output, errors = await process.communicate()
-    except BaseException:
-        with contextlib.suppress(ProcessLookupError):
-            process.kill()
-        await process.wait()
-        raise
-    code = process.returncode
-    assert code is not None
-    if code != 0:
-        said = errors.decode(errors="replace").strip() or f"exit code {code}"
-        if check:
-            raise WorktreeError(f"git {arguments[0]} failed in {cwd}: {said}")
-        output += b"\n" + errors
-    return code, output.decode(errors="replace").strip()
-
-
-async def repository(workspace: str, *more: str) -> list[str] | None:
-    """The top of the working tree `workspace` is in and its common git directory (absolute
-    paths), then what `more` asks `git rev-parse`; None outside a repository."""
-    code, found = await git(
-        workspace,
-        "rev-parse",
-        "--path-format=absolute",
-        "--show-toplevel",
-        "--git-common-dir",
-        *more,
-        check=False,
-    )
-    return found.splitlines() if code == 0 else None
 
 
 def _identity(agent: str) -> dict[str, str]:
@@ -145,29 +84,34 @@ async def fork_point(workspace: str, parent: str) -> ForkPoint:
             "the supervisor runs; worktrees are made there, so the repository must be on a "
             "path that node shares"
         )
-    found = await repository(workspace, "--git-path", "index", "--show-prefix")
+    found = await repository(workspace)
     if found is None:
         raise WorktreeError(
             f'workspace="worktree" needs a git repository, and {workspace} is not in one: '
             'run Grove inside a repository (git init; git commit), or fork with workspace="shared"'
         )
-    top, common_dir, index, prefix = [*found, ""][:4]
-    code, head = await git(top, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
+    top, common_dir = found.top, found.common_dir
+    code, heads = await git(
+        top, "rev-parse", "HEAD^{commit}", "HEAD^{tree}", check=False, common_dir=common_dir
+    )
     if code != 0:
         raise WorktreeError(
             f"the repository {top} has no commit yet; commit once, then fork into worktrees"
         )
-    with tempfile.TemporaryDirectory(prefix="grove-index-") as scratch:
-        scratch_index = _copy_of(Path(index), Path(scratch))
-        await git(top, "add", "-A", env={"GIT_INDEX_FILE": scratch_index})
-        _, tree = await git(top, "write-tree", env={"GIT_INDEX_FILE": scratch_index})
-    _, head_tree = await git(top, "rev-parse", "HEAD^{tree}")
+    # In the common git directory: the one place Grove's git may write.
+    with tempfile.TemporaryDirectory(prefix="grove-index-", dir=common_dir) as scratch:
+        index = {"GIT_INDEX_FILE": _copy_of(Path(found.git_dir, "index"), Path(scratch))}
+        await git(top, "add", "-A", env=index, common_dir=common_dir)
+        _, tree = await git(top, "write-tree", env=index, common_dir=common_dir)
+    head, head_tree = heads.splitlines()
     start = head
     if tree != head_tree:
         message = f"grove: what agent {parent[:8]} had not committed when it forked"
-        identity = _identity(parent)
-        _, start = await git(top, "commit-tree", tree, "-p", head, "-m", message, env=identity)
-    return ForkPoint(repo=top, common_dir=common_dir, start=start, prefix=prefix)
+        _, start = await git(
+            top, "commit-tree", tree, "-p", head, "-m", message,
+            env=_identity(parent), common_dir=common_dir,
+        )  # fmt: skip
+    return ForkPoint(repo=top, common_dir=common_dir, start=start, prefix=found.prefix)
 
 
 def _is_directory(path: str) -> bool:
@@ -190,7 +134,10 @@ async def make_worktree(point: ForkPoint, agent: str) -> Worktree:
     """A new worktree for `agent` on branch `grove/<its uuid8>` at the fork point."""
     branch = BRANCH_PREFIX + agent[:8]
     path = worktree_path(point, agent)
-    await git(point.repo, "worktree", "add", "--quiet", "-b", branch, path, point.start)
+    await git(
+        point.repo, "worktree", "add", "--quiet", "-b", branch, path, point.start,
+        common_dir=point.common_dir,
+    )  # fmt: skip
     return Worktree(path=path, branch=branch, start=point.start, repo=point.repo)
 
 
@@ -225,7 +172,7 @@ async def settle(worktree: Worktree, agent: str) -> dict[str, str]:
 async def commit_all(worktree: Worktree, agent: str, message: str) -> bool:
     """Commit every change in the worktree (untracked files too) to its branch; whether
     there was anything to commit."""
-    await git(worktree.path, "add", "-A")
+    await git(worktree.path, "add", "-A", common_dir=worktree.common_dir)
     code, said = await git(
         worktree.path,
         "commit",
@@ -235,6 +182,7 @@ async def commit_all(worktree: Worktree, agent: str, message: str) -> bool:
         message,
         env=_identity(agent),
         check=False,
+        common_dir=worktree.common_dir,
     )
     if code != 0 and "nothing to commit" not in said:
         raise WorktreeError(f"git commit failed in {worktree.path}: {said}")
@@ -243,15 +191,24 @@ async def commit_all(worktree: Worktree, agent: str, message: str) -> bool:
 
 async def diff_stat(worktree: Worktree) -> str:
     """`3 files changed, 10 insertions(+), 2 deletions(-)` between the fork and the branch."""
-    _, stat = await git(worktree.path, "diff", "--shortstat", worktree.start, "HEAD")
+    _, stat = await git(
+        worktree.path, "diff", "--shortstat", "--no-ext-diff", "--no-textconv", worktree.start,
+        "HEAD", common_dir=worktree.common_dir,
+    )  # fmt: skip
     return stat or NO_CHANGES
 
 
 async def remove_worktree(worktree: Worktree, *, delete_branch: bool) -> None:
     """Remove the worktree's directory (and its branch when `delete_branch`)."""
-    await git(worktree.repo, "worktree", "remove", "--force", worktree.path, check=False)
+    common_dir = worktree.common_dir
+    await git(
+        worktree.repo, "worktree", "remove", "--force", worktree.path,
+        check=False, common_dir=common_dir,
+    )  # fmt: skip
     if delete_branch:
-        await git(worktree.repo, "branch", "-D", worktree.branch, check=False)
+        await git(
+            worktree.repo, "branch", "-D", worktree.branch, check=False, common_dir=common_dir
+        )
 
 
 def missing_text(workspace: str, repo: str | None) -> str:

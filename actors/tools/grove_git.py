@@ -1,0 +1,253 @@
+"""Grove's own git (the worktrees of forked agents): a fixed configuration of Grove's, no system,
+global or repository configuration, and, where bubblewrap works, a sandbox of its own.
+
+It runs outside the tools' sandbox, in workspaces sandboxed commands write: nothing they could
+have planted there (a bare repository, a `.git` file, config naming filters, an ssh command, a
+pager, hooks, or a file the config includes) may make it run anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from actors.tools.sandbox import SandboxPolicy, sandbox_problem, secret_paths
+from providers.errors import GroveError
+
+GIT_TIMEOUT_S = 120.0
+# Settings that would run something, reach the network or ask someone, off for Grove's git; git
+# hands them on to every git process it starts.
+_SETTINGS = (
+    "safe.bareRepository=explicit",  # never a bare repository found in place
+    "core.hooksPath=/dev/null",
+    "core.fsmonitor=false",
+    "core.attributesFile=/dev/null",
+    "core.sshCommand=false",
+    "core.pager=cat",
+    "protocol.allow=never",  # no fetch, not even a partial clone's lazy one
+    "credential.helper=",
+    "submodule.recurse=false",
+    "diff.ignoreSubmodules=all",  # no git process in a nested repository
+    "status.submoduleSummary=false",
+    "commit.gpgsign=false",
+    "gc.auto=0",
+    "maintenance.auto=false",
+)
+_QUIET = tuple(word for setting in _SETTINGS for word in ("-c", setting))
+# What a git process of Grove's gets of the host's environment: no GIT_* variable of its own.
+_PASSED = ("PATH", "TMPDIR")
+_FIXED = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_PAGER": "cat",
+    "GIT_NO_REPLACE_OBJECTS": "1",
+    "LC_ALL": "C",
+}
+# The repository's config as Grove's sandboxed git sees it: the format, and nothing to run.
+_CONFIG = (
+    "[core]\n\trepositoryformatversion = 1\n\tbare = false\n[extensions]\n\tobjectformat = {}\n"
+)
+# A section [include] or [includeIf "..."] (the old [include.x] too), in any case.
+_INCLUDES = re.compile(rb"^\s*\[\s*include(if)?\b", re.IGNORECASE | re.MULTILINE)
+
+
+class WorktreeError(GroveError):
+    """A worktree cannot be made or used; the text says why and what to do."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Repository:
+    """The repository a workspace is in: the top of its working tree, its git directory and
+    common git directory (absolute), and the workspace's place in the tree (`prefix`)."""
+
+    top: str
+    git_dir: str
+    common_dir: str
+    prefix: str
+
+
+async def git(
+    cwd: str,
+    *arguments: str,
+    env: Mapping[str, str] | None = None,
+    check: bool = True,
+    common_dir: str | None = None,
+) -> tuple[int, str]:
+    """Run git in `cwd`: (exit code, stdout). With `check`, a failure is a WorktreeError
+    holding git's own words; without, a failure's stdout is followed by its stderr. Sandboxed,
+    git writes only in `common_dir` (the repository's, once known; nowhere without it) and
+    reads Grove's config there instead of the repository's."""
+    environment = {name: os.environ[name] for name in _PASSED if name in os.environ}
+    environment.update(_FIXED, **(env or {}))
+    argv = ["git", *_QUIET, *arguments]
+    config = None
+    bwrap = await _working_bwrap()
+    if bwrap is not None:
+        if common_dir is not None:
+            config = _config_pipe(common_dir, await _object_format(common_dir))
+        argv = _sandboxed(bwrap, cwd, common_dir, config, argv)
+    passed = () if config is None else (config,)
+    try:
+        process = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=cwd,
+            env=environment,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            pass_fds=passed,
+        )
+    except OSError as exc:  # no git on PATH, or no such directory
+        raise WorktreeError(f"cannot run git in {cwd}: {exc.strerror}: {exc.filename}") from exc
+    finally:
+        for end in passed:
+            os.close(end)
+    try:
+        async with asyncio.timeout(GIT_TIMEOUT_S):
+            output, errors = await process.communicate()
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        await process.wait()
+        raise
+    code = process.returncode
+    assert code is not None
+    if code != 0:
+        said = errors.decode(errors="replace").strip() or f"exit code {code}"
+        if check:
+            raise WorktreeError(f"git {arguments[0]} failed in {cwd}: {said}")
+        output += b"\n" + errors
+    return code, output.decode(errors="replace").strip()
+
+
+async def repository(workspace: str) -> Repository | None:
+    """The repository `workspace` is in (None outside one), if Grove's git may use it: it is
+    found by its `.git`, its git directory does not lie where the workspace's sandboxed
+    commands write, and its config includes no other file."""
+    code, found = await git(
+        workspace,
+        "rev-parse",
+        "--path-format=absolute",
+        "--show-toplevel",
+        "--absolute-git-dir",
+        "--git-common-dir",
+        "--show-object-format",
+        "--show-prefix",
+        check=False,
+    )
+    if code != 0:
+        if "safe.bareRepository" in found:
+            raise WorktreeError(
+                f"{workspace} holds a bare git repository (HEAD, objects/ and refs/ in place), "
+                "as a sandboxed command can make one; Grove's git does not use a repository "
+                "found that way: remove them, and work in a repository with a .git directory"
+            )
+        return None
+    top, git_dir, common_dir, object_format, prefix = [*found.splitlines(), ""][:5]
+    for directory in dict.fromkeys((git_dir, common_dir)):
+        if _writable_in(workspace, directory):
+            raise WorktreeError(
+                f"the git directory {directory} lies inside the workspace {workspace}, where "
+                "sandboxed commands write (all but its .git, which the sandbox keeps "
+                "read-only); Grove's git does not use it: keep the repository's git directory "
+                "in .git at the top of the workspace, or outside it"
+            )
+    if any(map(_includes, (common_dir, git_dir))):
+        raise WorktreeError(
+            f"the config of the repository at {top} includes other files (include.path, "
+            "includeIf), which may lie where sandboxed commands write; Grove's git does not "
+            "use it: take the include out of its config"
+        )
+    _formats[common_dir] = object_format
+    return Repository(top=top, git_dir=git_dir, common_dir=common_dir, prefix=prefix)
+
+
+def _includes(git_dir: str) -> bool:
+    """Whether a config file of the git directory has an include section (a superset of
+    those that include a file: more is refused, never less)."""
+    for name in ("config", "config.worktree"):
+        try:
+            with open(os.path.join(git_dir, name), "rb") as config:
+                if _INCLUDES.search(config.read()):
+                    return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
+def _writable_in(workspace: str, directory: str) -> bool:
+    """Whether sandboxed commands in `workspace` could write `directory`."""
+    root, real = os.path.realpath(workspace), os.path.realpath(directory)
+    kept = os.path.join(root, ".git")  # bound read-only in the sandbox (actors/tools/sandbox.py)
+    return _within(real, root) and not _within(real, kept)
+
+
+def _within(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+_bwraps: dict[str, str | None] = {}  # PATH -> the bwrap on it that works (None: none)
+
+
+async def _working_bwrap() -> str | None:
+    """The bubblewrap Grove's git runs in, once shown to work in this process; None when there
+    is none that works (git runs unsandboxed then, with its fixed configuration still)."""
+    path = os.environ.get("PATH", os.defpath)
+    if path not in _bwraps:
+        problem = await asyncio.to_thread(sandbox_problem)
+        _bwraps[path] = shutil.which("bwrap", path=path) if problem is None else None
+    return _bwraps[path]
+
+
+_formats: dict[str, str] = {}  # common git directory -> its object format (sha1, sha256)
+
+
+async def _object_format(common_dir: str) -> str:
+    if common_dir not in _formats:
+        _, said = await git(common_dir, f"--git-dir={common_dir}", "rev-parse",
+                            "--show-object-format")  # fmt: skip
+        _formats[common_dir] = said
+    return _formats[common_dir]
+
+
+def _config_pipe(common_dir: str, object_format: str) -> int | None:
+    """The read end of a pipe holding Grove's config for the repository in `common_dir`, of
+    `object_format` (None: the repository has no config of its own to stand in for)."""
+    if not os.path.exists(os.path.join(common_dir, "config")):
+        return None
+    read, write = os.pipe()
+    with os.fdopen(write, "w") as sink:
+        sink.write(_CONFIG.format(object_format))
+    return read
+
+
+def _sandboxed(
+    bwrap: str, cwd: str, common_dir: str | None, config: int | None, command: Sequence[str]
+) -> list[str]:
+    """`command` in a sandbox: the file system read-only but `common_dir`, whose config is
+    Grove's (read from `config`), no network, the user's secrets hidden."""
+    arguments = [bwrap, "--new-session", "--die-with-parent", "--cap-drop", "ALL"]
+    arguments += ["--unshare-pid", "--unshare-ipc", "--unshare-net"]
+    arguments += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    seen = [os.path.realpath(cwd)]
+    if common_dir is not None:
+        real = os.path.realpath(common_dir)
+        arguments += ["--bind", real, real]
+        seen.append(real)
+        if config is not None:
+            arguments += ["--ro-bind-data", str(config), os.path.join(real, "config")]
+    for secret in map(str, secret_paths(SandboxPolicy(), os.environ)):
+        if any(_within(place, secret) for place in seen):
+            continue  # where git works: not hidden from it
+        if os.path.isdir(secret):
+            arguments += ["--tmpfs", secret, "--remount-ro", secret]
+        else:
+            arguments += ["--ro-bind", "/dev/null", secret]
+    return [*arguments, "--chdir", cwd, "--", *command]

@@ -1,0 +1,428 @@
+"""No way out of the sandbox through Grove's own git: a workspace holds what a sandboxed command
+could have written there (a bare repository in place, a `.git` file pointing at a git directory
+of its making, config naming filters, an ssh command, a pager, an external diff, hooks, or a file
+the repository's config includes), then Grove's git runs there for real through each way in:
+the fork tool, `fork_many`, `grove batch --worktrees`, `grove worktrees --prune` and
+`POST /api/worktrees`. The payload would write a marker outside the workspace; it never does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from actors.tools.grove_git import WorktreeError
+from actors.tools.worktrees import fork_point, make_worktree, remove_worktree, settle
+from cli.app import app
+from supervisor import Grove
+from supervisor.errors import CommandError
+from supervisor.store import open_store
+from tests.conftest import path_without
+from tests.integration.groves import cli_environment, running_grove, sim_call, tool_results
+from tests.integration.services import service_in_process
+from tests.security.commands import COMMAND_TIMEOUT_S
+
+MODEL = "claude-haiku-4-5"
+TOOLS = ["fork"]
+# Git for making the plantings: none of the repository's own settings may run anything yet.
+SETUP_GIT = ("-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never")
+ME = ("-c", "user.name=t", "-c", "user.email=t@example.com")
+
+
+@dataclass(frozen=True)
+class Scene:
+    """`workspace`: where the agents work (the Grove's hosts' directory), inside `outer`, which
+    is a repository only when a planting makes it one; `marker`: what the payload writes."""
+
+    outer: Path
+    workspace: Path
+    marker: Path
+
+    @property
+    def evil(self) -> Path:
+        return self.workspace / "evil.sh"
+
+
+def setup_git(cwd: Path, *arguments: str) -> str:
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("GIT_")},
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "GIT_CONFIG_GLOBAL": "/dev/null",
+    }
+    done = subprocess.run(
+        ["git", *SETUP_GIT, *ME, *arguments],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout.strip()
+
+
+def set_config(config: Path, *pairs: tuple[str, str]) -> None:
+    for key, value in pairs:
+        subprocess.run(["git", "config", "--file", str(config), key, value], check=True)
+
+
+# How a repository is found at the workspace: each makes one with a commit and returns the
+# config file the payload goes in and the common git directory.
+def bare_at_root(scene: Scene) -> tuple[Path, Path]:
+    """HEAD, objects/, refs/ and config written into the workspace root: a bare repository
+    whose work tree (core.worktree = .) is the workspace itself."""
+    w = scene.workspace
+    setup_git(w, "init", "-q", "--bare", "-b", "main", ".")
+    set_config(w / "config", ("core.bare", "false"), ("core.worktree", "."))
+    commit_a_file(w)
+    return w / "config", w
+
+
+def bare_in_a_subfolder(scene: Scene) -> tuple[Path, Path]:
+    """The same, with the workspace a subfolder of a real repository."""
+    setup_git(scene.outer, "init", "-q", "-b", "main", ".")
+    (scene.outer / "top.txt").write_text("the outer repository\n")
+    setup_git(scene.outer, "add", "top.txt")
+    setup_git(scene.outer, "commit", "-qm", "outer")
+    return bare_at_root(scene)
+
+
+def git_file(scene: Scene) -> tuple[Path, Path]:
+    """A `.git` file in the workspace naming a git directory of the sandbox's own making."""
+    w = scene.workspace
+    setup_git(w, "init", "-q", "-b", "main", "--separate-git-dir", str(w / ".hidden"), ".")
+    commit_a_file(w)
+    return w / ".hidden" / "config", w / ".hidden"
+
+
+def included(scene: Scene) -> tuple[Path, Path]:
+    """A real repository whose own config (the user's) includes a file of the work tree, as
+    projects ask their contributors to: the sandbox writes that file."""
+    w = scene.workspace
+    setup_git(w, "init", "-q", "-b", "main", ".")
+    set_config(w / ".git" / "config", ("include.path", "../.gitconfig"))
+    (w / ".gitconfig").write_text("")
+    commit_a_file(w)
+    return w / ".gitconfig", w / ".git"
+
+
+def commit_a_file(w: Path) -> None:
+    (w / "a.txt").write_text("committed\n")
+    os.utime(w / "a.txt", (1e9, 1e9))  # older than the index: git add -A never reads it again
+    setup_git(w, "add", "a.txt")
+    setup_git(w, "commit", "-qm", "first")
+
+
+# What the planted config holds: each names the payload where some git command would run it.
+def filter_payload(scene: Scene, config: Path, common: Path) -> None:
+    evil = str(scene.evil)
+    set_config(config, ("filter.x.clean", evil), ("filter.x.smudge", evil))
+    set_config(config, ("filter.y.process", evil))
+    (scene.workspace / ".gitattributes").write_text("*.txt filter=x\n*.md filter=y\n")
+
+
+def ssh_payload(scene: Scene, config: Path, common: Path) -> None:
+    """A partial clone missing a blob it needs: git fetches it lazily, over ssh."""
+    ssh = scene.workspace / "ssh.sh"  # says nothing back: the fetch ends at once
+    ssh.write_text(f"#!/bin/sh\necho escaped >> {scene.marker}\nexit 1\n")
+    ssh.chmod(0o755)
+    set_config(
+        config,
+        ("core.repositoryformatversion", "1"),
+        ("extensions.partialClone", "origin"),
+        ("remote.origin.url", "ssh://git@127.0.0.1/x"),
+        ("remote.origin.promisor", "true"),
+        ("core.sshCommand", str(ssh)),
+    )
+    blob = setup_git(scene.workspace, "rev-parse", "HEAD:a.txt")
+    (common / "objects" / blob[:2] / blob[2:]).unlink()
+
+
+def pager_payload(scene: Scene, config: Path, common: Path) -> None:
+    set_config(config, ("core.pager", str(scene.evil)), ("pager.status", str(scene.evil)))
+
+
+def diff_payload(scene: Scene, config: Path, common: Path) -> None:
+    evil = str(scene.evil)
+    set_config(config, ("diff.external", evil), ("diff.x.command", evil))
+    set_config(config, ("diff.x.textconv", evil))
+    (scene.workspace / ".gitattributes").write_text("* diff=x\n")
+
+
+def hooks_payload(scene: Scene, config: Path, common: Path) -> None:
+    hooks = scene.workspace / "hooks-here"
+    for directory in (hooks, common / "hooks"):
+        directory.mkdir(exist_ok=True)
+        for hook in ("post-checkout", "post-commit", "pre-commit", "reference-transaction"):
+            (directory / hook).write_text(scene.evil.read_text())
+            (directory / hook).chmod(0o755)
+    set_config(config, ("core.hooksPath", str(hooks)))
+
+
+def include_payload(scene: Scene, config: Path, common: Path) -> None:
+    """The planted config only includes another file, which names the filters."""
+    payload = scene.workspace / "payload.conf"
+    payload.write_text("")
+    set_config(config, ("include.path", str(payload)))
+    filter_payload(scene, payload, common)
+
+
+Layout = Callable[[Scene], tuple[Path, Path]]
+Payload = Callable[[Scene, Path, Path], None]
+PLANTINGS: dict[str, tuple[Layout, Payload]] = {
+    "bare repo at the root": (bare_at_root, filter_payload),
+    "bare repo in a subfolder of a repository": (bare_in_a_subfolder, filter_payload),
+    "a planted .git file pointing elsewhere": (git_file, filter_payload),
+    "core.sshCommand": (bare_at_root, ssh_payload),
+    "core.pager": (bare_at_root, pager_payload),
+    "diff.external": (bare_at_root, diff_payload),
+    "filter.* in a file the repository's config includes": (included, filter_payload),
+    "core.hooksPath": (bare_at_root, hooks_payload),
+    "include.path": (bare_at_root, include_payload),
+}
+
+
+@pytest.fixture(scope="module")
+def outer(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("outer")
+
+
+@pytest.fixture(scope="module")
+def grove(outer: Path, tmp_path_factory: pytest.TempPathFactory, store_url: str) -> Iterator[Grove]:
+    """A Grove whose hosts work in `outer/workspace`."""
+    workspace = outer / "workspace"
+    workspace.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(workspace)
+        with running_grove(tmp_path_factory.mktemp("grove"), store_url=store_url) as made:
+            yield made
+
+
+@pytest.fixture
+def scene(outer: Path, tmp_path: Path, grove: Grove) -> Iterator[Scene]:
+    """The workspace emptied, and `outer` no repository, for the next planting."""
+    workspace = outer / "workspace"
+    made = Scene(outer, workspace, tmp_path / "escaped")
+    yield made
+    deadline = time.monotonic() + 60  # a child that did get forked may still be writing
+    while left := [
+        *workspace.iterdir(),
+        *(outer / n for n in (".git", "top.txt") if (outer / n).exists()),
+    ]:
+        assert time.monotonic() < deadline, left
+        for entry in left:
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                entry.unlink(missing_ok=True)
+
+
+def plant(scene: Scene, planting: str, agent: str | None = None) -> None:
+    """Make the planting in the workspace; with `agent`, also a worktree of Grove's for it
+    (as an earlier fork would have made), with work not committed, which `--prune` commits."""
+    layout, payload = PLANTINGS[planting]
+    scene.evil.write_text(f"#!/bin/sh\necho escaped >> {scene.marker}\ncat\n")
+    scene.evil.chmod(0o755)
+    config, common = layout(scene)
+    if agent is not None:
+        path = common / "grove" / "worktrees" / agent[:8]
+        setup_git(scene.workspace, "worktree", "add", "-q", "-b", f"grove/{agent[:8]}", str(path))
+        (path / "a.txt").write_text("changed!!\n")  # the same size: only its content tells
+        (path / "new.txt").write_text("not committed\n")
+        (path / "notes.md").write_text("not committed\n")
+    payload(scene, config, common)
+    if agent is not None and (scene.workspace / ".gitattributes").exists():
+        shutil.copy(scene.workspace / ".gitattributes", path / ".gitattributes")
+    assert not scene.marker.exists()
+
+
+def escaped(scene: Scene) -> bool:
+    return scene.marker.exists()
+
+
+def settled(grove: Grove, children: list[str]) -> list[str]:
+    """The children, once their turns have ended (and Grove has committed their work)."""
+    for child in children:
+        grove.wait_turn(child, timeout_s=120)
+    return children
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+def test_the_fork_tool(grove: Grove, scene: Scene, planting: str) -> None:
+    plant(scene, planting)
+    root = grove.create_root(MODEL, tools=TOOLS, allow=TOOLS).uuid
+    assert grove.ask(root, sim_call("fork", prompt="hi", workspace="worktree")).ok
+    said = tool_results(grove, root)[-1]["content"]
+    if not said.startswith("fork refused: "):
+        settled(grove, [json.loads(said)["uuid"]])
+    assert not escaped(scene), said
+    assert said.startswith("fork refused: "), said
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+def test_fork_many(grove: Grove, scene: Scene, planting: str) -> None:
+    plant(scene, planting)
+    root = grove.create_root(MODEL, tools=TOOLS, allow=TOOLS).uuid
+    try:
+        children = grove.fork_many(root, ["hi", "there"], workspace="worktree")
+    except CommandError as exc:
+        said = str(exc)
+    else:
+        said = f"forked {settled(grove, children)}"
+    assert not escaped(scene), said
+    assert said.startswith("fork refused: "), said
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+def test_batch_with_worktrees(grove: Grove, scene: Scene, planting: str, tmp_path: Path) -> None:
+    plant(scene, planting)
+    tasks, output = tmp_path / "tasks.jsonl", tmp_path / "out.jsonl"
+    tasks.write_text('{"id": 1, "prompt": "hi"}\n')
+    with service_in_process(grove, tmp_path / "served") as service:
+        done = service.grove(
+            "batch", str(tasks), "--worktrees", "-m", MODEL, "--output", str(output),
+            cwd=scene.workspace,
+        )  # fmt: skip
+    assert not escaped(scene), done.stderr
+    assert done.returncode != 0 and "fork refused: " in done.stdout + done.stderr + (
+        output.read_text() if output.exists() else ""
+    )
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+def test_a_batch_of_its_own_with_worktrees(scene: Scene, planting: str, tmp_path: Path) -> None:
+    """`grove batch --worktrees --simulate` with no service: it looks at the repository
+    before it starts Ray, and refuses at once."""
+    plant(scene, planting)
+    (tmp_path / "tasks.jsonl").write_text('{"id": 1, "prompt": "hi"}\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.entry", "batch", str(tmp_path / "tasks.jsonl"),
+         "--worktrees", "--simulate", "-m", MODEL, "--output", str(tmp_path / "out.jsonl")],
+        cwd=scene.workspace, env=cli_environment(tmp_path), capture_output=True, text=True,
+        timeout=COMMAND_TIMEOUT_S, check=False,
+    )  # fmt: skip
+    assert not escaped(scene), done.stderr
+    assert done.returncode == 2, done.stderr
+    assert f"--worktrees cannot work in {scene.workspace}: " in done.stderr
+
+
+def ended_agent(grove: Grove, store_url: str) -> str:
+    """An ended agent whose record names the worktree the planting made for it."""
+    agent = grove.create_root(MODEL).uuid
+    store = open_store(store_url)
+    try:
+        store.update_agent(agent, status="dead")
+    finally:
+        store.close()
+    return agent
+
+
+def name_worktree(scene: Scene, agent: str, store_url: str) -> None:
+    common = Path(setup_git(scene.workspace, "rev-parse", "--path-format=absolute",
+                            "--git-common-dir"))  # fmt: skip
+    start = setup_git(scene.workspace, "rev-parse", "HEAD")
+    worktree = {
+        "path": str(common / "grove" / "worktrees" / agent[:8]),
+        "branch": f"grove/{agent[:8]}",
+        "start": start,
+        "repo": str(scene.workspace),
+    }
+    store = open_store(store_url)
+    try:
+        record = store.get_agent(agent)
+        assert record is not None
+        store.update_agent(agent, metadata={**record.metadata, "worktree": worktree})
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+def test_grove_worktrees(grove: Grove, scene: Scene, planting: str, store_url: str) -> None:
+    agent = ended_agent(grove, store_url)
+    plant(scene, planting, agent)
+    name_worktree(scene, agent, store_url)
+    env = {"GROVE_STORE": store_url, "GROVE_CONFIG_FILE": "/nonexistent/config.toml"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(scene.workspace)
+        done = CliRunner().invoke(app, ["worktrees", "--prune", "--json"], env=env)
+    assert not escaped(scene), done.output
+    assert done.exit_code == 1, done.output
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+def test_the_worktrees_route(
+    grove: Grove, scene: Scene, planting: str, store_url: str, tmp_path: Path
+) -> None:
+    agent = ended_agent(grove, store_url)
+    plant(scene, planting, agent)
+    name_worktree(scene, agent, store_url)
+    with service_in_process(grove, tmp_path / "served") as service, service.api() as api:
+        answer = api.post(
+            "/api/worktrees", json={"repository": str(scene.workspace), "prune": True}
+        )
+    assert not escaped(scene), answer.text
+    assert answer.status_code == 400, answer.text
+    assert json.loads(answer.text)
+
+
+def bare_scene(tmp_path: Path) -> Scene:
+    outer = tmp_path / "outer"
+    (outer / "workspace").mkdir(parents=True)
+    return Scene(outer, outer / "workspace", tmp_path / "escaped")
+
+
+@pytest.mark.parametrize("planting", list(PLANTINGS))
+async def test_without_bubblewrap_each_planting_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, planting: str
+) -> None:
+    """Where Grove's git cannot be sandboxed it still reads no planted config: each planting
+    is refused before git runs anything there."""
+    monkeypatch.setenv("PATH", path_without(tmp_path, "bwrap"))
+    scene = bare_scene(tmp_path)
+    plant(scene, planting)
+    with pytest.raises(WorktreeError) as refused:
+        await fork_point(str(scene.workspace), "a" * 32)
+    assert not escaped(scene), str(refused.value)
+
+
+async def test_the_repository_s_own_filters_and_hooks_do_not_run(tmp_path: Path) -> None:
+    """Sandboxed, Grove's git reads a config of Grove's instead of the repository's: filters,
+    diff drivers and hooks the repository names (and the work tree's .gitattributes, which the
+    sandbox writes, picks) run neither at the fork nor in the worktree, and the work is kept."""
+    scene = bare_scene(tmp_path)
+    w = scene.workspace
+    payloads_in_its_own_config(scene)
+    (w / "b.txt").write_text("not committed\n")
+    point = await fork_point(str(w), "a" * 32)
+    worktree = await make_worktree(point, "b" * 32)
+    (Path(worktree.path) / "c.txt").write_text("the child's\n")
+    assert await settle(worktree, "b" * 32) == {
+        "branch": "grove/bbbbbbbb",
+        "diff_stat": "1 file changed, 1 insertion(+)",
+    }
+    await remove_worktree(worktree, delete_branch=False)
+    assert not escaped(scene)
+    shown = setup_git(w, "show", "grove/bbbbbbbb:b.txt")
+    assert shown == "not committed"
+
+
+def payloads_in_its_own_config(scene: Scene) -> None:
+    """A repository at the workspace whose own config names every payload, and a
+    .gitattributes that picks them."""
+    scene.evil.write_text(f"#!/bin/sh\necho escaped >> {scene.marker}\ncat\n")
+    scene.evil.chmod(0o755)
+    setup_git(scene.workspace, "init", "-q", "-b", "main", ".")
+    commit_a_file(scene.workspace)
+    common = scene.workspace / ".git"
+    for payload in (filter_payload, diff_payload, hooks_payload):
+        payload(scene, common / "config", common)
+    (scene.workspace / ".gitattributes").write_text("* filter=x diff=x\n")
