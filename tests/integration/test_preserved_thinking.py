@@ -11,7 +11,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +30,7 @@ from providers.simulator import SimulatorConfig, SimulatorThread
 from providers.simulator.thinking_blocks import bound_text, check_request
 from providers.simulator.wire import InvalidRequest
 from supervisor import Grove
+from supervisor.config import McpSection, McpServerSection
 from supervisor.store import open_store
 from supervisor.turns import step_events
 from tests.integration.groves import (
@@ -39,6 +42,7 @@ from tests.integration.groves import (
 )
 
 KEY = "sim-preserved-thinking-key-7c1d"
+CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
 SONNET = "claude-sonnet-5-5/med"
 OPUS = "claude-opus-5-5/med"
 
@@ -265,6 +269,35 @@ def test_an_advisor_reviews_a_5_5_agent_without_refusals(
     assert len(reviews) >= 3
     assert {r["model"] for r in reviews} == {SONNET.split("/")[0]}
     assert any(thinking(r) for r in reviews)  # the reviewer's own conversation grew
+
+
+def test_an_mcp_server_that_connects_mid_conversation_changes_no_prefix(
+    grove: Grove, sent: list[dict[str, Any]], tmp_path: Path
+) -> None:
+    """A root made while its MCP server cannot start goes on without its tools; once the
+    server starts (another root lists and calls it), the first root's requests keep the
+    tools they began with, and so their thinking."""
+    server = tmp_path / "late.py"  # not there yet: the server cannot start
+    configured = grove.settings
+    late = McpServerSection(command=sys.executable, args=[str(server)])
+    grove.settings = configured.model_copy(update={"mcp": McpSection(servers={"late": late})})
+    try:
+        root = grove.create_root(SONNET, tools=[now, "mcp__late"]).uuid
+        answered(grove.ask(root, "before the server"))
+        shutil.copy(CALC, server)
+        other = grove.create_root(SONNET, tools=["mcp__late"]).uuid
+        answered(grove.ask(other, sim_call("mcp__late__add", a=1, b=2)))
+        answered(grove.ask(root, "after the server"))
+    finally:
+        grove.settings = configured
+    requests = clean(grove, sent)
+    added = [r for r in requests if "mcp__late__add" in [t["name"] for t in r["tools"]]]
+    assert len(added) == 2  # the other root's call and its answer
+    before, after = [
+        r for r in requests if r["messages"][0]["content"][0]["text"] == "before the server"
+    ]
+    assert after["tools"] == before["tools"] == [before["tools"][0]]
+    assert [index for index, _ in thinking(after)] == [1]
 
 
 def test_a_conversation_resumed_by_a_new_process_keeps_its_thinking(
