@@ -84,8 +84,7 @@ async def git(
     holding git's own words; without, a failure's stdout is followed by its stderr. Sandboxed,
     git writes only in `common_dir` (the repository's, once known; nowhere without it) and
     reads Grove's config there instead of the repository's."""
-    environment = {name: os.environ[name] for name in _PASSED if name in os.environ}
-    environment.update(_FIXED, **(env or {}))
+    environment = _environment(cwd, env, common_dir)
     argv = ["git", *_QUIET, *arguments]
     config = None
     bwrap = await _working_bwrap()
@@ -125,6 +124,16 @@ async def git(
             raise WorktreeError(f"git {arguments[0]} failed in {cwd}: {said}")
         output += b"\n" + errors
     return code, output.decode(errors="replace").strip()
+
+
+def _environment(cwd: str, env: Mapping[str, str] | None, common_dir: str | None) -> dict[str, str]:
+    """Git's environment: `_PASSED` of the host's, `_FIXED`, then `env`. Once the repository
+    is known (`common_dir`), git looks for it in `cwd` alone, never above."""
+    environment = {name: os.environ[name] for name in _PASSED if name in os.environ}
+    environment.update(_FIXED, **(env or {}))
+    if common_dir is not None:
+        environment["GIT_CEILING_DIRECTORIES"] = os.path.dirname(os.path.realpath(cwd))
+    return environment
 
 
 async def repository(workspace: str) -> Repository | None:
