@@ -5,9 +5,9 @@ Resource limits (setrlimit) hold the memory, file size and CPU time. The process
 RLIMIT_NPROC too, which counts the processes of one user in one user namespace (bubblewrap
 makes one for a user other than root, so only the sandbox's own count); the kernel does not
 enforce it for root, so a sandbox started by root also gets a pids cgroup of its own where the
-machine lets Grove make one (`pids.max`). With cgroup v1 the starting thread steps into it for
-the fork (`born_in`), which costs nothing; moving a process in (cgroup v2) waits for a grace
-period of the kernel's, a few milliseconds.
+machine lets Grove make one (`pids.max`), kept for the next sandbox once it is gone. With
+cgroup v1 the starting thread steps into it for the fork (`born_in`), which costs next to
+nothing; moving a process in (cgroup v2) waits for a grace period of the kernel's.
 """
 
 from __future__ import annotations
@@ -47,49 +47,47 @@ class SandboxLimits:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SandboxCgroup:
-    """A sandbox's pids cgroup; `home`, with cgroup v1, the cgroup the starting thread steps
-    back to after the fork (None with v2: the sandbox's first process is moved in)."""
+    """A sandbox's pids cgroup, allowing `processes`; `tasks`, with cgroup v1, its tasks
+    file, open, for the starting thread to step in (None with v2: the sandbox's first process
+    is moved in)."""
 
     path: Path
-    home: Path | None
+    processes: int
+    tasks: int | None
 
 
 class _CgroupRoom:
     """Where this process makes its sandboxes' pids cgroups (`CGROUPS` in its own pids cgroup,
-    looked for once), and the cgroups it could not remove yet (their last process was still
-    going: the next sandbox removes them)."""
+    looked for once), and those free to be used again (a sandbox takes one for its life)."""
 
     def __init__(self) -> None:
         self.looked = False
         self.parent: Path | None = None
-        self.home: Path | None = None  # this process's own pids cgroup, with cgroup v1
-        self.left: list[Path] = []
+        self.home_tasks: int | None = None  # with cgroup v1, this process's own tasks file
+        self.free: list[SandboxCgroup] = []
         self.names = itertools.count()
 
-    def make(self, processes: int) -> SandboxCgroup | None:
-        """A new cgroup allowing `processes` processes; None where Grove cannot make one."""
-        parent = self._usable_parent()
-        if parent is None:
-            return None
-        for path in list(self.left):
-            with contextlib.suppress(OSError):
-                path.rmdir()
-                self.left.remove(path)
-        path = parent / f"{os.getpid()}-{next(self.names)}"
-        try:
-            path.mkdir()
-            (path / "pids.max").write_text(str(processes))
-        except OSError:
-            return None
-        return SandboxCgroup(path, self.home)
-
-    def remove(self, path: Path) -> None:
-        try:
-            path.rmdir()
-        except OSError:
-            self.left.append(path)
+    def take(self, processes: int) -> SandboxCgroup | None:
+        """A cgroup allowing `processes` processes; None where Grove cannot make one."""
+        if self.free:
+            cgroup = self.free.pop()
+        else:
+            parent = self._usable_parent()
+            if parent is None:
+                return None
+            path = parent / f"{os.getpid()}-{next(self.names)}"
+            try:
+                path.mkdir()
+                tasks = None if self.home_tasks is None else os.open(path / "tasks", os.O_WRONLY)
+            except OSError:
+                return None
+            cgroup = SandboxCgroup(path, 0, tasks)
+        if cgroup.processes != processes:
+            (cgroup.path / "pids.max").write_text(str(processes))
+            cgroup.processes = processes
+        return cgroup
 
     def _usable_parent(self) -> Path | None:
         """In this process's own cgroup of the pids controller (cgroup v1, or v2 with pids
@@ -100,11 +98,12 @@ class _CgroupRoom:
                 parent = base / CGROUPS
                 try:
                     parent.mkdir(exist_ok=True)
-                    if (parent / "cgroup.subtree_control").exists():  # v2
+                    if not v1:
                         (parent / "cgroup.subtree_control").write_text("+pids")
+                    home = os.open(base / "tasks", os.O_WRONLY) if v1 else None
                 except OSError:
                     continue
-                self.parent, self.home = parent, base if v1 else None
+                self.parent, self.home_tasks = parent, home
                 _remove_orphans(parent)
                 break
         return self.parent
@@ -142,7 +141,7 @@ def _read(path: Path) -> str:
 
 
 def _remove_orphans(parent: Path) -> None:
-    """Remove the empty cgroups of processes that are gone (a host that was killed)."""
+    """Remove the cgroups of processes that are gone (a process keeps its own to the end)."""
     for path in parent.iterdir():
         owner = path.name.partition("-")[0]
         if path.is_dir() and owner.isdigit() and not _alive(int(owner)):
@@ -162,33 +161,34 @@ def _alive(pid: int) -> bool:
 
 def sandbox_cgroup(limits: SandboxLimits) -> SandboxCgroup | None:
     """A pids cgroup for a sandbox started by root (RLIMIT_NPROC holds for everyone else),
-    where the machine lets Grove make one."""
-    return _ROOM.make(limits.processes) if os.getuid() == 0 else None
+    where the machine lets Grove make one; `release_cgroup` once the sandbox is gone."""
+    return _ROOM.take(limits.processes) if os.getuid() == 0 else None
+
+
+def release_cgroup(cgroup: SandboxCgroup) -> None:
+    _ROOM.free.append(cgroup)
 
 
 @contextlib.contextmanager
 def born_in(cgroup: SandboxCgroup | None) -> Iterator[None]:
     """With cgroup v1, this thread is in `cgroup` while the block runs (a fork, nothing
-    else): what it starts is born there. Moving oneself is cheap; moving another process is
-    not."""
-    if cgroup is None or cgroup.home is None:
+    else): what it starts is born there. A thread moving itself (writing 0) is cheap; moving
+    another process waits for a grace period of the kernel's."""
+    home = _ROOM.home_tasks
+    if cgroup is None or cgroup.tasks is None or home is None:
         yield
         return
-    (cgroup.path / "tasks").write_text("0")
+    os.write(cgroup.tasks, b"0")
     try:
         yield
     finally:
-        (cgroup.home / "tasks").write_text("0")
+        os.write(home, b"0")
 
 
 async def hold(pid: int, limits: SandboxLimits, cgroup: SandboxCgroup | None) -> None:
     """Hold process `pid` (a sandbox's first, waiting to run its command) to `limits`, and
-    with cgroup v2 move it into `cgroup` (the kernel waits for a grace period: off the loop)."""
+    with cgroup v2 move it into `cgroup` (off the event loop: that waits for the kernel)."""
     for which, soft_and_hard in limits.rlimits():
         resource.prlimit(pid, which, soft_and_hard)
-    if cgroup is not None and cgroup.home is None:
+    if cgroup is not None and cgroup.tasks is None:
         await asyncio.to_thread((cgroup.path / "cgroup.procs").write_text, str(pid))
-
-
-def remove_cgroup(cgroup: SandboxCgroup) -> None:
-    _ROOM.remove(cgroup.path)

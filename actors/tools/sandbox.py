@@ -25,7 +25,7 @@ from actors.sandbox_limits import (
     SandboxLimits,
     born_in,
     hold,
-    remove_cgroup,
+    release_cgroup,
     sandbox_cgroup,
 )
 from actors.tools.pipes import closed, exited, kill_group, stream
@@ -305,7 +305,7 @@ async def run_process(
         if passed:
             closed(info, go)
         if cgroup is not None:
-            remove_cgroup(cgroup)
+            release_cgroup(cgroup)
         raise
     finally:
         closed(*passed)
@@ -326,7 +326,7 @@ async def run_process(
         if passed:
             closed(info, go)
         if cgroup is not None:
-            remove_cgroup(cgroup)
+            release_cgroup(cgroup)
 
 
 def _started(
