@@ -33,7 +33,7 @@ def advise(note: str, severity: str = "nit", **extra: str) -> str:
     return f"[[sim@reviewer tool=advise args='{args}'{options}]]"
 
 
-def watched(grove: Grove, model: str = "gpt-5-mini") -> str:
+def watched(grove: Grove, model: str = "gpt-6.1-terra") -> str:
     root = grove.create_root(model).uuid
     outcome = grove.dispatch(root, "/advisor on")
     assert outcome.ok, outcome.text
@@ -57,7 +57,7 @@ def kinds_after(history: list[MessageRecord], content: str) -> list[str]:
 
 
 def test_reviewer_sees_each_turn_once_with_thinking_never_its_own_cards(grove: Grove) -> None:
-    root = watched(grove, "claude-sonnet-4-5/low")
+    root = watched(grove, "claude-haiku-4-5/low")  # a model whose stream shows its thinking
     first = '[[sim thinking="mulling the plan"]] ' + advise("check the bounds") + " write it"
     assert grove.ask(root, first).ok
     assert grove.wait_reviews(root, 30) == 0
@@ -158,7 +158,7 @@ def test_the_same_note_is_delivered_once(grove: Grove) -> None:
 
 
 def test_clear_resets_and_enabling_mid_session_replays_nothing(grove: Grove) -> None:
-    root = grove.create_root("gpt-5-mini").uuid
+    root = grove.create_root("gpt-6.1-terra").uuid
     assert grove.ask(root, "alpha-old").ok
     assert grove.ask(root, "beta-old").ok
     assert grove.dispatch(root, "/advisor on").ok

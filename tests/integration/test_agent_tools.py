@@ -15,7 +15,7 @@ from tests.integration.groves import running_grove
 
 TOOLS = ("fork", "send", "wait")
 FAN_OUT_TASKS = ("check the parser", "check the store", "check the CLI")
-ORCHESTRATOR_MODEL = "claude-sonnet-4-5"
+ORCHESTRATOR_MODEL = "claude-sonnet-5-5"
 WORKER_MODEL = "claude-haiku-4-5"
 
 
@@ -53,7 +53,7 @@ def test_fork_tool_starts_a_child_that_inherits_the_conversation(grove: Grove) -
 
 
 def test_fork_limits_stop_runaway_forking(grove: Grove) -> None:
-    root = grove.create_root("gpt-5-mini", tools=TOOLS)
+    root = grove.create_root("gpt-6.1-terra", tools=TOOLS)
     for index in range(4):
         assert grove.ask(root.uuid, fork_directive(f"task {index}")).ok
     results = tool_results(grove.history(root.uuid))
@@ -109,8 +109,8 @@ def test_a_model_forks_three_children_and_combines_their_answers_with_wait(
 
 
 def test_send_tool_mails_another_agent(grove: Grove) -> None:
-    root = grove.create_root("gemini-3.0-flash", tools=TOOLS)
-    other = grove.create_root("gemini-3.0-flash")
+    root = grove.create_root("gemini-3.8-flash", tools=TOOLS)
+    other = grove.create_root("gemini-3.8-flash")
     args = json.dumps({"uuid": other.uuid, "message": "status please"})
     assert grove.ask(root.uuid, f"[[sim tool=send args='{args}']] tell them").ok
     mails = [m for m in grove.history(other.uuid) if m.kind == "mail"]

@@ -76,7 +76,7 @@ def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
 
 async def test_twenty_asks_at_once_leave_the_callers_loop_ticking(grove: Grove) -> None:
     aio = AsyncGrove(grove)
-    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+    roots = [(await aio.create_root("claude-sonnet-5-5")).uuid for _ in range(ASKS)]
     figures = await concurrent_asks(aio, roots)
     assert figures["took"] >= ASK_S  # each turn streams for two seconds
     assert figures["took"] < ASKS * ASK_S / 2  # together, not one after another
@@ -88,7 +88,7 @@ async def test_asks_made_at_once_are_begun_in_one_supervisor_call(grove: Grove) 
     """20 asks at once share one `begin_turns` call (one `TurnsBegun` event); an ask for an
     unknown agent gets its own error, and a second ask for a busy agent waits its turn."""
     aio = AsyncGrove(grove)
-    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+    roots = [(await aio.create_root("claude-sonnet-5-5")).uuid for _ in range(ASKS)]
     store = open_store(grove.settings.store)
     try:
         last = max((event.id for event in store.events(limit=100_000)), default=0)
@@ -120,7 +120,7 @@ async def test_asks_to_forked_children_at_once_are_answered_through_few_host_cal
     calls to the two hosts (one per host and wave of endings, not one per turn). A result
     awaited too briefly times out, and is there when awaited again."""
     aio = AsyncGrove(grove)
-    root = (await aio.create_root("claude-sonnet-4-5")).uuid
+    root = (await aio.create_root("claude-sonnet-5-5")).uuid
     assert (await aio.ask(root, "The service prices orders from a queue.")).ok
     children = await asyncio.gather(*(aio.fork(root) for _ in range(ASKS)))
     turns = [aio.send(child, f"Task {n}: name a risk.") for n, child in enumerate(children)]
@@ -152,7 +152,7 @@ def prompt_tokens(usage: Usage) -> int:
 
 async def test_streams_fan_outs_and_batches_from_a_running_loop(grove: Grove) -> None:
     aio = AsyncGrove(grove)
-    root = (await aio.create_root("claude-sonnet-4-5")).uuid
+    root = (await aio.create_root("claude-sonnet-5-5")).uuid
     turn = aio.send(root, "Plan the release")
     streamed = "".join([text async for kind, text in turn if kind == "text"])
     result = await turn.result()
@@ -179,7 +179,7 @@ async def test_results_awaited_at_once_hold_no_greenlet_each(grove: Grove) -> No
     calls itself: no bridged call (a greenlet) is left suspended for any of them. A
     supervisor call awaited past its timeout raises TimeoutError."""
     aio = AsyncGrove(grove)
-    roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+    roots = [(await aio.create_root("claude-sonnet-5-5")).uuid for _ in range(ASKS)]
     turns = [aio.send(root, f"{PACED} Task {n}: name a risk.") for n, root in enumerate(roots)]
     await asyncio.gather(*turns)
     results = asyncio.gather(*(turn.result() for turn in turns))
@@ -189,7 +189,7 @@ async def test_results_awaited_at_once_hold_no_greenlet_each(grove: Grove) -> No
     answers = await results
     assert suspended == []
     assert all(answer.ok and answer.text for answer in answers), answers
-    slow = (await aio.create_root("claude-sonnet-4-5")).uuid
+    slow = (await aio.create_root("claude-sonnet-5-5")).uuid
     await aio.send(slow, "[[sim tokens=60 tps=2]] thirty seconds")
     with pytest.raises(TimeoutError):  # however busy the machine, the turn is under way
         await bridge.bridge(grove._call, "wait_turn", slow, ASK_S * 20, timeout_s=0.2)
@@ -200,7 +200,7 @@ async def test_a_result_awaited_when_its_host_dies_is_the_resumed_turns(grove: G
     """The host of a turn whose result is awaited is killed: the result awaited comes from
     the supervisor, the turn's resumed on another host (as `Turn.result` has it)."""
     aio = AsyncGrove(grove)
-    root = (await aio.create_root("claude-sonnet-4-5")).uuid
+    root = (await aio.create_root("claude-sonnet-5-5")).uuid
     turn = aio.send(root, f"{PACED} Name a risk.")
     await turn
     waiting = asyncio.ensure_future(turn.result(120))
@@ -217,13 +217,13 @@ def test_made_and_used_inside_asyncio_run(tmp_path: Path, monkeypatch: pytest.Mo
 
     async def main() -> tuple[bool, str]:
         async with AsyncGrove(simulate=True, hosts=1) as grove:
-            root = await grove.create_root("gpt-5-mini")
+            root = await grove.create_root("gpt-6.1-terra")
             result = await grove.ask(root.uuid, "hello")
             outcome = await grove.dispatch(root.uuid, "/agents")
             return result.ok, outcome.text
 
     ok, agents = asyncio.run(main())
-    assert ok and "gpt-5-mini" in agents
+    assert ok and "gpt-6.1-terra" in agents
 
 
 async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
@@ -232,7 +232,7 @@ async def test_through_a_service_twenty_asks_leave_the_loop_ticking(
     with service_in_process(grove, tmp_path) as service:
         monkeypatch.setenv("XDG_CONFIG_HOME", service.env["XDG_CONFIG_HOME"])
         async with AsyncGrove(RemoteGrove.running()) as aio:
-            roots = [(await aio.create_root("claude-sonnet-4-5")).uuid for _ in range(ASKS)]
+            roots = [(await aio.create_root("claude-sonnet-5-5")).uuid for _ in range(ASKS)]
             figures = await concurrent_asks(aio, roots)
             streamed = [text async for kind, text in aio.send(roots[0], "again") if kind == "text"]
             forked = await aio.fork_many(roots[1], ["a", "b"])

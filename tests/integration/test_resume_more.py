@@ -30,7 +30,7 @@ from tests.integration.groves import compactions, running_grove, tool_results
 from tests.integration.host_kills import events, finish_all, kill_host
 
 KEY = "sim-resume-more-5d2e"
-MODEL = "gemini-3.0-flash"  # a window far past the compaction threshold of this module
+MODEL = "gemini-3.8-flash"  # a window far past the compaction threshold of this module
 SMALL_WINDOW_MODEL = "claude-haiku-4-5"  # 200,000 tokens: 0.002 of it is 400
 SEARCHED_LINES = 300_000  # a search of them takes a second or more: long enough to be cut off
 WAIT = "wait"  # a label ending so blocks its call until the test lets it go
@@ -84,7 +84,7 @@ def grove(
         "GROVE_ADVISOR__MODEL": MODEL,
         "GROVE_COMPACTION__THRESHOLD": "0.002",
         "GROVE_COMPACTION__KEEP_RECENT_TOKENS": "100",
-        "GROVE_COMPACTION__MODEL": "claude-sonnet-4-5",
+        "GROVE_COMPACTION__MODEL": "claude-sonnet-5-5",
         "GROVE_HOSTS__MAX_RESTARTS": "20",
     }
     endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)

@@ -23,7 +23,7 @@ from tests.integration.groves import cli_environment, running_grove
 from tests.integration.host_kills import events, finish_all, kill_host
 from tests.otlp import ReceivedSpan, Receiver, otlp_receiver
 
-ROOT_MODEL = "claude-sonnet-4-5"
+ROOT_MODEL = "claude-sonnet-5-5"
 CHILD_TASKS = ("alpha", "beta")
 CLIENT, INTERNAL = 3, 1  # OTLP span kinds
 
@@ -148,13 +148,13 @@ def test_a_root_made_inside_a_callers_span_joins_its_trace(
     trace_id, span_id = 0x5EED << 64 | 0xC0FFEE, 0xFEED
     caller = SpanContext(trace_id, span_id, is_remote=False, trace_flags=TraceFlags(1))
     with trace.use_span(NonRecordingSpan(caller)):
-        root = grove.create_root("gpt-5-mini")
+        root = grove.create_root("gpt-6.1-terra")
     assert grove.ask(root.uuid, "hello").ok
     grove.flush_telemetry()
     created = root_span(receiver, root.uuid)
     assert (created.trace_id, created.parent) == (f"{trace_id:032x}", f"{span_id:016x}")
-    spans = receiver.wait_for(lambda spans: bool(named(spans, "chat gpt-5-mini", root.uuid)))
-    (chat,) = named(spans, "chat gpt-5-mini", root.uuid)
+    spans = receiver.wait_for(lambda spans: bool(named(spans, "chat gpt-6.1-terra", root.uuid)))
+    (chat,) = named(spans, "chat gpt-6.1-terra", root.uuid)
     assert chat.trace_id == created.trace_id
     assert chat.attributes["gen_ai.provider.name"] == "openai"
 
@@ -196,7 +196,7 @@ def test_a_batch_is_one_trace_flushed_when_the_command_exits(
         "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
         "OTEL_SERVICE_NAME": "batch-under-test",
     }
-    command = ["batch", str(tasks), "--simulate", "--model", "gpt-5-mini"]
+    command = ["batch", str(tasks), "--simulate", "--model", "gpt-6.1-terra"]
     done = subprocess.run(
         [sys.executable, "-m", "cli.app", *command],
         cwd=tmp_path,
@@ -216,7 +216,7 @@ def test_a_batch_is_one_trace_flushed_when_the_command_exits(
     (trace_id,) = {turn.trace_id for turn in turns}
     (created,) = [span for span in named(spans, "create_agent") if span.trace_id == trace_id]
     assert {turn.parent for turn in turns} == {created.span_id}
-    assert len(named(in_trace(spans, trace_id), "chat gpt-5-mini")) == 6
+    assert len(named(in_trace(spans, trace_id), "chat gpt-6.1-terra")) == 6
 
 
 def _tool_parts(grove: Grove, agent: str) -> list[dict[str, str]]:
@@ -241,7 +241,7 @@ def test_a_command_refuses_an_exporter_grove_cannot_follow_before_starting(
 ) -> None:
     env = cli_environment(tmp_path) | {"OTEL_TRACES_EXPORTER": "zipkin"}
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-5-mini", "hi"],
+        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-6.1-terra", "hi"],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -18,7 +18,7 @@ import pytest
 from supervisor.store import AgentRecord, Store, open_store
 from supervisor.tree_view import TreeView, listing, tree_rows
 
-MODEL = "claude-sonnet-4-5"
+MODEL = "claude-sonnet-5-5"
 
 
 @pytest.fixture
