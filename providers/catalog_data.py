@@ -211,11 +211,13 @@ class _Reader:
             raise self.fail(key, "must be a non-empty string")
         return value
 
-    def choice(self, key: str, options: tuple[str, ...]) -> str:
+    def choice(self, key: str, options: tuple[T, ...]) -> T:
+        """One of `options` (a Literal's values), as that type."""
         value = self.text(key)
-        if value not in options:
-            raise self.fail(key, f"must be one of {', '.join(options)}")
-        return value
+        for option in options:
+            if value == option:
+                return option
+        raise self.fail(key, f"must be one of {', '.join(map(str, options))}")
 
     def flag(self, key: str) -> bool:
         return self.get(key, bool, "true or false")
@@ -322,8 +324,8 @@ def _model(entry: _Reader, sources: Mapping[str, str], as_of: date) -> ModelInfo
         )
     return ModelInfo(
         id=model_id,
-        provider=entry.choice("provider", PROVIDERS),  # type: ignore[arg-type]
-        status=entry.choice("status", get_args(Status)),  # type: ignore[arg-type]
+        provider=entry.choice("provider", PROVIDERS),
+        status=entry.choice("status", get_args(Status)),
         released=entry.day("released"),
         deprecated_on=entry.day("deprecated"),
         retires_on=entry.day("retires"),
@@ -340,14 +342,14 @@ def _model(entry: _Reader, sources: Mapping[str, str], as_of: date) -> ModelInfo
         price_changes=timeline,
         batch_discount=discount,
         cache_min_tokens=entry.tokens("cache_min_tokens"),
-        thinking_style=thinking.choice("style", get_args(ThinkingStyle)),  # type: ignore[arg-type]
+        thinking_style=thinking.choice("style", get_args(ThinkingStyle)),
         can_disable_thinking=bool({"disabled", "none", "minimal", "off"} & set(accepts)),
         thinking_accepts=accepts,
         thinking_refuses=refuses,
         thinking_default=thinking.text("default") if thinking.has("default") else None,
         effort_levels=thinking.words("efforts", THINKING_VALUES),
         preserved_thinking=thinking.flag("preserved"),
-        structured_output=entry.choice("structured_output", get_args(StructuredOutput)),  # type: ignore[arg-type]
+        structured_output=entry.choice("structured_output", get_args(StructuredOutput)),
         forced_tool_choice=entry.flag("forced_tool_choice"),
         sampling_parameters=entry.flag("sampling_parameters"),
         assistant_prefill=entry.flag("assistant_prefill"),
