@@ -28,6 +28,7 @@ from providers.base import (
 )
 from providers.catalog import model_info
 from providers.errors import ProviderError, ProviderHTTPError, UnknownModelError
+from providers.output import output_mode
 
 BOUND_MARK = "The block is bound to a different conversation"
 _BOUND_WHERE = re.compile(r"messages\.(\d+)\.content\.(\d+)")
@@ -171,13 +172,15 @@ def dropped_text(where: str) -> str:
 
 def _head(request: Request) -> Any:
     """A running digest holding what comes before the messages: system prompt, tools, and
-    the typed answer asked (which may add a tool and change the system prompt)."""
+    a typed answer asked through a tool (which adds that tool and changes the system prompt;
+    the native `output_config.format` is no part of a prefix)."""
     digest = hashlib.sha256()
     output = request.output
+    by_tool = output is not None and output_mode("anthropic", request) == "tool"
     head = [
         request.system,
         [[tool.name, tool.description, tool.parameters] for tool in request.tools],
-        [output.name, output.schema] if output is not None else None,
+        [output.name, output.schema] if output is not None and by_tool else None,
     ]
     digest.update(_canonical(head))
     return digest

@@ -10,6 +10,7 @@ from actors.transcript import part_from_data, part_to_data
 from providers.base import (
     AssistantTurn,
     Message,
+    OutputSchema,
     Request,
     TextPart,
     ThinkingPart,
@@ -129,3 +130,21 @@ def test_a_tool_loop_that_loses_its_leading_thinking_is_told_as_text() -> None:
         (TextPart(text="[now returned] noon"), TextPart(text="go on")),
     ]
     assert bound("anthropic", fewer) == (fewer, prefix)
+
+
+def test_a_typed_answer_asked_natively_changes_no_prefix() -> None:
+    """`output_config.format` (Claude 5.5's typed answers) is no part of a prefix: the
+    earlier thinking still goes; asked through a tool, it adds that tool, and none goes."""
+    typed = OutputSchema(
+        name="answer",
+        schema={
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "required": ["n"],
+            "additionalProperties": False,
+        },
+    )
+    request = Request(model=MODEL, messages=tuple(conversation()), system="Be brief.", tools=TOOLS)
+    assert kept_signatures(replace(request, output=typed)) == ["sig-1", "sig-2"]
+    by_tool = replace(typed, schema={"type": "object", "patternProperties": {"^x": {}}})
+    assert kept_signatures(replace(request, output=by_tool)) == []
