@@ -17,44 +17,34 @@ from dataclasses import dataclass
 
 import pytest
 
+from providers.catalog import unknown_model_text
+from supervisor.rules import NO_MODEL_TEXT as NO_MODEL_CONFIGURED
 from supervisor.store import AgentRecord, Store, open_store
 from tests.integration.groves import Invoked, invoke, running_grove
 
-# The reference's texts (spec/commands-model-fork.md), word for word.
-UNKNOWN_MODEL_TEXT = """Unknown model: unknown-model
-
-Supported models:
-  Anthropic: claude-haiku-4-5, claude-sonnet-4-5, claude-opus-4-5
-  OpenAI:    gpt-5-nano, gpt-5-mini, gpt-5
-  Google:    gemini-2.5-flash-lite, gemini-3.0-flash, gemini-3.0-pro
-"""
+# The reference's texts (spec/commands-model-fork.md), word for word, naming today's models.
+UNKNOWN_MODEL_TEXT = unknown_model_text("unknown-model") + "\n"
 INVALID_THINKING_TEXT = """Invalid thinking level: maximum
 Valid levels: none, low, med, high
 """
-NO_MODEL_TEXT = """No model configured. Use /model to select one.
-
-Examples:
-  /model claude-sonnet-4-5      (Anthropic)
-  /model gpt-5-mini             (OpenAI)
-  /model gemini-3.0-flash       (Google)
-
-Run /model with Tab for available options.
-"""
-SWITCHED_TEXT = "Switched to Anthropic claude-sonnet-4-5\n  Thinking: med (budget 43,008 tokens)\n"
-SWITCHED_AFTER_SLOW_TEXT = "\nSwitched to OpenAI gpt-5\n"
+NO_MODEL_TEXT = NO_MODEL_CONFIGURED + "\n"
+RETIRED_TEXT = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5\n"
+SWITCHED_TEXT = "Switched to Anthropic claude-haiku-4-5\n  Thinking: med (budget 43,008 tokens)\n"
+SWITCHED_AFTER_SLOW_TEXT = "\nSwitched to OpenAI gpt-6-sol\n"
 
 SCRIPT = [
     "never saved",
     "/model unknown-model",
-    "/model claude-sonnet-4-5/maximum",
-    "/model claude-sonnet-4-5/med",
+    "/model claude-sonnet-4-5/med",  # retired: refused, nothing changes
+    "/model claude-haiku-4-5/maximum",
+    "/model claude-haiku-4-5/med",
     "hello there",
     "/fork",
     '/fork "task one"',
-    '/fork --model gpt-5/high "sub task"',
+    '/fork --model gpt-6-sol/high "sub task"',
     '/fork "unclosed',
     "[[sim ttft_ms=1000]] slow",
-    "/model gpt-5",  # runs once the slow reply is done: piped lines wait for their turns
+    "/model gpt-6-sol",  # runs once the slow reply is done: piped lines wait for their turns
     "/wait 3600",  # nothing below is at work: returns at once, not after an hour
 ]
 FORKED = re.compile(r"^Forked child (\S+) \((\S+)\)$", re.MULTILINE)
@@ -140,7 +130,13 @@ def test_chat_ends_with_status_1_after_rejected_lines(chat_run: ChatRun) -> None
 
 
 def test_reference_texts_are_printed_exactly(chat_run: ChatRun) -> None:
-    for text in (UNKNOWN_MODEL_TEXT, INVALID_THINKING_TEXT, NO_MODEL_TEXT, SWITCHED_TEXT):
+    for text in (
+        UNKNOWN_MODEL_TEXT,
+        RETIRED_TEXT,
+        INVALID_THINKING_TEXT,
+        NO_MODEL_TEXT,
+        SWITCHED_TEXT,
+    ):
         assert f"\n{text}" in chat_run.stdout, text
 
 
@@ -167,9 +163,9 @@ def test_forks_store_the_reference_fields(chat_run: ChatRun, store: Store) -> No
     root = root_of(chat_run)
     created = forks(chat_run)
     assert [described for _, described in created] == [
-        "anthropic/claude-sonnet-4-5/med",
-        "anthropic/claude-sonnet-4-5/med",
-        "openai/gpt-5/high",
+        "anthropic/claude-haiku-4-5/med",
+        "anthropic/claude-haiku-4-5/med",
+        "openai/gpt-6-sol/high",
     ]
     records = [store.get_agent(uuid) for uuid, _ in created]
     assert all(isinstance(r, AgentRecord) for r in records)
@@ -182,7 +178,7 @@ def test_forks_store_the_reference_fields(chat_run: ChatRun, store: Store) -> No
         assert child.fork_message_id in root_ids
         assert (child.provider, child.model, child.thinking_level) == (
             "anthropic",
-            "claude-sonnet-4-5",
+            "claude-haiku-4-5",
             "med",
         )
         assert child.status == "running"
@@ -192,11 +188,11 @@ def test_forks_store_the_reference_fields(chat_run: ChatRun, store: Store) -> No
     assert [(m.kind, m.content) for m in task_messages[:1]] == [("user", "task one")]
     assert grandchild.parent_uuid == tasked.uuid
     assert grandchild.fork_message_id in {m.id for m in task_messages}
-    # `/model gpt-5` ran after the slow turn ended, so it switched (to the default thinking);
+    # `/model gpt-6-sol` ran after the slow turn ended, so it switched (to the default thinking);
     # a switch refused while a turn streams is shown in test_service.py.
     assert (grandchild.provider, grandchild.model, grandchild.thinking_level) == (
         "openai",
-        "gpt-5",
+        "gpt-6-sol",
         None,
     )
     assert grandchild.status == "running"
@@ -239,10 +235,10 @@ def test_agents_shows_the_tree_with_models_and_counts(chat_run: ChatRun, store: 
     plain, tasked, grandchild = (uuid for uuid, _ in forks(chat_run))
     count = len(store.agent_messages(grandchild))
     assert lines == [
-        f"{root}  root  stopped  anthropic/claude-sonnet-4-5/med  2 messages",
-        f"  {plain}  child  stopped  anthropic/claude-sonnet-4-5/med  0 messages",
-        f"  {tasked}  child  stopped  anthropic/claude-sonnet-4-5/med  2 messages",
-        f"    {grandchild}  child  stopped  openai/gpt-5/default  {count} messages",
+        f"{root}  root  stopped  anthropic/claude-haiku-4-5/med  2 messages",
+        f"  {plain}  child  stopped  anthropic/claude-haiku-4-5/med  0 messages",
+        f"  {tasked}  child  stopped  anthropic/claude-haiku-4-5/med  2 messages",
+        f"    {grandchild}  child  stopped  openai/gpt-6-sol/default  {count} messages",
     ]
 
 
