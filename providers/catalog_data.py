@@ -124,6 +124,8 @@ class ModelInfo:
     forced_tool_choice: bool = True
     sampling_parameters: bool = True
     assistant_prefill: bool = True
+    # Whether the provider's explicit cache (Gemini `cachedContents`) takes the model.
+    explicit_cache: bool = False
     sources: tuple[str, ...] = ()  # the pages its figures come from
     notes: str = ""
 
@@ -353,6 +355,7 @@ def _model(entry: _Reader, sources: Mapping[str, str], as_of: date) -> ModelInfo
         forced_tool_choice=entry.flag("forced_tool_choice"),
         sampling_parameters=entry.flag("sampling_parameters"),
         assistant_prefill=entry.flag("assistant_prefill"),
+        explicit_cache=entry.flag("explicit_cache"),
         sources=tuple(sources[key] for key in named),
         notes=entry.text("notes") if entry.has("notes") else "",
     )

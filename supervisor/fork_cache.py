@@ -219,11 +219,14 @@ class ForkCaches:
     ) -> str | None:
         """The name of a Gemini `cachedContents` entry for `prefix`, made by the first child's
         host when there is none (or it is getting old); None for other providers, a model
-        that refused one (told once, as an event), or no caching."""
+        the catalog says takes none (Gemini 4 Argon: implicit caching only), one that refused
+        one (told once, as an event), or no caching."""
         if prefix is None or self.policy is None or prefix.choice.provider != "google":
             return None
         choice = prefix.choice
         if (choice.provider, choice.model) in self._refused:
+            return None
+        if not model_info(choice.model, choice.provider).explicit_cache:
             return None
         made = self._made.get(prefix.key)
         if made is not None and made.renew_at > time.monotonic():

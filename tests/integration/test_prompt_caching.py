@@ -201,6 +201,25 @@ def test_a_gemini_batch_makes_one_cached_content_and_deletes_it(
     assert all("systemInstruction" not in b and "gemini-0" not in json.dumps(b) for b in bodies)
 
 
+def test_a_gemini_batch_on_a_model_without_explicit_caching_makes_no_cached_content(
+    grove: Grove, simulator: SimulatorThread, tmp_path: Path
+) -> None:
+    """Gemini 4 Argon caches implicitly only: its batch names no `cachedContents` entry (and
+    spends no request on one the API would refuse)."""
+    root = seeded_root(grove, "gemini-4-argon", "argon")
+    explicit = simulator.simulator.explicit
+    made = explicit.created
+    with OutputLog(tmp_path / "out.jsonl") as log:
+        steps = grove.run_batch(root, gemini_tasks(4), concurrency=4, key="argon")
+        for _ in record_results(steps, log, Totals(total=4)):
+            pass
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["status"] for r in records] == ["ok"] * 4
+    assert explicit.created == made
+    bodies = [b for b in simulator.simulator.received if "argon-0" in json.dumps(b)][-4:]
+    assert len(bodies) == 4 and not any("cachedContent" in body for body in bodies)
+
+
 def test_costs_count_cached_tokens_at_their_prices_and_reports_say_so(
     grove: Grove, tmp_path: Path
 ) -> None:

@@ -278,6 +278,8 @@ def test_thinking_rules_of_the_5_5_models() -> None:
         assert info.structured_output == "output_config"
     for model in ("gpt-6.1-sol", "gpt-6.2-sol"):
         assert "none" in MODELS[model].thinking_refuses, model
+    assert not MODELS["gemini-4-argon"].explicit_cache  # implicit caching only
+    assert MODELS["gemini-3.8-flash"].explicit_cache and not MODELS["gpt-6-sol"].explicit_cache
 
 
 # --- prices at work -----------------------------------------------------------------------
