@@ -1,19 +1,22 @@
 """The settings each model refuses, as the vendors' APIs refuse them: a retired id (404), and a
 refused thinking setting, budget, effort, sampling parameter, prefill or forced tool (400).
 
-Which model refuses what is the catalog's (`ModelRules`, which `ModelInfo` is); the error texts
-are the vendors' own, each quoted from the page named beside it. Each wire module calls its
-check once a body is read.
+Which model refuses what is the catalog's (`ModelRules`, which `ModelInfo` is), and whether it
+is retired the lifecycle's verdict for today (providers/lifecycle.py, as Grove's own); the error
+texts are the vendors' own, each quoted from the page named beside it. Each wire module calls
+its check once a body is read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import date
 from functools import lru_cache
 from typing import Any, Protocol
 
 from providers.catalog import model_info
 from providers.errors import GroveError
+from providers.lifecycle import ClockError, standing_of, today
 from providers.simulator.wire import InvalidRequest, Problem
 
 
@@ -22,8 +25,6 @@ class ModelRules(Protocol):
 
     @property
     def id(self) -> str: ...
-    @property
-    def status(self) -> str: ...
     @property
     def thinking_style(self) -> str: ...
     @property
@@ -51,6 +52,25 @@ def rules_for(model: str) -> ModelRules | None:
     except GroveError:
         return None
     return info if info.known else None
+
+
+def retired(model: str) -> bool:
+    """Whether the vendor no longer serves `model` today (`GROVE_TODAY`, as for Grove's own
+    verdicts): a catalog model, or a dated snapshot of one, past its shutdown."""
+    try:
+        day = today()
+    except ClockError:
+        day = date.today()
+    return _retired_on(model, day)
+
+
+@lru_cache(maxsize=4096)
+def _retired_on(model: str, day: date) -> bool:
+    try:
+        info = model_info(model)
+    except GroveError:
+        return False
+    return standing_of(info, day, model).retired
 
 
 # --- Anthropic --------------------------------------------------------------------------------
@@ -101,15 +121,15 @@ ANTHROPIC_RETIRED = "model: {model}"
 def check_anthropic(model: str, body: Mapping[str, Any]) -> None:
     """InvalidRequest for what the model refuses in a Messages body whose shape the wire module
     has checked; nothing for what it takes (or for a model the catalog does not know)."""
+    if retired(model):
+        raise InvalidRequest(ANTHROPIC_RETIRED.format(model=model), problem="model_not_found")
     rules = rules_for(model)
     if rules is not None:
-        refuse_anthropic(rules, model, body)
+        refuse_anthropic(rules, body)
 
 
-def refuse_anthropic(rules: ModelRules, model: str, body: Mapping[str, Any]) -> None:
-    """`check_anthropic` with the rules given."""
-    if rules.status == "retired":
-        raise InvalidRequest(ANTHROPIC_RETIRED.format(model=model), problem="model_not_found")
+def refuse_anthropic(rules: ModelRules, body: Mapping[str, Any]) -> None:
+    """What `check_anthropic` refuses beyond a retired model, with the rules given."""
     thinking = body.get("thinking")
     if isinstance(thinking, dict):
         _check_thinking_type(rules, thinking, body.get("output_config"))
@@ -171,19 +191,17 @@ def check_openai(model: str, body: Mapping[str, Any], effort_param: str) -> None
     """InvalidRequest for what the model refuses in a Responses or Chat Completions body;
     `effort_param` names the effort's field on that wire (`reasoning.effort`,
     `reasoning_effort`)."""
-    rules = rules_for(model)
-    if rules is not None:
-        refuse_openai(rules, model, body, effort_param)
-
-
-def refuse_openai(
-    rules: ModelRules, model: str, body: Mapping[str, Any], effort_param: str
-) -> None:
-    """`check_openai` with the rules given."""
-    if rules.status == "retired":
+    if retired(model):
         raise InvalidRequest(
             OPENAI_RETIRED.format(model=model), param="model", problem="model_not_found"
         )
+    rules = rules_for(model)
+    if rules is not None:
+        refuse_openai(rules, body, effort_param)
+
+
+def refuse_openai(rules: ModelRules, body: Mapping[str, Any], effort_param: str) -> None:
+    """What `check_openai` refuses beyond a retired model, with the rules given."""
     reasoning = body.get("reasoning")
     effort = (
         reasoning.get("effort") if isinstance(reasoning, dict) else body.get("reasoning_effort")
@@ -230,19 +248,17 @@ NO_ZERO_BUDGET = "Budget 0 is invalid. This model only works in thinking mode."
 def check_gemini(model: str, version: str, config: Mapping[str, Any] | None) -> None:
     """InvalidRequest for what the model refuses; `config` is the request's `thinkingConfig`
     with its fields by their JSON names, `version` the URL's API version."""
-    rules = rules_for(model)
-    if rules is not None:
-        refuse_gemini(rules, model, version, config)
-
-
-def refuse_gemini(
-    rules: ModelRules, model: str, version: str, config: Mapping[str, Any] | None
-) -> None:
-    """`check_gemini` with the rules given."""
-    if rules.status == "retired":
+    if retired(model):
         raise InvalidRequest(
             GEMINI_RETIRED.format(model=model, version=version), problem="model_not_found"
         )
+    rules = rules_for(model)
+    if rules is not None:
+        refuse_gemini(rules, config)
+
+
+def refuse_gemini(rules: ModelRules, config: Mapping[str, Any] | None) -> None:
+    """What `check_gemini` refuses beyond a retired model, with the rules given."""
     if not config:
         return
     level, budget = config.get("thinkingLevel"), config.get("thinkingBudget")

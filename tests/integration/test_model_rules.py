@@ -26,6 +26,7 @@ from providers.factory import OpenAIAPI, create_provider
 from providers.http import Endpoint, HTTPProvider
 from providers.retry import RetryPolicy
 from providers.simulator import SimulatorConfig, SimulatorThread
+from providers.simulator.model_rules import retired
 from providers.thinking import CANNOT_DISABLE_WARNING
 
 KEY = "sim-model-rules-key-3e1d"
@@ -63,8 +64,8 @@ WIRES: list[tuple[str, OpenAIAPI]] = [
     for model, info in MODELS.items()
     for api in (("responses", "chat") if info.provider == "openai" else ("responses",))
 ]
-LIVE = [(model, api) for model, api in WIRES if MODELS[model].status != "retired"]
-RETIRED = [(model, api) for model, api in WIRES if MODELS[model].status == "retired"]
+LIVE = [(model, api) for model, api in WIRES if not retired(model)]
+RETIRED = [(model, api) for model, api in WIRES if retired(model)]
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
+from providers.lifecycle import TODAY_ENV
 from providers.simulator import SimulatorConfig, SimulatorThread
 from providers.simulator.model_rules import (
     ADAPTIVE_ONLY,
@@ -176,6 +177,25 @@ def test_openai_effort_none_is_refused_where_the_model_does_not_take_it(
     assert answered.status == "completed"
     with pytest.raises(openai.BadRequestError, match="does not support 'minimal'"):
         client.responses.create(model="gpt-6.1-terra", input="Hi", reasoning={"effort": "minimal"})
+
+
+def test_openai_model_past_its_shutdown_is_not_found(
+    simulator: SimulatorThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gpt-5-mini is deprecated on the catalog's day and shut down from 2026-12-11 on."""
+    client = gpt(simulator)
+    assert client.responses.create(model="gpt-5-mini", input="Hi").output_text
+    monkeypatch.setenv(TODAY_ENV, "2026-12-12")
+    with pytest.raises(openai.NotFoundError) as caught:
+        client.responses.create(model="gpt-5-mini", input="Hi")
+    assert caught.value.code == "model_not_found"
+    assert caught.value.body["message"] == (  # type: ignore[index]
+        "The model `gpt-5-mini` does not exist or you do not have access to it."
+    )
+    with pytest.raises(openai.NotFoundError):
+        client.chat.completions.create(
+            model="gpt-5-nano", messages=[{"role": "user", "content": "Hi"}]
+        )
 
 
 def test_openai_sampling_parameters_are_refused_on_reasoning_models(

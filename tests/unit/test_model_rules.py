@@ -5,7 +5,6 @@ builders make pass the rules of the model the catalog takes that id for.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,6 +15,7 @@ from providers.anthropic_request import request_body as anthropic_body
 from providers.base import THINKING_LEVELS, Message, OutputSchema, Request, TextPart, ThinkingLevel
 from providers.catalog import MODELS, PROVIDER_PREFIXES, model_info
 from providers.google_request import build_body as google_body
+from providers.lifecycle import TODAY_ENV
 from providers.openai_chat import request_body as chat_body
 from providers.openai_responses import request_body as responses_body
 from providers.simulator import model_rules
@@ -109,12 +109,15 @@ def test_prefill_and_forced_tool_choice_where_the_model_refuses_them() -> None:
     )
 
 
-def test_a_retired_model_is_not_found_on_every_wire() -> None:
+def test_a_retired_model_is_not_found_on_every_wire(monkeypatch: pytest.MonkeyPatch) -> None:
     anthropic = refusal("claude-sonnet-4-5")
     assert (anthropic.problem, anthropic.message) == ("model_not_found", "model: claude-sonnet-4-5")
-    retired = replace(MODELS["gpt-5"], status="retired")
+    snapshot = refusal("claude-sonnet-4-5-20250929")  # a dated snapshot shares its lifecycle
+    assert snapshot.message == "model: claude-sonnet-4-5-20250929"
+    model_rules.check_openai("gpt-5", {}, "reasoning.effort")  # deprecated: it still answers
+    monkeypatch.setenv(TODAY_ENV, "2026-12-12")  # the day after its shutdown
     with pytest.raises(InvalidRequest) as openai:
-        refuse_openai(retired, "gpt-5", {}, "reasoning.effort")
+        model_rules.check_openai("gpt-5", {}, "reasoning.effort")
     assert openai.value.problem == "model_not_found"
     assert (
         openai.value.message == "The model `gpt-5` does not exist or you do not have access to it."
@@ -153,9 +156,8 @@ def test_gemini_thinking_a_model_does_not_take() -> None:
         model_rules.check_gemini(
             "gemini-3.5-flash", "v1beta", {"thinkingLevel": "low", "thinkingBudget": 1}
         )
-    always_thinking = replace(MODELS["gemini-2.5-pro"], status="legacy")
-    with pytest.raises(InvalidRequest, match=r"^Budget 0 is invalid"):
-        refuse_gemini(always_thinking, "gemini-2.5-pro", "v1beta", {"thinkingBudget": 0})
+    with pytest.raises(InvalidRequest, match=r"^Budget 0 is invalid"):  # a retired one's rules
+        refuse_gemini(MODELS["gemini-2.5-pro"], {"thinkingBudget": 0})
     model_rules.check_gemini("gemini-2.5-flash-lite", "v1beta", {"thinkingBudget": 0})
 
 
@@ -191,7 +193,7 @@ def test_any_model_id_at_any_level_gets_a_request_its_rules_accept(
     model: str, level: ThinkingLevel | None, typed: bool, going_on: bool
 ) -> None:
     info = model_info(model)
-    if info.status == "retired":
+    if model_rules.retired(model):
         return  # no request is accepted: Grove refuses these before it sends anything
     messages: tuple[Message, ...] = (Message.user("Where is the Louvre?"),)
     if going_on:
@@ -201,10 +203,10 @@ def test_any_model_id_at_any_level_gets_a_request_its_rules_accept(
         model=model, messages=messages, thinking=level, output=ANSWER if typed else None
     )
     if info.provider == "anthropic":
-        refuse_anthropic(info, model, anthropic_body(request)[0])
+        refuse_anthropic(info, anthropic_body(request)[0])
     elif info.provider == "openai":
-        refuse_openai(info, model, responses_body(request), "reasoning.effort")
-        refuse_openai(info, model, chat_body(request), "reasoning_effort")
+        refuse_openai(info, responses_body(request), "reasoning.effort")
+        refuse_openai(info, chat_body(request), "reasoning_effort")
     else:
         config = google_body(request)[0].get("generationConfig", {}).get("thinkingConfig")
-        refuse_gemini(info, model, "v1beta", config)
+        refuse_gemini(info, config)
