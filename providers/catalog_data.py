@@ -183,17 +183,52 @@ class CatalogError(ValueError):
 
 
 T = TypeVar("T")
+RATE_KEYS = frozenset({"input", "output", "cache_read", "cache_write_5m", "cache_write_1h"})
+LONG_CONTEXT_KEYS = RATE_KEYS | {"above_input_tokens"}
+CHANGE_KEYS = RATE_KEYS | {"from", "long_context"}
+PRICE_KEYS = RATE_KEYS | {"long_context", "batch_discount", "changes"}
+THINKING_KEYS = frozenset({"style", "accepts", "refuses", "default", "efforts", "preserved"})
+MODEL_KEYS = frozenset(
+    {
+        "id",
+        "provider",
+        "status",
+        "released",
+        "deprecated",
+        "retires",
+        "successor",
+        "context_window",
+        "max_input_tokens",
+        "max_output_tokens",
+        "prices",
+        "cache_min_tokens",
+        "thinking",
+        "structured_output",
+        "forced_tool_choice",
+        "sampling_parameters",
+        "assistant_prefill",
+        "explicit_cache",
+        "sources",
+        "notes",
+    }
+)
 PROVIDERS: tuple[ProviderName, ...] = get_args(ProviderName)
 
 
 class _Reader:
     """Typed access to one JSON object, each failure naming its key path."""
 
-    def __init__(self, value: object, where: str) -> None:
+    def __init__(self, value: object, where: str, known: frozenset[str] | None = None) -> None:
+        """`known`: the keys the object may have (a misspelt optional key is no silent None)."""
         if not isinstance(value, dict):
             raise CatalogError(f"{where} must be an object, got {_shown(value)}")
         self.value: dict[str, object] = value
         self.where = where
+        unknown = [key for key in value if known is not None and key not in known]
+        if unknown and known is not None:
+            raise CatalogError(
+                f"{where} has no key {unknown[0]!r} (it takes {', '.join(sorted(known))})"
+            )
 
     def fail(self, key: str, what: str) -> CatalogError:
         return CatalogError(f"{self.where}.{key} {what}, got {_shown(self.value.get(key))}")
@@ -256,8 +291,8 @@ class _Reader:
                 raise self.fail(key, f"must be a list of {kind}")
         return tuple(values)
 
-    def inner(self, key: str) -> _Reader:
-        return _Reader(self.value.get(key), f"{self.where}.{key}")
+    def inner(self, key: str, known: frozenset[str] | None = None) -> _Reader:
+        return _Reader(self.value.get(key), f"{self.where}.{key}", known)
 
 
 def _shown(value: object) -> str:
@@ -280,7 +315,7 @@ def _rates(prices: _Reader) -> Rates:
 def _long_context(prices: _Reader) -> LongContext | None:
     if not prices.has("long_context"):
         return None
-    tier = prices.inner("long_context")
+    tier = prices.inner("long_context", LONG_CONTEXT_KEYS)
     return LongContext(tier.tokens("above_input_tokens"), _rates(tier))
 
 
@@ -290,7 +325,7 @@ def _timeline(prices: _Reader) -> tuple[PriceChange, ...]:
     long_context = _long_context(prices)
     timeline = [PriceChange(date.min, _rates(prices), long_context)]
     for index, item in enumerate(prices.get("changes", list, "a list of dated prices")):
-        change = _Reader(item, f"{prices.where}.changes[{index}]")
+        change = _Reader(item, f"{prices.where}.changes[{index}]", CHANGE_KEYS)
         starts = change.day("from", required=True)
         assert starts is not None
         if starts <= timeline[-1].starts:
@@ -305,13 +340,13 @@ def _model(entry: _Reader, sources: Mapping[str, str], as_of: date) -> ModelInfo
     window, max_input = entry.tokens("context_window"), entry.tokens("max_input_tokens")
     if max_input > window:
         raise entry.fail("max_input_tokens", f"must be at most the context window ({window:,})")
-    prices = entry.inner("prices")
+    prices = entry.inner("prices", PRICE_KEYS)
     discount = prices.price("batch_discount")
     if discount >= 1:
         raise prices.fail("batch_discount", "must be a share below 1")
     timeline = _timeline(prices)
     in_force = [change for change in timeline if change.starts <= as_of][-1]
-    thinking = entry.inner("thinking")
+    thinking = entry.inner("thinking", THINKING_KEYS)
     accepts = thinking.words("accepts", THINKING_VALUES)
     refuses = thinking.words("refuses", THINKING_VALUES)
     if set(accepts) & set(refuses):
@@ -364,7 +399,7 @@ def _model(entry: _Reader, sources: Mapping[str, str], as_of: date) -> ModelInfo
 def parse_catalog(data: object, where: str = DATA_FILE) -> Catalog:
     """The catalog in `data` (the data file's JSON), checked; CatalogError names what is
     wrong and where."""
-    top = _Reader(data, where)
+    top = _Reader(data, where, frozenset({"as_of", "sources", "families", "models"}))
     as_of = top.day("as_of", required=True)
     assert as_of is not None
     listing = top.inner("sources")
@@ -374,7 +409,7 @@ def parse_catalog(data: object, where: str = DATA_FILE) -> Catalog:
             raise listing.fail(key, "must be an https:// address")
     entries = top.get("models", list, "a list of models")
     models = tuple(
-        _model(_Reader(entry, f"{where}: models[{index}]"), sources, as_of)
+        _model(_Reader(entry, f"{where}: models[{index}]", MODEL_KEYS), sources, as_of)
         for index, entry in enumerate(entries)
     )
     known = {info.id: info for info in models}
@@ -383,11 +418,11 @@ def parse_catalog(data: object, where: str = DATA_FILE) -> Catalog:
         raise top.fail("models", f"must name each id once ({twice!r} comes twice)")
     for info in models:
         _check_lifecycle(info, known, where)
-    families = top.inner("families")
+    families = top.inner("families", frozenset(PROVIDERS))
     defaults: dict[ProviderName, str] = {}
     listed: dict[ProviderName, tuple[str, ...]] = {}
     for provider in PROVIDERS:
-        family = families.inner(provider)
+        family = families.inner(provider, frozenset({"default", "listed"}))
         defaults[provider] = family.text("default")
         listed[provider] = family.words("listed")
         if not _current(known.get(defaults[provider]), provider):

@@ -126,6 +126,18 @@ def first(model: str) -> str:
             "got 'gpt-5-mini'",
         ),
         ("sources/openai.models", "http://example.com", "must be an https:// address"),
+        (
+            f"models/{first('claude-opus-4-5')}/retirs",
+            "2027-01-22",
+            "models.json: models[{i}] has no key 'retirs' (it takes assistant_prefill, "
+            "cache_min_tokens,",
+        ),
+        (
+            f"models/{first('gpt-6-sol')}/prices/long_context/above_tokens",
+            272_000,
+            "(gpt-6-sol).prices.long_context has no key 'above_tokens' (it takes "
+            "above_input_tokens, cache_read,",
+        ),
     ],
 )
 def test_a_malformed_data_file_is_refused_with_the_place_at_fault(
