@@ -17,16 +17,13 @@ import typer
 from typer.testing import CliRunner
 
 from cli.app import GroveGroup, app
+from providers.catalog import unknown_model_text
 from supervisor import Grove
 from supervisor.rules import NO_MODEL_FLAG_TEXT
 from supervisor.store import open_store
 
-UNKNOWN_MODEL_TEXT = """Unknown model: unknown-model
-
-Supported models:
-  Anthropic: claude-haiku-4-5, claude-sonnet-4-5, claude-opus-4-5
-  OpenAI:    gpt-5-nano, gpt-5-mini, gpt-5
-  Google:    gemini-2.5-flash-lite, gemini-3.0-flash, gemini-3.0-pro"""
+UNKNOWN_MODEL_TEXT = unknown_model_text("unknown-model")  # the reference's, today's models
+RETIRED_TEXT = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
 INVALID_THINKING_TEXT = "Invalid thinking level: maximum\nValid levels: none, low, med, high"
 MISSING_ANTHROPIC_TEXT = (
     "No credentials for anthropic. Set ANTHROPIC_API_KEY or add to credentials.json\n\n"
@@ -93,7 +90,11 @@ def assert_nothing_sent(server: socket.socket) -> None:
 
 @pytest.mark.parametrize(
     ("model", "text"),
-    [("unknown-model", UNKNOWN_MODEL_TEXT), ("claude-sonnet-4-5/maximum", INVALID_THINKING_TEXT)],
+    [
+        ("unknown-model", UNKNOWN_MODEL_TEXT),
+        ("claude-sonnet-5-5/maximum", INVALID_THINKING_TEXT),
+        ("claude-sonnet-4-5/med", RETIRED_TEXT),
+    ],
 )
 def test_model_errors_print_reference_text_and_send_nothing(
     env: dict[str, str],
@@ -123,9 +124,9 @@ def test_missing_credentials_text_and_nothing_sent(
 
 
 def test_missing_credentials_names_each_key_page(env: dict[str, str]) -> None:
-    _, _, err = run("--model", "gpt-5-mini", "hi")
+    _, _, err = run("--model", "gpt-6.1-terra", "hi")
     assert "https://platform.openai.com/api-keys" in err
-    _, _, err = run("--model", "gemini-3.0-flash", "hi")
+    _, _, err = run("--model", "gemini-3.8-flash", "hi")
     assert "https://aistudio.google.com/app/apikey" in err
 
 
@@ -140,9 +141,9 @@ def test_no_model_configured(env: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("model", "wire_provider"),
     [
-        ("claude-sonnet-4-5/med", "anthropic"),
-        ("gpt-5-mini/low", "openai"),
-        ("gemini-3.0-flash/high", "google"),
+        ("claude-haiku-4-5/med", "anthropic"),  # its stream shows the thinking text
+        ("gpt-6.1-terra/low", "openai"),
+        ("gemini-3.8-flash/high", "google"),
     ],
 )
 def test_json_output_has_every_field(
@@ -183,7 +184,7 @@ def test_json_output_has_every_field(
 
 
 def test_streams_plain_text(joined: dict[str, str]) -> None:
-    code, out, _ = run("--simulate", "--model", "gpt-5-mini", '[[sim reply="hello grove"]] hi')
+    code, out, _ = run("--simulate", "--model", "gpt-6.1-terra", '[[sim reply="hello grove"]] hi')
     assert code == 0
     assert out.strip() == "hello grove"
 
