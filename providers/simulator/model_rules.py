@@ -9,6 +9,8 @@ its check once a body is read.
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Mapping
 from datetime import date
 from functools import lru_cache
@@ -16,7 +18,7 @@ from typing import Any, Protocol
 
 from providers.catalog import model_info
 from providers.errors import GroveError
-from providers.lifecycle import ClockError, standing_of, today
+from providers.lifecycle import TODAY_ENV, ClockError, standing_of, today
 from providers.simulator.wire import InvalidRequest, Problem
 
 
@@ -57,11 +59,16 @@ def rules_for(model: str) -> ModelRules | None:
 def retired(model: str) -> bool:
     """Whether the vendor no longer serves `model` today (`GROVE_TODAY`, as for Grove's own
     verdicts): a catalog model, or a dated snapshot of one, past its shutdown."""
+    return _retired_on(model, _day(os.environ.get(TODAY_ENV), int(time.monotonic())))
+
+
+@lru_cache(maxsize=8)
+def _day(given: str | None, second: int) -> date:
+    """Today, read again each second (or when `GROVE_TODAY` changes), not at every request."""
     try:
-        day = today()
+        return today()
     except ClockError:
-        day = date.today()
-    return _retired_on(model, day)
+        return date.today()
 
 
 @lru_cache(maxsize=4096)
