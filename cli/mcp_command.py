@@ -5,19 +5,44 @@ the protocol alone: the SDK points file descriptor 1 at stderr while it serves, 
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from cli.context import CliContext, HostsOption, SimulateOption
+from cli.context import AllowOption, CliContext, HostsOption, SimulateOption, fail
+from providers.errors import GroveError
+
+SessionOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--session",
+        metavar="AGENT",
+        help="Let the client see and drive this session too (the tree of AGENT, an id or a "
+        "unique start of one); repeatable. Without it, only the sessions the client makes.",
+    ),
+]
 
 
 def mcp_command(
-    ctx: typer.Context, simulate: SimulateOption = False, hosts: HostsOption = None
+    ctx: typer.Context,
+    simulate: SimulateOption = False,
+    hosts: HostsOption = None,
+    session: SessionOption = None,
+    allow: AllowOption = None,
 ) -> None:
     """Serve Grove's tools to an MCP client over stdio (grove_run, grove_fork, grove_wait,
     grove_agents, grove_batch), on the running service when one is up, else on a Grove of
-    this command's own. Point an editor's MCP configuration at this command."""
+    this command's own. Point an editor's MCP configuration at this command.
+
+    The client reaches only the sessions it makes and those given with --session; its agents
+    run without asking only the tools of --allow and [tools.policy], and a fork of a given
+    session whose tools may do more is refused. A tool that would ask is refused, as nobody
+    can answer here."""
     from cli.mcp_tools import Fleet, mcp_server
 
     context: CliContext = ctx.obj
-
-    mcp_server(Fleet(context, simulate, hosts)).run("stdio")
+    try:
+        fleet = Fleet(context, simulate, hosts, granted=session or (), allow=allow or ())
+    except (GroveError, ValueError) as exc:
+        fail(f"--session: {exc}", code=2)
+    mcp_server(fleet).run("stdio")

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from cli.context import CliContext
+from cli.mcp_reach import Reach
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -47,13 +48,25 @@ class BatchTask(BaseModel):
 
 
 class Fleet:
-    """The Grove the tools run on (the service's, or this command's own) and what the
-    configuration gives a command."""
+    """The Grove the tools run on (the service's, or this command's own), what the
+    configuration gives a command, and what the client reaches (cli/mcp_reach.py): the
+    sessions the server made or was given (`granted`), with the approvals of `allow` and
+    `[tools.policy]`, never more."""
 
-    def __init__(self, context: CliContext, simulate: bool, hosts: int | None) -> None:
+    def __init__(
+        self,
+        context: CliContext,
+        simulate: bool,
+        hosts: int | None,
+        *,
+        granted: Sequence[str] = (),
+        allow: Sequence[str] = (),
+    ) -> None:
         self.context = context
         self.remote = context.remote(own=simulate or hosts is not None)
         self.defaults: CommandDefaults = context.defaults(self.remote)
+        self.allow = list(allow)
+        self.reach = Reach(self.rows, self.defaults.policy, self.allow, granted)
         self.grove: Grove | RemoteGrove = self.remote or context.local_grove(
             simulate=simulate, hosts=hosts or 1
         )
@@ -63,15 +76,22 @@ class Fleet:
             model or self.defaults.model,
             system=system,
             tools=self.defaults.tools(None, defaults=True),
+            allow=self.allow,
         )
+        self.reach.made(root.uuid)
         result = self.grove.send(root.uuid, prompt).result(TURN_TIMEOUT_S)
         if not result.ok:
             raise ValueError(f"the turn of agent {root.uuid} failed: {result.error or 'cancelled'}")
         return {"agent": root.uuid, **answer(result)}
 
     def fork(self, agent: str, prompts: list[str], model: str | None) -> dict[str, Any]:
-        parent = self.grove.agent(agent).uuid
+        (parent,) = self.reach.reachable([agent])
+        policy = self.grove.agent(parent).metadata.get("tool_policy", {})
+        refusal = self.reach.fork_refusal(parent, policy)
+        if refusal:
+            raise ValueError(refusal)
         children = self.grove.fork_many(parent, prompts, model)
+        self.reach.forked(children)
         return {"parent": parent, "children": children}
 
     def wait(self, agents: list[str], timeout_s: float) -> dict[str, Any]:
@@ -80,8 +100,7 @@ class Fleet:
         deadline = time.monotonic() + timeout_s
         results: dict[str, Any] = {}
         pending: list[str] = []
-        for given in agents:
-            uuid = self.grove.agent(given).uuid
+        for uuid in self.reach.reachable(agents):
             left = max(0.0, deadline - time.monotonic())
             result = self.grove.wait_turn(uuid, left)
             if result is None:
@@ -91,9 +110,7 @@ class Fleet:
         return {"results": results, "pending": pending}
 
     def agents(self) -> dict[str, Any]:
-        with self.context.reads() as reads:
-            found = reads.agents(include_ended=False)
-        return {"agents": found["agents"]}
+        return {"agents": self.reach.agents()}
 
     def batch(
         self, tasks: list[str | BatchTask], model: str | None, context: str | None
@@ -102,18 +119,35 @@ class Fleet:
 
         checked = batch_tasks(tasks, self.defaults.aliases)
         root = self.grove.create_root(model or self.defaults.model)
+        self.reach.made(root.uuid)
         if context:
             self.grove.seed(root.uuid, [("user", context)])
         steps = self.grove.run_batch(root.uuid, checked, concurrency=DEFAULT_CONCURRENCY)
         records = [step for step in steps if step is not None]
         return {"root": root.uuid, "records": records}
 
+    def rows(self, include_ended: bool) -> list[dict[str, Any]]:
+        """Every agent's row in the store of the Grove the tools run on, as `grove agents` has
+        them (this command's own Grove: read from the store, not from the service)."""
+        if self.remote is not None:
+            found: list[dict[str, Any]] = self.remote.agents(include_ended)["agents"]
+            return found
+        from supervisor.reads import StoreReads
+
+        settings = self.context.settings()
+        with StoreReads(settings.store, keep_days=settings.events.keep_days) as reads:
+            listed: list[dict[str, Any]] = reads.agents(include_ended)["agents"]
+            return listed
+
 
 def answer(result: TurnResult) -> dict[str, Any]:
-    """What a tool says of a turn: the HTTP API's result without its stored entries."""
-    from supervisor.results import result_json
+    """What a tool says of a turn: the HTTP API's result with its tool calls and results (a
+    refused one says why, and how to allow it) as `grove run --json` has them, instead of its
+    stored entries."""
+    from supervisor.results import result_json, tool_exchanges
 
-    return {key: value for key, value in result_json(result).items() if key != "entries"}
+    found = {key: value for key, value in result_json(result).items() if key != "entries"}
+    return {**found, **tool_exchanges(result)}
 
 
 def batch_tasks(tasks: list[str | BatchTask], aliases: dict[str, str]) -> list[Task]:
@@ -206,7 +240,8 @@ def mcp_server(fleet: Fleet) -> MCPServer:
 
     @server.tool()
     async def grove_agents() -> dict[str, Any]:
-        """The fleet's running and stopped agents, oldest first: id, parent, model, state, usage."""
+        """The running and stopped agents of the sessions this server made (and of those it was
+        given), oldest first: id, parent, model, state, usage."""
         return await on_fleet("agents")
 
     @server.tool()

@@ -281,8 +281,11 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
 
     @app.get("/api/agents/{agent}")
     def agent_record(agent: str) -> dict[str, Any]:
-        """The agent's record (a unique prefix of its uuid will do)."""
-        record: dict[str, Any] = grove.agent(agent).model_dump(include=AGENT_FIELDS)
+        """The agent's record (a unique prefix of its uuid will do), with what its tools may do
+        without asking in `metadata.tool_policy`."""
+        found = grove.agent(agent)
+        record: dict[str, Any] = found.model_dump(include=AGENT_FIELDS)
+        record["metadata"] = {"tool_policy": found.metadata.get("tool_policy", {})}
         return record
 
     @app.get("/api/agents/{agent}/wait")

@@ -9,7 +9,7 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from providers.base import DEFAULT_OUTPUT_RETRIES
@@ -58,11 +58,13 @@ class RemoteRecord:
     provider: str | None = None
     model: str | None = None
     thinking_level: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)  # its `tool_policy` alone
 
 
 def record_of(data: dict[str, Any]) -> RemoteRecord:
     fields = ("parent_uuid", "provider", "model", "thinking_level")
-    return RemoteRecord(data["uuid"], *(data.get(name) for name in fields))
+    given = {name: data.get(name) for name in fields}
+    return RemoteRecord(data["uuid"], **given, metadata=data.get("metadata") or {})
 
 
 def error_text(answer: Answer) -> str:

@@ -20,6 +20,8 @@ class CommandDefaults:
     root_tools: list[str] = field(default_factory=list)
     # What every root a command makes has: [tools] modules, then each enabled MCP server's.
     added_tools: list[str] = field(default_factory=list)
+    # [tools.policy]: the tools that run without asking, ask first or are refused (before --allow).
+    policy: dict[str, str] = field(default_factory=dict)
     # How a budget given by --budget-* is kept: [budget] soft, reserve_output, strict, hard_stop.
     budget_keeping: dict[str, Any] = field(default_factory=dict)
     # What a command checks before it starts anything (cli/preflight.py), as the Grove that runs
@@ -59,6 +61,7 @@ def command_defaults(settings: GroveSettings, *, simulated: bool = False) -> Com
         aliases=dict(settings.models.aliases),
         root_tools=list(tools.default if tools.default is not None else DEFAULT_ROOT_TOOLS),
         added_tools=[*tools.modules, *servers],
+        policy=dict(tools.policy),
         budget_keeping={
             "soft": keeping.soft,
             "reserve_output": keeping.reserve_output,
