@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol
 
 from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
 from actors.estimates import UNBILLED, estimated_bill
+from actors.masking import MaskedEmit, masked_entry
 from actors.output import RETRY_KIND, AnswerError, OutputType, check_answer, retry_text
 from actors.steps import INTERRUPTED_FACT, StepRefused, StoreSteps, interrupted_text, open_calls
 from actors.telemetry import NO_TRACING, TraceParent, Tracing
@@ -307,6 +308,7 @@ class Agent:
         steps: StoreSteps | None,
     ) -> TurnResult:
         result = TurnResult()
+        emit = MaskedEmit(emit)  # what streams out is masked; so is what is stored (_append)
         self.state = AgentState.IN_TURN
         self._billed = billed
         self._steps = steps
@@ -361,6 +363,7 @@ class Agent:
         except Exception as exc:  # a failed turn is a result, not a crash of the host
             result.error = mask(str(exc)) or type(exc).__name__
         finally:
+            emit.flush()
             with contextlib.suppress(Exception):  # a failed turn: its end stores what is left
                 await self._stored_so_far()
             self.state = AgentState.IDLE
@@ -450,7 +453,7 @@ class Agent:
             return True
         answer = result.entries[-1].data  # the reply's stored data carries the outcome
         try:
-            result.output = answer["output"] = await check_answer(turn.text, output)
+            result.output = answer["output"] = await check_answer(result.text, output)
         except AnswerError as exc:
             problem = str(exc)
             if result.output_retries < output.retries:
@@ -622,7 +625,7 @@ class Agent:
         if tell and self._billed is not None:
             await self._billed(billed)
         self._append(result, NewEntry(kind="assistant", content=turn.text, data=data), turn.message)
-        result.text = turn.text
+        result.text = result.entries[-1].content  # masked
         result.usage = result.usage + turn.usage
         if result.output_retries:
             result.retry_usage = result.retry_usage + turn.usage
@@ -639,7 +642,8 @@ class Agent:
         locks = {name: asyncio.Lock() for name, t in self.tools.items() if t.sequential}
         for call in calls:
             arguments = json.dumps(call.arguments, ensure_ascii=False)
-            emit(ToolActivity(kind="tool_call", text=preview(f"{call.name} {arguments}")))
+            shown = mask(f"{call.name} {arguments}")
+            emit(ToolActivity(kind="tool_call", text=preview(shown)))
 
         async def run(call: ToolCallPart) -> None:
             part, facts = await self._run_tool(call, locks)
@@ -652,7 +656,7 @@ class Agent:
     ) -> None:
         """A call's result joins the turn as it comes (with how long it took, and a failure's
         detail), and its store begins at once."""
-        shown = f"{part.name}{' failed' if part.is_error else ''}: {part.content}"
+        shown = mask(f"{part.name}{' failed' if part.is_error else ''}: {part.content}")
         emit(ToolActivity(kind="tool_result", text=preview(shown)))
         data = {"parts": parts_to_data((part,)), "calls": {part.call_id: facts}}
         entry = NewEntry(kind="tool_result", content="", data=data)
@@ -711,7 +715,9 @@ class Agent:
         return any(entry.kind == "steering" for entry in queued)
 
     def _append(self, result: TurnResult, entry: NewEntry, message: Message | None) -> None:
-        result.entries.append(entry)
+        """An entry joins the turn, masked (it is stored as it is there, and events are made
+        of it); its message joins the history as it is."""
+        result.entries.append(masked_entry(entry))
         if message is None or not message.parts:
             return
         if self.history and self.history[-1].role == message.role:

@@ -1,6 +1,7 @@
 """Keeping secrets out of text: every credential Grove loads is remembered here, and `mask`,
-the one function all error text goes through, hides their exact values, key-shaped strings
-and the `user:password@` of URLs.
+the one function all error text, tool calls and results and model text go through before they
+are stored, logged or shown, hides their exact values, key-shaped strings, the `user:password@`
+of URLs and Authorization values; `StreamMask` does the same for text that comes in pieces.
 """
 
 from __future__ import annotations
@@ -13,10 +14,51 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 MASK = "***"
 # Shorter values are too likely to be ordinary words to be hidden everywhere they occur.
 MIN_SECRET_CHARS = 8
-# Anthropic `sk-ant-...`, OpenAI `sk-...` / `rk-...`: hidden even when never loaded here.
-_SK_KEY_SHAPE = re.compile(r"\b(?:sk|rk)-[A-Za-z0-9_*\-]{4,}")
-_GOOGLE_KEY_SHAPE = re.compile(r"AIza[0-9A-Za-z_\-]{30,}")
-_URL_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@]+@")
+# What a credential looks like even when it was never loaded here, each a named group that says
+# what replaces it. Anthropic `sk-ant-...`, OpenAI `sk-proj-...`, `sk-...`, `rk-...`; Google
+# `AIza...`; GitHub `ghp_...` (and gho_, ghu_, ghs_, ghr_), `github_pat_...`; Slack `xox?-...`;
+# AWS access key ids; a URL's user info; an Authorization (or API key) header's value; a
+# Bearer, Basic or Token credential (with a digit or a sign in it: not a word of prose).
+_TOKEN = r"[A-Za-z0-9._~+/=\-]"
+_SHAPES = (
+    r"(?P<sk>\b(?:sk|rk)-[A-Za-z0-9_*\-]{4,})",
+    r"(?P<key>AIza[0-9A-Za-z_\-]{30,}|\b(?:gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}|xox[abposr]-[A-Za-z0-9\-]{10,}|(?:AKIA|ASIA)[0-9A-Z]{16}\b))",
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@]+@",
+    r"(?P<header>\b(?:[Aa]uthorization|AUTHORIZATION|[Xx]-(?:[Gg]oog-)?[Aa]pi-[Kk]ey)[\"']?\s*[:=]"
+    rf"\s*[\"']?(?:(?:[Bb]earer|Basic|Token)\s+)?){_TOKEN}{{8,}}",
+    rf"(?P<label>\b(?:[Bb]earer|Basic|Token)\s+)(?=[A-Za-z]*[0-9._~+/=\-]){_TOKEN}{{8,}}",
+)
+# Text without one of these holds no match of the above (nor a remembered value): the fast
+# path, one scan of a literal alternation, before the expression above is tried.
+_SHAPE_STARTS = (
+    *("sk-", "rk-", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox"),
+    *("AKIA", "ASIA", "://", "earer", "Basic", "Token", "uthorization", "AUTHORIZATION"),
+    *("pi-", "Pi-"),
+)
+# A piece of streamed text that ends in one of these holds back the word before it too: the
+# credential that follows is masked with its label.
+_LABEL_AT_END = re.compile(
+    r"(?:\b(?:[Bb]earer|Basic|Token)|\b(?:[Aa]uthorization|AUTHORIZATION|[Xx]-(?:[Gg]oog-)?"
+    r"[Aa]pi-[Kk]ey)[\"']?\s*[:=]\s*[\"']?)\s*\Z"
+)
+LABEL_LOOKBACK_CHARS = 48
+# Streamed text without a space for this long is shown anyway (no credential is this long).
+MAX_HELD_CHARS = 2048
+
+
+def _alternation(literals: list[str]) -> re.Pattern[str]:
+    return re.compile("|".join(re.escape(literal) for literal in literals))
+
+
+def _hidden(match: re.Match[str]) -> str:
+    """What replaces one match of a Secrets pattern."""
+    if match["sk"] is not None:
+        return "sk-" + MASK
+    for kept in ("scheme", "header", "label"):
+        if match[kept] is not None:
+            return match[kept] + (MASK if kept != "scheme" else "")
+    return MASK  # an exact value, or a key of another shape
 
 
 class Secrets:
@@ -26,7 +68,8 @@ class Secrets:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: set[str] = set()
-        self._exact: re.Pattern[str] | None = None
+        self._candidates = _alternation(list(_SHAPE_STARTS))
+        self._pattern = re.compile("|".join(_SHAPES))  # one expression: exact values, shapes
 
     def remember(self, value: str | None) -> None:
         """From now on, `mask` hides `value` (too short a value is left: see MIN_SECRET_CHARS)."""
@@ -36,16 +79,44 @@ class Secrets:
             self._values.add(value)
             # Longest first, so a secret that contains another is hidden whole.
             ordered = sorted(self._values, key=len, reverse=True)
-            self._exact = re.compile("|".join(re.escape(secret) for secret in ordered))
+            exact = "(?P<exact>" + "|".join(re.escape(secret) for secret in ordered) + ")"
+            self._pattern = re.compile("|".join((exact, *_SHAPES)))
+            self._candidates = _alternation([*ordered, *_SHAPE_STARTS])
 
     def mask(self, text: str) -> str:
-        """`text` with every remembered secret, key-shaped string and URL user info hidden."""
-        exact = self._exact
-        if exact is not None:
-            text = exact.sub(MASK, text)
-        text = _SK_KEY_SHAPE.sub("sk-" + MASK, text)
-        text = _GOOGLE_KEY_SHAPE.sub(MASK, text)
-        return _URL_USERINFO.sub(r"\g<scheme>", text)
+        """`text` with every remembered secret, key-shaped string, URL user info and
+        Authorization value hidden."""
+        if self._candidates.search(text) is None:
+            return text
+        return self._pattern.sub(_hidden, text)
+
+
+class StreamMask:
+    """Masking for text that comes in pieces (a reply's deltas): each piece is shown up to its
+    last space, the word it ends in (and a label such as `Bearer` before it) held back until a
+    later piece shows where it ends, so a key split between pieces is masked whole. `flush`
+    gives what is held when the text ends."""
+
+    def __init__(self, secrets: Secrets | None = None) -> None:
+        self._mask = secrets.mask if secrets is not None else mask
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        text = self._held + piece
+        cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t")) + 1
+        while cut:
+            label = _LABEL_AT_END.search(text, max(0, cut - LABEL_LOOKBACK_CHARS), cut)
+            if label is None:
+                break
+            cut = label.start()
+        if len(text) - cut > MAX_HELD_CHARS:
+            cut = len(text)
+        self._held = text[cut:]
+        return self._mask(text[:cut]) if cut else ""
+
+    def flush(self) -> str:
+        held, self._held = self._held, ""
+        return self._mask(held) if held else ""
 
 
 _LOADED = Secrets()
