@@ -1,6 +1,7 @@
 """What a tool's process sees of Grove's own secrets, and Ray's token file: with the store on a
 Redis that needs a password (`GROVE_STORE=redis://:PASSWORD@...`), neither bash nor an MCP
-server gets that URL; `RAY_AUTH_TOKEN_PATH` in a directory that does not exist yet is made
+server gets that URL, and bash gets no variable `[tools.sandbox] env` does not name (a
+`GITHUB_PAT`); `RAY_AUTH_TOKEN_PATH` in a directory that does not exist yet is made
 (0700, the file 0600), and one that cannot be made is one clear line, not a traceback.
 """
 
@@ -21,6 +22,7 @@ from tests.conftest import redis_server
 from tests.security.commands import Place, make_place
 
 PASSWORD = f"store-pw-{secrets.token_hex(8)}"
+GITHUB_PAT = "ghp_" + secrets.token_hex(18)  # a token in a variable of a name Grove never heard of
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
 
 
@@ -50,6 +52,7 @@ def looked(tmp_path_factory: pytest.TempPathFactory, locked_redis: int) -> Itera
         Path(place.env["GROVE_CONFIG_FILE"]).write_text(
             f"[mcp.servers.calc]\ncommand = {json.dumps(sys.executable)}\n"
             f"args = [{json.dumps(str(CALC))}]\n"
+            '[tools.sandbox]\nenv = ["PROJECT_FLAG"]\n'
         )
         calls = [
             {"name": "bash", "args": {"command": "env; echo env listed"}},
@@ -60,6 +63,7 @@ def looked(tmp_path_factory: pytest.TempPathFactory, locked_redis: int) -> Itera
         done = place.grove(
             "run", "--simulate", "--model", "gpt-5-mini", "--json", "--tools", "bash",
             "--allow", "bash", prompt, GROVE_STORE=store, RAY_AUTH_TOKEN_PATH=str(token),
+            GITHUB_PAT=GITHUB_PAT, PROJECT_FLAG="named",
         )  # fmt: skip
         yield Looked(done, token)
 
@@ -71,6 +75,8 @@ def test_a_store_password_reaches_no_tool(looked: Looked) -> None:
     assert results["bash"].startswith("exit code 0\n") and "env listed" in results["bash"]
     assert "PATH=" in results["bash"]  # the environment was listed, without the store's URL
     assert PASSWORD not in results["bash"] and "GROVE_STORE" not in results["bash"]
+    assert GITHUB_PAT not in results["bash"] and "GITHUB_PAT" not in results["bash"]
+    assert "PROJECT_FLAG=named" in results["bash"]  # named in [tools.sandbox] env
     assert results["mcp__calc__has_variable"] == "no"
     assert PASSWORD not in done.stdout + done.stderr
 
