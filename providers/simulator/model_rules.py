@@ -26,8 +26,6 @@ class ModelRules(Protocol):
     """What the checks read of a model (`providers.catalog.ModelInfo` is one)."""
 
     @property
-    def id(self) -> str: ...
-    @property
     def thinking_style(self) -> str: ...
     @property
     def thinking_accepts(self) -> tuple[str, ...]: ...
@@ -179,7 +177,8 @@ def _check_sampling(body: Mapping[str, Any], text: str, *, problem: Problem) -> 
 
 
 # --- OpenAI -----------------------------------------------------------------------------------
-# A retired id: 404 `model_not_found` (as answered for a shut-down model, e.g. openai/codex#43420).
+# A retired id: 404 `model_not_found`, `param` null (as answered for a shut-down model, e.g.
+# Wei-Shaw/sub2api#6895).
 OPENAI_RETIRED = "The model `{model}` does not exist or you do not have access to it."
 # An effort the model does not take: 400 `unsupported_value` (developers.openai.com/api/docs/
 # guides/reasoning lists each model's efforts; the message as answered for "none", e.g.
@@ -199,9 +198,7 @@ def check_openai(model: str, body: Mapping[str, Any], effort_param: str) -> None
     `effort_param` names the effort's field on that wire (`reasoning.effort`,
     `reasoning_effort`)."""
     if retired(model):
-        raise InvalidRequest(
-            OPENAI_RETIRED.format(model=model), param="model", problem="model_not_found"
-        )
+        raise InvalidRequest(OPENAI_RETIRED.format(model=model), problem="model_not_found")
     rules = rules_for(model)
     if rules is not None:
         refuse_openai(rules, body, effort_param)

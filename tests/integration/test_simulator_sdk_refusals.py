@@ -188,7 +188,7 @@ def test_openai_model_past_its_shutdown_is_not_found(
     monkeypatch.setenv(TODAY_ENV, "2026-12-12")
     with pytest.raises(openai.NotFoundError) as caught:
         client.responses.create(model="gpt-5-mini", input="Hi")
-    assert caught.value.code == "model_not_found"
+    assert (caught.value.code, caught.value.param) == ("model_not_found", None)
     assert caught.value.body["message"] == (  # type: ignore[index]
         "The model `gpt-5-mini` does not exist or you do not have access to it."
     )
