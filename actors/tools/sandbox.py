@@ -317,9 +317,8 @@ async def run_process(
             await stream(process.stdout.fileno(), take)
             return await exited(process)
     except BaseException:  # the timeout, or the turn was cancelled
-        await kill_group(
-            process, KILL_GRACE_S
-        )  # before `go` closes: a sandbox still waiting dies waiting
+        # Before `go` closes: a sandbox still waiting to be let go dies waiting.
+        await kill_group(process, KILL_GRACE_S)
         raise
     finally:
         process.stdout.close()
