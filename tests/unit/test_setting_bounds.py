@@ -1,13 +1,18 @@
 """Settings bounded by name, read from a config file and the environment: `[hosts]
-idle_pools` and `[advisor] retry_delay_s`; the environment wins over the file."""
+idle_pools`, `[advisor] retry_delay_s` and `[tools.sandbox]`'s limits and variable names; the
+environment wins over the file."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
 
-from supervisor.config import load_settings
+from supervisor.config import SandboxSection, load_settings
 from tests.unit.settings_files import refused
 
 
@@ -77,3 +82,18 @@ def test_the_sandboxs_limits_are_bounded_by_name(
     monkeypatch.setenv("GROVE_TOOLS__SANDBOX__PROCESSES", "128")
     limits = load_settings().tools.sandbox.limits()
     assert (limits.processes, limits.tmp_mb, limits.memory_mb) == (128, 32, 8192)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=140))
+def test_a_sandbox_variable_name_is_taken_or_refused_in_one_line(name: str) -> None:
+    try:
+        section = SandboxSection(env=[name])
+    except ValidationError as refused_name:
+        (error,) = refused_name.errors()
+        assert error["msg"].startswith("Value error, "), error
+        assert error["msg"].endswith(
+            ("is not a variable name (letters, digits and _)", "no tool's process gets it")
+        )
+    else:
+        assert section.env == [name] and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name)
