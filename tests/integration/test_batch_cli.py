@@ -27,7 +27,7 @@ from tests.integration.groves import Invoked, interrupt_after_lines, invoke
 BATCH_TIMEOUT_S = 240
 CONCURRENCY = 3
 NO_MODEL_FIRST_LINE = "No model given. Pass --model, or set a default for every command:"
-ALIASES = {"fast": "gemini-3.0-flash/low"}
+ALIASES = {"fast": "gemini-3.8-flash/low"}
 pytestmark = pytest.mark.grove(hosts=2, env={"GROVE_MODELS__ALIASES": json.dumps(ALIASES)})
 
 CONTEXT = [
@@ -38,7 +38,7 @@ FILLERS = [{"id": f"filler-{n}", "prompt": f"[[sim tokens=4]] small task {n}"} f
 FLAKY = {"id": "flaky", "prompt": "[[sim fault=disconnect after=2]] breaks mid-stream"}
 LINES: list[Any] = [
     {"id": "alpha", "prompt": '[[sim reply="Alpha answer"]] review alpha'},
-    {"id": 2, "prompt": "review two", "model": "gpt-5-mini"},
+    {"id": 2, "prompt": "review two", "model": "gpt-6.1-terra"},
     {"id": 3, "prompt": "review three", "model": "fast"},
     {"id": "sys", "prompt": "review with a system prompt", "system": "You are terse."},
     FLAKY,
@@ -136,7 +136,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, grove: Grove, store_url: str)
         "--context",
         str(context),
         "--model",
-        "claude-sonnet-4-5/low",
+        "claude-haiku-4-5/low",
         "--concurrency",
         str(CONCURRENCY),
         "--simulate",
@@ -236,15 +236,15 @@ def test_per_task_models_and_system_prompts_are_honoured(runs: Runs, store: Stor
         assert child is not None
         return child.provider, child.model, child.thinking_level, child.metadata.get("system")
 
-    assert described("alpha") == ("anthropic", "claude-sonnet-4-5", "low", None)
-    assert described(2) == ("openai", "gpt-5-mini", None, None)
-    assert described(3) == ("google", "gemini-3.0-flash", "low", None)
-    assert described("sys") == ("anthropic", "claude-sonnet-4-5", "low", "You are terse.")
+    assert described("alpha") == ("anthropic", "claude-haiku-4-5", "low", None)
+    assert described(2) == ("openai", "gpt-6.1-terra", None, None)
+    assert described(3) == ("google", "gemini-3.8-flash", "low", None)
+    assert described("sys") == ("anthropic", "claude-haiku-4-5", "low", "You are terse.")
     replies = {
         task_id: store.agent_messages(records[task_id]["agent"])[-1].data["model"]
         for task_id in ("alpha", 2, 3)
     }
-    assert replies == {"alpha": "claude-sonnet-4-5", 2: "gpt-5-mini", 3: "gemini-3.0-flash"}
+    assert replies == {"alpha": "claude-haiku-4-5", 2: "gpt-6.1-terra", 3: "gemini-3.8-flash"}
 
 
 def test_no_more_than_the_window_is_in_flight(runs: Runs, store: Store) -> None:
@@ -301,10 +301,10 @@ def test_unusable_input_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     assert done.stderr.startswith(NO_MODEL_FIRST_LINE)
     bad_context = tmp_path / "context.jsonl"
     bad_context.write_text('{"role": "system", "content": "x"}\n')
-    done = work.batch(str(work.tasks), "--model", "gpt-5", "--context", str(bad_context))
+    done = work.batch(str(work.tasks), "--model", "gpt-6-sol", "--context", str(bad_context))
     assert done.returncode == 2
     assert f'{bad_context} line 1: \'role\' must be "user" or "assistant"' in done.stderr
-    done = work.batch(str(work.tasks), "--model", "gpt-5", "--output", str(work.tasks))
+    done = work.batch(str(work.tasks), "--model", "gpt-6-sol", "--output", str(work.tasks))
     assert done.returncode == 2 and "is the tasks file itself" in done.stderr
     assert not work.output.exists()
     assert not (tmp_path / "g.sqlite3").exists()
@@ -321,7 +321,7 @@ def test_ctrl_c_stops_cleanly_with_valid_output(tmp_path: Path) -> None:
             {"id": "slow-2", "prompt": "[[sim ttft_ms=120000]] slow too"},
         ],
     )
-    command = ["batch", str(work.tasks), "--model", "gpt-5-nano", "--simulate", "--hosts", "1"]
+    command = ["batch", str(work.tasks), "--model", "gpt-6-luna", "--simulate", "--hosts", "1"]
     process = subprocess.Popen(
         [sys.executable, "-m", "cli.app", *command],
         stdout=subprocess.PIPE,
