@@ -42,8 +42,8 @@ TASKS: list[dict[str, Any]] = [
         "id": "reviewed",
         "prompt": f"[[sim@reviewer tool=advise args='{json.dumps(ADVICE)}']] add request logs",
     },
-    {"id": "openai", "prompt": "review on the OpenAI wire", "model": "gpt-5-mini"},
-    {"id": "google", "prompt": "review on the Gemini wire", "model": "gemini-3.0-flash"},
+    {"id": "openai", "prompt": "review on the OpenAI wire", "model": "gpt-6.1-terra"},
+    {"id": "google", "prompt": "review on the Gemini wire", "model": "gemini-3.8-flash"},
 ]
 
 
@@ -185,7 +185,7 @@ def evidence(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Evidence]:
     tasks = base / "tasks.jsonl"
     tasks.write_text("".join(json.dumps(task) + "\n" for task in TASKS))
     credentials = base / "config" / "grove" / "credentials.json"
-    batch = ["batch", str(tasks), "--model", "claude-sonnet-4-5/low", "--concurrency", "4"]
+    batch = ["batch", str(tasks), "--model", "claude-sonnet-5-5/low", "--concurrency", "4"]
     batch += ["--advisor", "claude-haiku-4-5", "--hosts", "2"]
     try:
         simulator = Simulator(base, env, CANARY)

@@ -73,7 +73,7 @@ def test_up_records_the_service_and_a_second_up_says_one_is_running(service: Ser
 
 def test_the_command_line_runs_over_http_without_ray_or_pydantic(service: Service) -> None:
     run = subprocess.run(
-        [sys.executable, "-c", NO_RAY_PROBE, "run", "--model", "gpt-5-mini", "--json",
+        [sys.executable, "-c", NO_RAY_PROBE, "run", "--model", "gpt-6.1-terra", "--json",
          '[[sim reply="Hello from the service"]] hi'],
         capture_output=True, text=True, env=service.env, timeout=TIMEOUT_S, check=False,
     )  # fmt: skip
@@ -344,7 +344,7 @@ def test_the_dashboard_shows_a_batch_rising_and_a_trees_caching(
         assert len(seen) >= 3 and seen == sorted(seen), seen  # it rose while we watched
 
         # A tree whose second turn reads the first's prompt from the provider's cache.
-        cached = api.post("/api/roots", json={"model": "claude-sonnet-4-5"}).json()["uuid"]
+        cached = api.post("/api/roots", json={"model": "claude-sonnet-5-5"}).json()["uuid"]
         long_prompt = "[[sim tokens=3]] " + " ".join(f"note-{n}" for n in range(2_000))
         for text in (long_prompt, "[[sim tokens=3]] and again"):
             api.post(f"/api/agents/{cached}/prompts", json={"text": text})
@@ -534,7 +534,7 @@ def test_a_piped_chat_cannot_switch_a_model_while_a_turn_begun_elsewhere_streams
         slow = {"text": "[[sim ttft_ms=600000]] slow", "stream": True}
         with api.stream("POST", f"/api/agents/{root}/prompts", json=slow) as turn:
             assert turn.status_code == 200  # the turn has begun and streams until cancelled
-            chat = invoke(service.env, "chat", "--resume", root, stdin="/model gpt-5\n")
+            chat = invoke(service.env, "chat", "--resume", root, stdin="/model gpt-6-sol\n")
             assert api.post(f"/api/agents/{root}/cancel").json()["cancelled"]
             turn.read()
         record = api.get(f"/api/agents/{root}").json()
