@@ -374,6 +374,13 @@ def cost_usd(model: str, usage: Usage, day: date | None = None) -> float:
     return round(total / 1_000_000, 8)
 
 
+def reply_cost_usd(model: str, output_tokens: int, input_tokens: int) -> float:
+    """What `output_tokens` of reply cost today on a request whose prompt holds
+    `input_tokens`: past a model's long-context tier its output is dearer too (GPT-6: 1.5x)."""
+    rates = _rates(model, input_tokens, None)
+    return 0.0 if rates is None else round(output_tokens * rates.output / 1_000_000, 8)
+
+
 def cache_saving_usd(model: str, usage: Usage, day: date | None = None) -> float:
     """What caching saved on one request: its price with every prompt token at the input
     price, less what it cost (below zero when it wrote more than it read)."""

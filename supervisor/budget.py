@@ -231,7 +231,7 @@ class BudgetDesk:
         has the room; else BudgetExhausted (the reply is to stop). Never waits."""
         scopes = self.scopes(uuid)
         spends = [self._spend(scope) for scope in scopes]
-        cost = catalog.cost_usd(model, Usage(output_tokens=more))
+        cost = catalog.reply_cost_usd(model, more, hold.tokens - hold.output)
         for spend, scope in zip(spends, scopes, strict=True):
             tokens_left, cost_left = spend.room(scope.budget)
             if more > tokens_left or cost > cost_left:
@@ -299,7 +299,7 @@ def output_room(spend: TreeSpend, budget: Budget, model: str, prompt: Usage) -> 
     room = tokens_left - prompt.input_tokens
     if budget.cost_usd is not None:
         input_cost = catalog.cost_usd(model, prompt)
-        per_output = catalog.cost_usd(model, Usage(output_tokens=1_000_000)) / 1_000_000
+        per_output = catalog.reply_cost_usd(model, 1_000_000, prompt.input_tokens) / 1_000_000
         room = min(room, math.floor((cost_left - input_cost) / per_output))
     return room
 
