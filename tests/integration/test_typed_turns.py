@@ -24,12 +24,12 @@ from providers.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-typed-turns-key"
 WIRES: list[tuple[ProviderName, str, OpenAIAPI]] = [
-    ("anthropic", "claude-sonnet-4-5", "responses"),
+    ("anthropic", "claude-sonnet-5-5", "responses"),  # output_config.format
     ("anthropic", "claude-3-7-sonnet-latest", "responses"),  # no structured outputs: a tool
-    ("openai", "gpt-5-mini", "responses"),
-    ("openai", "gpt-5-mini", "chat"),
-    ("google", "gemini-3.0-flash", "responses"),
-    ("google", "gemini-2.5-flash", "responses"),  # with tools: a final function
+    ("openai", "gpt-6.1-terra", "responses"),
+    ("openai", "gpt-6.1-terra", "chat"),
+    ("google", "gemini-3.8-flash", "responses"),
+    ("google", "gemini-2.5-flash-lite", "responses"),  # with tools: a final function
 ]
 IDS = ["anthropic", "anthropic-tool", "responses", "chat", "gemini", "gemini-2.5"]
 
