@@ -258,11 +258,13 @@ class Simulator:
         return await self._stream(writer, api, inbound, plan, received, keep_alive, limits)
 
     def _window(self, model: str) -> int | None:
-        """The context window the simulator enforces for `model` (None: no limit)."""
+        """The longest prompt the simulator takes for `model` (None: no limit): the model's
+        maximum input, which is less than its window where output keeps a share for itself
+        (GPT-6: 922K of 1.05M), or the configured window."""
         if self.config.context_window is not None:
             return self.config.context_window
         try:
-            return model_info(model).context_window
+            return model_info(model).max_input_tokens
         except GroveError:
             return None
 

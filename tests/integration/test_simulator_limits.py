@@ -57,6 +57,21 @@ def test_anthropic_over_the_window_and_cut_off(simulator: SimulatorThread) -> No
     assert message.stop_reason == "max_tokens" and message.usage.output_tokens == 5
 
 
+def test_a_prompt_past_the_maximum_input_is_refused_within_the_window() -> None:
+    """GPT-6 takes 922K of its 1.05M window as input: a prompt of about 975K tokens is the
+    context-length error the SDK reads, though it is within the window."""
+    text = "words " * 650_000
+    with (
+        SimulatorThread(SimulatorConfig(api_key=KEY)) as running,
+        pytest.raises(openai.BadRequestError) as raised,
+    ):
+        gpt(running).chat.completions.create(
+            model="gpt-6-sol", messages=[{"role": "user", "content": text}]
+        )
+    assert raised.value.code == "context_length_exceeded"
+    assert "maximum context length is 922000 tokens" in raised.value.message
+
+
 def test_openai_chat_over_the_window_and_cut_off(simulator: SimulatorThread) -> None:
     with pytest.raises(openai.BadRequestError) as raised:
         gpt(simulator).chat.completions.create(
