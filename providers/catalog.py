@@ -146,13 +146,7 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
     )
 
 
-# The vendors' deprecation lists: a model's end-of-life date and the current model that
-# replaces it, from the catalog. A dated snapshot of the id is retired with it.
-RETIREMENTS: dict[str, tuple[date, str]] = {
-    info.id: (info.retires_on, info.successor)
-    for info in _MODELS
-    if info.retires_on is not None and info.successor is not None
-}
+# A dated snapshot of an id is that model (its figures and lifecycle).
 _SNAPSHOT = re.compile(r"-\d{8}|-\d{4}-\d{2}-\d{2}|-\d{3}")
 
 
@@ -160,21 +154,6 @@ def _is_snapshot(model: str, known: str) -> bool:
     """Whether `model` is `known` with a date or version suffix (`claude-sonnet-4-5-20250929`,
     `gpt-5-2025-08-07`, `gemini-2.0-flash-001`)."""
     return model.startswith(known) and _SNAPSHOT.fullmatch(model[len(known) :]) is not None
-
-
-def retirement_warning(model: str, today: date | None = None) -> str | None:
-    """The one-line warning for a model its vendor has deprecated, with its end-of-life date
-    and its replacement; None for a model not on a deprecation list."""
-    for retired, (end, successor) in RETIREMENTS.items():
-        if model == retired or _is_snapshot(model, retired):
-            provider = infer_provider(retired)
-            assert provider is not None
-            reaches = "reached" if end < (today or date.today()) else "reaches"
-            return (
-                f"Warning: {model} {reaches} its end of life on {end.isoformat()} "
-                f"({PROVIDER_TITLES[provider]}'s deprecation list); use {successor}"
-            )
-    return None
 
 
 _WORD = re.compile(r"[a-z]{3,}")

@@ -6,7 +6,7 @@ spec/commands-model-fork.md, which binds them word for word.
 
 from __future__ import annotations
 
-from datetime import date, timedelta
+from datetime import timedelta
 
 import pytest
 from hypothesis import given
@@ -18,7 +18,6 @@ from providers.catalog import (
     DEFAULT_MODELS,
     MAX_NEAR_MISS_CHARS,
     MODELS,
-    RETIREMENTS,
     SUPPORTED_MODELS,
     ModelSpec,
     cache_saving_usd,
@@ -28,7 +27,6 @@ from providers.catalog import (
     model_info,
     near_miss,
     parse_model_spec,
-    retirement_warning,
     set_prices,
 )
 from providers.errors import InvalidThinkingLevelError, UnknownModelError
@@ -446,25 +444,3 @@ def test_an_id_longer_than_any_model_id_gets_no_near_miss() -> None:
     typos = "claude-" + "-".join(["sonet"] * 20_000)
     assert near_miss(typos[:MAX_NEAR_MISS_CHARS]) is not None  # within the bound: a hint
     assert near_miss(typos) is None
-
-
-def test_a_deprecated_model_and_its_snapshots_warn_with_their_end_of_life() -> None:
-    before, after = date(2026, 11, 27), date(2026, 12, 1)
-    assert retirement_warning("claude-sonnet-4-5", before) == (
-        "Warning: claude-sonnet-4-5 reaches its end of life on 2026-11-30 (Anthropic's "
-        "deprecation list); use claude-sonnet-5-5"
-    )
-    assert retirement_warning("claude-sonnet-4-5-20250929", after) == (
-        "Warning: claude-sonnet-4-5-20250929 reached its end of life on 2026-11-30 "
-        "(Anthropic's deprecation list); use claude-sonnet-5-5"
-    )
-    assert "2027-01-22" in (retirement_warning("claude-opus-4-5", before) or "")
-    for model in ("claude-haiku-4-5", "claude-sonnet-4-5-preview", "gpt-6.1-terra"):
-        assert retirement_warning(model, before) is None
-
-
-def test_every_retired_model_names_a_current_catalog_model() -> None:
-    for retired, (_, successor) in RETIREMENTS.items():
-        assert successor in MODELS
-        assert retirement_warning(successor) is None
-        assert infer_provider(retired) == MODELS[successor].provider

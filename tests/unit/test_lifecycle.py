@@ -26,7 +26,9 @@ from providers.lifecycle import (
     standing,
     today,
 )
+from supervisor.advice import AdvisorPlan
 from supervisor.batch.tasks import read_tasks
+from supervisor.commands.builtin import advisor_status_text
 from supervisor.commands.parsing import parse_fork_args
 from supervisor.config import ConfigError, load_settings
 from supervisor.errors import CommandError
@@ -252,3 +254,52 @@ def test_the_no_model_texts_have_the_references_shape_with_todays_defaults() -> 
     for model in DEFAULT_MODELS.values():
         assert model in NO_MODEL_FLAG_TEXT
         assert choose_model(model, day=CATALOG.as_of).warning is None
+
+
+def test_every_successor_is_a_current_model_of_the_same_provider() -> None:
+    for info in MODELS.values():
+        if info.successor is not None:
+            successor = MODELS[info.successor]
+            assert (successor.provider, successor.status) == (info.provider, "current"), info.id
+            assert choose_model(successor.id, day=CATALOG.as_of).warning is None
+
+
+def test_advisor_status_names_a_reviewers_retired_or_deprecated_model() -> None:
+    plan = AdvisorPlan(enabled=True)
+    rows: list[dict[str, object]] = [
+        {"name": "advisor", "model": "gpt-5-mini/med"},
+        {"name": "security", "model": "claude-sonnet-5-5/low"},
+    ]
+    lines = advisor_status_text(rows, plan).splitlines()
+    assert lines[:1] == ["advisor  gpt-5-mini/med"]
+    warned = [line for line in lines if "gpt-5-mini" in line and "Warning" in line]
+    assert warned == [
+        "  Warning: gpt-5-mini is deprecated and shuts down on 2026-12-11; use gpt-6.1-terra"
+    ]
+    assert not [line for line in lines if "claude-sonnet-5-5" in line and "Warning" in line]
+
+
+MODEL_ID = re.compile(r"\b(?:claude|gpt|gemini)-[a-z0-9.-]*[a-z0-9]")
+
+
+def test_every_model_the_help_texts_and_tool_descriptions_name_is_current() -> None:
+    """What `--help` of every command and the MCP tools' descriptions show as examples are
+    catalog models, neither retired nor deprecated nor shutting down soon."""
+    from typer.main import get_command
+    from typer.testing import CliRunner
+
+    from cli.app import app
+    from cli.mcp_tools import BatchTask, ModelName
+
+    runner = CliRunner()
+    texts = [runner.invoke(app, ["--help"]).stdout]
+    for name in get_command(app).commands:  # type: ignore[attr-defined]
+        shown = runner.invoke(app, [name, "--help"])
+        assert shown.exit_code == 0, name
+        texts.append(shown.stdout)
+    texts += [str(ModelName.__metadata__), str(BatchTask.model_json_schema())]
+    named = set(MODEL_ID.findall("\n".join(texts)))
+    assert "claude-sonnet-5-5" in named
+    for model in sorted(named):
+        assert model in MODELS, model
+        assert choose_model(model, day=CATALOG.as_of).warning is None, model
