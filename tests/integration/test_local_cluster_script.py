@@ -232,7 +232,7 @@ def joined(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> B
     output = base / "out.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
-         "claude-sonnet-4-5", "--hosts", "2", "--tools", "where_tool:where",
+         "claude-sonnet-5-5", "--hosts", "2", "--tools", "where_tool:where",
          "--output", str(output)],
         capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
         cwd=base, timeout=BATCH_TIMEOUT_S, check=False,
@@ -308,7 +308,7 @@ def test_batch_tasks_in_worktrees_on_both_nodes(cluster: LocalCluster, tmp_path:
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
-         "claude-sonnet-4-5", "--hosts", "2", "--worktrees", "--tools", "where_tool:where",
+         "claude-sonnet-5-5", "--hosts", "2", "--worktrees", "--tools", "where_tool:where",
          "--tools", "bash", "--allow", "bash", "--output", str(output)],
         capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
         cwd=repo, timeout=BATCH_TIMEOUT_S, check=False,
@@ -342,7 +342,7 @@ def test_a_strict_budget_holds_for_agents_racing_on_both_nodes(
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
         [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
-         "claude-sonnet-4-5", "--hosts", "2", "--concurrency", str(RACERS), "--budget-tokens",
+         "claude-sonnet-5-5", "--hosts", "2", "--concurrency", str(RACERS), "--budget-tokens",
          str(limit), "--output", str(output)],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=BATCH_TIMEOUT_S, check=False,
         env={**cluster.env, "GROVE_BUDGET__RESERVE_OUTPUT": "20", "GROVE_BUDGET__STRICT": "true"},
@@ -398,7 +398,7 @@ def test_a_batch_across_both_nodes_finishes_when_the_worker_node_goes_halfway(
     output = tmp_path / "slow.out.jsonl"
     command = [
         sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate",
-        "--model", "claude-sonnet-4-5", "--hosts", "2", "--concurrency", str(WAVE),
+        "--model", "claude-sonnet-5-5", "--hosts", "2", "--concurrency", str(WAVE),
         "--output", str(output),
     ]  # fmt: skip
     logs = log_sizes(cluster)
