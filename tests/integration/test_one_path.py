@@ -469,3 +469,24 @@ def test_a_wait_with_no_turn_ended_here_answers_the_stored_one_with_a_service_an
             waited = via.wait_turn(root, 0.3)
             assert waited is not None and waited.text == "The other way."
         assert RemoteTurn(remote, root).result(0.3).text == "The other way."
+
+
+def test_the_services_routes_refuse_a_retired_model_or_a_typo_as_the_command_line_does(
+    service: Service, session: str
+) -> None:
+    """What a client of the HTTP API sends goes through the command line's model checks: one
+    line naming the successor, or the did-you-mean; nothing is made."""
+    retired = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+    with service.api() as api:
+        before = len(api.get("/api/agents").json()["agents"])
+        for path, body, error in (
+            ("/api/roots", {"model": "claude-sonnet-4-5/low"}, retired),
+            (f"/api/agents/{session}/fork", {"prompts": ["a"], "model": "claude-sonnet-4-5"},
+             retired),
+            ("/api/roots", {"model": "claude-sonet-5-5"},
+             "Unknown model: claude-sonet-5-5. Did you mean claude-sonnet-5-5? (To send "
+             "claude-sonet-5-5 as written, name it anthropic:claude-sonet-5-5.)"),
+        ):  # fmt: skip
+            answer = api.post(path, json=body)
+            assert (answer.status_code, answer.json()) == (400, {"error": error}), path
+        assert len(api.get("/api/agents").json()["agents"]) == before
