@@ -74,7 +74,7 @@ class _CgroupRoom:
         if self.free:
             cgroup = self.free.pop()
         else:
-            parent = self._usable_parent()
+            parent = self.usable_parent()
             if parent is None:
                 return None
             path = parent / f"{os.getpid()}-{next(self.names)}"
@@ -89,7 +89,7 @@ class _CgroupRoom:
             cgroup.processes = processes
         return cgroup
 
-    def _usable_parent(self) -> Path | None:
+    def usable_parent(self) -> Path | None:
         """In this process's own cgroup of the pids controller (cgroup v1, or v2 with pids
         delegated), when it may write there. The cgroups of processes gone are removed then."""
         if not self.looked:
@@ -157,6 +157,12 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def processes_limited() -> bool:
+    """Whether a sandbox's process count holds here: RLIMIT_NPROC does for a user other than
+    root; for root, a pids cgroup Grove may make does."""
+    return os.getuid() != 0 or _ROOM.usable_parent() is not None
 
 
 def sandbox_cgroup(limits: SandboxLimits) -> SandboxCgroup | None:

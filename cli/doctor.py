@@ -173,6 +173,7 @@ def simulator() -> list[Finding]:
 
 def sandbox(settings: GroveSettings) -> list[Finding]:
     """Whether bubblewrap can sandbox the processes tools start (bash)."""
+    from actors.sandbox_limits import processes_limited
     from actors.tools.sandbox import sandbox_problem
 
     if settings.tools.sandbox.mode == "off":
@@ -183,7 +184,11 @@ def sandbox(settings: GroveSettings) -> list[Finding]:
         return [Finding("warn", "sandbox", f"bash cannot run: {problem.what}", problem.fix)]
     network = "with" if settings.tools.sandbox.network else "without"
     detail = f"{settings.tools.sandbox.mode}, {network} network (bubblewrap)"
-    return [Finding("ok", "sandbox", detail)]
+    if processes_limited():
+        return [Finding("ok", "sandbox", detail)]
+    what = f"{detail}; run as root with no pids cgroup Grove may make, processes not limited"
+    fix = "run Grove as a user other than root, or let it write a pids cgroup of its own"
+    return [Finding("warn", "sandbox", what, fix)]
 
 
 def service() -> list[Finding]:

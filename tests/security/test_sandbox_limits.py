@@ -1,12 +1,17 @@
 """What a sandbox's processes may use (`[tools.sandbox]` processes, memory_mb, file_size_mb,
 cpu_s, tmp_mb): a fork bomb and a 600 MB write fail inside while another agent of the host
-keeps streaming; memory, CPU time and file size stop where the policy says. And what a sandbox
-sees of Ray: nothing of its temp folder, whatever the workspace is. Real bwrap, real Ray.
+keeps streaming; memory, CPU time and file size stop where the policy says; `grove doctor` says
+when the number of processes cannot be limited. And what a sandbox sees of Ray: nothing of its
+temp folder, whatever the workspace is. Real bwrap, real Ray.
 """
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +23,7 @@ from actors.tools.editing import editing_tools
 from actors.tools.sandbox import SandboxPolicy
 from supervisor import Grove
 from tests.integration.groves import (
+    cli_environment,
     largest_gap,
     running_grove,
     sim_call,
@@ -135,3 +141,33 @@ def test_a_fork_bomb_fails_inside_while_the_host_streams(grove: Grove) -> None:
     refused = re.search(r"refused (\d+) times", bombed)
     assert refused is not None and int(refused.group(1)) > 0, bombed
     assert listed == "exit code 0\n/tmp\n"  # the host's workspace, without Ray's folder
+
+
+# Runs its arguments in a mount namespace of its own where every cgroup file system is read-only.
+CGROUPS_READ_ONLY = (
+    "for m in $(awk '$3 ~ /^cgroup/ {print $2}' /proc/self/mounts); do "
+    'mount -o remount,bind,ro "$m"; done; exec "$@"'
+)
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="root makes a mount namespace whose cgroups it may not write",
+)
+def test_doctor_says_when_root_cannot_limit_processes(tmp_path: Path) -> None:
+    """For root the kernel does not enforce RLIMIT_NPROC: without a pids cgroup it may make,
+    nothing limits a sandbox's process count, and `grove doctor` says so with the fix."""
+    private = ["unshare", "--mount", "--propagation", "private", "sh", "-c", CGROUPS_READ_ONLY]
+    done = subprocess.run(
+        [*private, "sh", sys.executable, "-m", "cli.entry", "doctor"],
+        capture_output=True, text=True, env=cli_environment(tmp_path), timeout=180, check=False,
+    )  # fmt: skip
+    lines = done.stdout.splitlines()
+    (at,) = [index for index, line in enumerate(lines) if line.split()[1:2] == ["sandbox"]]
+    assert lines[at] == (
+        "warn  sandbox     workspace-write, without network (bubblewrap); run as root with no "
+        "pids cgroup Grove may make, processes not limited"
+    ), done.stdout
+    assert lines[at + 1].strip() == (
+        "fix: run Grove as a user other than root, or let it write a pids cgroup of its own"
+    )
