@@ -265,7 +265,7 @@ def test_the_fork_tool(grove: Grove, scene: Scene, planting: str) -> None:
     if not said.startswith("fork refused: "):
         settled(grove, [json.loads(said)["uuid"]])
     assert not escaped(scene), said
-    assert said.startswith("fork refused: "), said
+    assert said == f"fork refused: {refusal(scene, planting)}"
 
 
 @pytest.mark.parametrize("planting", list(PLANTINGS))
@@ -279,7 +279,7 @@ def test_fork_many(grove: Grove, scene: Scene, planting: str) -> None:
     else:
         said = f"forked {settled(grove, children)}"
     assert not escaped(scene), said
-    assert said.startswith("fork refused: "), said
+    assert said == f"fork refused: {refusal(scene, planting)}"
 
 
 @pytest.mark.parametrize("planting", list(PLANTINGS))
@@ -293,9 +293,9 @@ def test_batch_with_worktrees(grove: Grove, scene: Scene, planting: str, tmp_pat
             cwd=scene.workspace,
         )  # fmt: skip
     assert not escaped(scene), done.stderr
-    assert done.returncode != 0 and "fork refused: " in done.stdout + done.stderr + (
-        output.read_text() if output.exists() else ""
-    )
+    said = done.stdout + done.stderr + (output.read_text() if output.exists() else "")
+    assert done.returncode != 0, said
+    assert f"fork refused: {refusal(scene, planting)}" in " ".join(said.split()), said
 
 
 @pytest.mark.parametrize("planting", list(PLANTINGS))
@@ -312,7 +312,8 @@ def test_a_batch_of_its_own_with_worktrees(scene: Scene, planting: str, tmp_path
     )  # fmt: skip
     assert not escaped(scene), done.stderr
     assert done.returncode == 2, done.stderr
-    assert f"--worktrees cannot work in {scene.workspace}: " in done.stderr
+    refused = f"--worktrees cannot work in {scene.workspace}: {refusal(scene, planting)}"
+    assert refused in " ".join(done.stderr.split())
 
 
 def ended_agent(grove: Grove, store_url: str) -> str:
@@ -356,6 +357,7 @@ def test_grove_worktrees(grove: Grove, scene: Scene, planting: str, store_url: s
         done = CliRunner().invoke(app, ["worktrees", "--prune", "--json"], env=env)
     assert not escaped(scene), done.output
     assert done.exit_code == 1, done.output
+    assert refusal(scene, planting) in " ".join(done.output.split())
 
 
 @pytest.mark.parametrize("planting", list(PLANTINGS))
@@ -371,7 +373,7 @@ def test_the_worktrees_route(
         )
     assert not escaped(scene), answer.text
     assert answer.status_code == 400, answer.text
-    assert json.loads(answer.text)
+    assert answer.json() == {"error": refusal(scene, planting)}
 
 
 def bare_scene(tmp_path: Path) -> Scene:
@@ -392,6 +394,31 @@ async def test_without_bubblewrap_each_planting_is_refused(
     with pytest.raises(WorktreeError) as refused:
         await fork_point(str(scene.workspace), "a" * 32)
     assert not escaped(scene), str(refused.value)
+    assert str(refused.value) == refusal(scene, planting)
+
+
+def refusal(scene: Scene, planting: str) -> str:
+    """What Grove says of the planting's repository, whichever way in."""
+    w = scene.workspace
+    layout, _ = PLANTINGS[planting]
+    if layout is git_file:
+        return (
+            f"the git directory {w / '.hidden'} lies inside the workspace {w}, where sandboxed "
+            "commands write (all but its .git, which the sandbox keeps read-only); Grove's "
+            "git does not use it: keep the repository's git directory in .git at the top of "
+            "the workspace, or outside it"
+        )
+    if layout is included:
+        return (
+            f"the config of the repository at {w} includes other files (include.path, "
+            "includeIf), which may lie where sandboxed commands write; Grove's git does not "
+            "use it: take the include out of its config"
+        )
+    return (
+        f"{w} holds a bare git repository (HEAD, objects/ and refs/ in place), as a sandboxed "
+        "command can make one; Grove's git does not use a repository found that way: remove "
+        "them, and work in a repository with a .git directory"
+    )
 
 
 async def test_the_repository_s_own_filters_and_hooks_do_not_run(tmp_path: Path) -> None:
