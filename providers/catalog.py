@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
+from functools import lru_cache
 
 from providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
 from providers.catalog_data import (
@@ -129,6 +130,12 @@ def model_info(model: str, provider: ProviderName | None = None) -> ModelInfo:
     provider = infer_provider(model) or provider
     if provider is None:
         raise UnknownModelError(unknown_model_text(model), model)
+    return _borrowed(model, provider)
+
+
+@lru_cache(maxsize=256)
+def _borrowed(model: str, provider: ProviderName) -> ModelInfo:
+    """An unknown id's figures, worked out once (each request of a fan-out asks again)."""
     family = _family(model, provider)
     if _is_snapshot(model, family.id):
         return replace(family, id=model, known=False)
