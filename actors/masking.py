@@ -87,8 +87,10 @@ class MaskedEmit:
                 self.flush()  # thinking ends where text begins
             self._last = event
             shown = self._stream.feed(event.text)
-            if shown:
-                self._emit(replace(event, text=shown))
+            if shown == event.text:  # most deltas: a few whole words, nothing secret
+                self._emit(event)
+            elif shown:  # built anew: dataclasses.replace costs more than the masking
+                self._emit(type(event)(index=event.index, text=shown))
             return
         self.flush()
         self._emit(event)
@@ -97,5 +99,5 @@ class MaskedEmit:
         """Show what the deltas held back, masked."""
         held = self._stream.flush()
         if held and self._last is not None:
-            self._emit(replace(self._last, text=held))
+            self._emit(type(self._last)(index=self._last.index, text=held))
         self._last = None

@@ -9,7 +9,10 @@ from __future__ import annotations
 import base64
 import re
 import threading
+from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
+
+import re2
 
 MASK = "***"
 # Shorter values are too likely to be ordinary words to be hidden everywhere they occur.
@@ -30,12 +33,13 @@ _SHAPES = (
     rf"(?P<label>\b(?:[Bb]earer|Basic|Token)\s+)(?=[A-Za-z]*[0-9._~+/=\-]){_TOKEN}{{8,}}",
 )
 # Text without one of these holds no match of the above (nor a remembered value): the fast
-# path, one scan of a literal alternation, before the expression above is tried.
+# path, one scan for them (factored by first letter, which `re` scans for quickly; RE2 for long
+# text, where `re` would try each at every position), before the expression above is tried.
 _SHAPE_STARTS = (
-    *("sk-", "rk-", "AIza", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox"),
-    *("AKIA", "ASIA", "://", "earer", "Basic", "Token", "uthorization", "AUTHORIZATION"),
-    *("pi-", "Pi-"),
+    r"[sr]k-|A(?:Iza|KIA|SIA|UTHORIZATION)|g(?:h[pousr]_|ithub_pat_)|xox|://|earer|Basic|Token"
+    r"|uthorization|[Pp]i-"
 )
+LONG_TEXT_CHARS = 512
 # A piece of streamed text that ends in one of these holds back the word before it too: the
 # credential that follows is masked with its label.
 _LABEL_AT_END = re.compile(
@@ -43,12 +47,19 @@ _LABEL_AT_END = re.compile(
     r"[Aa]pi-[Kk]ey)[\"']?\s*[:=]\s*[\"']?)\s*\Z"
 )
 LABEL_LOOKBACK_CHARS = 48
+_LABEL_LAST_CHARS = frozenset(":=\"'rcnN \t\n")
 # Streamed text without a space for this long is shown anyway (no credential is this long).
 MAX_HELD_CHARS = 2048
 
 
-def _alternation(literals: list[str]) -> re.Pattern[str]:
-    return re.compile("|".join(re.escape(literal) for literal in literals))
+def _scans(values: list[str]) -> tuple[re.Pattern[str], Any]:
+    """The fast path's scans, for short text and long (an RE2 pattern): whether text holds a
+    remembered value or a shape's start."""
+    expression = "|".join([*(re.escape(value) for value in values), _SHAPE_STARTS])
+    options = re2.Options()
+    options.never_capture = True
+    options.log_errors = False
+    return re.compile(expression), re2.compile(expression, options)
 
 
 def _hidden(match: re.Match[str]) -> str:
@@ -68,7 +79,7 @@ class Secrets:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._values: set[str] = set()
-        self._candidates = _alternation(list(_SHAPE_STARTS))
+        self._short_scan, self._long_scan = _scans([])
         self._pattern = re.compile("|".join(_SHAPES))  # one expression: exact values, shapes
 
     def remember(self, value: str | None) -> None:
@@ -81,12 +92,13 @@ class Secrets:
             ordered = sorted(self._values, key=len, reverse=True)
             exact = "(?P<exact>" + "|".join(re.escape(secret) for secret in ordered) + ")"
             self._pattern = re.compile("|".join((exact, *_SHAPES)))
-            self._candidates = _alternation([*ordered, *_SHAPE_STARTS])
+            self._short_scan, self._long_scan = _scans(ordered)
 
     def mask(self, text: str) -> str:
         """`text` with every remembered secret, key-shaped string, URL user info and
         Authorization value hidden."""
-        if self._candidates.search(text) is None:
+        scan = self._long_scan if len(text) > LONG_TEXT_CHARS else self._short_scan
+        if scan.search(text) is None:
             return text
         return self._pattern.sub(_hidden, text)
 
@@ -102,9 +114,10 @@ class StreamMask:
         self._held = ""
 
     def feed(self, piece: str) -> str:
-        text = self._held + piece
+        text = self._held + piece if self._held else piece
         cut = max(text.rfind(" "), text.rfind("\n"), text.rfind("\t")) + 1
-        while cut:
+        # A label ends in one of these (before the space): only then is the regex tried.
+        while cut > 1 and text[cut - 2] in _LABEL_LAST_CHARS:
             label = _LABEL_AT_END.search(text, max(0, cut - LABEL_LOOKBACK_CHARS), cut)
             if label is None:
                 break
