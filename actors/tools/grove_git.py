@@ -186,7 +186,7 @@ def _includes(git_dir: str) -> bool:
             with open(os.path.join(git_dir, name), "rb") as config:
                 if _INCLUDES.search(config.read()):
                     return True
-        except FileNotFoundError:
+        except OSError:  # none (git says what else is wrong with it)
             continue
     return False
 
