@@ -151,8 +151,10 @@ def answer(result: TurnResult) -> dict[str, Any]:
 
 
 def batch_tasks(tasks: list[str | BatchTask], aliases: dict[str, str]) -> list[Task]:
-    """The tasks checked as `grove batch` checks its lines (ids unique, models known);
-    ValueError naming every task that is wrong."""
+    """The tasks checked as `grove batch` checks its lines (ids unique, models known, none
+    retired); ValueError naming every task that is wrong."""
+    from providers.errors import ModelSpecError
+    from providers.lifecycle import chosen_model
     from supervisor.batch.tasks import TaskLineError, parse_task_line
 
     checked: list[Task] = []
@@ -169,6 +171,11 @@ def batch_tasks(tasks: list[str | BatchTask], aliases: dict[str, str]) -> list[T
             problems.append(f"task {number}: {exc.message}")
             continue
         assert task is not None  # the line is a JSON object, never blank
+        if task.model is not None:
+            try:
+                chosen_model(task.model)
+            except ModelSpecError as exc:  # a retired model: what `grove batch` refuses too
+                problems.append(f"task {number}: 'model': {exc}")
         if task.key in seen:
             problems.append(f"task {number}: the id {task.id!r} is used twice")
         seen.add(task.key)

@@ -136,6 +136,11 @@ async def test_a_client_runs_forks_waits_lists_and_batches(server: StdioServerPa
         assert retired_fork.endswith(
             ": gemini-2.5-pro was retired on 2026-12-01; use gemini-3.8-flash"
         )
+        old = [{"id": 1, "prompt": "a"}, {"id": 2, "prompt": "b", "model": "claude-sonnet-4-5"}]
+        retired_task = error_text(await client.call_tool("grove_batch", {"tasks": old}))
+        assert retired_task.endswith(
+            ": task 2: 'model': claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
+        )
         twice = [{"id": 1, "prompt": "a"}, {"id": "1", "prompt": "b"}]
         duplicate = error_text(await client.call_tool("grove_batch", {"tasks": twice}))
         assert "task 2: the id '1' is used twice" in duplicate
