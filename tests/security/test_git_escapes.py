@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from actors.tools.grove_git import WorktreeError
+from actors.tools.grove_git import WorktreeError, git
 from actors.tools.worktrees import fork_point, make_worktree, remove_worktree, settle
 from cli.app import app
 from supervisor import Grove
@@ -453,3 +454,36 @@ def payloads_in_its_own_config(scene: Scene) -> None:
     for payload in (filter_payload, diff_payload, hooks_payload):
         payload(scene, common / "config", common)
     (scene.workspace / ".gitattributes").write_text("* filter=x diff=x\n")
+
+
+@pytest.mark.parametrize("sandboxed", [True, False])
+async def test_what_grove_s_git_runs_stays_in_its_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandboxed: bool
+) -> None:
+    """Were git to run a command after all, it would run in Grove's git sandbox: writing only
+    in the repository's git directory, with no secret and no loopback server in sight. Without
+    bubblewrap it gets all three: the sandbox is what stops it."""
+    if not sandboxed:
+        monkeypatch.setenv("PATH", path_without(tmp_path, "bwrap"))
+    home, outside, repo = tmp_path / "home", tmp_path / "outside", tmp_path / "repo"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
+    monkeypatch.setenv("HOME", str(home))
+    repo.mkdir()
+    setup_git(repo, "init", "-q", ".")
+    server = socket.create_server(("127.0.0.1", 0))
+    connect = f"import socket; socket.create_connection(('127.0.0.1', {server.getsockname()[1]}))"
+    probe = (
+        f"!cat {home}/.ssh/id_ed25519; touch {outside}; touch {repo}/.git/inside; "
+        f'{sys.executable} -c "{connect}" && echo CONNECTED'
+    )
+    try:
+        _, said = await git(
+            str(repo), "-c", f"alias.probe={probe}", "probe",
+            check=False, common_dir=str(repo / ".git"),
+        )  # fmt: skip
+    finally:
+        server.close()
+    got_through = ["PRIVATE KEY" in said, "CONNECTED" in said, outside.exists()]
+    assert got_through == [not sandboxed] * 3, said
+    assert (repo / ".git" / "inside").exists()
