@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import copy
 import json
+import tomllib
 from datetime import date
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -212,6 +214,11 @@ def test_any_damage_to_the_data_file_is_a_catalog_error_or_a_catalog(
 
 
 # --- the data -----------------------------------------------------------------------------
+
+
+def test_the_data_file_ships_with_grove() -> None:
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert "models.json" in pyproject["tool"]["setuptools"]["package-data"]["providers"]
 
 
 def test_every_model_names_its_source_pages() -> None:
