@@ -242,27 +242,28 @@ def test_a_fork_with_its_own_instructions_stays_append_only_and_reads_the_cache(
 
 
 def test_a_fork_into_a_worktree_is_refused_nothing(
-    simulator: SimulatorThread,
-    sent: list[dict[str, Any]],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    grove: Grove, sent: list[dict[str, Any]], tmp_path: Path
 ) -> None:
-    """A Grove started in a repository of the test's own (its workspace): the child works in
-    a worktree of it, on the parent's conversation and thinking."""
+    """The parent works in a repository of the test's own (its record's workspace): the
+    child works in a worktree of it, on the parent's conversation and thinking."""
     repo = tmp_path / "repo"
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     (repo / "README").write_text("hello\n")
     git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
     subprocess.run([*git, "add", "README"], check=True)
     subprocess.run([*git, "commit", "-q", "-m", "start"], check=True)
-    monkeypatch.chdir(repo)
-    endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
-    with running_grove(tmp_path / "grove", endpoint=endpoint) as grove:
-        parent = parent_with_thinking(grove)
-        (child,) = grove.fork_many(parent, ["Work in a worktree."], workspace="worktree")
-        result = answered(grove.wait_turn(child, 60))
-        assert result.worktree is not None
-        request = first_request(clean(grove, sent), "Work in a worktree.")
+    parent = parent_with_thinking(grove)
+    store = open_store(grove.settings.store)
+    try:
+        record = store.get_agent(parent)
+        assert record is not None
+        store.update_agent(parent, metadata={**record.metadata, "workspace": str(repo)})
+    finally:
+        store.close()
+    (child,) = grove.fork_many(parent, ["Work in a worktree."], workspace="worktree")
+    result = answered(grove.wait_turn(child, 60))
+    assert result.worktree is not None
+    request = first_request(clean(grove, sent), "Work in a worktree.")
     assert len(thinking(request)) == 2
     branches = subprocess.run([*git, "branch"], check=True, capture_output=True, text=True)
     assert f"grove/{child[:8]}" in branches.stdout
