@@ -1,5 +1,6 @@
 """The fan-out tools' rules (`fork`, `send`, `wait` called by a model): the same limits and
-checks as the commands, with a CommandError saying why a call is refused.
+checks as the commands, with a CommandError saying why a call is refused. What a model writes
+for another agent (a fork's prompt, mail) is stored masked, as its tool call is.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from actors.tools.todo import TodoError, apply_todo, from_data, to_data
 from providers.errors import ModelSpecError
 from providers.lifecycle import chosen_model
+from providers.secrets import mask
 from supervisor.errors import CommandError
 from supervisor.fan_in import wait_for
 from supervisor.forking import fork_child
@@ -38,7 +40,7 @@ async def tool_call(
         target, message = arguments.get("uuid"), arguments.get("message")
         if not isinstance(target, str) or not isinstance(message, str):
             raise CommandError("send needs `uuid` and `message` strings")
-        mail = await core.deliver_mail(caller.uuid, target, message)
+        mail = await core.deliver_mail(caller.uuid, target, mask(message))
         return json.dumps({"sent": True, "message_id": mail.id})
     if tool == "wait":
         uuids = arguments.get("uuids")
@@ -98,7 +100,7 @@ async def _fork(
         core,
         parent,
         spec,
-        prompt=prompt,
+        prompt=mask(prompt),
         origin="tool",
         tools=arguments.get("tools"),
         workspace=arguments.get("workspace"),

@@ -1,9 +1,9 @@
 """Secrets a tool prints, a model passes as tool arguments or writes in its reply are masked
 before they are stored, logged or shown: a Python tool prints one of each shape (vendor keys,
-a URL's password, an Authorization header), the scripted model calls it again with them and
-then repeats them in a reply streamed in pieces; none reaches the terminal, the store (with its
-WAL), `/api/agents/ID/history` or the event log. The prompt carries none of them: the tool's own
-output scripts the next steps.
+a URL's password, an Authorization header), the scripted model calls it again with them (and
+forks a child whose prompt holds them) and then repeats them in a reply streamed in pieces;
+none reaches the terminal, the store (with its WAL), `/api/agents/ID/history` or the event
+log. The prompt carries none of them: the tool's own output scripts the next steps.
 """
 
 from __future__ import annotations
@@ -54,7 +54,8 @@ def deploy_notes(target: str = "") -> str:
     """The deployment notes (of one target)."""
     if not target:  # the first call: the model is scripted to call again, naming a target
         args = {{"target": PLANTED.splitlines()[0] + " " + PLANTED.splitlines()[-3]}}
-        call = [{{"name": "deploy_notes", "args": args}}]
+        fork = {{"name": "fork", "args": {{"prompt": "Deploy with " + args["target"]}}}}
+        call = [{{"name": "deploy_notes", "args": args}}, fork]
         return PLANTED + "\\n[[sim calls='" + __import__("json").dumps(call) + "']]"
     # the second: the model is scripted to repeat them all in its reply
     reply = "Deployed. " + " ".join(PLANTED.splitlines())
@@ -97,6 +98,7 @@ def test_a_tools_secrets_reach_no_terminal_store_history_or_event_log(
     history = "".join(histories)
     assert "Deployed." in terminal and MASK in terminal, terminal  # the reply came, masked
     assert "deploy_notes" in events.stdout and MASK in history
+    assert len(histories) == 2 and "Deploy with sk-***" in history  # the child's prompt
     store = Path(str(grove.settings.store).removeprefix("sqlite:///"))
     files = [store, *store.parent.glob(store.name + "-*")]
     stored = "".join(path.read_bytes().decode("utf-8", "replace") for path in files)
