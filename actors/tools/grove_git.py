@@ -3,23 +3,33 @@ global or repository configuration, and, where bubblewrap works, a sandbox of it
 
 It runs outside the tools' sandbox, in workspaces sandboxed commands write: nothing they could
 have planted there (a bare repository, a `.git` file, config naming filters, an ssh command, a
-pager, hooks, or a file the config includes) may make it run anything.
+pager, hooks, or a file the config includes) may make it run anything. Its commands on the
+repository's worktrees run one at a time per repository, across tasks and processes.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from actors.tools.sandbox import SandboxPolicy, sandbox_problem, secret_paths
 from providers.errors import GroveError
 
 GIT_TIMEOUT_S = 120.0
+LOCK_TIMEOUT_S = 60.0  # the longest a git command waits for the repository's worktrees lock
+LOCK_FILE = ("grove", "worktrees.lock")  # under the common git directory
+# Commands that read every worktree's entry under the common git directory's worktrees/, which
+# `git worktree add` writes in steps: one reading an entry half-written dies ("failed to read
+# .git/worktrees/<id>/commondir: Success"). Grove runs them one at a time per repository.
+_ALL_WORKTREES = frozenset(("worktree", "branch"))
+_LOCK_POLL_S = (0.001, 0.01)  # the first and the longest pause between tries of the file lock
 # Settings that would run something, reach the network or ask someone, off for Grove's git; git
 # hands them on to every git process it starts.
 _SETTINGS = (
@@ -83,7 +93,21 @@ async def git(
     """Run git in `cwd`: (exit code, stdout). With `check`, a failure is a WorktreeError
     holding git's own words; without, a failure's stdout is followed by its stderr. Sandboxed,
     git writes only in `common_dir` (the repository's, once known; nowhere without it) and
-    reads Grove's config there instead of the repository's."""
+    reads Grove's config there instead of the repository's. A command on the worktrees (named
+    first in `arguments`) holds the repository's worktrees lock while it runs."""
+    if common_dir is None or arguments[0] not in _ALL_WORKTREES:
+        return await _run(cwd, arguments, env, check, common_dir)
+    async with worktrees_locked(common_dir):
+        return await _run(cwd, arguments, env, check, common_dir)
+
+
+async def _run(
+    cwd: str,
+    arguments: Sequence[str],
+    env: Mapping[str, str] | None,
+    check: bool,
+    common_dir: str | None,
+) -> tuple[int, str]:
     environment = _environment(cwd, env, common_dir)
     argv = ["git", *_QUIET, *arguments]
     config = None
@@ -124,6 +148,78 @@ async def git(
             raise WorktreeError(f"git {arguments[0]} failed in {cwd}: {said}")
         output += b"\n" + errors
     return code, output.decode(errors="replace").strip()
+
+
+# event loop -> common git directory -> the lock its tasks take before the file lock (which
+# alone holds, however a directory is spelled: this spares polling it)
+_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@contextlib.asynccontextmanager
+async def worktrees_locked(
+    common_dir: str, timeout_s: float = LOCK_TIMEOUT_S
+) -> AsyncIterator[None]:
+    """Hold the worktrees lock of the repository whose common git directory is `common_dir`:
+    among this event loop's tasks an asyncio lock, then among threads and processes an flock
+    on `LOCK_FILE` there (let go when its holder ends, however it ends), tried without
+    blocking the event loop. Waiting longer than `timeout_s` is a WorktreeError."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    lock = _locks.setdefault(loop, {}).setdefault(common_dir, asyncio.Lock())
+    path = os.path.join(common_dir, *LOCK_FILE)
+    try:
+        async with asyncio.timeout_at(deadline):
+            await lock.acquire()
+    except TimeoutError:
+        raise _lock_timeout(path, timeout_s) from None
+    try:
+        held = await _file_locked(path, deadline)
+        if held is None:
+            raise _lock_timeout(path, timeout_s)
+        try:
+            yield
+        finally:
+            os.close(held)  # lets the flock go
+    finally:
+        lock.release()
+
+
+async def _file_locked(path: str, deadline: float) -> int | None:
+    """A descriptor of `path` holding an exclusive flock on it (None: not had by `deadline`)."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        descriptor = os.open(path, flags, 0o600)
+    except OSError as exc:
+        raise WorktreeError(f"cannot open the worktrees lock {path}: {exc.strerror}") from exc
+    loop = asyncio.get_running_loop()
+    pause, longest = _LOCK_POLL_S
+    try:
+        while True:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return descriptor
+            except BlockingIOError:
+                left = deadline - loop.time()
+                if left <= 0:
+                    os.close(descriptor)
+                    return None
+                await asyncio.sleep(min(pause, left))
+                pause = min(2 * pause, longest)
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def _lock_timeout(path: str, timeout_s: float) -> WorktreeError:
+    return WorktreeError(
+        f"Grove's git waited {timeout_s:g} s for the worktrees lock {path}, which another of "
+        "its git commands on that repository held all along (worktrees are added, removed and "
+        "listed one at a time per repository); it is let go when that command or its process "
+        "ends: try again"
+    )
 
 
 def _environment(cwd: str, env: Mapping[str, str] | None, common_dir: str | None) -> dict[str, str]:

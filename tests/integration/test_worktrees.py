@@ -1,22 +1,32 @@
 """Worktrees of forked children, for real (Ray, git, bubblewrap): each child of a fork with
 `workspace="worktree"` works on branch `grove/<uuid8>` made from its parent's HEAD with what the
 parent had not committed, its tools and sandbox rooted there; its answer names the branch and
-the diff stat; `[tools] workspace` sets the default; outside a repository a fork is refused.
+the diff stat; `[tools] workspace` sets the default; outside a repository a fork is refused;
+worktrees added at once by several processes are all made.
 """
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import json
+import os
 import shutil
 import subprocess
+import sys
 import time
+import uuid
 from collections.abc import Iterator
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from actors.agent import TurnResult
+from actors.tools.grove_git import LOCK_FILE, WorktreeError, worktrees_locked
+from actors.tools.grove_git import git as grove_git
+from actors.tools.worktrees import ForkPoint, Worktree, fork_point, make_worktree, remove_worktree
 from cli.app import app
 from supervisor import Grove
 from supervisor.errors import CommandError
@@ -27,6 +37,23 @@ from tests.integration.services import service_in_process
 
 MODEL = "claude-haiku-4-5"
 TOOLS = ["bash", "read", "fork", "wait"]
+# A process of its own adding worktrees at the fork point its first argument gives, for the
+# agents each line of its stdin names, all at once; it says what came of each, line by line.
+ADDER = """
+import asyncio, json, sys
+from actors.tools.worktrees import ForkPoint, make_worktree
+
+async def main(point):
+    print("ready", flush=True)
+    for line in sys.stdin:
+        made = await asyncio.gather(
+            *(make_worktree(point, agent) for agent in line.split()), return_exceptions=True
+        )
+        print(json.dumps([str(m) if isinstance(m, BaseException) else "made" for m in made]),
+              flush=True)
+
+asyncio.run(main(ForkPoint(**json.loads(sys.argv[1]))))
+"""
 
 
 def git(repo: Path, *arguments: str) -> str:
@@ -266,6 +293,94 @@ def test_grove_worktrees_outside_a_repository(store_url: str, tmp_path: Path) ->
     assert refused.exit_code == 2  # at once: no Ray started, no output written
     assert f"--worktrees needs a git repository, and {tmp_path} is not in one" in refused.output
     assert not (tmp_path / "tasks.out.jsonl").exists()
+
+
+async def test_worktrees_added_at_once_by_several_processes(tmp_path: Path) -> None:
+    """Worktrees of one repository added at once by tasks of several processes (hosts are
+    processes of their own) while others are removed: all are made, and the removed ones'
+    branches go. Git's worktree commands run one at a time per repository; before, one reading
+    worktrees/ while another wrote it died ("failed to read .git/worktrees/<id>/commondir")."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "a.txt").write_text("committed\n")
+    git(repo, "add", ".")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-qm", "first")
+    point = await fork_point(str(repo), "a" * 32)
+    adders = await asyncio.gather(*(started_adder(point) for _ in range(2)))
+    removed: list[Worktree] = []
+    ours: list[Worktree] = []
+    try:
+        for _ in range(5):  # rounds: 5 worktrees of each adder's, 6 of ours, 2 of ours removed
+            for adder in adders:
+                assert adder.stdin is not None
+                adder.stdin.write(" ".join(uuid.uuid4().hex for _ in range(5)).encode() + b"\n")
+            going, ours = ours[:2], ours[2:]
+            said, _, _ = await asyncio.gather(
+                asyncio.gather(*(said_by(adder) for adder in adders)),
+                add(point, 6, ours),
+                asyncio.gather(*(remove_worktree(w, delete_branch=True) for w in going)),
+            )
+            assert said == [["made"] * 5] * len(adders)
+            removed += going
+    finally:
+        for adder in adders:
+            assert adder.stdin is not None
+            adder.stdin.close()
+            await adder.wait()
+    branches = git(repo, "branch", "--list", "grove/*")
+    assert not [w.branch for w in removed if w.branch in branches]
+    assert len(git(repo, "worktree", "list").splitlines()) == 1 + 5 * (5 * 2 + 6) - len(removed)
+
+
+async def test_git_s_worktree_commands_wait_for_the_repository_s_lock(tmp_path: Path) -> None:
+    """While another process holds the worktrees lock, Grove's `git worktree` waits for it, and
+    a wait past its bound is an error naming the lock; once it is let go, the command runs."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    common = str(repo / ".git")
+    lock = Path(common, *LOCK_FILE)
+    lock.parent.mkdir()
+    held = os.open(lock, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as another process would: an open file of its own
+        with pytest.raises(WorktreeError) as waited:
+            async with worktrees_locked(common, timeout_s=0.3):
+                pass
+        listing = asyncio.create_task(grove_git(str(repo), "worktree", "list", common_dir=common))
+        await asyncio.sleep(0.3)
+        assert not listing.done()
+    finally:
+        os.close(held)
+    assert str(waited.value) == (
+        f"Grove's git waited 0.3 s for the worktrees lock {lock}, which another of its git "
+        "commands on that repository held all along (worktrees are added, removed and listed "
+        "one at a time per repository); it is let go when that command or its process ends: "
+        "try again"
+    )
+    code, listed = await listing
+    assert code == 0 and listed.startswith(str(repo))
+
+
+async def started_adder(point: ForkPoint) -> asyncio.subprocess.Process:
+    """An ADDER process, once it is ready to add."""
+    adder = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", ADDER, json.dumps(asdict(point)),
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+    )  # fmt: skip
+    assert adder.stdout is not None and await adder.stdout.readline() == b"ready\n"
+    return adder
+
+
+async def said_by(adder: asyncio.subprocess.Process) -> list[str]:
+    assert adder.stdout is not None
+    return list(json.loads(await adder.stdout.readline()))
+
+
+async def add(point: ForkPoint, count: int, made: list[Worktree]) -> None:
+    """`count` worktrees added at once, into `made`."""
+    made += await asyncio.gather(*(make_worktree(point, uuid.uuid4().hex) for _ in range(count)))
 
 
 def test_batch_and_worktrees_through_a_service(
