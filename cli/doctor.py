@@ -1,5 +1,5 @@
 """`grove doctor`: checks what Grove needs (versions, the configuration, the store and the
-models of its agents, the credentials file, Ray, the sandbox, the simulator, a running service)
+models of its agents, the credentials file, Ray, the sandboxes, the simulator, a running service)
 and says what to fix.
 """
 
@@ -191,6 +191,19 @@ def sandbox(settings: GroveSettings) -> list[Finding]:
     return [Finding("warn", "sandbox", what, fix)]
 
 
+def git_sandbox() -> list[Finding]:
+    """Whether Grove's own git (the worktrees of forks) runs in a sandbox of its own."""
+    from actors.tools.grove_git import git_sandbox_problem
+
+    problem = git_sandbox_problem()
+    if problem is None:
+        return [Finding("ok", "git sandbox", "Grove's git (worktrees) runs in bubblewrap")]
+    what = (
+        f"Grove's git runs unsandboxed (its fixed configuration and refusals hold): {problem.what}"
+    )
+    return [Finding("warn", "git sandbox", what, problem.fix)]
+
+
 def service() -> list[Finding]:
     from server.client import healthy
     from server.files import read_state
@@ -222,6 +235,7 @@ def doctor_command(ctx: typer.Context) -> None:
             credentials,
             lambda: ray_check(settings),
             lambda: sandbox(settings),
+            git_sandbox,
             simulator,
             service,
         ]

@@ -119,6 +119,25 @@ def path_without(base: Path, name: str) -> str:
     return str(directory)
 
 
+def bwrap_without(base: Path, option: str) -> str:
+    """A PATH whose `bwrap` lacks `option`, as a bubblewrap built or wrapped without it: its
+    --help does not list it, and it refuses it as bubblewrap refuses an option it does not know;
+    all else goes to the real bwrap."""
+    real = shutil.which("bwrap")
+    assert real is not None
+    shim = base / f"bwrap-without{option}" / "bwrap"
+    shim.parent.mkdir()
+    shim.write_text(
+        "#!/bin/sh\n"
+        f'[ "$1" = --help ] && {{ {real} --help | grep -v -- "{option} "; exit 0; }}\n'
+        f'for word in "$@"; do [ "$word" = {option} ] && '
+        f'{{ echo "bwrap: Unknown option {option}" >&2; exit 1; }}; done\n'
+        f'exec {real} "$@"\n'
+    )
+    shim.chmod(0o755)
+    return f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+
 def _answers_ping(process: subprocess.Popen[bytes], client: redis.Redis) -> bool:
     """Wait until `client` gets an answer to PING; False when the server exited or never did."""
     deadline = time.monotonic() + REDIS_START_TIMEOUT_S

@@ -19,7 +19,14 @@ import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from actors.tools.sandbox import SandboxPolicy, sandbox_problem, secret_paths
+from actors.tools.sandbox import (
+    UPGRADE_BWRAP,
+    SandboxPolicy,
+    SandboxProblem,
+    lacked,
+    sandbox_problem,
+    secret_paths,
+)
 from providers.errors import GroveError
 
 GIT_TIMEOUT_S = 120.0
@@ -298,15 +305,37 @@ def _within(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
+# The options of bubblewrap's that `_sandboxed` uses (`--ro-bind-data` among them, which the
+# tools' sandbox does not use).
+GIT_SANDBOX_OPTIONS = (
+    "--new-session", "--die-with-parent", "--cap-drop", "--unshare-pid", "--unshare-ipc",
+    "--unshare-net", "--ro-bind", "--dev", "--proc", "--bind", "--ro-bind-data", "--tmpfs",
+    "--remount-ro", "--chdir",
+)  # fmt: skip
+
+
+def git_sandbox_problem() -> SandboxProblem | None:
+    """Why Grove's git runs without its sandbox here (None: it runs in one): no bubblewrap that
+    works, or one without an option the sandbox uses. Synchronous: for `grove doctor`."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return SandboxProblem("`bwrap` is not on PATH", UPGRADE_BWRAP)
+    lacking = lacked(bwrap, GIT_SANDBOX_OPTIONS)
+    if lacking is not None:
+        return SandboxProblem(lacking, UPGRADE_BWRAP)
+    return sandbox_problem()  # whether it starts one here
+
+
 _bwraps: dict[str, str | None] = {}  # PATH -> the bwrap on it that works (None: none)
 
 
 async def _working_bwrap() -> str | None:
     """The bubblewrap Grove's git runs in, once shown to work in this process; None when there
-    is none that works (git runs unsandboxed then, with its fixed configuration still)."""
+    is none that works or it lacks an option the sandbox uses (git runs unsandboxed then, with
+    its fixed configuration and refusals still)."""
     path = os.environ.get("PATH", os.defpath)
     if path not in _bwraps:
-        problem = await asyncio.to_thread(sandbox_problem)
+        problem = await asyncio.to_thread(git_sandbox_problem)
         _bwraps[path] = shutil.which("bwrap", path=path) if problem is None else None
     return _bwraps[path]
 

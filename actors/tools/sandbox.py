@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
@@ -66,6 +67,19 @@ ENVIRONMENT = frozenset(
 # or /tmp (ray._common.utils.get_default_ray_temp_dir).
 RAY_TEMP_PARENTS = ("RAY_TMPDIR", "TMPDIR")
 KEY_VARIABLES = frozenset(name for names in API_KEY_ENV.values() for name in names)
+
+
+# The options of bubblewrap's the tools' sandbox uses (`--size` aside: without it its file systems
+# in memory go unsized), each there since bubblewrap 0.2.
+SANDBOX_OPTIONS = (
+    "--new-session", "--die-with-parent", "--cap-drop", "--unshare-pid", "--unshare-ipc",
+    "--unshare-net", "--ro-bind", "--dev", "--proc", "--tmpfs", "--remount-ro", "--bind",
+    "--chdir", "--info-fd", "--block-fd",
+)  # fmt: skip
+UPGRADE_BWRAP = (
+    "Install bubblewrap 0.2 or newer, first on PATH (Debian, Ubuntu: sudo apt install bubblewrap)"
+)
+_LISTED_OPTION = re.compile(r"^\s+(--[\w-]+)", re.MULTILINE)
 
 
 class SandboxUnavailable(ToolError):
@@ -194,6 +208,9 @@ def sandbox_problem(environ: Mapping[str, str] | None = None) -> SandboxProblem 
     bwrap = shutil.which("bwrap", path=env.get("PATH"))
     if bwrap is None:
         return MISSING
+    lacking = lacked(bwrap, SANDBOX_OPTIONS)
+    if lacking is not None:
+        return _lacking(lacking)
     problem = ""
     for sized in (True, False):
         try:
@@ -206,6 +223,38 @@ def sandbox_problem(environ: Mapping[str, str] | None = None) -> SandboxProblem 
         if not _unsized(problem):
             break
     return _broken(bwrap, problem) if problem else None
+
+
+def missing_options(help_text: str, needed: Sequence[str]) -> list[str]:
+    """Those of the options `needed` that bubblewrap's `--help` (`help_text`) does not list."""
+    listed = set(_LISTED_OPTION.findall(help_text))
+    return [option for option in needed if option not in listed]
+
+
+def lacked(bwrap: str, needed: Sequence[str]) -> str | None:
+    """Which of the options `needed` `bwrap` lacks, in a phrase naming its version (None: it
+    has them all, or it cannot say: then starting a sandbox tells what is wrong)."""
+    try:
+        said = [
+            subprocess.run([bwrap, flag], capture_output=True, timeout=30, check=True).stdout
+            for flag in ("--help", "--version")
+        ]
+    except (OSError, subprocess.SubprocessError):
+        return None
+    help_text, version = (text.decode(errors="replace").strip() for text in said)
+    return lacking_text(bwrap, version, missing_options(help_text, needed))
+
+
+def lacking_text(bwrap: str, version: str, missing: Sequence[str]) -> str | None:
+    """`bubblewrap 0.1.1 (/usr/bin/bwrap) has no --ro-bind-data` (None: nothing missing)."""
+    return f"{version or 'bwrap'} ({bwrap}) has no {', '.join(missing)}" if missing else None
+
+
+def _lacking(lacking: str) -> SandboxProblem:
+    return SandboxProblem(
+        f"Tools run commands in a bubblewrap sandbox, and {lacking}",
+        f'{UPGRADE_BWRAP}; or run commands without a sandbox: [tools.sandbox] mode = "off".',
+    )
 
 
 # bwrap path -> why it cannot start a sandbox (None: it can), and whether it sizes file systems
@@ -224,6 +273,9 @@ async def _checked_bwrap() -> tuple[str, bool]:
         raise SandboxUnavailable(str(MISSING))
     _found_on[path] = bwrap
     if bwrap not in _working:
+        lacking = await asyncio.to_thread(lacked, bwrap, SANDBOX_OPTIONS)
+        if lacking is not None:
+            raise SandboxUnavailable(str(_lacking(lacking)))
         problem = await _probe_problem(bwrap, sized=True)
         sized = not _unsized(problem)
         if not sized:

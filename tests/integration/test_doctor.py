@@ -26,10 +26,11 @@ def test_a_clean_setup_passes_every_check(tmp_path: Path) -> None:
     verdicts = {line.split()[1]: line.split()[0] for line in done.stdout.splitlines()
                 if not line.startswith(" ")}  # fmt: skip
     assert set(verdicts) == {
-        "versions", "config", "store", "credentials", "ray", "sandbox", "simulator", "service"
+        "versions", "config", "store", "credentials", "ray", "sandbox", "git", "simulator",
+        "service",
     }  # fmt: skip
     assert verdicts["credentials"] == "warn"  # no provider key: only --simulate works
-    checks = ("store", "ray", "sandbox", "simulator", "service")
+    checks = ("store", "ray", "sandbox", "git", "simulator", "service")
     assert all(verdicts[check] == "ok" for check in checks)
 
 
@@ -52,3 +53,10 @@ def test_what_is_wrong_is_named_with_its_fix(tmp_path: Path) -> None:
     (sandbox,) = [index for index, line in enumerate(lines) if line.split()[1:2] == ["sandbox"]]
     assert lines[sandbox].startswith("warn  sandbox     bash cannot run: Tools run commands in")
     assert lines[sandbox + 1].strip().startswith("fix: Install bubblewrap (Debian, Ubuntu:")
+    (git,) = [index for index, line in enumerate(lines) if line.split()[1:2] == ["git"]]
+    assert lines[git : git + 2] == [
+        "warn  git sandbox Grove's git runs unsandboxed (its fixed configuration and refusals "
+        "hold): `bwrap` is not on PATH",
+        f"{'':<17} fix: Install bubblewrap 0.2 or newer, first on PATH (Debian, Ubuntu: sudo apt "
+        "install bubblewrap)",
+    ]

@@ -22,13 +22,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from actors.tools.grove_git import WorktreeError, git
+from actors.tools.grove_git import (
+    GIT_SANDBOX_OPTIONS,
+    WorktreeError,
+    _sandboxed,
+    git,
+    git_sandbox_problem,
+)
+from actors.tools.sandbox import SANDBOX_OPTIONS, lacking_text, missing_options, sandbox_problem
 from actors.tools.worktrees import fork_point, make_worktree, remove_worktree, settle
 from cli.app import app
+from cli.doctor import Finding, git_sandbox
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
-from tests.conftest import path_without
+from tests.conftest import bwrap_without, path_without
 from tests.integration.groves import cli_environment, running_grove, sim_call, tool_results
 from tests.integration.services import service_in_process
 from tests.security.commands import COMMAND_TIMEOUT_S
@@ -38,6 +46,45 @@ TOOLS = ["fork"]
 # Git for making the plantings: none of the repository's own settings may run anything yet.
 SETUP_GIT = ("-c", "core.hooksPath=/dev/null", "-c", "protocol.allow=never")
 ME = ("-c", "user.name=t", "-c", "user.email=t@example.com")
+# What `bwrap --help` of bubblewrap 0.1.1 prints (its usage() in bubblewrap.c), word for word.
+HELP_OF_0_1_1 = """\
+usage: bwrap [OPTIONS...] COMMAND [ARGS...]
+
+    --help                       Print this help
+    --version                    Print version
+    --args FD                    Parse nul-separated args from FD
+    --unshare-user               Create new user namespace (may be automatically implied if not \
+setuid)
+    --unshare-user-try           Create new user namespace if possible else continue by skipping it
+    --unshare-ipc                Create new ipc namespace
+    --unshare-pid                Create new pid namespace
+    --unshare-net                Create new network namespace
+    --unshare-uts                Create new uts namespace
+    --unshare-cgroup             Create new cgroup namespace
+    --unshare-cgroup-try         Create new cgroup namespace if possible else continue by \
+skipping it
+    --uid UID                    Custom uid in the sandbox (requires --unshare-user)
+    --gid GID                    Custon gid in the sandbox (requires --unshare-user)
+    --chdir DIR                  Change directory to DIR
+    --setenv VAR VALUE           Set an environment variable
+    --unsetenv VAR               Unset an environment variable
+    --lock-file DEST             Take a lock on DEST while sandbox is running
+    --sync-fd FD                 Keep this fd open while sandbox is running
+    --bind SRC DEST              Bind mount the host path SRC on DEST
+    --dev-bind SRC DEST          Bind mount the host path SRC on DEST, allowing device access
+    --ro-bind SRC DEST           Bind mount the host path SRC readonly on DEST
+    --exec-label LABEL           Exec Label for the sandbox
+    --file-label LABEL           File label for temporary sandbox content
+    --proc DEST                  Mount procfs on DEST
+    --dev DEST                   Mount new dev on DEST
+    --tmpfs DEST                 Mount new tmpfs on DEST
+    --mqueue DEST                Mount new mqueue on DEST
+    --dir DEST                   Create dir at DEST
+    --file FD DEST               Copy from FD to dest DEST
+    --bind-data FD DEST          Copy from FD to file which is bind-mounted on DEST
+    --symlink SRC DEST           Create symlink at DEST with target SRC
+    --seccomp FD                 Load and use seccomp rules from FD
+"""
 
 
 @dataclass(frozen=True)
@@ -456,15 +503,19 @@ def payloads_in_its_own_config(scene: Scene) -> None:
     (scene.workspace / ".gitattributes").write_text("* filter=x diff=x\n")
 
 
-@pytest.mark.parametrize("sandboxed", [True, False])
+@pytest.mark.parametrize("bwrap", ["working", "missing", "without --ro-bind-data"])
 async def test_what_grove_s_git_runs_stays_in_its_sandbox(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sandboxed: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bwrap: str
 ) -> None:
     """Were git to run a command after all, it would run in Grove's git sandbox: writing only
     in the repository's git directory, with no secret and no loopback server in sight. Without
-    bubblewrap it gets all three: the sandbox is what stops it."""
-    if not sandboxed:
+    bubblewrap, or with one that lacks an option the sandbox uses, it gets all three (and runs):
+    the sandbox is what stops it."""
+    if bwrap == "missing":
         monkeypatch.setenv("PATH", path_without(tmp_path, "bwrap"))
+    elif bwrap != "working":
+        monkeypatch.setenv("PATH", bwrap_without(tmp_path, "--ro-bind-data"))
+    sandboxed = bwrap == "working"
     home, outside, repo = tmp_path / "home", tmp_path / "outside", tmp_path / "repo"
     (home / ".ssh").mkdir(parents=True)
     (home / ".ssh" / "id_ed25519").write_text("PRIVATE KEY\n")
@@ -487,3 +538,61 @@ async def test_what_grove_s_git_runs_stays_in_its_sandbox(
     got_through = ["PRIVATE KEY" in said, "CONNECTED" in said, outside.exists()]
     assert got_through == [not sandboxed] * 3, said
     assert (repo / ".git" / "inside").exists()
+
+
+def test_bubblewrap_s_help_says_which_options_it_has(tmp_path: Path) -> None:
+    """The options Grove's sandboxes use are read off `bwrap --help`: the installed bubblewrap
+    has them all; 0.1.1 lacks five of the git sandbox's, `--ro-bind-data` among them. The git
+    sandbox uses no option it does not check for."""
+    installed = subprocess.run(["bwrap", "--help"], capture_output=True, text=True, check=True)
+    assert missing_options(installed.stdout, (*SANDBOX_OPTIONS, *GIT_SANDBOX_OPTIONS)) == []
+    missing = missing_options(HELP_OF_0_1_1, GIT_SANDBOX_OPTIONS)
+    assert missing == [
+        "--new-session", "--die-with-parent", "--cap-drop", "--ro-bind-data", "--remount-ro"
+    ]  # fmt: skip
+    assert lacking_text("/usr/bin/bwrap", "bubblewrap 0.1.1", missing[3:4]) == (
+        "bubblewrap 0.1.1 (/usr/bin/bwrap) has no --ro-bind-data"
+    )
+    assert lacking_text("/usr/bin/bwrap", "bubblewrap 0.8.0", []) is None
+    argv = _sandboxed("bwrap", str(tmp_path), str(tmp_path / ".git"), 3, ["git", "status"])
+    used = {word for word in argv[: argv.index("--")] if word.startswith("--")}
+    assert used <= set(GIT_SANDBOX_OPTIONS)
+
+
+async def test_a_bwrap_without_ro_bind_data_leaves_grove_s_git_unsandboxed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bwrap without `--ro-bind-data` (a build or wrapper that has not got it) runs the tools'
+    sandbox, and Grove's git runs without its own, as without bubblewrap: the worktree is made,
+    not refused with bwrap's "Unknown option"; `grove doctor` says so in one line, and what to
+    do."""
+    monkeypatch.setenv("PATH", bwrap_without(tmp_path, "--ro-bind-data"))
+    shim = shutil.which("bwrap")
+    assert sandbox_problem() is None  # the tools' sandbox needs no --ro-bind-data
+    lacking = f"{version_of('bwrap')} ({shim}) has no --ro-bind-data"
+    problem = git_sandbox_problem()
+    assert problem is not None and problem.what == lacking
+    assert git_sandbox() == [
+        Finding(
+            "warn",
+            "git sandbox",
+            f"Grove's git runs unsandboxed (its fixed configuration and refusals hold): {lacking}",
+            "Install bubblewrap 0.2 or newer, first on PATH (Debian, Ubuntu: sudo apt install "
+            "bubblewrap)",
+        )
+    ]
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    setup_git(repo, "init", "-q", "-b", "main", ".")
+    commit_a_file(repo)
+    point = await fork_point(str(repo), "a" * 32)
+    worktree = await make_worktree(point, "b" * 32)
+    assert (Path(worktree.path) / "a.txt").read_text() == "committed\n"
+    monkeypatch.undo()
+    assert git_sandbox() == [
+        Finding("ok", "git sandbox", "Grove's git (worktrees) runs in bubblewrap")
+    ]
+
+
+def version_of(bwrap: str) -> str:
+    return subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()

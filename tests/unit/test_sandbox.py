@@ -5,6 +5,8 @@ makes them hold (fresh /tmp, then the root, then the secrets over everything).
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,7 @@ from actors.agent import ToolError
 from actors.sandbox_limits import SandboxLimits
 from actors.tools.editing import editing_tools
 from actors.tools.sandbox import SandboxPolicy, bwrap_arguments, sandbox_problem
-from tests.conftest import path_without
+from tests.conftest import bwrap_without, path_without
 
 
 async def test_without_bwrap_bash_refuses_and_says_what_to_do(
@@ -46,6 +48,26 @@ async def test_a_bwrap_that_cannot_make_namespaces_is_reported(
         f"{fake} could not start a sandbox here: bwrap: No permissions to create new namespace."
     )
     assert "user namespaces" in str(refused.value)
+
+
+async def test_a_bwrap_without_an_option_the_sandbox_uses_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", bwrap_without(tmp_path, "--block-fd"))
+    with pytest.raises(ToolError) as refused:
+        await editing_tools(tmp_path)["bash"].run({"command": "true"})
+    shim = shutil.which("bwrap")
+    assert str(refused.value) == str(sandbox_problem())
+    assert str(refused.value).startswith(
+        f"Tools run commands in a bubblewrap sandbox, and bubblewrap {shim_version()} ({shim}) "
+        "has no --block-fd. Install bubblewrap 0.2 or newer, first on PATH (Debian, Ubuntu: "
+    )
+    assert str(refused.value).endswith('[tools.sandbox] mode = "off".')
+
+
+def shim_version() -> str:
+    done = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, check=True)
+    return done.stdout.split()[-1]
 
 
 def test_a_working_bwrap_is_no_problem() -> None:
