@@ -138,6 +138,12 @@ def bwrap_without(base: Path, option: str) -> str:
     return f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}"
 
 
+def bwrap_version() -> str:
+    """What the `bwrap` on PATH says of its version: `bubblewrap 0.8.0`."""
+    done = subprocess.run(["bwrap", "--version"], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
 def _answers_ping(process: subprocess.Popen[bytes], client: redis.Redis) -> bool:
     """Wait until `client` gets an answer to PING; False when the server exited or never did."""
     deadline = time.monotonic() + REDIS_START_TIMEOUT_S

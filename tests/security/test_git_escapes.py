@@ -36,7 +36,7 @@ from cli.doctor import Finding, git_sandbox
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.store import open_store
-from tests.conftest import bwrap_without, path_without
+from tests.conftest import bwrap_version, bwrap_without, path_without
 from tests.integration.groves import cli_environment, running_grove, sim_call, tool_results
 from tests.integration.services import service_in_process
 from tests.security.commands import COMMAND_TIMEOUT_S
@@ -569,7 +569,7 @@ async def test_a_bwrap_without_ro_bind_data_leaves_grove_s_git_unsandboxed(
     monkeypatch.setenv("PATH", bwrap_without(tmp_path, "--ro-bind-data"))
     shim = shutil.which("bwrap")
     assert sandbox_problem() is None  # the tools' sandbox needs no --ro-bind-data
-    lacking = f"{version_of('bwrap')} ({shim}) has no --ro-bind-data"
+    lacking = f"{bwrap_version()} ({shim}) has no --ro-bind-data"
     problem = git_sandbox_problem()
     assert problem is not None and problem.what == lacking
     assert git_sandbox() == [
@@ -592,7 +592,3 @@ async def test_a_bwrap_without_ro_bind_data_leaves_grove_s_git_unsandboxed(
     assert git_sandbox() == [
         Finding("ok", "git sandbox", "Grove's git (worktrees) runs in bubblewrap")
     ]
-
-
-def version_of(bwrap: str) -> str:
-    return subprocess.run([bwrap, "--version"], capture_output=True, text=True).stdout.strip()
