@@ -311,7 +311,7 @@ async def test_worktrees_added_at_once_by_several_processes(tmp_path: Path) -> N
     removed: list[Worktree] = []
     ours: list[Worktree] = []
     try:
-        for _ in range(5):  # rounds: 5 worktrees of each adder's, 6 of ours, 2 of ours removed
+        for _ in range(6):  # rounds: 5 worktrees of each adder's, 6 of ours, 2 of ours removed
             for adder in adders:
                 assert adder.stdin is not None
                 adder.stdin.write(" ".join(uuid.uuid4().hex for _ in range(5)).encode() + b"\n")
@@ -330,7 +330,7 @@ async def test_worktrees_added_at_once_by_several_processes(tmp_path: Path) -> N
             await adder.wait()
     branches = git(repo, "branch", "--list", "grove/*")
     assert not [w.branch for w in removed if w.branch in branches]
-    assert len(git(repo, "worktree", "list").splitlines()) == 1 + 5 * (5 * 2 + 6) - len(removed)
+    assert len(git(repo, "worktree", "list").splitlines()) == 1 + 6 * (5 * 2 + 6) - len(removed)
 
 
 async def test_git_s_worktree_commands_wait_for_the_repository_s_lock(tmp_path: Path) -> None:
