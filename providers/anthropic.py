@@ -84,7 +84,10 @@ class AnthropicWire:
             request = replace(request, cache=None)
         body, warnings = request_body(request)
         return PreparedRequest(
-            path=MESSAGES_PATH, headers=request_headers(endpoint), body=body, warnings=warnings
+            path=MESSAGES_PATH,
+            headers=request_headers(endpoint.api_key),
+            body=body,
+            warnings=warnings,
         )
 
     def new_parser(self) -> AnthropicStreamParser:

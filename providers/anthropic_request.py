@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
 
 from providers.anthropic_cache import FORK_MARK, place_breakpoints
 from providers.base import (
@@ -23,17 +22,14 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.catalog import model_info
+from providers.catalog import DEFAULT_MODELS, model_info
 from providers.errors import UnknownModelError
 from providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
 from providers.output_schema import for_provider
 from providers.thinking import anthropic_fields, anthropic_plan
 
-if TYPE_CHECKING:  # providers.http builds on this module (its preserved thinking)
-    from providers.http import Endpoint
-
 ANTHROPIC_VERSION = "2023-06-01"
-DEFAULT_FAMILY = "claude-sonnet-4-5"
+DEFAULT_FAMILY = DEFAULT_MODELS["anthropic"]
 MESSAGES_PATH = "/v1/messages"
 # The API accepts tool_use ids of these characters only; ids made by other providers are
 # rewritten the same way on the call and on its result, so the pair still matches.
@@ -44,9 +40,9 @@ THINKING_OFF_IN_FOREIGN_TOOL_LOOP = (
 )
 
 
-def request_headers(endpoint: Endpoint) -> dict[str, str]:
+def request_headers(api_key: str) -> dict[str, str]:
     return {
-        "x-api-key": endpoint.api_key,
+        "x-api-key": api_key,
         "anthropic-version": ANTHROPIC_VERSION,
         "content-type": "application/json",
     }
