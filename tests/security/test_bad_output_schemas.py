@@ -45,8 +45,8 @@ def test_a_bad_schema_file_is_one_line_and_exit_2_before_ray(
     tasks.write_text('{"id": 1, "prompt": "Review."}\n')
     output = place.base / "out.jsonl"
     for args in (
-        ("run", "--simulate", "--model", "gpt-5-mini", "--output-schema", str(schema), "Review."),
-        ("batch", str(tasks), "--simulate", "-m", "gpt-5-mini", "--output-schema", str(schema),
+        ("run", "--simulate", "--model", "gpt-6.1-terra", "--output-schema", str(schema), "Review."),
+        ("batch", str(tasks), "--simulate", "-m", "gpt-6.1-terra", "--output-schema", str(schema),
          "--output", str(output)),
     ):  # fmt: skip
         done = place.grove(*args)
@@ -62,7 +62,9 @@ def test_strict_mode_is_checked_for_the_provider_chosen(place: Place) -> None:
     schema = place.base / "free.json"
     schema.write_text(json.dumps(FREE_KEYS))
     tasks = place.base / "tasks.jsonl"
-    tasks.write_text('{"id": 1, "prompt": "a"}\n{"id": 2, "prompt": "b", "model": "gpt-5-mini"}\n')
+    tasks.write_text(
+        '{"id": 1, "prompt": "a"}\n{"id": 2, "prompt": "b", "model": "gpt-6.1-terra"}\n'
+    )
     done = place.grove(
         "batch", str(tasks), "--simulate", "-m", "claude-haiku-4-5", "--output-schema", str(schema)
     )
@@ -74,7 +76,7 @@ def test_strict_mode_is_checked_for_the_provider_chosen(place: Place) -> None:
 def test_a_missing_schema_file_and_retries_out_of_range(place: Place) -> None:
     missing = place.base / "missing.json"
     done = place.grove(
-        "run", "--simulate", "-m", "gpt-5-mini", "--output-schema", str(missing), "x"
+        "run", "--simulate", "-m", "gpt-6.1-terra", "--output-schema", str(missing), "x"
     )
     assert done.returncode == 2
     assert (
@@ -83,7 +85,7 @@ def test_a_missing_schema_file_and_retries_out_of_range(place: Place) -> None:
     schema = place.base / "ok.json"
     schema.write_text(json.dumps({"type": "object", "properties": {"ok": {"type": "boolean"}}}))
     done = place.grove(
-        "run", "--simulate", "-m", "gpt-5-mini", "--output-schema", str(schema),
+        "run", "--simulate", "-m", "gpt-6.1-terra", "--output-schema", str(schema),
         "--output-retries", "21", "x",
     )  # fmt: skip
     assert done.returncode == 2
@@ -101,7 +103,7 @@ def test_a_schema_file_that_is_not_utf8_or_too_large(place: Place) -> None:
         (huge, f"the output schema {huge} is larger than 800,000 bytes"),
     ):
         done = place.grove(
-            "run", "--simulate", "-m", "gpt-5-mini", "--output-schema", str(path), "x"
+            "run", "--simulate", "-m", "gpt-6.1-terra", "--output-schema", str(path), "x"
         )
         assert (done.returncode, done.stderr.strip()) == (2, problem)
     assert not place.ray_started()

@@ -61,7 +61,7 @@ def looked(tmp_path_factory: pytest.TempPathFactory, locked_redis: int) -> Itera
         prompt = f"[[sim calls='{json.dumps(calls)}' step=1]] look"
         token = place.base / "made" / "for" / "ray" / "token"
         done = place.grove(
-            "run", "--simulate", "--model", "gpt-5-mini", "--json", "--tools", "bash",
+            "run", "--simulate", "--model", "gpt-6.1-terra", "--json", "--tools", "bash",
             "--allow", "bash", prompt, GROVE_STORE=store, RAY_AUTH_TOKEN_PATH=str(token),
             GITHUB_PAT=GITHUB_PAT, PROJECT_FLAG="named",
         )  # fmt: skip
@@ -93,7 +93,7 @@ def test_a_token_path_that_cannot_be_made_is_one_line(place: Place) -> None:
     blocker.write_text("")
     token = blocker / "token"
     done = place.grove(
-        "run", "--simulate", "--model", "gpt-5-mini", "hi", RAY_AUTH_TOKEN_PATH=str(token)
+        "run", "--simulate", "--model", "gpt-6.1-terra", "hi", RAY_AUTH_TOKEN_PATH=str(token)
     )
     assert (done.returncode, done.stdout) == (1, "")
     assert done.stderr == (
