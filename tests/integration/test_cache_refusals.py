@@ -72,7 +72,7 @@ def test_a_refused_feature_is_dropped_with_one_warning(
 def test_a_model_without_explicit_caching_falls_back_to_implicit(
     grove: Grove, simulator: SimulatorThread
 ) -> None:
-    root = grove.create_root("gemini-3.0-flash").uuid
+    root = grove.create_root("gemini-3.5-flash").uuid
     grove.seed(root, [("user", CONTEXT), ("assistant", "Noted.")])
     children = grove.fork_many(root, ["one", "two", "three"])
     results = {child: grove.wait_any([child], 60)[child] for child in children}
