@@ -47,7 +47,7 @@ TOOL_TURN = (
 )
 TEMPLATES: dict[str, dict[str, Any]] = {
     "/v1/messages": {
-        "model": "m",
+        "model": "claude-haiku-4-5",  # thinking budgets; thinking blocks not bound to a prefix
         "max_tokens": 4096,
         "stream": True,
         "system": "s",
@@ -55,7 +55,9 @@ TEMPLATES: dict[str, dict[str, Any]] = {
         "tools": [{"name": "get", "input_schema": {}}, {"name": "advise"}],
         "messages": [
             {"role": "user", "content": [{"type": "text", "text": TOOL_TURN}]},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "get"}]},
+            {"role": "assistant", "content": [
+                {"type": "thinking", "thinking": "t", "signature": "s"},
+                {"type": "tool_use", "id": "t", "name": "get"}]},
             {"role": "user", "content": [{"type": "tool_result", "content": [
                 {"type": "text", "text": "[[sim@reviewer tool=advise]]"}]}]},
         ],
