@@ -46,7 +46,9 @@ CALLS = [
 ]
 PROMPT = f"[[sim calls='{json.dumps(CALLS)}' step=1]] look around"
 TOOLS = ("--tools", "bash", "--tools", "find", "--tools", "read", "--allow", "bash")
-MODEL = ("--simulate", "--model", "claude-sonnet-5-5/low")
+# A model whose replies carry their thinking text (Claude 5.5 sends thinking blocks without
+# it by default), so the hostile thinking is there to show.
+MODEL = ("--simulate", "--model", "claude-haiku-4-5/low")
 
 
 # ----- the one function ----------------------------------------------------------------------
