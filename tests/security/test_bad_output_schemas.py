@@ -45,7 +45,7 @@ def test_a_bad_schema_file_is_one_line_and_exit_2_before_ray(
     tasks.write_text('{"id": 1, "prompt": "Review."}\n')
     output = place.base / "out.jsonl"
     for args in (
-        ("run", "--simulate", "--model", "gpt-6.1-terra", "--output-schema", str(schema), "Review."),
+        ("run", "--simulate", "-m", "gpt-6.1-terra", "--output-schema", str(schema), "Review."),
         ("batch", str(tasks), "--simulate", "-m", "gpt-6.1-terra", "--output-schema", str(schema),
          "--output", str(output)),
     ):  # fmt: skip
