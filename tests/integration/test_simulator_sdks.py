@@ -129,6 +129,7 @@ def preserved_tool_loop(
         events = list(stream)
         message = stream.get_final_message()
     thinking, call = message.content
+    assert call.type == "tool_use"
     messages += [
         {"role": "assistant", "content": [block.model_dump() for block in message.content]},
         {
@@ -174,7 +175,7 @@ def test_anthropic_5_5_thinking_goes_back_with_its_own_prefix_and_model_only(
         "tools": CLAUDE_TOOLS,
         "messages": messages,
     }
-    answer = client.messages.create(**asked)
+    answer = client.messages.create(**asked)  # type: ignore[call-overload]
     assert answer.content[-1].type == "text"
     changed: list[dict[str, Any]] = [
         {"system": "Be thorough."},
@@ -192,7 +193,9 @@ def test_anthropic_5_5_thinking_goes_back_with_its_own_prefix_and_model_only(
         )
     without_thinking = [messages[0], {**messages[1], "content": messages[1]["content"][1:]}]
     with pytest.raises(anthropic.BadRequestError) as refused:
-        client.messages.create(**{**asked, "messages": [*without_thinking, messages[2]]})
+        client.messages.create(  # type: ignore[call-overload]
+            **{**asked, "messages": [*without_thinking, messages[2]]}
+        )
     message = refused.value.body["error"]["message"]  # type: ignore[index]
     assert message.startswith(
         "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found "
