@@ -289,10 +289,19 @@ def parse_model_choice(text: str, aliases: Mapping[str, str] | None = None) -> M
     spec = parse_model_spec(text, aliases)
     name = text.strip().partition("/")[0]
     written = (aliases or {}).get(name, name).strip().partition("/")[0]
-    suggestion = None if ":" in written else near_miss(spec.model)
+    suggestion = None if ":" in written else _current_spelling(near_miss(spec.model))
     if suggestion is not None:
         raise UnknownModelError(near_miss_text(spec.model, spec.provider, suggestion), spec.model)
     return spec
+
+
+def _current_spelling(suggestion: str | None) -> str | None:
+    """A near miss to suggest: a retired model's successor in its place (`claude-sonet-4-5`
+    was meant as the retired claude-sonnet-4-5: suggest claude-sonnet-5-5)."""
+    info = MODELS.get(suggestion or "")
+    if info is not None and info.status == "retired" and info.successor is not None:
+        return info.successor
+    return suggestion
 
 
 def _thinking_level(level: str) -> ThinkingLevel:

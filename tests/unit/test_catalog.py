@@ -26,6 +26,7 @@ from providers.catalog import (
     infer_provider,
     model_info,
     near_miss,
+    parse_model_choice,
     parse_model_spec,
     set_prices,
 )
@@ -444,3 +445,15 @@ def test_an_id_longer_than_any_model_id_gets_no_near_miss() -> None:
     typos = "claude-" + "-".join(["sonet"] * 20_000)
     assert near_miss(typos[:MAX_NEAR_MISS_CHARS]) is not None  # within the bound: a hint
     assert near_miss(typos) is None
+
+
+def test_a_typo_of_a_retired_id_is_pointed_at_its_successor() -> None:
+    with pytest.raises(UnknownModelError) as refused:
+        parse_model_choice("claude-sonet-4-5")
+    assert str(refused.value) == (
+        "Unknown model: claude-sonet-4-5. Did you mean claude-sonnet-5-5? "
+        "(To send claude-sonet-4-5 as written, name it anthropic:claude-sonet-4-5.)"
+    )
+    with pytest.raises(UnknownModelError) as current:
+        parse_model_choice("claude-sonet-5-5")
+    assert "Did you mean claude-sonnet-5-5?" in str(current.value)
