@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
@@ -336,6 +336,44 @@ async def run_process(
     waits until it is held to the policy's limits. At the timeout (TimeoutError) or when
     cancelled, its whole process group, and with it the sandbox and everything in it, is
     killed first."""
+    with _git_mount_point(root, policy):
+        return await _run_process(command, root, policy, timeout_s, take)
+
+
+# `.git` mount points this process's sandboxes made in workspaces that have none (bubblewrap
+# makes the directory it mounts a read-only tmpfs on), with how many running sandboxes use
+# each: the last to end removes it, so no workspace is left looking like a repository.
+_made_git_points: dict[str, int] = {}
+
+
+@contextlib.contextmanager
+def _git_mount_point(root: Path, policy: SandboxPolicy) -> Iterator[None]:
+    git = os.path.join(os.path.realpath(root), ".git")
+    if (
+        not policy.sandboxed
+        or policy.mode != "workspace-write"
+        or (git not in _made_git_points and os.path.lexists(git))
+    ):
+        yield
+        return
+    _made_git_points[git] = _made_git_points.get(git, 0) + 1
+    try:
+        yield
+    finally:
+        _made_git_points[git] -= 1
+        if not _made_git_points[git]:
+            del _made_git_points[git]
+            with contextlib.suppress(OSError):  # gone, or not empty: not the mount point
+                os.rmdir(git)
+
+
+async def _run_process(
+    command: Sequence[str],
+    root: Path,
+    policy: SandboxPolicy,
+    timeout_s: float,
+    take: Callable[[bytes], None],
+) -> int:
     environment = command_environment(policy)
     argv = list(command)
     passed: tuple[int, ...] = ()

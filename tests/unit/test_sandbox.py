@@ -5,6 +5,7 @@ makes them hold (fresh /tmp, then the root, then the secrets over everything).
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from pathlib import Path
 
@@ -109,19 +110,28 @@ def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.Mo
 async def test_a_command_cannot_make_the_workspace_a_repository_of_its_own(
     tmp_path: Path,
 ) -> None:
-    """Grove's own git runs outside the sandbox, in the workspace (a fork into worktrees): a
-    repository a command made there would have it run that repository's filters, so a root
-    without `.git` gets a read-only empty one (git looks past it, to the repository above)."""
+    """Grove's own git runs in the workspace (a fork into worktrees): a repository a command
+    made there would have it run that repository's filters, so while commands run, a root
+    without `.git` has a read-only empty one (git looks past it, to the repository above);
+    the last command to end takes it away, so the workspace is not left looking like a
+    repository (WATCHDOG.md discovery stops at a `.git`)."""
     from actors.tools.sandbox import run_process
 
     root = tmp_path / "root"
     root.mkdir()
+    slow = asyncio.create_task(
+        run_process(["sleep", "3"], root, SandboxPolicy(), 30.0, lambda _: None)
+    )
     plant = "git init -q . && git config filter.x.clean 'touch escaped' && echo planted"
     said: list[bytes] = []
     code = await run_process(["sh", "-c", plant], root, SandboxPolicy(), 30.0, said.append)
     assert code != 0 and b"planted" not in b"".join(said)
-    assert not (root / ".git" / "config").exists()
-    assert list((root / ".git").iterdir()) == []
+    assert list((root / ".git").iterdir()) == []  # still the mount point of the slow one
+    assert await slow == 0
+    assert not (root / ".git").exists()
+    (root / ".git").mkdir()  # the workspace's own: kept
+    assert await run_process(["true"], root, SandboxPolicy(), 30.0, said.append) == 0
+    assert (root / ".git").is_dir()
 
 
 async def test_a_bwrap_without_size_runs_with_unsized_file_systems(
