@@ -51,6 +51,7 @@ LONGEST_FIRST = (
     "tests/integration/test_one_path.py",
     "tests/integration/test_supervision.py",
     "tests/security/test_service_abuse.py",
+    "tests/security/test_mcp_scope.py",
     "tests/security/test_mcp_limits.py",
 )
 STARTING_RAY = ("tests/integration/", "tests/security/")
