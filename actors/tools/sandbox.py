@@ -337,7 +337,48 @@ async def run_process(
     cancelled, its whole process group, and with it the sandbox and everything in it, is
     killed first."""
     with _git_mount_point(root, policy):
-        return await _run_process(command, root, policy, timeout_s, take)
+        environment = command_environment(policy)
+        argv = list(command)
+        passed: tuple[int, ...] = ()
+        cgroup: SandboxCgroup | None = None
+        if policy.sandboxed:
+            bwrap, sized = await _checked_bwrap()
+            hidden = secret_paths(policy, os.environ)
+            argv = bwrap_arguments(bwrap, policy, root, argv, hidden, sized=sized)
+            environment["TMPDIR"] = "/tmp"  # the sandbox's own
+            info, info_to_us = os.pipe()  # bubblewrap says there the pid of the sandbox's first
+            go_from_us, go = os.pipe()  # which waits for a byte here before it runs anything
+            passed = (info_to_us, go_from_us)
+            at = argv.index("--")  # bwrap's, before the command
+            argv[at:at] = ["--info-fd", str(info_to_us), "--block-fd", str(go_from_us)]
+            cgroup = sandbox_cgroup(policy.limits)
+        try:
+            process = _started(argv, root, environment, passed, cgroup)
+        except BaseException:
+            if passed:
+                closed(info, go)
+            if cgroup is not None:
+                release_cgroup(cgroup)
+            raise
+        finally:
+            closed(*passed)
+        assert process.stdout is not None
+        try:
+            async with asyncio.timeout(timeout_s):
+                if passed:
+                    await _let_go(info, go, policy.limits, cgroup)
+                await stream(process.stdout.fileno(), take)
+                return await exited(process)
+        except BaseException:  # the timeout, or the turn was cancelled
+            # Before `go` closes: a sandbox still waiting to be let go dies waiting.
+            await kill_group(process, KILL_GRACE_S)
+            raise
+        finally:
+            process.stdout.close()
+            if passed:
+                closed(info, go)
+            if cgroup is not None:
+                release_cgroup(cgroup)
 
 
 # `.git` mount points this process's sandboxes made in workspaces that have none (bubblewrap
@@ -365,57 +406,6 @@ def _git_mount_point(root: Path, policy: SandboxPolicy) -> Iterator[None]:
             del _made_git_points[git]
             with contextlib.suppress(OSError):  # gone, or not empty: not the mount point
                 os.rmdir(git)
-
-
-async def _run_process(
-    command: Sequence[str],
-    root: Path,
-    policy: SandboxPolicy,
-    timeout_s: float,
-    take: Callable[[bytes], None],
-) -> int:
-    environment = command_environment(policy)
-    argv = list(command)
-    passed: tuple[int, ...] = ()
-    cgroup: SandboxCgroup | None = None
-    if policy.sandboxed:
-        bwrap, sized = await _checked_bwrap()
-        hidden = secret_paths(policy, os.environ)
-        argv = bwrap_arguments(bwrap, policy, root, argv, hidden, sized=sized)
-        environment["TMPDIR"] = "/tmp"  # the sandbox's own
-        info, info_to_us = os.pipe()  # bubblewrap says there the pid of the sandbox's first
-        go_from_us, go = os.pipe()  # which waits for a byte here before it runs anything
-        passed = (info_to_us, go_from_us)
-        at = argv.index("--")  # bwrap's, before the command
-        argv[at:at] = ["--info-fd", str(info_to_us), "--block-fd", str(go_from_us)]
-        cgroup = sandbox_cgroup(policy.limits)
-    try:
-        process = _started(argv, root, environment, passed, cgroup)
-    except BaseException:
-        if passed:
-            closed(info, go)
-        if cgroup is not None:
-            release_cgroup(cgroup)
-        raise
-    finally:
-        closed(*passed)
-    assert process.stdout is not None
-    try:
-        async with asyncio.timeout(timeout_s):
-            if passed:
-                await _let_go(info, go, policy.limits, cgroup)
-            await stream(process.stdout.fileno(), take)
-            return await exited(process)
-    except BaseException:  # the timeout, or the turn was cancelled
-        # Before `go` closes: a sandbox still waiting to be let go dies waiting.
-        await kill_group(process, KILL_GRACE_S)
-        raise
-    finally:
-        process.stdout.close()
-        if passed:
-            closed(info, go)
-        if cgroup is not None:
-            release_cgroup(cgroup)
 
 
 def _started(
