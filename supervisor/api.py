@@ -423,12 +423,7 @@ class Grove:
 
     def _compaction_plan(self) -> CompactionPlan:
         section = self.settings.compaction
-        try:
-            model = (
-                chosen_model(section.model, self.settings.models.aliases) if section.model else None
-            )
-        except ModelSpecError as exc:
-            raise CommandError(f"[compaction] model: {exc}") from exc
+        model = self._spec(section.model, "[compaction] model: ")
         return CompactionPlan(
             enabled=section.enabled,
             threshold=section.threshold,
@@ -533,11 +528,7 @@ class Grove:
         model or a JSON schema dict) makes every answer of the agent typed: `TurnResult.output`
         is the checked answer, a malformed one goes back to the model `output_retries`
         times."""
-        text = model or self.settings.defaults.model
-        try:
-            spec = chosen_model(text, self.settings.models.aliases) if text else None
-        except ModelSpecError as exc:
-            raise CommandError(str(exc)) from exc
+        spec = self._spec(model or self.settings.defaults.model)
         if tools is None:
             tools = ()
         elif isinstance(tools, str) or callable(tools):
@@ -826,11 +817,13 @@ class Grove:
         Needs no start."""
         return model_rows(include_retired, provider)
 
-    def _spec(self, text: str | None) -> ModelSpec | None:
+    def _spec(self, text: str | None, setting: str = "") -> ModelSpec | None:
+        """The model `text` names (None for none), or CommandError with its one line after
+        `setting` (the config key it came from, where it came from one)."""
         try:
             return chosen_model(text, self.settings.models.aliases) if text else None
         except ModelSpecError as exc:
-            raise CommandError(str(exc)) from exc
+            raise CommandError(f"{setting}{exc}") from exc
 
     def release_caches(self, agent: str | None = None) -> int:
         """Delete the provider-side cache entries (Gemini `cachedContents`) made for the
