@@ -388,9 +388,10 @@ def resolve_root_model(
 
     if not text:
         if any(task.model is None for task in tasks):
-            from supervisor.rules import NO_MODEL_FLAG_TEXT
+            from supervisor.config import config_path
+            from supervisor.rules import no_model_flag_text
 
-            fail(NO_MODEL_FLAG_TEXT, code=2)
+            fail(no_model_flag_text(config_path()), code=2)
         return None
     try:
         return parse_model_spec(text, aliases)

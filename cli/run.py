@@ -158,9 +158,10 @@ def resolve_model(flag: str | None, defaults: CommandDefaults) -> ModelSpec:
 
     text = flag or defaults.model
     if not text:
-        from supervisor.rules import NO_MODEL_FLAG_TEXT
+        from supervisor.config import config_path
+        from supervisor.rules import no_model_flag_text
 
-        fail(NO_MODEL_FLAG_TEXT, code=2)
+        fail(no_model_flag_text(config_path()), code=2)
     try:
         return parse_model_spec(text, defaults.aliases)
     except ModelSpecError as exc:

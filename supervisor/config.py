@@ -471,7 +471,7 @@ class GroveSettings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        path = _config_path()
+        path = config_path()
         return (
             init_settings,
             env_settings,
@@ -479,7 +479,9 @@ class GroveSettings(BaseSettings):
         )
 
 
-def _config_path() -> Path:
+def config_path() -> Path:
+    """The configuration file Grove reads: GROVE_CONFIG_FILE, else config.toml in
+    `$XDG_CONFIG_HOME/grove` (`~/.config/grove`)."""
     override = os.environ.get("GROVE_CONFIG_FILE")
     return Path(override) if override else config_dir() / CONFIG_FILE
 
@@ -487,7 +489,7 @@ def _config_path() -> Path:
 def load_settings(**flags: Any) -> GroveSettings:
     """Settings from every layer; flags given as None are left to the lower layers."""
     given = {key: value for key, value in flags.items() if value is not None}
-    path = _config_path()
+    path = config_path()
     for variable in BASE_URL_ENV.values():
         problem = base_url_problem(os.environ[variable]) if os.environ.get(variable) else None
         if problem:

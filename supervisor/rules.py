@@ -6,6 +6,7 @@ Texts here are the reference's (spec/commands-model-fork.md), word for word.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 from actors.tools.fanout import WAIT_CAP_S
 from providers.catalog import DEFAULT_MODELS, PROVIDER_TITLES
@@ -25,8 +26,9 @@ def _no_model_text() -> str:
     )
 
 
-def _no_model_flag_text() -> str:
-    """The same, for a command that runs without a chat to type /model into (run, batch)."""
+def no_model_flag_text(config_file: Path) -> str:
+    """The same, for a command that runs without a chat to type /model into (run, batch),
+    naming the configuration file Grove reads (supervisor/config.py `config_path`)."""
     first = DEFAULT_MODELS["anthropic"]
     listed = ", ".join(
         f"{model} ({PROVIDER_TITLES[provider]})" for provider, model in DEFAULT_MODELS.items()
@@ -34,14 +36,19 @@ def _no_model_flag_text() -> str:
     return (
         "No model given. Pass --model, or set a default for every command:\n\n"
         f'  grove run --model {first} "hello"\n\n'
-        "  [defaults]                  (in ~/.config/grove/config.toml)\n"
+        f"  [defaults]                  (in {_shown_path(config_file)})\n"
         f'  model = "{first}"\n\n'
         f"Models: {listed}."
     )
 
 
+def _shown_path(path: Path) -> str:
+    """`path` with the home directory written as ~, as a person types it."""
+    home = Path.home()
+    return f"~/{path.relative_to(home)}" if path.is_relative_to(home) else str(path)
+
+
 NO_MODEL_TEXT = _no_model_text()
-NO_MODEL_FLAG_TEXT = _no_model_flag_text()
 
 STREAMING_SWITCH_TEXT = (
     "Cannot switch model while response is streaming. "

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from cli.app import GroveGroup, app
 from providers.catalog import unknown_model_text
 from supervisor import Grove
-from supervisor.rules import NO_MODEL_FLAG_TEXT
+from supervisor.rules import no_model_flag_text
 from supervisor.store import open_store
 
 UNKNOWN_MODEL_TEXT = unknown_model_text("unknown-model")  # the reference's, today's models
@@ -130,10 +130,16 @@ def test_missing_credentials_names_each_key_page(env: dict[str, str]) -> None:
     assert "https://aistudio.google.com/app/apikey" in err
 
 
-def test_no_model_configured(env: dict[str, str]) -> None:
+def test_no_model_configured(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
     code, _, err = run("hello")
     assert code == 2
-    assert err.strip() == NO_MODEL_FLAG_TEXT  # the chat's /model hint would not help here
+    # The chat's /model hint would not help here; the file named is the one Grove reads.
+    assert err.strip() == no_model_flag_text(Path(env["GROVE_CONFIG_FILE"]))
+    assert f"(in {env['GROVE_CONFIG_FILE']})" in err
+    monkeypatch.delenv("GROVE_CONFIG_FILE")  # then config.toml under $XDG_CONFIG_HOME
+    code, _, err = run("hello")
+    assert code == 2
+    assert f"(in {env['XDG_CONFIG_HOME']}/grove/config.toml)" in err
 
 
 # The runs come last: with Ray started in this process (the module Grove), a command leaves the

@@ -31,9 +31,9 @@ from supervisor.advice import AdvisorPlan
 from supervisor.batch.tasks import read_tasks
 from supervisor.commands.builtin import advisor_status_text
 from supervisor.commands.parsing import parse_fork_args
-from supervisor.config import ConfigError, load_settings
+from supervisor.config import ConfigError, config_path, load_settings
 from supervisor.errors import CommandError
-from supervisor.rules import NO_MODEL_FLAG_TEXT, NO_MODEL_TEXT
+from supervisor.rules import NO_MODEL_TEXT, no_model_flag_text
 
 DAY = date(2026, 12, 4)
 SONNET_RETIRED = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
@@ -261,7 +261,7 @@ def test_the_no_model_texts_have_the_references_shape_with_todays_defaults() -> 
         expected = expected.replace(line, new)
     assert expected == NO_MODEL_TEXT
     for model in DEFAULT_MODELS.values():
-        assert model in NO_MODEL_FLAG_TEXT
+        assert model in no_model_flag_text(Path("config.toml"))
         assert choose_model(model, day=CATALOG.as_of).warning is None
 
 
@@ -312,3 +312,18 @@ def test_every_model_the_help_texts_and_tool_descriptions_name_is_current() -> N
     for model in sorted(named):
         assert model in MODELS, model
         assert choose_model(model, day=CATALOG.as_of).warning is None, model
+
+
+def test_the_no_model_text_names_the_config_file_grove_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GROVE_CONFIG_FILE when set, else config.toml under $XDG_CONFIG_HOME (~/.config by
+    default, written with ~)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.delenv("GROVE_CONFIG_FILE", raising=False)
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    assert "(in ~/.config/grove/config.toml)\n" in no_model_flag_text(config_path())
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/etc/xdg-config")
+    assert "(in /etc/xdg-config/grove/config.toml)\n" in no_model_flag_text(config_path())
+    monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "grove.toml"))
+    assert "(in ~/grove.toml)\n" in no_model_flag_text(config_path())
