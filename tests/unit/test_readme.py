@@ -1,5 +1,5 @@
-"""The README's first two commands, CI running exactly the README's test command, and the
-README's examples on current models.
+"""The README's first two commands and how to run `grove` from the venv after them, CI
+running exactly the README's test command, and the README's examples on current models.
 
 A fresh machine is served by those two lines; this keeps them from drifting apart.
 """
@@ -25,6 +25,15 @@ def test_readme_opens_with_main_job_then_tests() -> None:
     assert "pytest" in tests and '".[test]"' in tests
     first_block = (REPO_ROOT / "README.md").read_text().split("```bash\n", 1)[0]
     assert first_block.strip() == "# Grove"
+
+
+def test_readme_says_how_to_run_grove_from_the_venv_after_its_two_commands() -> None:
+    """A new user's next question after the two commands: `grove` is not on their PATH."""
+    text = (REPO_ROOT / "README.md").read_text()
+    after_commands = text.split("```bash\n")[2].split("```", 1)[1]
+    next_paragraphs = after_commands.split("\n## ", 1)[0]
+    assert "`.venv/bin/grove`" in next_paragraphs
+    assert "`source .venv/bin/activate`" in next_paragraphs
 
 
 def test_ci_runs_the_readme_test_command_verbatim() -> None:
