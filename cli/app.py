@@ -80,7 +80,11 @@ class GroveGroup(TyperGroup):
 
     def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
         lighten(self, ctx)
-        return super().parse_args(ctx, hoisted(args))
+        try:
+            return super().parse_args(ctx, hoisted(args))
+        except BrokenPipeError:  # `grove --help | head -1`: the help is printed from here
+            quiet_closed_pipe()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
         name, command, rest = super().resolve_command(ctx, args)
