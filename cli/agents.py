@@ -13,6 +13,7 @@ import typer
 from cli.context import CliContext, fail
 from cli.printable import printable
 from providers.errors import GroveError
+from providers.plurals import counted
 
 
 def describe_model(row: dict[str, Any]) -> str:
@@ -32,11 +33,9 @@ def tree_lines(rows: list[dict[str, Any]]) -> list[str]:
     lines: list[str] = []
 
     def walk(row: dict[str, Any], depth: int) -> None:
-        count = row["messages"]
-        noun = "message" if count == 1 else "messages"
         lines.append(
             f"{'  ' * depth}{row['uuid']}  {row['role']}  {row['status']}  "
-            f"{describe_model(row)}  {count} {noun}"
+            f"{describe_model(row)}  {counted(row['messages'], 'message')}"
         )
         for child in children.get(row["uuid"], []):
             walk(child, depth + 1)

@@ -36,6 +36,7 @@ from cli.preflight import check_output, preflight, refuse_output
 from cli.printable import printable
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
+from providers.plurals import counted
 from supervisor.batch.runner import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
@@ -226,8 +227,8 @@ class BatchPlan:
         """What the plan is, for stderr."""
         totals = self.totals
         return (
-            f"batch: {totals.total} task(s) to run, {totals.skipped} skipped (already ok), "
-            f"{totals.malformed} malformed line(s); output {self.output}"
+            f"batch: {counted(totals.total, 'task')} to run, {totals.skipped} skipped (already "
+            f"ok), {counted(totals.malformed, 'malformed line')}; output {self.output}"
         )
 
 
@@ -271,7 +272,7 @@ def plan_batch(
     check_output(out)
     previous = read_previous(out)
     if previous.unreadable:
-        sys.stderr.write(f"{out}: {previous.unreadable} unreadable line(s) ignored\n")
+        sys.stderr.write(f"{out}: {counted(previous.unreadable, 'unreadable line')} ignored\n")
     todo = still_to_run(task_file.tasks, previous)
     root_model = resolve_root_model(model or defaults.model, defaults.aliases, todo)
     schema = cli_output_schema(schema_path, unschemed_providers(todo, root_model))

@@ -15,6 +15,7 @@ import typer
 
 from cli.context import CliContext
 from providers.errors import GroveError
+from providers.plurals import counted
 
 if TYPE_CHECKING:
     from supervisor.config import GroveSettings
@@ -64,7 +65,10 @@ def store(settings: GroveSettings) -> list[Finding]:
         fix = "start that Redis, or set GROVE_STORE (sqlite:///path needs nothing installed)"
         return [Finding("FAIL", "store", str(exc), fix)]
     url = settings.store or default_store_url()
-    findings = [Finding("ok", "store", f"{url}: {count} agents"), *stored_models(resumable)]
+    findings = [
+        Finding("ok", "store", f"{url}: {counted(count, 'agent')}"),
+        *stored_models(resumable),
+    ]
     exposed = exposed_store_warning(settings.store)
     if exposed:
         findings.append(Finding("warn", "store", exposed, "chmod 600 the store file"))
@@ -143,7 +147,9 @@ def ray_check(settings: GroveSettings) -> list[Finding]:
             local.stop()
     where = settings.address or "local, on 127.0.0.1"
     took = time.monotonic() - started
-    return [Finding("ok", "ray", f"{ray.__version__} {where}: {nodes} node(s), {took:.1f} s")]
+    return [
+        Finding("ok", "ray", f"{ray.__version__} {where}: {counted(nodes, 'node')}, {took:.1f} s")
+    ]
 
 
 def simulator() -> list[Finding]:

@@ -14,6 +14,7 @@ import typer
 
 from cli.context import CliContext, fail
 from providers.errors import GroveError
+from providers.plurals import counted
 
 if TYPE_CHECKING:
     from server.client import RemoteGrove
@@ -74,7 +75,8 @@ def events_command(
             if compact:
                 trimmed = reads.trim_events()
                 removed, days = trimmed["removed"], trimmed["keep_days"]
-                sys.stdout.write(f"Deleted {removed:,} events older than {days:g} days\n")
+                age = counted(days, "day", spec="g")
+                sys.stdout.write(f"Deleted {counted(removed, 'event')} older than {age}\n")
                 return
             with contextlib.suppress(KeyboardInterrupt):
                 print_events(reads, after, follow)

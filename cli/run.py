@@ -32,6 +32,7 @@ from cli.printable import printable
 from cli.render import TurnWriter
 from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
+from providers.plurals import counted
 
 if TYPE_CHECKING:
     from actors.turn_result import TurnResult
@@ -147,8 +148,8 @@ def typed_json(result: TurnResult) -> dict[str, Any]:
 
 def invalid_output_text(result: TurnResult) -> str:
     """Why a typed answer is not one, once its retries are spent."""
-    tries = "retry" if result.output_retries == 1 else "retries"
-    return f"invalid output after {result.output_retries} {tries}: {result.output_error}"
+    tries = counted(result.output_retries, "retry", "retries")
+    return f"invalid output after {tries}: {result.output_error}"
 
 
 def resolve_model(flag: str | None, defaults: CommandDefaults) -> ModelSpec:

@@ -17,6 +17,7 @@ from typing import Annotated
 import typer
 
 from cli.context import CliContext, fail
+from providers.plurals import counted
 from server.files import (
     DEFAULT_PORT,
     TOKEN_FILE,
@@ -148,9 +149,9 @@ def status_command(
         }
         sys.stdout.write(json.dumps(found) + "\n")
         return
-    count = "?" if agents is None else agents
+    count = "? agents" if agents is None else counted(agents, "agent")
     sys.stdout.write(
-        f"Grove is up (pid {state.pid}, {uptime:,.0f} s, {count} agents):\n{dashboard_url(state)}\n"
+        f"Grove is up (pid {state.pid}, {uptime:,.0f} s, {count}):\n{dashboard_url(state)}\n"
     )
 
 

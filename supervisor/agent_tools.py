@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from actors.tools.todo import TodoError, apply_todo, from_data, to_data
 from providers.errors import ModelSpecError
 from providers.lifecycle import chosen_model
+from providers.plurals import counted
 from providers.secrets import mask
 from supervisor.errors import CommandError
 from supervisor.fan_in import wait_for
@@ -83,13 +84,14 @@ async def _fork(
     levels = depth(core, parent)
     if levels + 1 > core.limits.fork_depth:
         raise CommandError(
-            f"fork refused: a child here would be {levels + 1} levels below its root; "
+            f"fork refused: a child here would be {counted(levels + 1, 'level')} below its root; "
             f"the limit is {core.limits.fork_depth}"
         )
     children = len(core.store.children(parent.uuid))
     if children >= core.limits.children_per_agent:
         raise CommandError(
-            f"fork refused: this agent already has {children} children; the limit is "
+            f"fork refused: this agent already has {counted(children, 'child', 'children')}; the "
+            "limit is "
             f"{core.limits.children_per_agent}"
         )
     try:

@@ -8,6 +8,8 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
+from providers.plurals import counted
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RestartPolicy:
@@ -37,7 +39,8 @@ class RestartIntensity:
 
 def given_up_text(host_id: str, policy: RestartPolicy) -> str:
     return (
-        f"Host {host_id} died {policy.max_restarts + 1} times within {policy.window_s:g} s; "
+        f"Host {host_id} died {counted(policy.max_restarts + 1, 'time')} within "
+        f"{policy.window_s:g} s; "
         "Grove stopped restarting it. Its agents cannot run until the cause is fixed "
         "(see `grove events` for the HostGivenUp event)."
     )

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from providers.plurals import counted
+
 
 def report_lines(report: dict[str, Any]) -> list[str]:
     """The lines of the table `UsageReport.as_dict()` makes. Input counts whole prompts; `hit`
@@ -32,7 +34,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
     lines.append(line("total", total))
     if total["estimated_requests"]:
         lines.append(
-            f"estimated: {total['estimated_requests']:,} of the {total['requests']:,} requests "
+            f"estimated: {total['estimated_requests']:,} of the "
+            f"{counted(total['requests'], 'request')} "
             f"(their host died before their bill was known), {total['estimated_input_tokens']:,} "
             f"of the input and {total['estimated_output_tokens']:,} of the output tokens: "
             "each such reply counted as long as it may be billed (its budget's hold, else its cap)"

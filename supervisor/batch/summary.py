@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from providers.plurals import counted
+
 
 @dataclass(kw_only=True, slots=True)
 class Totals:
@@ -95,11 +97,11 @@ def summary_line(totals: Totals, wall_s: float, output: str, *, interrupted: int
     )
     if totals.over_budget:
         text += (
-            f". {totals.over_budget} task(s) skipped: the budget was spent; a rerun with a larger "
-            "budget runs just those"
+            f". {counted(totals.over_budget, 'task')} skipped: the budget was spent; a rerun "
+            "with a larger budget runs just those"
         )
     if interrupted > 0:
-        text += f". {interrupted} unfinished task(s) run again on the next run"
+        text += f". {counted(interrupted, 'unfinished task')} run again on the next run"
     return text
 
 

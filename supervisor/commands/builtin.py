@@ -13,6 +13,7 @@ from actors.tools.todo import from_data, to_data, to_markdown
 from providers.catalog import PROVIDER_TITLES, model_info
 from providers.errors import ModelSpecError
 from providers.lifecycle import choose_model, standing
+from providers.plurals import counted
 from providers.thinking import describe_thinking
 from supervisor.advice import AdvisorPlan
 from supervisor.commands.parsing import parse_fork_args, split_words
@@ -120,7 +121,7 @@ def tree_lines(ctx: CommandContext, root: AgentRecord, include_ended: bool) -> l
         context = f"  {usage_of(ctx.core, record.uuid).share:.0%} context" if record.model else ""
         lines.append(
             f"{marker} {'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
-            f"{describe_model(record)}  {turn}  {counts[record.uuid]} messages{context}"
+            f"{describe_model(record)}  {turn}  {counted(counts[record.uuid], 'message')}{context}"
         )
     return lines
 

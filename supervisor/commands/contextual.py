@@ -8,6 +8,7 @@ import asyncio
 import base64
 from pathlib import Path
 
+from providers.plurals import counted
 from supervisor.commands.parsing import split_words
 from supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from supervisor.compaction import compact, usage_of
@@ -21,7 +22,7 @@ async def context_command(ctx: CommandContext, args: str) -> CommandOutcome:
     if words and words[0] == "frames" and len(words) == 2:
         frames = current_frames(ctx)
         written = await asyncio.to_thread(write_frames, frames, words[1])
-        text = f"Wrote {len(written)} frame(s) to {words[1]}"
+        text = f"Wrote {counted(len(written), 'frame')} to {words[1]}"
         return CommandOutcome(text=text, data={"files": written})
     if words:
         raise CommandError("Usage: /context [frames DIR]")
@@ -44,7 +45,7 @@ async def compact_command(ctx: CommandContext, args: str) -> CommandOutcome:
         ctx.core, ctx.focus, ctx.core.compaction, reason="manual", instructions=args.strip() or None
     )
     text = (
-        f"Compacted {done.summarised} messages: context {done.tokens_before:,} -> "
+        f"Compacted {counted(done.summarised, 'message')}: context {done.tokens_before:,} -> "
         f"{done.tokens_after:,} tokens"
     )
     if done.warning:

@@ -285,7 +285,7 @@ def test_line_errors_are_written_once(runs: Runs) -> None:
 def test_nothing_left_to_do_exits_0_without_starting_anything(runs: Runs, store: Store) -> None:
     assert runs.third.returncode == 0, runs.third.stderr
     assert runs.third.stdout.startswith(f"Batch finished: 0 ok, 0 failed, {len(VALID_IDS)} skipped")
-    assert "0 task(s) to run" in runs.third.stderr
+    assert "0 tasks to run" in runs.third.stderr
     assert len([a for a in store.list_agents(include_ended=True) if a.role == "root"]) == 2
     last_ids = {}
     for record in runs.work.records():
@@ -333,5 +333,5 @@ def test_ctrl_c_stops_cleanly_with_valid_output(tmp_path: Path) -> None:
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert stdout.startswith("Batch interrupted: 2 ok, 0 failed")
-    assert "2 unfinished task(s) run again on the next run" in stdout
+    assert "2 unfinished tasks run again on the next run" in stdout
     assert sorted(r["id"] for r in work.records()) == ["quick-1", "quick-2"]

@@ -189,7 +189,7 @@ def test_grove_batch_runs_through_the_service_and_a_rerun_has_nothing_to_do(
     assert all(r["status"] == "ok" for r in records)
     again = invoke(service.env, "batch", str(tasks), "--model", "claude-haiku-4-5")
     assert again.returncode == 0  # nothing to do, as without a service:
-    assert again.stderr.startswith("batch: 0 task(s) to run, 10 skipped (already ok)")
+    assert again.stderr.startswith("batch: 0 tasks to run, 10 skipped (already ok)")
 
 
 def test_the_event_stream_resumes_after_last_event_id(service: Service) -> None:

@@ -125,7 +125,7 @@ def test_progress_and_summary_texts() -> None:
     )
     assert summary_line(totals, 1.0, "o", interrupted=1).startswith("Batch interrupted: 2 ok")
     assert summary_line(totals, 1.0, "o", interrupted=1).endswith(
-        ". 1 unfinished task(s) run again on the next run"
+        ". 1 unfinished task run again on the next run"
     )
 
 
