@@ -20,7 +20,8 @@ from actors.host import Activation, Ticket
 from providers.base import CachePolicy
 from providers.catalog import model_info
 from providers.errors import GroveError
-from supervisor.context import estimate_tokens, message_tokens
+from supervisor.context import estimate_tokens
+from supervisor.prefixes import ConversationTokens
 from supervisor.store.base import Store
 from supervisor.store.records import AgentRecord
 from supervisor.turns import HostClient, LiveAgent, TurnTicket, choice_of
@@ -78,6 +79,7 @@ class ForkCaches:
         self._made: dict[tuple[Any, ...], _Made] = {}
         self._renewed: list[_Made] = []  # replaced by newer entries, deleted with them
         self._refused: set[tuple[str, str]] = set()  # (provider, model) without explicit caches
+        self._tokens = ConversationTokens()  # how long each parent's conversation is
 
     @property
     def policy(self) -> CachePolicy | None:
@@ -154,8 +156,7 @@ class ForkCaches:
         `fork` tool forks one child a call, and a model often calls it several times at once."""
         prefix = None
         if self.policy is not None and child.parent_uuid is not None:
-            inherited = self._core.store.conversation(child.parent_uuid)
-            tokens = sum(message_tokens(record) for record in inherited)
+            tokens = self._tokens.count(self._core.store, child.parent_uuid)
             prefix = self.prefix(child, child.fork_message_id, tokens)
 
         async def started(turn: TurnTicket) -> object:

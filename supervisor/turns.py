@@ -21,6 +21,8 @@ from supervisor.store.base import SPENT_KIND, Store
 from supervisor.store.kinds import TURN_END_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
+# The parent's newest messages `fork_end` reads first (a tool loop running past them: more).
+NEWEST_READ = 8
 SEEDED = "seeded"  # in a seeded user message's data: context, not a turn's prompt
 
 
@@ -283,11 +285,26 @@ def turn_output(
 def fork_end(store: Store, parent: AgentRecord) -> int:
     """Where a child forked from `parent` now branches off: the end of its conversation, but
     before a stored reply whose calls have not all returned (the parent's turn in flight is
-    running them, a `fork` call perhaps): a child inherits whole steps only."""
+    running them, a `fork` call perhaps): a child inherits whole steps only. Reads only the
+    parent's newest messages (more of them only while a tool loop runs past what was read),
+    so its cost does not grow with the parent's history."""
     end = store.conversation_end(parent.uuid)
-    own = store.agent_messages(parent.uuid)
-    if not own or own[-1].id != end:
-        return end
+    count = NEWEST_READ
+    while True:
+        own = store.newest_messages(parent.uuid, count)
+        if not own or own[-1].id != end:
+            return end
+        whole = len(own) < count  # the parent holds no older message than these
+        point = _whole_steps_end(own, end, parent.fork_message_id if whole else None)
+        if point is not None:
+            return point
+        count *= 4
+
+
+def _whole_steps_end(own: list[MessageRecord], end: int, before_first: int | None) -> int | None:
+    """`fork_end` over the parent's newest messages `own` (ending at `end`); `before_first`
+    is the id before the first of them when they are all it holds. None: older messages
+    decide (the tool loop reaches past the first of `own`)."""
     answered: set[str] = set()
     for index in range(len(own) - 1, -1, -1):
         message = own[index]
@@ -300,8 +317,8 @@ def fork_end(store: Store, parent: AgentRecord) -> int:
         calls = {part.get("call_id") for part in parts if part.get("kind") == "tool_call"}
         if calls <= answered:
             return end
-        return own[index - 1].id if index else parent.fork_message_id
-    return end
+        return own[index - 1].id if index else before_first
+    return end if before_first is not None else None
 
 
 def calls_tools(data: dict[str, Any]) -> bool:

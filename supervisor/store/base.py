@@ -87,6 +87,11 @@ class Store(Protocol):
         """The agent's own messages with after_id < id <= up_to_id, by id."""
         ...
 
+    def newest_messages(self, uuid: str, count: int) -> list[MessageRecord]:
+        """The agent's own `count` newest messages (fewer when it holds fewer), by id: what
+        the end of its conversation holds, read without its whole history."""
+        ...
+
     def message_counts(self, uuids: Collection[str]) -> dict[str, int]:
         """How many own messages each agent holds (0 for none), without reading them."""
         ...

@@ -115,6 +115,9 @@ class StoreCore(ABC):
     ) -> list[MessageRecord]: ...
 
     @abstractmethod
+    def newest_messages(self, uuid: str, count: int) -> list[MessageRecord]: ...
+
+    @abstractmethod
     def last_message_id(self) -> int: ...
 
     @abstractmethod

@@ -438,6 +438,13 @@ class RedisStore(StoreCore):
         )
         return [_stored_message(raw, score, uuid) for raw, score in rows]
 
+    def newest_messages(self, uuid: str, count: int) -> list[MessageRecord]:
+        if count < 1:
+            return []
+        with self._mapped("read messages"):
+            rows: Any = self._client.zrange(self._keys.messages(uuid), -count, -1, withscores=True)
+        return [_stored_message(raw, score, uuid) for raw, score in rows]
+
     def _last_own_message(self, uuid: str, up_to_id: int | None) -> tuple[int, str] | None:
         upper = "+inf" if up_to_id is None else up_to_id
         with self._mapped("read the last message"):

@@ -347,6 +347,16 @@ class SqliteStore(StoreCore):
         )
         return [_message(row) for row in rows]
 
+    def newest_messages(self, uuid: str, count: int) -> list[MessageRecord]:
+        if count < 1:
+            return []
+        rows = self._db.query(
+            "read messages",
+            f"{_MESSAGE_SELECT} WHERE agent_uuid = ? ORDER BY id DESC LIMIT ?",
+            (uuid, count),
+        )
+        return [_message(row) for row in reversed(rows)]
+
     def _last_own_message(self, uuid: str, up_to_id: int | None) -> tuple[int, str] | None:
         upper = "" if up_to_id is None else " AND id <= ?"
         params: tuple[Any, ...] = (uuid,) if up_to_id is None else (uuid, up_to_id)

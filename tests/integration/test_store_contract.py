@@ -228,6 +228,21 @@ def test_message_counts_are_each_agents_own_messages(store: Store) -> None:
     assert store.message_counts(many) == {**dict.fromkeys(many[:-1], 0), child.uuid: 3}
 
 
+def test_newest_messages_are_an_agents_own_last_ones_oldest_first(store: Store) -> None:
+    root = new_agent()
+    store.create_agents([root])
+    inherited = exchange(store, root, 0)
+    child = fork(store, root)
+    own = exchange(store, child, 0) + exchange(store, child, 1)
+    exchange(store, root, 1)  # the parent's later messages are not the child's
+    assert store.newest_messages(child.uuid, 3) == own[-3:]
+    assert store.newest_messages(child.uuid, 1) == own[-1:]
+    assert store.newest_messages(child.uuid, 10) == own
+    assert store.newest_messages(child.uuid, 0) == []
+    assert store.newest_messages(root.uuid, 2)[0] != inherited[0]
+    assert store.newest_messages("never-stored", 5) == []
+
+
 def test_agents_are_read_together_by_whole_uuid(store: Store) -> None:
     root = new_agent()
     store.create_agents([root])
