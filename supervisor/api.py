@@ -52,6 +52,7 @@ from supervisor.config import GroveSettings, load_settings
 from supervisor.context import CompactionPlan
 from supervisor.errors import CommandError, SupervisorError, TurnTimeout
 from supervisor.fleet import ProviderLimits
+from supervisor.host_deaths import host_died_notice
 from supervisor.local_ray import LocalRay, start_ray
 from supervisor.model_table import model_rows
 from supervisor.output_types import OutputTypeLike, model_of, typed
@@ -93,7 +94,6 @@ REPEATABLE_CALLS = frozenset(
 )
 
 
-HOST_DIED = ("notice", "the agent's host died; the turn resumes on another host")
 # How many host deaths in a row one reader follows a turn across before it stops reading.
 MAX_FOLLOWS = 20
 
@@ -154,8 +154,8 @@ def streamed(supervisor: Any, agent: str, ticket: str, stream: Any) -> Iterator[
                 except (StopIteration, StopAsyncIteration):
                     return
                 yield from got(ref, CALL_TIMEOUT_S * 10)
-        except ray.exceptions.RayActorError:
-            yield HOST_DIED
+        except ray.exceptions.RayActorError as exc:
+            yield host_died_notice(str(exc))  # Grove's line for it; Ray's report is not shown
         resumed = got(
             supervisor.resumed_host.remote(agent, ticket, RESUME_WAIT_S), RESUME_WAIT_S + 30
         )

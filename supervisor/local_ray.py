@@ -126,7 +126,18 @@ def start_ray(address: str | None, namespace: str | None = None) -> LocalRay | N
         if local is not None:
             local.stop()
         raise
+    quiet_ray_reports()
     return local
+
+
+def quiet_ray_reports() -> None:
+    """Whatever `log_to_driver` says, a driver prints the raylet's reports about its job's
+    workers ("(raylet) A worker died or was killed ...", the memory monitor's kills) to its
+    stdout, into a command's answer: Ray's own switch for what its driver prints turns that
+    off. Grove says what happened itself (supervisor/host_deaths.py)."""
+    import ray._private.worker
+
+    ray._private.worker._worker_logs_enabled = False
 
 
 class LocalRay:

@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import time
+from collections.abc import Sequence
 
 from actors.agent import TurnResult
 from supervisor import Grove
+from supervisor.host_deaths import NOTICE
 from supervisor.store import Store
 from supervisor.store.kinds import SPENT_KIND
 from supervisor.store.records import MessageRecord
@@ -27,6 +29,18 @@ def conversation(store: Store, agent: str) -> list[MessageRecord]:
 
 def kill_host(grove: Grove, host_id: str) -> None:
     os.kill(grove.host_pids()[host_id], signal.SIGKILL)
+
+
+def host_died_index(deltas: Sequence[tuple[str, str]]) -> int | None:
+    """Where a streamed turn's notice of its host's death is among its deltas (None: none)."""
+    return next(
+        (
+            index
+            for index, (kind, text) in enumerate(deltas)
+            if kind == NOTICE and text.startswith("the agent's host died")
+        ),
+        None,
+    )
 
 
 def wait_for_event(store: Store, kind: str, count: int, timeout_s: float = 60) -> None:

@@ -29,12 +29,11 @@ from providers.simulator import SimulatorConfig, SimulatorThread
 from server.client import healthy
 from server.files import read_state
 from supervisor import AsyncGrove, Grove
-from supervisor.api import HOST_DIED
 from supervisor.store import open_store
 from supervisor.turns import calls_tools
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment, running_grove
-from tests.integration.host_kills import events, kill_host, wait_for_event
+from tests.integration.host_kills import events, host_died_index, kill_host, wait_for_event
 from tests.integration.services import app_served
 from tests.integration.test_durable_turns import SLOW_LABEL, mark, three_calls, wait_for_label
 
@@ -142,9 +141,10 @@ def test_a_service_turn_resumes_and_its_event_streams_follow_it(
     assert path.read_text().split() == ["1", "2", "3"]  # each side effect once
     assert served.simulator.simulator.billed["requests"] == 4  # none answered sent again
     for name in ("prompter", "watcher"):
-        assert HOST_DIED in deltas[name], name
+        assert host_died_index(deltas[name]) is not None, name
     for name, found in deltas.items():
-        after = found[found.index(HOST_DIED) + 1 :] if HOST_DIED in found else found
+        died = host_died_index(found)
+        after = found if died is None else found[died + 1 :]
         assert any(kind == "tool_call" and '"3"' in text for kind, text in after), name
         assert "".join(text for kind, text in after if kind == "text") == result["text"], name
 
