@@ -21,6 +21,7 @@ import pytest
 import redis
 from hypothesis import settings
 
+from cli.context import NO_SERVICE_ENV
 from providers.catalog import CATALOG
 from providers.lifecycle import TODAY_ENV
 from supervisor.store import SqliteStore
@@ -30,6 +31,11 @@ from tests.integration.shared_ray import SHARED_RAY
 # date in every test process and what it starts (Ray's workers, the command line), so a model
 # the data file calls deprecated does not turn retired under the suite as days pass.
 os.environ.setdefault(TODAY_ENV, CATALOG.as_of.isoformat())
+
+# Commands run in their own process, never starting a Grove service in the background
+# (cli/autostart.py) that would outlive their test: also in what this process starts, and in
+# tests/integration/groves.py's cli_environment. The tests of autostart itself take it away.
+os.environ.setdefault(NO_SERVICE_ENV, "1")
 
 # No per-example deadline: timing belongs in bench/, and a shared machine makes the first
 # examples (cold imports, busy cores) slow without anything being wrong.
@@ -96,6 +102,19 @@ def ray_where_wanted(request: pytest.FixtureRequest) -> None:
         STARTING_RAY
     ):
         SHARED_RAY.stop()
+
+
+def required_binary(name: str) -> str:
+    """The path of the command `name`; when it is not on PATH the test skips, except under
+    CI=true where it fails (.ci/run installs what the suite starts), so no check goes missing
+    there unseen."""
+    found = shutil.which(name)
+    if found is None:
+        reason = f"{name} is not on PATH"
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return found
 
 
 def free_loopback_port() -> int:
@@ -181,12 +200,7 @@ def redis_server(
     """A private redis-server in `workdir` on a free loopback port, started with
     `options(port)` and ready once `client(port)` gets an answer; yields the port and stops
     the server through its handle. Fails (never skips) under CI=true without redis-server."""
-    executable = shutil.which("redis-server")
-    if executable is None:
-        reason = "redis-server is not on PATH"
-        if os.environ.get("CI") == "true":
-            pytest.fail(reason)
-        pytest.skip(reason)
+    executable = required_binary("redis-server")
     log_path = workdir / "redis.log"
     common = ["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(workdir)]
     for _ in range(REDIS_START_ATTEMPTS):

@@ -5,9 +5,7 @@ checked, hostname checked), a refused connection, and a keep-alive connection re
 from __future__ import annotations
 
 import asyncio
-import shutil
 import ssl
-import subprocess
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,27 +14,15 @@ import pytest
 
 from providers.aionet import AsyncioTransport
 from tests.conftest import free_loopback_port
+from tests.tls import certificates
 
 RESPONSE = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 5\r\n\r\nhello"
 
 
 @pytest.fixture(scope="module")
-def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    """A self-signed certificate for `localhost`, made with the openssl command."""
-    if shutil.which("openssl") is None:
-        pytest.skip("the openssl command is not on PATH")
-    directory = tmp_path_factory.mktemp("tls")
-    cert, key = directory / "cert.pem", directory / "key.pem"
-    subprocess.run(
-        [
-            "openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-            "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-            "-keyout", str(key), "-out", str(cert),
-        ],
-        check=True,
-        capture_output=True,
-    )  # fmt: skip
-    return cert, key
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, Path]:
+    """A CA and a server certificate it signed for `localhost`: (ca, cert, key)."""
+    return certificates(tmp_path_factory.mktemp("tls"), "localhost")
 
 
 async def serve(connections: list[int], server_tls: ssl.SSLContext | None) -> asyncio.Server:
@@ -57,8 +43,10 @@ async def serve(connections: list[int], server_tls: ssl.SSLContext | None) -> as
 
 
 @pytest.fixture
-async def tls_server(certificate: tuple[Path, Path]) -> AsyncIterator[tuple[int, list[int]]]:
-    cert, key = certificate
+async def tls_server(
+    certificate: tuple[Path, Path, Path],
+) -> AsyncIterator[tuple[int, list[int]]]:
+    _, cert, key = certificate
     server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     server_tls.load_cert_chain(cert, key)
     connections: list[int] = []
@@ -68,7 +56,7 @@ async def tls_server(certificate: tuple[Path, Path]) -> AsyncIterator[tuple[int,
 
 
 async def test_tls_with_the_certificate_checked(
-    certificate: tuple[Path, Path], tls_server: tuple[int, list[int]]
+    certificate: tuple[Path, Path, Path], tls_server: tuple[int, list[int]]
 ) -> None:
     port, connections = tls_server
     trusting = ssl.create_default_context(cafile=str(certificate[0]))
@@ -80,7 +68,7 @@ async def test_tls_with_the_certificate_checked(
 
 
 async def test_tls_refuses_an_untrusted_or_misnamed_server(
-    certificate: tuple[Path, Path], tls_server: tuple[int, list[int]]
+    certificate: tuple[Path, Path, Path], tls_server: tuple[int, list[int]]
 ) -> None:
     port, _ = tls_server
     default = ssl.create_default_context()

@@ -4,20 +4,17 @@ records is what the simulator billed (nothing counted twice)."""
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import redis
 
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from supervisor.store import open_store
 from supervisor.usage import usage_report
-from tests.conftest import _answers_ping, free_loopback_port, stop_process
+from tests.conftest import _answers_ping, free_loopback_port, required_binary, stop_process
 from tests.integration.groves import running_grove
 
 KEY = "sim-outage-key-2b9e"
@@ -33,11 +30,7 @@ class DurableRedis:
         self.process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        executable = shutil.which("redis-server")
-        if executable is None:
-            if os.environ.get("CI") == "true":
-                pytest.fail("redis-server is not on PATH")
-            pytest.skip("redis-server is not on PATH")
+        executable = required_binary("redis-server")
         with (self.workdir / "redis.log").open("ab") as log:
             self.process = subprocess.Popen(
                 [executable, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",

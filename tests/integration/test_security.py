@@ -24,6 +24,7 @@ import pytest
 import redis
 
 from supervisor.store import AgentRecord, open_store
+from tests.conftest import required_binary
 
 RUN_TIMEOUT_S = 240
 START_TIMEOUT_S = 30.0
@@ -304,9 +305,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def locked_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
     """A redis-server of this module's own on a free port, requiring REDIS_PASSWORD."""
-    executable = shutil.which("redis-server")
-    if executable is None:
-        pytest.skip("redis-server is not on PATH")
+    executable = required_binary("redis-server")
     workdir = tmp_path_factory.mktemp("locked-redis")
     port = _free_port()
     with (workdir / "redis.log").open("wb") as log:

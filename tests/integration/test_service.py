@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import stat
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import pytest
 
 from supervisor.rules import STREAMING_SWITCH_TEXT
 from tests.conformance.corpus import REPO_ROOT
+from tests.conftest import required_binary
 from tests.integration.groves import cli_environment, invoke, running_grove
 from tests.integration.services import ONE_HOST, Service, grove_service
 
@@ -283,12 +283,7 @@ def test_up_on_a_port_in_use_says_so(service: Service, tmp_path: Path) -> None:
 
 def chromium_path() -> str:
     """Debian's chromium (Playwright cannot download its own browsers here)."""
-    found = shutil.which("chromium")
-    if found is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("chromium is not on PATH (.ci/run installs it)")
-        pytest.skip("chromium is not on PATH")
-    return found
+    return required_binary("chromium")
 
 
 @pytest.fixture(scope="module")

@@ -4,22 +4,17 @@ certificate authority made for this test: it works with the CA, and fails clearl
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import redis
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from supervisor.errors import StoreError
 from supervisor.store import AgentRecord, open_store
 from tests.conftest import redis_server
+from tests.tls import certificates
 
 LOOPBACK = "127.0.0.1"
 
@@ -30,59 +25,11 @@ class TlsRedis:
     ca_file: Path
 
 
-def _write_pem(path: Path, data: bytes) -> Path:
-    path.write_bytes(data)
-    path.chmod(0o600)
-    return path
-
-
-def _certificates(directory: Path) -> tuple[Path, Path, Path]:
-    """A CA, and a server certificate it signed for 127.0.0.1: (ca, server cert, server key)."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "grove test CA")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    server = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, LOOPBACK)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(LOOPBACK))]),
-            critical=False,
-        )
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    key_bytes = key.private_bytes(
-        pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    return (
-        _write_pem(directory / "ca.pem", ca.public_bytes(pem)),
-        _write_pem(directory / "server.pem", server.public_bytes(pem)),
-        _write_pem(directory / "server.key", key_bytes),
-    )
-
-
 @pytest.fixture(scope="module")
 def tls_redis(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsRedis]:
     """A private redis-server that speaks only TLS, on a free loopback port."""
     workdir = tmp_path_factory.mktemp("redis-tls")
-    ca_file, cert_file, key_file = _certificates(workdir)
+    ca_file, cert_file, key_file = certificates(workdir, LOOPBACK)
     tls = [
         "--port", "0",
         "--tls-cert-file", str(cert_file),

@@ -9,7 +9,6 @@ import functools
 import os
 import re
 import shlex
-import shutil
 import socket
 import subprocess
 import sys
@@ -32,6 +31,7 @@ from providers.credentials import API_KEY_ENV
 from supervisor.batch.tasks import read_tasks
 from supervisor.config import GroveSettings, load_settings
 from tests.conformance.corpus import REPO_ROOT
+from tests.conftest import required_binary
 
 DEPLOY = REPO_ROOT / "deploy"
 KUBERAY = DEPLOY / "kuberay"
@@ -607,11 +607,7 @@ def raw_reply(port: int, request: bytes) -> str:
 
 
 def test_the_redis_container_starts_a_server_that_demands_the_password(tmp_path: Path) -> None:
-    executable = shutil.which("redis-server")
-    if executable is None:
-        if os.environ.get("CI") == "true":
-            pytest.fail("redis-server is not on PATH")
-        pytest.skip("redis-server is not on PATH")
+    required_binary("redis-server")
     (deployment,) = documents_of_kind("Deployment")
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     port = free_port()

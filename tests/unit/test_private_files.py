@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import logging
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 
 from providers.credentials import load_api_key, warn_if_credentials_exposed
 from server.files import TOKEN_FILE, service_token
+from tests.conftest import required_binary
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -91,10 +91,10 @@ def test_no_credentials_file_is_no_warning(
     assert caplog.records == [] and not (tmp_path / "grove").exists()
 
 
-@pytest.mark.skipif(shutil.which("bwrap") is None, reason="bwrap is not installed")
 def test_a_file_grove_cannot_change_is_used_with_how_to_fix_it(tmp_path: Path) -> None:
     """On a read-only mount (as another user's file would be) the chmod fails: the token is
     still read, and the warning says what to run."""
+    bwrap = required_binary("bwrap")
     path = token_file(tmp_path / "grove", 0o644)
     code = (
         "import logging, sys, pathlib\n"
@@ -103,7 +103,7 @@ def test_a_file_grove_cannot_change_is_used_with_how_to_fix_it(tmp_path: Path) -
         "print(service_token(pathlib.Path(sys.argv[1])))\n"
     )
     done = subprocess.run(
-        ["bwrap", "--bind", "/", "/", "--ro-bind", str(tmp_path), str(tmp_path), "--dev", "/dev",
+        [bwrap, "--bind", "/", "/", "--ro-bind", str(tmp_path), str(tmp_path), "--dev", "/dev",
          "--proc", "/proc", sys.executable, "-c", code, str(path.parent)],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=60, check=False,
     )  # fmt: skip
