@@ -19,7 +19,7 @@ from cli.agents import agents_command
 from cli.batch import batch_command
 from cli.chat import chat_command
 from cli.coercion import lighten
-from cli.context import CliContext, show_error
+from cli.context import NO_SERVICE_ENV, CliContext, show_error
 from cli.doctor import doctor_command
 from cli.events import events_command
 from cli.failures import EXIT_FAILED, failure_line
@@ -35,8 +35,9 @@ from providers.credentials import warn_if_credentials_exposed
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
 CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch", "mcp"})
-# Options of every command, taken before or after the command's name.
+# Options of every command, taken before or after the command's name: with a value, a flag.
 GLOBAL_OPTIONS = ("--store", "--address")
+GLOBAL_FLAGS = ("--no-service",)
 EXIT_BROKEN_PIPE = 141  # what a shell reports for a process a closed pipe stopped
 
 
@@ -51,8 +52,8 @@ def hoisted(args: list[str]) -> list[str]:
         if arg == "--":
             rest += args[index:]
             break
-        if arg.partition("=")[0] in GLOBAL_OPTIONS:
-            given = args[index : index + (1 if "=" in arg else 2)]
+        if arg in GLOBAL_FLAGS or arg.partition("=")[0] in GLOBAL_OPTIONS:
+            given = args[index : index + (1 if "=" in arg or arg in GLOBAL_FLAGS else 2)]
             (front if seen_command else rest).extend(given)
             index += len(given)
             continue
@@ -113,8 +114,9 @@ app = typer.Typer(
     name="grove",
     cls=GroveGroup,
     help="Grove: run many LLM agents as actors — forks, advisor reviewers, batch jobs. While a "
-    "service is up (grove up), run, chat, batch, agents, history, events and usage use it; "
-    "--store or --address (before or after the command) give a command a Grove of its own.",
+    "service is up (grove up), run, chat, batch, agents, history, events and usage use it; run, "
+    "chat and batch start one when none is up ([service] autostart). --store, --address or "
+    "--no-service (before or after the command) give a command a Grove of its own.",
     no_args_is_help=True,
     add_completion=False,
     rich_markup_mode=None,  # help texts are plain: MODEL[/THINKING] is not a markup tag
@@ -142,11 +144,20 @@ def options(
             "itself, not through a service.",
         ),
     ] = None,
+    no_service: Annotated[
+        bool,
+        typer.Option(
+            "--no-service",
+            envvar=NO_SERVICE_ENV,
+            help="Run in this process: neither use a running Grove service nor start one "
+            "(GROVE_NO_SERVICE=1 does the same).",
+        ),
+    ] = False,
 ) -> None:
     """Options shared by every command."""
     sources = [ctx.get_parameter_source(name) for name in ("store", "address")]
     typed = any(source is not None and source.name == "COMMANDLINE" for source in sources)
-    ctx.obj = CliContext(store=store, address=address, own=typed)
+    ctx.obj = CliContext(store=store, address=address, own=typed, no_service=no_service)
     if ctx.invoked_subcommand in CREDENTIAL_COMMANDS:
         warn_if_credentials_exposed()
 

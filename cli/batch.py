@@ -136,7 +136,7 @@ def batch_command(
         problem = undecodable_text(what, str(path)) if path is not None else None
         if problem:
             fail(problem, code=2)
-    remote = context.remote(own=simulate or hosts is not None)
+    remote = context.remote(simulate=simulate, hosts=hosts)
     if worktrees and remote is None:  # a service makes them in its own directory
         needs_repository(Path.cwd())
     defaults = context.defaults(remote, simulate=simulate)
@@ -163,7 +163,7 @@ def batch_command(
             if (error.line, error.message) not in plan.previous.line_errors:
                 log.append(line_error_record(error))
         if plan.todo:
-            grove = remote or context.local_grove(simulate=simulate, hosts=hosts)
+            grove = remote or context.grove(simulate=simulate, hosts=hosts)
             root_options = {
                 "tools": defaults.tools(tools, defaults=False),
                 "allow": allow or (),

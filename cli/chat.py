@@ -66,7 +66,7 @@ def chat_command(
     With stdin not a terminal, each line runs in order as typed at the prompt: a prompt's turn
     (and a /fork's with a prompt) ends before the next line is read."""
     context: CliContext = ctx.obj
-    remote = context.remote(own=simulate or hosts is not None)
+    remote = context.remote(simulate=simulate, hosts=hosts)
     defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
     preflight(
@@ -76,7 +76,7 @@ def chat_command(
         budget=budget,
         joined=context.joins_cluster(remote),
     )
-    grove = remote or context.local_grove(simulate=simulate, hosts=hosts)
+    grove = remote or context.grove(simulate=simulate, hosts=hosts)
     try:
         grove.start()
         given = defaults.tools(tools, defaults=True)

@@ -1,6 +1,6 @@
 """The typed context every command receives in `ctx.obj`: the global options, and the Grove a
-command runs on (a running service's `RemoteGrove`, else one of its own), and the one way to
-fail. Nothing in cli/ keeps module-level mutable state.
+command runs on (a running service's `RemoteGrove`, one it starts, else one of its own), and
+the one way to fail. Nothing in cli/ keeps module-level mutable state.
 """
 
 from __future__ import annotations
@@ -144,6 +144,8 @@ def undecodable_text(what: str, text: str) -> str | None:
     return None
 
 
+NO_SERVICE_ENV = "GROVE_NO_SERVICE"  # =1: as --no-service, every command runs in-process
+
 SimulateOption = Annotated[
     bool,
     typer.Option(
@@ -166,11 +168,13 @@ HostsOption = Annotated[
 @dataclass
 class CliContext:
     """The global options. `own`: --store or --address was given on the command line, so
-    every command uses a Grove of its own (or reads that store), never a running service."""
+    every command uses a Grove of its own (or reads that store), never a running service;
+    `no_service` (--no-service, GROVE_NO_SERVICE=1): the same, whatever the store."""
 
     store: str | None = None
     address: str | None = None
     own: bool = False
+    no_service: bool = False
     _settings: GroveSettings | None = field(default=None, repr=False)
 
     def settings(self) -> GroveSettings:
@@ -185,15 +189,18 @@ class CliContext:
             keep_local_ray_on_loopback(self._settings.address)
         return self._settings
 
-    def remote(self, *, own: bool = False) -> RemoteGrove | None:
-        """The running service's Grove (`grove up`), unless none is up or this command asked
-        for a Grove of its own (`own`, or --store / --address)."""
-        if own or self.own:
+    def remote(self, *, simulate: bool = False, hosts: int | None = None) -> RemoteGrove | None:
+        """The running service's Grove, unless none is up or this command runs in-process
+        (--store / --address given, --no-service); with --simulate or --hosts, only a service
+        started the same way (`grove up --simulate`, `--hosts N`)."""
+        if self.own or self.no_service:
             return None
         from server.files import read_state
 
         state = read_state()
-        if state is None:
+        if state is None or (simulate and not state.simulate):
+            return None
+        if hosts is not None and hosts != state.hosts:
             return None
         from server.client import RemoteGrove
 
@@ -221,9 +228,31 @@ class CliContext:
         ray = sys.modules.get("ray")  # never imported here for the question
         return self.address is not None or (ray is not None and ray.is_initialized())
 
+    def grove(
+        self, *, simulate: bool = False, hosts: int | None = None, own_hosts: int | None = None
+    ) -> Grove | RemoteGrove:
+        """The Grove of a command that needs Ray and found no service to use (`remote`): a
+        service it starts in the background (cli/autostart.py) when it may (`[service]
+        autostart`; not with --simulate, --hosts, --store, --address, --no-service, nor in a
+        program running Ray), else one of its own, with `hosts`, else `own_hosts`. Its store
+        and where its traces go are checked first (exit 2)."""
+        settings = self.checked_settings()
+        given_own = simulate or hosts is not None or self.own or self.no_service
+        if not given_own and settings.service.autostart and not self.joins_cluster(None):
+            from cli.autostart import started_service
+
+            started = started_service(self.store, settings.service.idle_stop_s)
+            if started is not None:
+                return started
+        return own_grove(settings, simulate=simulate, hosts=hosts or own_hosts)
+
     def local_grove(self, *, simulate: bool = False, hosts: int | None = None) -> Grove:
         """A Grove of this command's own, not started; its store and where its traces go
         checked first (exit 2)."""
+        return own_grove(self.checked_settings(), simulate=simulate, hosts=hosts)
+
+    def checked_settings(self) -> GroveSettings:
+        """The settings, once the store they name and where traces go are checked (exit 2)."""
         settings = self.settings()
         self.checked_store()
         from supervisor.telemetry import telemetry_settings
@@ -232,9 +261,7 @@ class CliContext:
             telemetry_settings(settings.telemetry)
         except GroveError as exc:
             fail(str(exc), code=2)
-        from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
-
-        return Grove(settings=settings, simulate=simulate, hosts=hosts)
+        return settings
 
     @contextmanager
     def catalog(self) -> Iterator[Grove | RemoteGrove]:
@@ -292,3 +319,10 @@ class CliContext:
         warning = exposed_store_warning(self.settings().store)
         if warning:
             sys.stderr.write(styled(sys.stderr, warning, RED) + "\n")
+
+
+def own_grove(settings: GroveSettings, *, simulate: bool, hosts: int | None) -> Grove:
+    """A Grove of the command's own on `settings`, not started."""
+    from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+
+    return Grove(settings=settings, simulate=simulate, hosts=hosts)

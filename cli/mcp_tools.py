@@ -63,7 +63,7 @@ class Fleet:
         allow: Sequence[str] = (),
     ) -> None:
         self.context = context
-        self.remote = context.remote(own=simulate or hosts is not None)
+        self.remote = context.remote(simulate=simulate, hosts=hosts)
         self.defaults: CommandDefaults = context.defaults(self.remote)
         self.allow = list(allow)
         self.reach = Reach(self.rows, self.defaults.policy, self.allow, granted)

@@ -88,7 +88,7 @@ def run_command(
         problem = None if text is None else undecodable_text(what, text)
         if problem:
             fail(problem, code=2)
-    remote = context.remote(own=simulate or hosts is not None)
+    remote = context.remote(simulate=simulate, hosts=hosts)
     defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
     spec = resolve_model(model, defaults)
@@ -96,7 +96,7 @@ def run_command(
     preflight(defaults, models=[model or defaults.model], tools=tools, budget=budget, joined=joined)
     schema = cli_output_schema(output_schema, [spec.provider])
     writer = TurnWriter(sys.stdout, styles=True)
-    grove = remote or context.local_grove(simulate=simulate, hosts=hosts or 1)
+    grove = remote or context.grove(simulate=simulate, hosts=hosts, own_hosts=1)
     with grove:
         try:
             given = defaults.tools(tools, defaults=True)

@@ -27,6 +27,7 @@ from providers.errors import GroveError
 from server.batches import MAX_BATCH_BYTES, Batches, batch_router
 from server.feeds import EventFeed
 from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
+from server.idle import ClientCount, Clients, clients_router
 from supervisor.api import Grove
 from supervisor.async_api import AsyncGrove
 from supervisor.batch.tasks import MAX_TEXT_BYTES
@@ -131,11 +132,16 @@ class SeedIn(BaseModel):
     )
 
 
-def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
-    """The API over a started `grove`; batches write their records under `batch_dir`."""
+def create_app(
+    grove: Grove, token: str, batch_dir: Path, clients: Clients | None = None
+) -> FastAPI:
+    """The API over a started `grove`; batches write their records under `batch_dir`; its
+    requests are counted in `clients` (server/idle.py)."""
     aio = AsyncGrove(grove)  # the same Grove, for the routes that wait: nothing blocks the loop
     feed = EventFeed(lambda: open_store(grove.settings.store))
     batches = Batches(grove, batch_dir)
+    clients = clients or Clients()
+    clients.running = lambda: grove.turns_in_flight() + batches.running()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -151,12 +157,14 @@ def create_app(grove: Grove, token: str, batch_dir: Path) -> FastAPI:
         lifespan=lifespan,
     )
     service = grove.settings.service
-    # The last added runs first: Host, then the token, then open streams and body sizes.
+    # The last added runs first: Host, the token, open streams, body sizes, then the count.
+    app.add_middleware(ClientCount, clients=clients)
     app.add_middleware(BodyLimit, limits={("POST", "/api/batches"): MAX_BATCH_BYTES})
     app.add_middleware(StreamLimit, per_token=service.max_streams)
     app.add_middleware(BearerTokenGate, token=token)
     app.add_middleware(HostGate, allowed=service.allowed_hosts)
     app.include_router(batch_router(batches))
+    app.include_router(clients_router(clients))
     tree = TreeView()  # the dashboard asks for the tree often: unchanged agents are not read
 
     def store() -> Store:

@@ -118,6 +118,10 @@ class Batches:
         self.runs: dict[str, BatchRun] = {}
         self.closing = threading.Event()  # the service is stopping: a batch's end is not its own
 
+    def running(self) -> int:
+        """How many of its batches have not ended."""
+        return sum(run.finished is None for run in self.runs.values())
+
     def start(self, run: BatchRun, tasks: list[Task]) -> None:
         self.runs[run.id] = run
         thread = threading.Thread(

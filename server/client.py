@@ -16,7 +16,7 @@ from providers.base import DEFAULT_OUTPUT_RETRIES
 from providers.errors import GroveError
 from server.answers import Answer
 from server.files import ServiceState, read_state, service_token
-from server.wire import NO_ANSWER, Wire, answers, sse_events
+from server.wire import NO_ANSWER, OBSERVER_HEADER, HeldStream, Wire, answers, sse_events
 from supervisor import bridge
 from supervisor.command_defaults import CommandDefaults
 from supervisor.errors import TurnTimeout
@@ -146,11 +146,15 @@ class RemoteGrove:
             raise RemoteError("no Grove service is running: start one with `grove up`")
         return cls(state)
 
-    def __init__(self, state: ServiceState) -> None:
+    def __init__(self, state: ServiceState, *, observer: bool = False) -> None:
+        """`observer`: its requests only look (`grove status`): the service does not count
+        them as a client's, for its idle stop (server/idle.py)."""
         self.url = state.url
         self.started = state.started  # which start of the service this is
         self.approvers: dict[str, Callable[[ApprovalRequest], str]] = {}
-        self._wire = Wire(state.url, {"authorization": f"Bearer {service_token()}"})
+        headers = {"authorization": f"Bearer {service_token()}"}
+        self._wire = Wire(state.url, headers | ({OBSERVER_HEADER: "1"} if observer else {}))
+        self._presence: HeldStream | None = None
 
     def __enter__(self) -> RemoteGrove:
         return self
@@ -159,9 +163,15 @@ class RemoteGrove:
         self.close()
 
     def start(self) -> None:
-        """Nothing to start: the service runs Grove."""
+        """Nothing to start (the service runs Grove): while this is open, idle or not (a chat
+        between prompts), the service counts it a client, and does not stop for idleness."""
+        if self._presence is None:
+            self._presence = HeldStream(self._wire, "/api/presence/stream")
 
     def close(self) -> None:
+        if self._presence is not None:
+            self._presence.close()
+            self._presence = None
         self._wire.close()
 
     def _json(
@@ -202,6 +212,11 @@ class RemoteGrove:
     def defaults(self) -> CommandDefaults:
         """The service's configuration as a command line uses it."""
         return CommandDefaults.from_dict(self._json("GET", "/api/settings"))
+
+    def activity(self) -> dict[str, Any]:
+        """The service's clients and work, for its idle stop: server/idle.py's `activity`."""
+        found: dict[str, Any] = self._json("GET", "/api/service")
+        return found
 
     def models(self, include_retired: bool = False, provider: str | None = None) -> list[Any]:
         """The service's catalog, as `Grove.models`."""

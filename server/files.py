@@ -57,12 +57,18 @@ def token_matches(given: str | None, expected: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class ServiceState:
-    """What `grove up` records of the service it started."""
+    """What `grove up` records of the service it started, and how it was started: on the
+    simulator, with how many hosts (None: the configured count), by a command that needed
+    Ray (`autostarted`), stopping after `idle_stop_s` without clients (None: never)."""
 
     pid: int
     host: str
     port: int
     started: float
+    simulate: bool = False
+    hosts: int | None = None
+    autostarted: bool = False
+    idle_stop_s: float | None = None
 
     @property
     def url(self) -> str:
@@ -88,11 +94,16 @@ def read_state(directory: Path | None = None) -> ServiceState | None:
     path = state_path(directory)
     try:
         data = json.loads(path.read_text())
+        hosts, idle_stop_s = data.get("hosts"), data.get("idle_stop_s")
         state = ServiceState(
             pid=int(data["pid"]),
             host=str(data["host"]),
             port=int(data["port"]),
             started=float(data["started"]),
+            simulate=bool(data.get("simulate", False)),
+            hosts=None if hosts is None else int(hosts),
+            autostarted=bool(data.get("autostarted", False)),
+            idle_stop_s=None if idle_stop_s is None else float(idle_stop_s),
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None

@@ -2,7 +2,8 @@
 the supervisor, the HTTP API), recorded in the config directory while it serves.
 
 It holds a lock file for its whole life, so a second one refuses to start; SIGTERM (`grove
-down`) stops the API, then Grove and everything Grove started.
+down`) stops the API, then Grove and everything Grove started, as does `--idle-stop-s` passing
+with no client and nothing running (server/idle.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import os
 import socket
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
@@ -50,7 +52,9 @@ def take_lock(directory: Path) -> IO[str] | None:
     return handle
 
 
-async def serve(host: str, port: int, simulate: bool) -> None:
+async def serve(how: ServiceState) -> None:
+    """Serve a Grove where and as `how` says (address, simulate, hosts, idle stop), recorded
+    in the config directory while it listens."""
     from supervisor.local_ray import keep_local_ray_on_loopback
 
     keep_local_ray_on_loopback(None)  # before anything imports Ray
@@ -58,6 +62,7 @@ async def serve(host: str, port: int, simulate: bool) -> None:
 
     from server.app import create_app
     from server.files import service_token
+    from server.idle import Clients, stop_when_idle
     from supervisor.api import Grove
 
     class RecordedServer(uvicorn.Server):
@@ -66,18 +71,26 @@ async def serve(host: str, port: int, simulate: bool) -> None:
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             await super().startup(sockets)
             if self.started:
-                write_state(ServiceState(os.getpid(), host, port, time.time()), directory)
+                started = time.time()
+                write_state(replace(how, pid=os.getpid(), started=started), directory)
 
     directory = grove_dir()
     token = service_token(directory)
-    with Grove(simulate=simulate) as grove:
-        app = create_app(grove, token, directory / "batches")
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
-        trimming = asyncio.create_task(trim_events_forever(grove.settings))
+    clients = Clients()
+    with Grove(simulate=how.simulate, hosts=how.hosts) as grove:
+        app = create_app(grove, token, directory / "batches", clients)
+        config = uvicorn.Config(
+            app, host=how.host, port=how.port, log_level="warning", access_log=False
+        )
+        server = RecordedServer(config)
+        chores = [asyncio.create_task(trim_events_forever(grove.settings))]
+        if how.idle_stop_s is not None:
+            chores.append(asyncio.create_task(stop_when_idle(server, clients, how.idle_stop_s)))
         try:
-            await RecordedServer(config).serve()
+            await server.serve()
         finally:
-            trimming.cancel()
+            for chore in chores:
+                chore.cancel()
             remove_state(os.getpid(), directory)
 
 
@@ -106,6 +119,11 @@ def main() -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT)
     parser.add_argument("--simulate", action="store_true", help="every provider is a simulator")
+    parser.add_argument("--hosts", type=int, default=None, help="agent hosts (default: config)")
+    parser.add_argument("--autostarted", action="store_true", help="a command started it")
+    parser.add_argument(
+        "--idle-stop-s", type=float, default=None, help="stop after this long with no client"
+    )
     args = parser.parse_args()
     lock = take_lock(grove_dir())
     if lock is None:
@@ -114,7 +132,17 @@ def main() -> None:
     if problem is not None:
         sys.exit(problem)
     try:
-        asyncio.run(serve(args.host, args.port, args.simulate))
+        how = ServiceState(
+            pid=0,
+            host=args.host,
+            port=args.port,
+            started=0.0,
+            simulate=args.simulate,
+            hosts=args.hosts,
+            autostarted=args.autostarted,
+            idle_stop_s=args.idle_stop_s,
+        )
+        asyncio.run(serve(how))
     finally:
         lock.close()
 

@@ -5,8 +5,10 @@ what a `grove run` through a service costs. Kept-alive connections, one per requ
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import socket
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +24,9 @@ if TYPE_CHECKING:
 REQUEST_TIMEOUT_S = 3700.0  # an answer may wait long: a command, a turn's wait
 # What a request that got no answer raises: refused, reset, timed out, cut off.
 NO_ANSWER = (OSError, http.client.HTTPException)
+# A request with this header only looks (`grove status`): the service does not count it as a
+# client's, which keeps it from stopping for idleness (server/idle.py).
+OBSERVER_HEADER = "x-grove-observer"
 
 
 def query(params: dict[str, Any] | None) -> str:
@@ -152,6 +157,45 @@ class Wire:
             idle, self._idle = self._idle, []
         for connection in idle:
             connection.close()
+
+
+class HeldStream:
+    """A GET of `path` held open in a thread of its own, its answer read and dropped, until
+    `close`: how a client that may sit idle between requests tells the service it is there."""
+
+    def __init__(self, wire: Wire, path: str) -> None:
+        self._connection = http.client.HTTPConnection(
+            wire.host, wire.port, timeout=CONNECT_TIMEOUT_S
+        )
+        self._lock = threading.Lock()
+        self._closed = False
+        holding = threading.Thread(
+            target=self._hold, args=(path, wire.headers), name="grove-held-stream", daemon=True
+        )
+        holding.start()
+
+    def _hold(self, path: str, headers: dict[str, str]) -> None:
+        try:
+            with self._lock:
+                if self._closed:
+                    return
+                self._connection.connect()
+                assert self._connection.sock is not None
+                self._connection.sock.settimeout(None)  # keep-alives come every 15 s
+            self._connection.request("GET", path, headers=headers)
+            response = self._connection.getresponse()
+            while response.read1(4096):
+                pass
+        except (*NO_ANSWER, ValueError):  # closed under it, or the service went away
+            pass
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            if self._connection.sock is not None:  # wakes the thread's read
+                with contextlib.suppress(OSError):
+                    self._connection.sock.shutdown(socket.SHUT_RDWR)
+        self._connection.close()
 
 
 def sse_events(response: Streamed) -> Iterator[tuple[str, str]]:

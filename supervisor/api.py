@@ -65,6 +65,7 @@ from supervisor.supervision import RestartPolicy
 from supervisor.telemetry import telemetry_settings
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
+from supervisor.trace_printer import printing_spans
 from supervisor.turn_batch import TurnRequest
 from supervisor.turn_results import TurnResults
 from supervisor.turns import Begun
@@ -85,6 +86,7 @@ REPEATABLE_CALLS = frozenset(
         "agent",
         "focus",
         "streaming",
+        "turns_in_flight",
         "host_pids",
         "provider_identity",
         "advice",
@@ -343,6 +345,8 @@ class Grove:
 
     def start(self) -> None:
         telemetry = telemetry_settings(self.settings.telemetry)
+        if telemetry is not None and telemetry.printed is not None:  # no collector: print here
+            telemetry = self._stack.enter_context(printing_spans(telemetry))
         if not ray.is_initialized():
             self._local_ray = start_ray(self.settings.address, NAMESPACE)
             self._started_ray = True
@@ -943,6 +947,11 @@ class Grove:
     def streaming(self, agent: str) -> bool:
         streaming: bool = self._call("streaming", agent)
         return streaming
+
+    def turns_in_flight(self) -> int:
+        """How many agents have a turn in flight now (a service's idle stop waits for none)."""
+        count: int = self._call("turns_in_flight")
+        return count
 
     def watch(self, agent: str) -> Iterator[tuple[str, str]]:
         """The `(kind, text)` deltas of the agent's turn in progress, those so far first, to

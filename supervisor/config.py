@@ -381,7 +381,18 @@ class EventsSection(_Section):
 
 
 class ServiceSection(_Section):
-    """`[service]`: what `grove up` serves, and to whom."""
+    """`[service]`: what `grove up` serves, and to whom; whether a command that needs Ray
+    starts one itself, and when a service started so stops."""
+
+    autostart: bool = Field(
+        default=True,
+        description="A command that needs Ray and finds no service starts one in the background",
+    )
+    idle_stop_s: float = Field(
+        default=900.0,
+        gt=0,
+        description="A service a command started stops after this long with no client and no turn",
+    )
 
     max_streams: int = Field(
         default=1000, ge=1, le=100_000, description="Event streams one token may hold open"

@@ -630,6 +630,9 @@ class Supervisor:
     async def streaming(self, uuid: str) -> bool:
         return self.core.streaming(uuid)
 
+    async def turns_in_flight(self) -> int:
+        return self.core.turns_in_flight()
+
     async def turn_host(self, uuid: str, timeout_s: float) -> Any:
         """The host running the agent's turn in progress and that turn's ticket, once the turn
         has begun there: a turn between hosts (its host died, a restart cut it off) is waited

@@ -233,6 +233,10 @@ class SupervisorCore:
         state = self._live.get(uuid)
         return state is not None and not state.turn_done.is_set()
 
+    def turns_in_flight(self) -> int:
+        """How many agents have a turn in flight (as `in_flight` says of one)."""
+        return sum(not state.turn_done.is_set() for state in self._live.values())
+
     def streaming(self, uuid: str) -> bool:
         state = self._live.get(uuid)
         return state is not None and state.ticket_id is not None

@@ -21,6 +21,7 @@ import pytest
 import redis
 from hypothesis import settings
 
+from cli.context import NO_SERVICE_ENV
 from providers.catalog import CATALOG
 from providers.lifecycle import TODAY_ENV
 from supervisor.store import SqliteStore
@@ -30,6 +31,11 @@ from tests.integration.shared_ray import SHARED_RAY
 # date in every test process and what it starts (Ray's workers, the command line), so a model
 # the data file calls deprecated does not turn retired under the suite as days pass.
 os.environ.setdefault(TODAY_ENV, CATALOG.as_of.isoformat())
+
+# Commands run in their own process, never starting a Grove service in the background
+# (cli/autostart.py) that would outlive their test: also in what this process starts, and in
+# tests/integration/groves.py's cli_environment. The tests of autostart itself take it away.
+os.environ.setdefault(NO_SERVICE_ENV, "1")
 
 # No per-example deadline: timing belongs in bench/, and a shared machine makes the first
 # examples (cold imports, busy cores) slow without anything being wrong.

@@ -23,6 +23,7 @@ import pytest
 from typer.testing import CliRunner
 
 from cli.app import app
+from cli.context import NO_SERVICE_ENV
 from providers.http import Endpoint
 from providers.lifecycle import TODAY_ENV
 from supervisor import Grove
@@ -67,7 +68,8 @@ def running_grove(
 
 def cli_environment(base: Path, config: Path | None = None) -> dict[str, str]:
     """The environment for running the `grove` command line in `base`: this one without Grove
-    or Ray settings and provider keys, a store and config directory of its own."""
+    or Ray settings and provider keys, a store and config directory of its own, and no Grove
+    service started in the background (GROVE_NO_SERVICE: see tests/conftest.py)."""
     env = {
         key: value
         for key, value in os.environ.items()
@@ -80,6 +82,7 @@ def cli_environment(base: Path, config: Path | None = None) -> dict[str, str]:
         XDG_CONFIG_HOME=str(base / "config"),
         PYTHONPATH=str(REPO_ROOT),
     )
+    env[NO_SERVICE_ENV] = "1"
     return env
 
 

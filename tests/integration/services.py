@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import uvicorn
 
+from cli.context import NO_SERVICE_ENV
 from server.app import create_app
 from server.files import ServiceState, process_alive, remove_state, service_token, write_state
 from supervisor import Grove
@@ -66,6 +67,7 @@ def grove_service(
     process's). `rivals`: two `grove up`s are started at once, each on a port of its own, and
     the exit code and stderr of each go into the list; the service is the one that started."""
     env = {**cli_environment(base), **(env or {})}
+    env[NO_SERVICE_ENV] = "0"  # its commands go to the service
     simulated = ["--simulate"] if simulate else []
 
     def limit_open_files() -> None:
@@ -129,6 +131,7 @@ def service_in_process(
     """A service on `grove` (its store is the service's) as `grove up` would record it in a
     config directory in `base`: a command with its `env` goes to it, as to a `grove up`."""
     env = {**cli_environment(base), "GROVE_STORE": str(grove.settings.store), **(env or {})}
+    env[NO_SERVICE_ENV] = "0"  # its commands go to the service
     config = base / "config" / "grove"
     token = service_token(config)
     with app_served(grove, token, config / "batches") as port:
