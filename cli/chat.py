@@ -1,4 +1,5 @@
-"""`grove chat`: the REPL over a root agent, interactive in a terminal, line by line otherwise.
+"""`grove chat`: the REPL over a root agent, live in a terminal (cli/chat_live.py), line by line
+otherwise.
 
 Talks to Grove only through `supervisor.Grove`, or a running service's `server.client.RemoteGrove`;
 the rules and texts live in supervisor/.
@@ -37,10 +38,7 @@ from supervisor.errors import CommandError
 if TYPE_CHECKING:
     from server.client import RemoteGrove, RemoteTurn
     from supervisor.api import Grove, Turn
-    from supervisor.approvals import ApprovalRequest
     from supervisor.budget_rules import Budget
-
-CANCEL_WAIT_S = 30.0
 
 
 def chat_command(
@@ -89,7 +87,9 @@ def chat_command(
         sys.stdout.write(f"Agent {session}\n")
         sys.stdout.flush()
         if sys.stdin.isatty():
-            InteractiveRepl(grove, session).run()
+            from cli.chat_live import LiveRepl  # prompt_toolkit: only for a terminal
+
+            LiveRepl(grove, session).run()
         else:
             scripted = ScriptedRepl(grove, session, sys.stdout)
             scripted.run(sys.stdin.buffer)
@@ -169,12 +169,16 @@ class Repl(ABC):
     def handle(self, line: str) -> bool:
         """Act on one stripped line; True when the REPL should end."""
         if line.split() == ["/todo", "edit"]:
-            self.report(*edit_todo(self.grove, self.session))
+            self.report(*self.edit())
             return False
         if line.startswith("/"):
             return self.command(line)
         self.prompt(line)
         return False
+
+    def edit(self) -> tuple[str, bool]:
+        """`/todo edit`, in $EDITOR."""
+        return edit_todo(self.grove, self.session)
 
     @abstractmethod
     def report(self, text: str, ok: bool) -> None:
@@ -247,90 +251,3 @@ class ScriptedRepl(Repl):
             self.writer.stream(turn)
         except Exception as exc:  # a lost host or Ray error: report it, keep the REPL
             self.writer.line(f"Turn failed: {exc}")
-
-
-class InteractiveRepl(Repl):
-    """A terminal: prompt_toolkit input with Tab completion; Ctrl+C cancels a streaming turn."""
-
-    def __init__(self, grove: Grove | RemoteGrove, session: str) -> None:
-        from prompt_toolkit import PromptSession
-
-        from cli.completion import chat_completer
-        from providers.catalog import completions
-        from supervisor.commands.bus import registry
-
-        self.grove = grove
-        self.session = session
-        self.writer = TurnWriter(sys.stdout, styles=True)
-        self.input: PromptSession[str] = PromptSession(
-            completer=chat_completer(registry().names(), completions()),  # type: ignore[arg-type]
-            complete_while_typing=False,
-        )
-        grove.set_approver(session, self.ask_person)
-
-    def ask_person(self, request: ApprovalRequest) -> str:
-        """y, n or a(lways, for this session), asked while the turn streams."""
-        self.writer.line(f"{request.tool} wants to run with {request.arguments}")
-        try:
-            answer = self.input.prompt(f"Allow {request.tool}? [y/n/a] ").strip().lower()
-        except (KeyboardInterrupt, EOFError):
-            answer = "n"
-        return answer[:1] if answer[:1] in ("y", "a") else "n"
-
-    def run(self) -> None:
-        while True:
-            try:
-                line = self.input.prompt("> ").strip()
-            except KeyboardInterrupt:
-                continue
-            except EOFError:
-                break
-            if line and self.handle(line):
-                break
-
-    def report(self, text: str, ok: bool) -> None:
-        self.writer.line(text, error=not ok)
-
-    def command(self, line: str) -> bool:
-        try:
-            outcome = self.grove.dispatch(self.session, line, "repl-interactive")
-            confirm = outcome.data.get("confirm")
-            if confirm:
-                question = outcome.text.split(". ")[0]
-                answer = self.input.prompt(f"{question}. Proceed? [y/N] ")
-                if answer.strip().lower() not in ("y", "yes"):
-                    self.writer.line("Not confirmed")
-                    return False
-                outcome = self.grove.dispatch(self.session, str(confirm), "repl-interactive")
-        except (KeyboardInterrupt, EOFError):
-            self.writer.line("Not confirmed")
-            return False
-        except GroveError as exc:
-            self.writer.line(str(exc), error=True)
-            return False
-        self.writer.line(outcome.text, error=not outcome.ok)
-        turn = self.grove.command_turn(outcome)
-        if turn is not None:
-            self._follow(turn)
-        return bool(outcome.data.get("exit"))
-
-    def prompt(self, text: str) -> None:
-        try:
-            turn = self.grove.send(self.grove.focus(self.session), text)
-        except GroveError as exc:
-            self.writer.line(str(exc), error=True)
-            return
-        self._follow(turn)
-
-    def _follow(self, turn: Turn | RemoteTurn) -> None:
-        """Print the turn's reply as it streams; Ctrl+C cancels it."""
-        try:
-            self.writer.stream(turn)
-        except KeyboardInterrupt:
-            self.grove.cancel(turn.agent)
-            self.writer.end_turn()
-            self.writer.line("Cancelled")
-            try:
-                turn.result(CANCEL_WAIT_S)
-            except Exception as exc:  # the turn's end is only awaited, not needed
-                self.writer.line(f"Turn did not end cleanly: {exc}", error=True)

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, TextIO
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol
 
 from cli.printable import printable
 from cli.styles import DIM, RED, YELLOW, styled
 
 if TYPE_CHECKING:
+    from actors.turn_result import TurnResult
     from server.client import RemoteTurn
     from supervisor.api import Turn
 
@@ -19,11 +21,21 @@ if TYPE_CHECKING:
 TOOL_MARKS = {"tool_call": "→", "tool_result": "←"}
 
 
+class Sink(Protocol):
+    """Where a TurnWriter writes: a text stream, or the live chat's screen (cli/chat_screen.py)."""
+
+    def write(self, text: str, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def isatty(self) -> bool: ...
+
+
 class TurnWriter:
     """Writes turn chunks and whole lines to `out`, thread-safe, lines never glued to a delta;
     whatever it is given is made printable first (it may come from a model)."""
 
-    def __init__(self, out: TextIO, *, styles: bool) -> None:
+    def __init__(self, out: Sink, *, styles: bool) -> None:
         self.out = out
         self.styles = styles
         self._lock = threading.Lock()
@@ -71,13 +83,19 @@ class TurnWriter:
                 self._write("\n")
             self._last_kind = None
 
-    def stream(self, turn: Turn | RemoteTurn) -> None:
-        """Print a whole turn: its deltas, then its error or cancellation if any."""
+    def stream(
+        self, turn: Turn | RemoteTurn, seen: Callable[[str, str], None] | None = None
+    ) -> TurnResult:
+        """Print a whole turn: its deltas (each told to `seen` too), then its error or
+        cancellation if any; its result."""
         for kind, text in turn:
             self.chunk(kind, text)
+            if seen is not None:
+                seen(kind, text)
         result = turn.result()
         self.end_turn()
         if result.cancelled:
             self.line("Cancelled")
         elif result.error is not None:
             self.line(result.error, error=True)
+        return result

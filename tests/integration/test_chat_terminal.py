@@ -6,8 +6,6 @@ are typed as a person would type them.
 from __future__ import annotations
 
 import os
-import pty
-import select
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -17,64 +15,7 @@ import pytest
 
 from supervisor.store import open_store
 from tests.conformance.corpus import REPO_ROOT
-
-
-class Terminal:
-    """A child process on a pty; `expect` reads until a text shows up after the last text it
-    found (what one read brought beyond a match counts for the next `expect`)."""
-
-    def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.pid, self.fd = pty.fork()
-        if self.pid == 0:  # the child: exec the program with the pty as its terminal
-            os.chdir(cwd)
-            os.execve(argv[0], argv, env)
-        self.screen = b""
-        self.seen = 0  # where the last text found ends
-
-    def type(self, keys: str) -> None:
-        os.write(self.fd, keys.encode())
-
-    def expect(self, text: str, timeout_s: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout_s
-        wanted = text.encode()
-        while (found := self.screen.find(wanted, self.seen)) < 0:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"{text!r} never appeared; the screen ends with:\n" + (
-                self.screen[-2000:].decode(errors="replace")
-            )
-            ready, _, _ = select.select([self.fd], [], [], min(remaining, 0.2))
-            if ready:
-                try:
-                    self.screen += os.read(self.fd, 65536)
-                except OSError:
-                    break
-        else:
-            self.seen = found + len(wanted)
-
-    def wait(self, timeout_s: float = 60.0) -> int:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            pid, status = os.waitpid(self.pid, os.WNOHANG)
-            if pid:
-                return os.waitstatus_to_exitcode(status)
-            try:
-                self.screen += os.read(self.fd, 65536)
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("grove chat did not exit")
-
-    def close(self) -> None:
-        try:
-            os.waitpid(self.pid, os.WNOHANG)
-        except ChildProcessError:
-            pass
-        else:
-            try:
-                os.kill(self.pid, 9)
-                os.waitpid(self.pid, 0)
-            except (ProcessLookupError, ChildProcessError):
-                pass
-        os.close(self.fd)
+from tests.terminal import Terminal
 
 
 @pytest.fixture
