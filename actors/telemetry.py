@@ -34,12 +34,15 @@ QUEUE_VARIABLE = "OTEL_BSP_MAX_QUEUE_SIZE"
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TelemetrySettings:
-    """Where a process sends its spans (the OTLP/HTTP traces URL, with `headers`) and the
-    `service.name` they carry."""
+    """Where a process sends its spans (the OTLP/HTTP traces URL, with `headers`), the
+    `service.name` they carry, and whether they are printed rather than collected."""
 
     endpoint: str
     service_name: str = "grove"
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    # Spans printed by the process that starts Grove instead of sent to a collector: to this
+    # file, or to its stderr ("-"); `endpoint` is then its printer's (supervisor/trace_printer.py).
+    printed: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

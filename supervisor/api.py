@@ -65,6 +65,7 @@ from supervisor.supervision import RestartPolicy
 from supervisor.telemetry import telemetry_settings
 from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from supervisor.toolbox import resolve_tools
+from supervisor.trace_printer import printing_spans
 from supervisor.turn_batch import TurnRequest
 from supervisor.turn_results import TurnResults
 from supervisor.turns import Begun
@@ -344,6 +345,8 @@ class Grove:
 
     def start(self) -> None:
         telemetry = telemetry_settings(self.settings.telemetry)
+        if telemetry is not None and telemetry.printed is not None:  # no collector: print here
+            telemetry = self._stack.enter_context(printing_spans(telemetry))
         if not ray.is_initialized():
             self._local_ray = start_ray(self.settings.address, NAMESPACE)
             self._started_ray = True

@@ -251,6 +251,42 @@ def test_a_command_refuses_an_exporter_grove_cannot_follow_before_starting(
     )
     assert done.returncode == 2
     assert done.stderr.strip() == (
-        "OTEL_TRACES_EXPORTER=zipkin: Grove exports traces over OTLP only (otlp, or none to "
-        "turn tracing off)"
+        "OTEL_TRACES_EXPORTER=zipkin: Grove exports traces over OTLP (otlp), prints them "
+        "(console, or a file with GROVE_TRACES_FILE), or neither (none)"
     )
+
+
+@pytest.mark.parametrize(
+    "printed", [{"OTEL_TRACES_EXPORTER": "console"}, {"GROVE_TRACES_FILE": "traces.jsonl"}]
+)
+def test_a_trace_seen_without_a_collector(printed: dict[str, str], tmp_path: Path) -> None:
+    """`grove run` with the console exporter prints its spans on stderr, one JSON object a
+    line as the SDK's console exporter writes them (the answer alone on stdout); with
+    GROVE_TRACES_FILE they go to that file. The hosts' spans among them: Ray's workers send
+    them to the command, which prints them."""
+    env = cli_environment(tmp_path) | printed | {"GROVE_NO_SERVICE": "1"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", ROOT_MODEL,
+         "[[sim reply=hello]] hi"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "hello\n"
+    if "GROVE_TRACES_FILE" in printed:
+        assert done.stderr == ""
+        lines = (tmp_path / printed["GROVE_TRACES_FILE"]).read_text().splitlines()
+    else:
+        lines = done.stderr.splitlines()
+    spans = {span["name"]: span for span in map(json.loads, lines)}
+    assert sorted(spans) == ["chat " + ROOT_MODEL, "create_agent", "invoke_agent"]
+    created, turn, chat = spans["create_agent"], spans["invoke_agent"], spans["chat " + ROOT_MODEL]
+    assert {span["context"]["trace_id"] for span in spans.values()} == {
+        created["context"]["trace_id"]
+    }
+    assert created["parent_id"] is None
+    assert turn["parent_id"] == created["context"]["span_id"]
+    assert chat["parent_id"] == turn["context"]["span_id"]
+    assert chat["kind"] == "SpanKind.CLIENT"
+    assert chat["attributes"]["gen_ai.request.model"] == ROOT_MODEL
+    assert chat["attributes"]["gen_ai.usage.output_tokens"] > 0
+    assert turn["resource"]["attributes"]["service.name"] == "grove"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -66,13 +67,50 @@ def test_asking_for_otlp_alone_uses_the_default_endpoint() -> None:
     assert asked is not None and asked.endpoint == "http://localhost:4318/v1/traces"
 
 
+def test_the_console_exporter_prints_on_stderr_and_a_traces_file_takes_the_spans(
+    tmp_path: Path,
+) -> None:
+    console = telemetry_settings(
+        TelemetrySection(otlp_endpoint=COLLECTOR),
+        {"OTEL_TRACES_EXPORTER": "console", "OTEL_SERVICE_NAME": "mine"},
+    )
+    assert console is not None
+    assert (console.printed, console.endpoint, console.service_name) == ("-", "", "mine")
+    traces = tmp_path / "traces.jsonl"
+    for env in (
+        {"GROVE_TRACES_FILE": str(traces)},
+        {"GROVE_TRACES_FILE": str(traces), "OTEL_TRACES_EXPORTER": "console"},
+    ):
+        chosen = telemetry_settings(TelemetrySection(), env)
+        assert chosen is not None and chosen.printed == str(traces)
+    assert settings({"OTEL_TRACES_EXPORTER": "console", "OTEL_SDK_DISABLED": "true"}) is None
+    assert settings({"GROVE_TRACES_FILE": str(traces)}, enabled=False) is None
+
+
 @pytest.mark.parametrize(
     ("env", "text"),
     [
         (
             {"OTEL_TRACES_EXPORTER": "zipkin"},
-            "OTEL_TRACES_EXPORTER=zipkin: Grove exports traces over OTLP only (otlp, or none to "
-            "turn tracing off)",
+            "OTEL_TRACES_EXPORTER=zipkin: Grove exports traces over OTLP (otlp), prints them "
+            "(console, or a file with GROVE_TRACES_FILE), or neither (none)",
+        ),
+        (
+            {"OTEL_TRACES_EXPORTER": "otlp,console"},
+            "OTEL_TRACES_EXPORTER=otlp,console: Grove sends traces to one place; Grove exports "
+            "traces over OTLP (otlp), prints them (console, or a file with GROVE_TRACES_FILE), "
+            "or neither (none)",
+        ),
+        (
+            {"OTEL_TRACES_EXPORTER": "otlp", "GROVE_TRACES_FILE": "traces.jsonl"},
+            "OTEL_TRACES_EXPORTER=otlp with GROVE_TRACES_FILE: Grove sends traces to one place; "
+            "Grove exports traces over OTLP (otlp), prints them (console, or a file with "
+            "GROVE_TRACES_FILE), or neither (none)",
+        ),
+        (
+            {"GROVE_TRACES_FILE": "/no/such/directory/traces.jsonl"},
+            "GROVE_TRACES_FILE=/no/such/directory/traces.jsonl: the directory /no/such/directory "
+            "does not exist",
         ),
         (
             {"OTEL_EXPORTER_OTLP_ENDPOINT": COLLECTOR, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
