@@ -6,20 +6,49 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
 
 from actors.collector import THRESHOLDS
 from providers.catalog import near_miss_text
+from providers.http import Endpoint
+from providers.simulator import SimulatorConfig, SimulatorThread
 from supervisor import Grove
 from supervisor.errors import CommandError
 from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
 from supervisor.store import SqliteStore, Store
+from tests.integration.groves import running_grove
 
 HOSTS = 3
-pytestmark = pytest.mark.grove(hosts=HOSTS)
+KEY = "sim-supervisor-5d02"
+
+
+@pytest.fixture(scope="module")
+def simulator() -> Iterator[SimulatorThread]:
+    """The module's simulator, whose per-API bill says which endpoint a reply came from."""
+    with SimulatorThread(SimulatorConfig(port=0, api_key=KEY)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def grove(
+    simulator: SimulatorThread, store_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Grove]:
+    endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
+    with running_grove(
+        tmp_path_factory.mktemp("grove"), store_url=store_url, endpoint=endpoint, hosts=HOSTS
+    ) as grove:
+        yield grove
+
+
+def requests_by_api(simulator: SimulatorThread) -> dict[str, int]:
+    """How many requests the simulator answered on each vendor's API so far."""
+    billed: dict[str, dict[str, Any]] = simulator.simulator.stats()["billed_by_api"]
+    return {api: bill["requests"] for api, bill in billed.items()}
 
 
 def test_commands_in_one_session_run_in_arrival_order(grove: Grove, store: Store) -> None:
@@ -114,13 +143,25 @@ def test_agents_spread_over_hosts_and_never_share_a_provider(grove: Grove) -> No
     assert len(providers) == len(clients) == 50
 
 
-def test_model_switch_replaces_the_provider_on_next_request(grove: Grove) -> None:
+def test_model_switch_replaces_the_provider_on_next_request(
+    grove: Grove, simulator: SimulatorThread
+) -> None:
+    """The reply after `/model` is asked of the new vendor's API for the new model, by a new
+    provider object: the simulator counts the request on OpenAI's API, not Anthropic's, and
+    the stored reply names the provider and the model the response reported."""
     root = grove.create_root("claude-haiku-4-5")
     assert grove.ask(root.uuid, "first").ok
     before = grove.provider_identity(root.uuid)
     assert grove.dispatch(root.uuid, "/model gpt-6-luna").ok
     assert grove.provider_identity(root.uuid)["provider"] is None
+    asked = requests_by_api(simulator)
     assert grove.ask(root.uuid, "second").ok
+    answered = requests_by_api(simulator)
+    grown = {api: count - asked.get(api, 0) for api, count in answered.items()}
+    assert {api: more for api, more in grown.items() if more} == {"openai-responses": 1}
+    first, second = [m.data for m in grove.history(root.uuid) if m.kind == "assistant"]
+    assert (first["provider"], first["model"]) == ("anthropic", "claude-haiku-4-5")
+    assert (second["provider"], second["model"]) == ("openai", "gpt-6-luna")
     after = grove.provider_identity(root.uuid)
     assert after["provider"] is not None and after["provider"] != before["provider"]
 
