@@ -20,6 +20,7 @@ from actors.tools.python import tool
 from providers.http import Endpoint
 from providers.simulator import SimulatorConfig, SimulatorThread
 from supervisor import Budget, Grove
+from supervisor.errors import BUDGET_EXHAUSTED
 from supervisor.store import open_store
 from supervisor.usage import subtree, usage_report
 from tests.integration.groves import running_grove
@@ -278,13 +279,27 @@ def test_what_a_killed_host_held_of_a_budget_is_given_back(
 ) -> None:
     """The request in flight when its host died held half the budget: given back, and
     counted at that estimate (the provider bills it), the turn resumes (else its request
-    would wait for a hold that never settles)."""
-    grove, _ = setup
-    root = grove.create_root("claude-haiku-4-5", budget=Budget(tokens=400, reserve_output=180))
-    turn = grove.send(root.uuid, "[[sim tps=8 tokens=40]] slowly")
+    would wait for a hold that never settles). The budget then counts the estimate and the
+    resumed reply, and nothing still held: its refusal of the next turn says so."""
+    grove, simulator = setup
+    budget = Budget(tokens=400, reserve_output=180)
+    root = grove.create_root("claude-haiku-4-5", budget=budget).uuid
+    turn = grove.send(root, "[[sim tps=8 tokens=40]] slowly")
     for kind, _ in turn:  # until its reply streams: its hold is taken
         if kind == "text":
             break
-    kill_host(grove, grove.provider_identity(root.uuid)["host"])
+    kill_host(grove, grove.provider_identity(root)["host"])
     result = turn.result(60)
     assert result.ok, result.error
+    assert simulator.simulator.billed["requests"] == 2  # the request cut off was billed too
+    (spent,) = [m.data for m in grove.history(root) if m.kind == "spent"]
+    (reply,) = [m.data for m in grove.history(root) if m.kind == "assistant"]
+    assert spent["estimated"] and spent["usage"]["output_tokens"] == budget.reserve_output
+    held = spent["usage"]["input_tokens"] + spent["usage"]["output_tokens"]
+    replied = reply["usage"]["input_tokens"] + reply["usage"]["output_tokens"]
+    assert 2 * held <= 400 < 2 * held + reply["usage"]["input_tokens"] + budget.reserve_output
+    # ^ half the budget: kept held beside its estimate, the resumed request's hold had no room
+    again = grove.ask(root, "once more")
+    assert again.error is not None and again.error.startswith(
+        f"{BUDGET_EXHAUSTED}tokens {held + replied}/400"
+    ), again.error
