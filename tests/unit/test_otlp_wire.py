@@ -13,13 +13,21 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 
-from actors.otlp_wire import WireExporter, encode_request, span_exporter, varint
+from actors.otlp_wire import (
+    WireExporter,
+    encode_request,
+    scalar_attribute,
+    span_exporter,
+    varint,
+)
+from tests.otlp import decoded as received
+from tests.otlp import otlp_receiver
 
 REMOTE = SpanContext(
     0x0AF7651916CD43DD8448EB211C80319C,
@@ -85,7 +93,10 @@ def test_a_fan_outs_spans_and_a_traced_roots_are_what_the_sdk_would_send() -> No
         turn_span("execute_tool read", REMOTE, {**common, "ok": False, "limit": -3}),
     ]
     assert decoded(spans) == encode_spans(spans)
-    assert decoded(spans[:1]) == encode_spans(spans[:1])  # the repeated attributes reused
+    made = scalar_attribute.cache_info()
+    assert decoded(spans[:1]) == encode_spans(spans[:1])  # from the attributes made before
+    assert scalar_attribute.cache_info().hits > made.hits
+    assert scalar_attribute.cache_info().misses == made.misses
     assert encode_request([]) == b""
 
 
@@ -116,5 +127,17 @@ def test_varints_are_protobufs(number: int) -> None:
 
 
 def test_the_exporter_sends_through_the_sdks_client() -> None:
-    exporter = span_exporter("http://127.0.0.1:9/v1/traces", {"authorization": "x"})
-    assert isinstance(exporter, WireExporter)
+    """Over real HTTP to a receiver on loopback: the SDK client's path, headers and content
+    type, a body that decodes to the SDK encoder's request; nothing once shut down."""
+    spans = [turn_span("invoke_agent", REMOTE, {"gen_ai.operation.name": "chat", "n": 3})]
+    with otlp_receiver() as receiver:
+        exporter = span_exporter(f"{receiver.endpoint}/v1/traces", {"authorization": "x"})
+        assert isinstance(exporter, WireExporter)
+        assert exporter.export(spans) is SpanExportResult.SUCCESS
+        exporter.shutdown()  # type: ignore[no-untyped-call]
+        assert exporter.export(spans) is SpanExportResult.FAILURE
+        ((path, headers),) = receiver.requests
+        assert receiver.spans() == received(encode_spans(spans).SerializeToString())
+    assert path == "/v1/traces"
+    assert headers["authorization"] == "x"
+    assert headers["content-type"] == "application/x-protobuf"
