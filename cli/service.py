@@ -33,6 +33,7 @@ from server.files import (
 UP_TIMEOUT_S = 120.0
 DOWN_TIMEOUT_S = 60.0
 LOG_FILE = "service.log"
+ACTIVITY = ("clients", "requests", "idle_s", "running")  # what server/idle.py tells status
 
 
 class ServiceStartError(GroveError):
@@ -175,7 +176,7 @@ def status_command(
             "--json",
             help="One JSON object: url, host, port, pid, started, uptime_s, agents, token, "
             "token_file, dashboard, simulate, hosts, autostarted, idle_stop_s, clients, "
-            "running, idle_s.",
+            "requests, idle_s, running.",
         ),
     ] = False,
 ) -> None:
@@ -190,7 +191,7 @@ def status_command(
         fail("No Grove service is up; `grove up` starts one")
     if not healthy(state):
         fail(f"Grove (pid {state.pid}) does not answer at {state.url}; `grove down` stops it")
-    activity: dict[str, Any] = {"clients": None, "running": None, "idle_s": None}
+    activity: dict[str, Any] = dict.fromkeys(ACTIVITY)
     try:
         with RemoteGrove(state, observer=True) as remote:
             agents: int | None = len(remote.agents(include_ended=True)["agents"])
@@ -214,7 +215,7 @@ def status_command(
             "hosts": state.hosts,
             "autostarted": state.autostarted,
             "idle_stop_s": state.idle_stop_s,
-            **{key: activity[key] for key in ("clients", "running", "idle_s")},
+            **activity,
         }
         sys.stdout.write(json.dumps(found) + "\n")
         return

@@ -186,16 +186,18 @@ class HeldStream:
             response = self._connection.getresponse()
             while response.read1(4096):
                 pass
-        except (*NO_ANSWER, ValueError):  # closed under it, or the service went away
+        except NO_ANSWER:  # closed under it, or the service went away
             pass
+        finally:
+            self._connection.close()
 
     def close(self) -> None:
+        """Let go of the stream: its thread's read ends, and the thread closes the connection."""
         with self._lock:
             self._closed = True
-            if self._connection.sock is not None:  # wakes the thread's read
+            if self._connection.sock is not None:
                 with contextlib.suppress(OSError):
                     self._connection.sock.shutdown(socket.SHUT_RDWR)
-        self._connection.close()
 
 
 def sse_events(response: Streamed) -> Iterator[tuple[str, str]]:
