@@ -193,7 +193,7 @@ class CliContext:
         """The running service's Grove, unless none is up or this command runs in-process
         (--store / --address given, --no-service); with --simulate or --hosts, only a service
         started the same way (`grove up --simulate`, `--hosts N`)."""
-        if self.own or self.no_service:
+        if self.own or self.no_service or self.prints_traces():
             return None
         from server.files import read_state
 
@@ -205,6 +205,18 @@ class CliContext:
         from server.client import RemoteGrove
 
         return RemoteGrove(state)
+
+    def prints_traces(self) -> bool:
+        """Whether this command's spans are printed where it runs (OTEL_TRACES_EXPORTER=console,
+        GROVE_TRACES_FILE): it then runs a Grove of its own, whose span printer is in this
+        process, not a service's, whose output is its log (supervisor/trace_printer.py)."""
+        from supervisor.telemetry import telemetry_settings
+
+        try:
+            telemetry = telemetry_settings(self.settings().telemetry)
+        except GroveError:  # the command's own checks say what is wrong with it
+            return False
+        return telemetry is not None and telemetry.printed is not None
 
     def defaults(self, remote: RemoteGrove | None, *, simulate: bool = False) -> CommandDefaults:
         """What the configuration gives the command: the service's, or this process's (for a
@@ -233,11 +245,12 @@ class CliContext:
     ) -> Grove | RemoteGrove:
         """The Grove of a command that needs Ray and found no service to use (`remote`): a
         service it starts in the background (cli/autostart.py) when it may (`[service]
-        autostart`; not with --simulate, --hosts, --store, --address, --no-service, nor in a
-        program running Ray), else one of its own, with `hosts`, else `own_hosts`. Its store
+        autostart`; not with --simulate, --hosts, --store, --address, --no-service, printed
+        spans, nor in a program running Ray), else one of its own, with `hosts`, else `own_hosts`. Its store
         and where its traces go are checked first (exit 2)."""
         settings = self.checked_settings()
         given_own = simulate or hosts is not None or self.own or self.no_service
+        given_own = given_own or self.prints_traces()
         if not given_own and settings.service.autostart and not self.joins_cluster(None):
             from cli.autostart import started_service
 

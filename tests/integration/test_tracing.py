@@ -6,6 +6,7 @@ attributes, a batch is one trace, and a killed host's retried turns stay in thei
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -17,10 +18,13 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
+from cli.context import NO_SERVICE_ENV
+from server.files import ServiceState, remove_state, service_token, write_state
 from supervisor import Grove
 from supervisor.store import open_store
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.host_kills import events, finish_all, kill_host
+from tests.integration.services import app_served
 from tests.otlp import ReceivedSpan, Receiver, otlp_receiver
 
 ROOT_MODEL = "claude-sonnet-5-5"
@@ -290,3 +294,49 @@ def test_a_trace_seen_without_a_collector(printed: dict[str, str], tmp_path: Pat
     assert chat["attributes"]["gen_ai.request.model"] == ROOT_MODEL
     assert chat["attributes"]["gen_ai.usage.output_tokens"] > 0
     assert turn["resource"]["attributes"]["service.name"] == "grove"
+
+
+def test_a_command_printing_its_trace_runs_a_grove_of_its_own_beside_a_service(
+    grove: Grove, tmp_path: Path
+) -> None:
+    """With a service up, a command would run on it and its spans be printed in the service's
+    log: one asked to print them runs a Grove of its own, as with --store."""
+    config = tmp_path / "config" / "grove"
+    env = cli_environment(tmp_path) | {
+        "GROVE_STORE": str(grove.settings.store),
+        NO_SERVICE_ENV: "0",
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "cli.app",
+        "run",
+        "--simulate",
+        "--model",
+        ROOT_MODEL,
+        "[[sim reply=hello]] hi",
+    ]
+    with app_served(grove, service_token(config), config / "batches") as port:
+        write_state(
+            ServiceState(os.getpid(), "127.0.0.1", port, time.time(), simulate=True), config
+        )
+        try:
+            served, printed = (
+                subprocess.run(
+                    command,
+                    cwd=tmp_path,
+                    env=env | more,
+                    capture_output=True,
+                    text=True,
+                    timeout=240,
+                    check=False,
+                )
+                for more in ({}, {"OTEL_TRACES_EXPORTER": "console"})
+            )
+        finally:
+            remove_state(os.getpid(), config)
+    assert (served.returncode, served.stdout, served.stderr) == (0, "hello\n", "")
+    assert printed.returncode == 0, printed.stderr
+    assert printed.stdout == "hello\n"
+    names = {json.loads(line)["name"] for line in printed.stderr.splitlines()}
+    assert names == {"create_agent", "invoke_agent", "chat " + ROOT_MODEL}
