@@ -246,8 +246,8 @@ class CliContext:
         """The Grove of a command that needs Ray and found no service to use (`remote`): a
         service it starts in the background (cli/autostart.py) when it may (`[service]
         autostart`; not with --simulate, --hosts, --store, --address, --no-service, printed
-        spans, nor in a program running Ray), else one of its own, with `hosts`, else `own_hosts`. Its store
-        and where its traces go are checked first (exit 2)."""
+        spans, nor in a program running Ray), else one of its own, with `hosts`, else
+        `own_hosts`. Its store and where its traces go are checked first (exit 2)."""
         settings = self.checked_settings()
         given_own = simulate or hosts is not None or self.own or self.no_service
         given_own = given_own or self.prints_traces()
