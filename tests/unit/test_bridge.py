@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import http.server
 import inspect
-import itertools
 import os
 import threading
 import time
@@ -49,15 +48,31 @@ async def ticker(ticks: list[float], every_s: float) -> None:
 
 
 async def test_bridged_calls_wait_on_the_loop_together() -> None:
-    ticks: list[float] = []
-    ticking = asyncio.create_task(ticker(ticks, 0.005))
-    start = time.perf_counter()
-    totals = await asyncio.gather(*(bridge.bridge(slow_sum, [0.1, 0.1]) for _ in range(50)))
-    took = time.perf_counter() - start
+    """Fifty calls each waiting twice: every one has begun before any ends, and the loop's
+    ticker runs between their waits. One after another (or a wait holding the loop) would
+    end the first call before the second began, with no tick in between."""
+    happened: list[str] = []
+
+    def logged_sum(number: int) -> float:
+        happened.append(f"begin {number}")
+        total = slow_sum([0.1, 0.1])
+        happened.append(f"end {number}")
+        return total
+
+    async def tick() -> None:
+        while True:
+            happened.append("tick")
+            await asyncio.sleep(0.005)
+
+    ticking = asyncio.create_task(tick())
+    await asyncio.sleep(0)  # the first tick
+    totals = await asyncio.gather(*(bridge.bridge(logged_sum, n) for n in range(50)))
     ticking.cancel()
     assert totals == [pytest.approx(0.2)] * 50
-    assert took < 1.0  # 50 calls of 0.2 s each, at once: not 10 s
-    assert max(b - a for a, b in itertools.pairwise(ticks)) < took / 4
+    calls = [event for event in happened if event != "tick"]
+    assert sorted(calls[:50]) == sorted(f"begin {n}" for n in range(50))
+    first_end = happened.index(calls[50])
+    assert "tick" in happened[happened.index(calls[49]) : first_end]  # while all wait
 
 
 async def test_a_bridged_call_waits_on_the_loop_for_a_future_another_call_settles() -> None:

@@ -175,11 +175,17 @@ async def test_a_sync_tool_runs_off_the_event_loop() -> None:
     assert ticks >= 6  # the loop kept running while the tool slept
 
 
-def sleeper(name: str, sequential: bool) -> Tool:
+def sleeper(name: str, sequential: bool, happened: list[str] | None = None) -> Tool:
+    """A tool that sleeps a moment; `happened` gets "begin label" and "end label" around it."""
+
     @tool(name=name, sequential=sequential)
     def nap(label: str) -> str:
         """Sleep one second."""
+        if happened is not None:
+            happened.append(f"begin {label}")
         time.sleep(1)
+        if happened is not None:
+            happened.append(f"end {label}")
         return label
 
     return python_tool(nap).as_tool()
@@ -189,18 +195,16 @@ def no_provider(choice: ModelChoice) -> Provider:
     raise AssertionError("no model is asked in these tests")
 
 
-async def run_step(tools: dict[str, Tool], calls: list[tuple[str, str]]) -> tuple[list[str], float]:
-    """One step's tool calls through the agent loop's own runner."""
+async def run_step(tools: dict[str, Tool], calls: list[tuple[str, str]]) -> list[str]:
+    """One step's tool calls through the agent loop's own runner: their results."""
     agent = Agent("a", None, [], no_provider, tools=tools)
     result = TurnResult()
     parts = tuple(
         ToolCallPart(call_id=f"c{i}", name=name, arguments={"label": label}, signature=None)
         for i, (name, label) in enumerate(calls)
     )
-    started = time.monotonic()
     await agent._run_tools(result, parts, lambda event: None)
-    elapsed = time.monotonic() - started
-    return [part["content"] for part in results_by_call(result)], elapsed
+    return [part["content"] for part in results_by_call(result)]
 
 
 def results_by_call(result: TurnResult) -> list[dict[str, Any]]:
@@ -211,11 +215,16 @@ def results_by_call(result: TurnResult) -> list[dict[str, Any]]:
 
 
 async def test_the_calls_of_one_step_run_at_once_unless_sequential() -> None:
-    tools = {"nap": sleeper("nap", False), "queue": sleeper("queue", True)}
-    together, elapsed = await run_step(tools, [("nap", "a"), ("nap", "b")])
-    assert together == ["a", "b"] and elapsed < 1.8
-    in_turn, elapsed = await run_step(tools, [("queue", "a"), ("queue", "b")])
-    assert in_turn == ["a", "b"] and elapsed >= 1.9
+    """At once: both calls have begun before either ends; sequential: one ends, then the
+    next begins, in the order they were called."""
+    happened: list[str] = []
+    tools = {"nap": sleeper("nap", False, happened), "queue": sleeper("queue", True, happened)}
+    assert await run_step(tools, [("nap", "a"), ("nap", "b")]) == ["a", "b"]
+    assert sorted(happened[:2]) == ["begin a", "begin b"]
+    assert sorted(happened[2:]) == ["end a", "end b"]
+    happened.clear()
+    assert await run_step(tools, [("queue", "a"), ("queue", "b")]) == ["a", "b"]
+    assert happened == ["begin a", "end a", "begin b", "end b"]
 
 
 async def test_arguments_that_are_not_a_json_object_are_an_error_result() -> None:
