@@ -36,10 +36,17 @@ def started_service(store: str | None, idle_stop_s: float) -> RemoteGrove | None
         with starting_alone(grove_dir()):
             state = read_state() or started(store, idle_stop_s)
     except (GroveError, OSError) as exc:
-        reason = str(exc) if isinstance(exc, GroveError) else exc.strerror or str(exc)
+        reason = str(exc) if isinstance(exc, GroveError) else file_problem(exc)
         sys.stderr.write(f"Could not start a Grove service ({reason}); running in-process\n")
         return None
     return RemoteGrove(state)
+
+
+def file_problem(exc: OSError) -> str:
+    """ "cannot write PATH: REASON", or what the error says."""
+    if exc.filename is None or exc.strerror is None:
+        return str(exc)
+    return f"cannot write {exc.filename}: {exc.strerror}"
 
 
 @contextmanager

@@ -9,11 +9,13 @@ is read from the service itself (`grove status --json`: the requests it served),
 
 from __future__ import annotations
 
+import fcntl
 import json
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +153,26 @@ def test_no_service_never_starts_one(place: Place) -> None:
     done = place.run(**{NO_SERVICE_ENV: "1"})
     assert done.stderr == ""
     assert read_state(place.config) is None
+
+
+def test_a_service_that_cannot_start_leaves_the_command_to_run_in_process(place: Place) -> None:
+    with holding(place.config / "service.lock"):  # as a `grove up` starting meanwhile does
+        done = place.run()
+    lines = done.stderr.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(STARTING), done.stderr
+    assert lines[1] == (
+        "Could not start a Grove service (Grove did not start: another Grove service is "
+        "starting or running (grove status says where)); running in-process"
+    )
+    assert read_state(place.config) is None
+
+
+@contextmanager
+def holding(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        yield
 
 
 def test_commands_that_need_no_ray_start_no_service(place: Place) -> None:
