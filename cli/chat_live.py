@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from prompt_toolkit import PromptSession
 from prompt_toolkit.application import get_app
 from prompt_toolkit.filters import Condition
-from prompt_toolkit.formatted_text import ANSI
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.patch_stdout import patch_stdout
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 PROMPT = "> "
 ORIGIN = "repl-interactive"
 ANSWER_KEYS = {"y": "y", "a": "a"}  # any other key typed to an approval question: no
+TYPED_KEYS = tuple(chr(code) for code in range(0x20, 0x7F))
 
 
 def too_long(text: str) -> str | None:
@@ -78,26 +79,30 @@ class LiveRepl(Repl):
         )
         grove.set_approver(session, self.ask_person)
 
-    def _message(self) -> ANSI:
+    def _message(self) -> StyleAndTextTuples:
         """The line being streamed and an approval question, above the prompt itself."""
         app = get_app()
         if app.is_done:  # what stays on screen once a line is entered
-            return ANSI(self._label)
-        question = f"{self._question}\n" if self._question is not None else ""
-        return ANSI(self.output.unfinished(app.output.get_size().columns) + question + self._label)
+            return [("", self._label)]
+        question = [("", f"{self._question}\n")] if self._question is not None else []
+        return [
+            *self.output.unfinished(app.output.get_size().columns),
+            *question,
+            ("", self._label),
+        ]
 
     def _keys(self) -> KeyBindings:
         keys = KeyBindings()
         asking = Condition(lambda: self._question is not None)
         streaming = Condition(lambda: self.turns.streaming)
 
-        @keys.add(Keys.Any, filter=asking, eager=True)
-        @keys.add("enter", filter=asking, eager=True)
-        @keys.add("escape", filter=asking, eager=True)
-        @keys.add("c-d", filter=asking, eager=True)
         def _answer(event: KeyPressEvent) -> None:
             self._answer = ANSWER_KEYS.get(event.data.lower(), "n")
             self._answered.set()
+
+        # Keys a person types, one by one: Keys.Any would take a terminal's own reports too.
+        for key in (*TYPED_KEYS, "enter", "escape", "c-d"):
+            keys.add(key, filter=asking, eager=True)(_answer)
 
         @keys.add("c-c")
         def _interrupt(event: KeyPressEvent) -> None:

@@ -16,15 +16,18 @@ from operator import itemgetter
 from typing import TextIO
 
 from prompt_toolkit.application import get_app_or_none, run_in_terminal
+from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.utils import get_cwidth
 
-from cli.styles import RESET
+from cli.styles import DIM, RED, RESET, YELLOW
 
-# At most five redraws a second, however fast a reply streams; nothing is drawn while idle.
-MIN_REDRAW_INTERVAL_S = 0.2
+# About three redraws a second at most, however fast a reply streams; nothing is drawn while idle.
+MIN_REDRAW_INTERVAL_S = 0.3
 # Rows of an unfinished line shown above the prompt; rows before them scroll up whole.
-LIVE_ROWS = 6
+LIVE_ROWS = 4
 _SGR = re.compile(r"(\x1b\[[0-9;]*m)")
+# cli/styles.py's styles as prompt_toolkit draws them.
+DRAWN_STYLES = {DIM: "dim", RED: "fg:ansired", YELLOW: "fg:ansiyellow"}
 
 Segment = tuple[str, str]  # (the SGR style it is written in, its text)
 
@@ -73,6 +76,8 @@ class LiveOutput:
         self._lock = threading.RLock()
         self._lines: list[str] = []
         self._partial: list[Segment] = []
+        self._version = 0  # of the unfinished line
+        self._shown: tuple[int, int, StyleAndTextTuples] = (0, 0, [])  # (version, width, rows)
         self._style = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._scheduled = False
@@ -98,23 +103,34 @@ class LiveOutput:
                     self._lines.append(joined(self._partial))
                     self._partial = []
                 self._take(rest)
+            self._version += 1
             width = max(shutil.get_terminal_size().columns, 10)
             rows, self._partial = split_rows(self._partial, width, LIVE_ROWS)
             self._lines.extend(rows)
         return len(text)
 
     def _take(self, text: str) -> None:
-        if text:
+        if not text:
+            return
+        if self._partial and self._partial[-1][0] == self._style:
+            self._partial[-1] = (self._style, self._partial[-1][1] + text)
+        else:
             self._partial.append((self._style, text))
 
     def flush(self) -> None:
         self.redraw()
 
-    def unfinished(self, width: int) -> str:
-        """The line being written, styled, in rows of `width` cells, each with its line end;
-        empty when there is none."""
+    def unfinished(self, width: int) -> StyleAndTextTuples:
+        """The line being written in rows of `width` cells, each with its line end, as
+        prompt_toolkit draws it; empty when there is none."""
         with self._lock:
-            return "".join(f"{joined(row)}\n" for row in rows_of(self._partial, max(width, 1)))
+            if self._shown[:2] != (self._version, width):  # drawn several times a redraw
+                shown: StyleAndTextTuples = []
+                for row in rows_of(self._partial, max(width, 1)):
+                    shown.extend((DRAWN_STYLES.get(style, ""), text) for style, text in row)
+                    shown.append(("", "\n"))
+                self._shown = (self._version, width, shown)
+            return self._shown[2]
 
     def redraw(self) -> None:
         """Write whole lines above the prompt and draw it again, soon: at once when nothing
@@ -179,6 +195,7 @@ class LiveOutput:
             self._terminal.write(joined(self._partial))
             self._terminal.flush()
             self._partial = []
+            self._version += 1
             self._plain = True
 
     @contextmanager

@@ -92,7 +92,7 @@ def test_tab_completion_ctrl_c_approvals_and_exit(
     ):
         term.type(BASH_CALL % (word, name) + f" write {name}.txt\r")
         term.expect("Allow bash? [y/n/a]")
-        term.type(f"{answer}\r")
+        term.type(answer)  # the next key typed answers
         term.expect(outcome)
         term.expect(">")
     # "a" allowed bash for the rest of the session: the next call is not asked about.
