@@ -150,8 +150,8 @@ SimulateOption = Annotated[
     bool,
     typer.Option(
         "--simulate",
-        help="Answer from the built-in provider simulator (offline), in a Grove of this "
-        "command's own (also while a service is up).",
+        help="Answer from the built-in provider simulator (offline): on a service started "
+        "with --simulate, else in a Grove of this command's own (never a service it starts).",
     ),
 ]
 HostsOption = Annotated[
@@ -159,8 +159,8 @@ HostsOption = Annotated[
     typer.Option(
         "--hosts",
         min=1,
-        help="Agent host processes to start, in a Grove of this command's own (also while a "
-        "service is up); default: [hosts] count, else one per CPU.",
+        help="Agent host processes to start, in a Grove of this command's own unless a "
+        "service started with the same --hosts is up; default: [hosts] count, else one per CPU.",
     ),
 ]
 

@@ -62,7 +62,7 @@ def run_command(
             "--hosts",
             min=1,
             help="Agent host processes to start (default 1), in a Grove of this command's own "
-            "(also while a service is up).",
+            "unless a service started with the same --hosts is up.",
         ),
     ] = None,
     tools: ToolsOption = None,
