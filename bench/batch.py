@@ -95,6 +95,7 @@ def command_seconds(
         **os.environ,
         **provider_env(simulator),
         "GROVE_STORE": f"sqlite:///{output.parent / 'cli.sqlite3'}",
+        "GROVE_NO_SERVICE": "1",  # its own Ray (or the cluster's), no service started for it
         **(cluster or {}),
     }
     command = [

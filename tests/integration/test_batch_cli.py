@@ -107,6 +107,7 @@ def make_workspace(base: Path, config: str = "", store_url: str | None = None) -
         GROVE_CONFIG_FILE=str(base / "config.toml"),
         XDG_CONFIG_HOME=str(base / "config"),
         XDG_DATA_HOME=str(base / "data"),
+        GROVE_NO_SERVICE="1",  # in-process: no service left behind (tests/conftest.py)
     )
     return Workspace(base=base, env=env, store_url=store_url)
 

@@ -85,6 +85,7 @@ def clean_env(base: Path, ray_tmp: Path) -> dict[str, str]:
         XDG_CONFIG_HOME=str(base / "config"),
         XDG_DATA_HOME=str(base / "data"),
         RAY_TMPDIR=str(ray_tmp),
+        GROVE_NO_SERVICE="1",  # in-process: no service left behind (tests/conftest.py)
     )
     return env
 
