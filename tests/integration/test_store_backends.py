@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import socket
 import sqlite3
-import statistics
 import time
 import uuid as uuid_module
 from collections.abc import Iterator
@@ -143,9 +142,10 @@ def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
         SqliteStore(path)
 
 
-def test_sqlite_uses_wal_and_a_fork_write_takes_well_under_a_millisecond(
+def test_sqlite_uses_wal_keeps_its_file_private_and_takes_forks_with_their_prompts(
     sqlite_store: SqliteStore, sqlite_path: Path
 ) -> None:
+    """What a fork write costs against a bare SQLite insert is bench/store_timing.py's."""
     with sqlite3.connect(sqlite_path) as connection:
         assert connection.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     connection.close()
@@ -153,7 +153,6 @@ def test_sqlite_uses_wal_and_a_fork_write_takes_well_under_a_millisecond(
     root = _root()
     sqlite_store.create_agents([root])
     sqlite_store.append_message(root.uuid, "user", "shared context")
-    timings = []
     for number in range(300):
         child = AgentRecord(
             uuid=str(uuid_module.uuid4()),
@@ -165,13 +164,10 @@ def test_sqlite_uses_wal_and_a_fork_write_takes_well_under_a_millisecond(
             created_at=time.time(),
         )
         prompt = NewMessage(agent_uuid=child.uuid, kind="user", content=f"task {number}")
-        started = time.perf_counter()
         sqlite_store.create_agents([child], [prompt])
-        timings.append(time.perf_counter() - started)
-    assert statistics.median(timings) < 0.001, (
-        f"median fork write {statistics.median(timings):.6f} s"
-    )
-    assert len(sqlite_store.children(root.uuid)) == 300
+    children = sqlite_store.children(root.uuid)
+    assert len(children) == 300
+    assert sqlite_store.conversation(children[-1].uuid)[-1].content == "task 299"
 
 
 # ----- URLs ----------------------------------------------------------------------------------
