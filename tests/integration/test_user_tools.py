@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,17 @@ from tests.integration.groves import tool_results as results
 MODEL = "claude-haiku-4-5"
 LOCAL_MODULE = '''
 """A user's tools, in a file no installed package has."""
+import os
 import time
-from itertools import pairwise
+from pathlib import Path
 
 SUFFIX = "(from a local file)"
+LOG = Path("@LOG@")  # what the tools did, a line each, in order (the fixture says where)
+
+
+def log(line: str) -> None:
+    with LOG.open("a") as happened:
+        happened.write(line + "\\n")
 
 
 def forecast(city: str, days: int = 1) -> str:
@@ -42,13 +48,19 @@ def forecast(city: str, days: int = 1) -> str:
 
 def nap(label: str) -> str:
     """Sleep a moment and say which call it was."""
+    log(f"begin {label}")
     time.sleep(1.5)
+    log(f"end {label}")
     return label
 
 
-def hold(seconds: float) -> str:
-    """Block the calling thread for a while."""
-    time.sleep(seconds)
+def hold(release: str) -> str:
+    """Block the calling thread until the file `release` exists (a minute at most)."""
+    log("hold began")
+    deadline = time.monotonic() + 60
+    while not os.path.exists(release) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    log("hold ended")
     return "held"
 '''
 
@@ -61,9 +73,24 @@ def shout(text: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def grove(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The directory of the local tool module and of the log its tools write."""
     workspace = tmp_path_factory.mktemp("tools")
-    (workspace / "weather_tools.py").write_text(LOCAL_MODULE)
+    module = LOCAL_MODULE.replace("@LOG@", str(workspace / "happened.log"))
+    (workspace / "weather_tools.py").write_text(module)
+    return workspace
+
+
+def happened(workspace: Path) -> list[str]:
+    """What the local module's tools logged so far, in order; the log is emptied."""
+    log = workspace / "happened.log"
+    lines = log.read_text().splitlines() if log.exists() else []
+    log.unlink(missing_ok=True)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def grove(workspace: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(workspace)
         with running_grove(tmp_path_factory.mktemp("store")) as grove:
@@ -95,20 +122,27 @@ def test_bad_arguments_and_exceptions_are_error_results_and_the_agent_goes_on(
     assert fine["content"] == "FINE!"
 
 
-def test_the_calls_of_one_step_run_at_once(grove: Grove) -> None:
+def test_the_calls_of_one_step_run_at_once(grove: Grove, workspace: Path) -> None:
+    """Both calls have begun before either ends (one after the other would end the first
+    before the second began)."""
     root = grove.create_root(MODEL, tools=["weather_tools:nap"]).uuid
     calls = json.dumps([{"name": "nap", "args": {"label": label}} for label in "ab"])
-    started = time.monotonic()
+    happened(workspace)
     assert grove.ask(root, f"[[sim calls='{calls}' step=1]] both").ok
-    elapsed = time.monotonic() - started
     # each result is stored as its call ends: in the order they ended
     assert sorted(r["content"] for r in results(grove, root)) == ["a", "b"]
-    assert elapsed < 2.7  # one after the other would be 3 s of naps alone
+    order = happened(workspace)
+    assert sorted(order[:2]) == ["begin a", "begin b"], order
+    assert sorted(order[2:]) == ["end a", "end b"], order
 
 
 def test_a_blocking_sync_tool_does_not_stop_another_agent_streaming_on_its_host(
-    grove: Grove,
+    grove: Grove, workspace: Path
 ) -> None:
+    """A tool blocks its thread until the test releases it; meanwhile another agent on the
+    same host streams its whole reply. Were the host's loop blocked, that reply could not end
+    before the release."""
+
     def started(tools: list[str]) -> str:
         uuid = grove.create_root(MODEL, tools=tools).uuid
         assert grove.ask(uuid, "hello").ok  # placed on a host and active there
@@ -121,15 +155,20 @@ def test_a_blocking_sync_tool_does_not_stop_another_agent_streaming_on_its_host(
         if grove.provider_identity(streamer)["pid"] == host_pid:
             break
     assert grove.provider_identity(streamer)["pid"] == host_pid
-    held = grove.send(holder, call("hold", seconds=4))
-    time.sleep(0.5)  # the tool is blocking its thread now
-    arrivals = []
-    for _ in grove.send(streamer, "[[sim tps=20 tokens=50]] stream while the other waits"):
-        arrivals.append(time.monotonic())
+    release = workspace / "release"
+    happened(workspace)
+    held = grove.send(holder, call("hold", release=str(release)))
+    deadline = time.monotonic() + 60
+    log = workspace / "happened.log"
+    while not log.exists() or "hold began" not in log.read_text():
+        assert time.monotonic() < deadline, "the hold never began"
+        time.sleep(0.05)
+    streamed = list(grove.send(streamer, "[[sim tps=20 tokens=50]] stream while the other waits"))
+    assert happened(workspace) == ["hold began"]  # the whole reply came while it held
+    release.touch()
     assert held.result().ok and results(grove, holder)[-1]["content"] == "held"
-    assert arrivals[-1] < time.monotonic() - 0.3  # the stream ended before the hold did
-    gaps = [later - earlier for earlier, later in pairwise(arrivals)]
-    assert len(arrivals) > 10 and max(gaps) < 1.0, gaps
+    assert happened(workspace) == ["hold ended"]
+    assert len(streamed) > 10  # streamed, not sent whole
 
 
 def test_tools_that_cannot_be_given_fail_at_create_root(grove: Grove) -> None:
