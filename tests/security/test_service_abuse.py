@@ -12,7 +12,6 @@ import json
 import re
 import select
 import socket
-import statistics
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +24,6 @@ from supervisor.batch.tasks import MAX_TEXT_BYTES
 from tests.integration.groves import cli_environment
 from tests.integration.services import Service as RunningService
 from tests.integration.services import grove_service
-from tests.security.test_glob_freeze import cpu_used
 
 MAX_STREAMS = 500
 ALLOWED_HOST = "grove.test"
@@ -209,14 +207,10 @@ def open_stream(service: Service, path: str = "/api/events/stream") -> tuple[soc
     return sock, response_head(sock)
 
 
-def healthz_ms(service: Service, times: int = 10) -> list[float]:
-    took = []
+def healthz_answers(service: Service, times: int = 10) -> bool:
+    """Whether /healthz answered 200 each time (how fast is bench/service_streams.py's)."""
     with httpx.Client(timeout=60) as client:
-        for _ in range(times):
-            started = time.monotonic()
-            assert client.get(f"{service.url}/healthz").status_code == 200
-            took.append((time.monotonic() - started) * 1000)
-    return took
+        return all(client.get(f"{service.url}/healthz").status_code == 200 for _ in range(times))
 
 
 def test_500_open_streams_leave_the_service_answering_and_one_more_gets_429(
@@ -229,8 +223,7 @@ def test_500_open_streams_leave_the_service_answering_and_one_more_gets_429(
             sock, head = open_stream(service)
             streams.append(sock)
             assert head.startswith("HTTP/1.1 200"), head
-        took = healthz_ms(service)
-        assert statistics.median(took) < 100, took  # 23 s before streams stopped holding threads
+        assert healthz_answers(service)
         assert service.status("Threads") - threads_before < 20  # no thread per stream
         with service.api() as api:
             root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
@@ -268,8 +261,9 @@ def test_dashboards_may_hold_more_tree_streams_than_the_usual_soft_limit_allows(
 ) -> None:
     """A tree stream is a connection and a store connection (about three files in all): 300
     of them are near the 1,024 open files the service was started with, which its start
-    raised to the hard limit (Ray's start does), so more fit. While nothing happens, they
-    cost the service next to nothing: a tree is read again when the event log grows."""
+    raised to the hard limit (Ray's start does), so more fit. A tree is read again when the
+    event log grows: a new root reaches the last of them. (That they cost next to nothing
+    while nothing happens is bench/service_streams.py's figure, the service's CPU time.)"""
     soft, hard = service.open_files_limits()
     assert soft == hard and soft > USUAL_OPEN_FILES
     streams: list[socket.socket] = []
@@ -278,10 +272,7 @@ def test_dashboards_may_hold_more_tree_streams_than_the_usual_soft_limit_allows(
             sock, head = open_stream(service, "/api/tree/stream")
             streams.append(sock)
             assert head.startswith("HTTP/1.1 200"), head
-        time.sleep(1.0)  # each has sent its first rows
-        idle = cpu_used(service.pid, 3.0)
-        assert idle < 0.3, idle  # CPU seconds; 0.7 when each read the tree every 0.3 s
-        assert statistics.median(healthz_ms(service)) < 100
+        assert healthz_answers(service)
         with service.api() as api:
             root = api.post("/api/roots", json={"model": "claude-haiku-4-5"}).json()["uuid"]
             answered = api.post(f"/api/agents/{root}/prompts", json={"text": "still there?"})
