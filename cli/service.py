@@ -1,5 +1,6 @@
 """`grove up`, `grove status`, `grove down`: a long-lived local Grove (Ray, the supervisor, the
-HTTP API and dashboard) started in the background, reported, and stopped with all it started.
+HTTP API and dashboard) started in the background (here, or by a command: cli/autostart.py),
+reported, and stopped with all it started.
 """
 
 from __future__ import annotations
