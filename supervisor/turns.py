@@ -17,7 +17,7 @@ from actors.steps import INTERRUPTED_FACT
 from actors.transcript import parts_to_data
 from providers.base import AssistantTurn, TextPart
 from providers.google_cache import CachedContent
-from supervisor.store.base import SPENT_KIND, Store
+from supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
 from supervisor.store.kinds import TURN_END_KIND
 from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
@@ -288,12 +288,14 @@ def fork_end(store: Store, parent: AgentRecord) -> int:
     running them, a `fork` call perhaps): a child inherits whole steps only. Reads only the
     parent's newest messages (more of them only while a tool loop runs past what was read),
     so its cost does not grow with the parent's history."""
-    end = store.conversation_end(parent.uuid)
     count = NEWEST_READ
     while True:
         own = store.newest_messages(parent.uuid, count)
-        if not own or own[-1].id != end:
-            return end
+        if not own:  # all it shows is inherited
+            return store.conversation_end(parent.uuid)
+        if own[-1].kind == CLEAR_KIND:  # its newest message leaves nothing to show
+            return 0
+        end = own[-1].id
         whole = len(own) < count  # the parent holds no older message than these
         point = _whole_steps_end(own, end, parent.fork_message_id if whole else None)
         if point is not None:

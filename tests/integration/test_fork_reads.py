@@ -186,3 +186,24 @@ def test_a_parents_token_count_follows_its_conversation_through_clears_and_compa
     assert tokens.count(store, child.uuid) == whole_count(store, root.uuid)
     store.append_message(child.uuid, "user", "its own")
     assert tokens.count(store, child.uuid) == whole_count(store, child.uuid)
+
+
+def test_a_fork_branches_off_where_its_parents_conversation_ends(any_store: Store) -> None:
+    store = any_store
+    root = AgentRecord(uuid=str(uuid_module.uuid4()), role="root", created_at=time.time())
+    store.create_agents([root])
+    assert fork_end(store, root) == 0  # nothing to inherit yet
+    point = store.append_message(root.uuid, "user", "go").id
+    child = AgentRecord(
+        uuid=str(uuid_module.uuid4()),
+        role="child",
+        parent_uuid=root.uuid,
+        fork_message_id=point,
+        created_at=time.time(),
+    )
+    store.create_agents([child])
+    assert fork_end(store, child) == point == store.conversation_end(child.uuid)
+    store.append_message(child.uuid, "clear", "")
+    assert fork_end(store, child) == 0 == store.conversation_end(child.uuid)
+    own = store.append_message(child.uuid, "user", "afresh").id
+    assert fork_end(store, child) == own == store.conversation_end(child.uuid)
