@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 PROMPT = "> "
 ORIGIN = "repl-interactive"
 ANSWER_KEYS = {"y": "y", "a": "a"}  # any other key typed to an approval question: no
+LEAVING_CHECK_S = 0.5  # how often a waiting approval question looks whether the chat ends
 TYPED_KEYS = tuple(chr(code) for code in range(0x20, 0x7F))
 
 
@@ -163,8 +164,10 @@ class LiveRepl(Repl):
                 self._answered.clear()
                 self._question = question
                 self.output.redraw()
-                self._answered.wait()
-                self._question, answer = None, self._answer
+                while not self._answered.wait(LEAVING_CHECK_S) and not self._leaving:
+                    pass
+                answered = self._answered.is_set()
+                self._question, answer = None, self._answer if answered else "n"
         self.writer.line(question + answer)
         return answer
 
@@ -179,8 +182,12 @@ class LiveRepl(Repl):
                         break
                     if not line:
                         self._send_held()
-                    elif self.handle(line):
-                        break
+                        continue
+                    try:
+                        if self.handle(line):
+                            break
+                    except KeyboardInterrupt:  # Ctrl+C while a command runs, off the prompt
+                        self._cancel_turn()
             finally:
                 self._leave()
 
@@ -198,7 +205,7 @@ class LiveRepl(Repl):
     def _leave(self) -> None:
         """The chat ends once the streaming turn has (Ctrl+C cancels it); queued prompts are
         not sent."""
-        self._leaving = True
+        self._leaving = True  # a question asked from now on, or waiting, is answered no
         dropped = self.turns.clear()
         if self.turns.streaming:
             unsent = f"; {counted(dropped, 'queued prompt')} not sent" if dropped else ""

@@ -37,15 +37,16 @@ def streamed_tokens(term: Terminal) -> int:
 
 
 def replies(store: str) -> tuple[list[str], list[str], str | None]:
-    """The session's user prompts and assistant replies in order, and its model."""
+    """The user prompts and assistant replies of the session's root in order, and its
+    model."""
     stored = open_store(store)
     try:
-        (root,) = stored.list_agents()
-        messages = stored.agent_messages(root.uuid)
+        (agent,) = [record for record in stored.list_agents() if record.role == "root"]
+        messages = stored.agent_messages(agent.uuid)
         return (
             [m.content for m in messages if m.kind == "user"],
             [m.content for m in messages if m.kind == "assistant"],
-            root.model,
+            agent.model,
         )
     finally:
         stored.close()
@@ -75,7 +76,16 @@ def mid_stream_commands(term: Terminal) -> None:
     term.type("/agents\r")
     term.expect(f"{MODEL}/default  streaming")  # the tree, listed while the reply streams
     term.type('/fork "unclosed\r')
-    term.expect("nclosed")  # the parser's complaint; the turn streams on
+    term.expect("Unclosed quote in prompt")  # the parser's complaint; the turn streams on
+    for command, shown in (
+        ("/help", "/agents"),
+        ("/context", "Context: "),
+        ("/usage", "requests"),
+        ("/fork", "Forked child"),  # no prompt: the focus stays
+        ("/history", "Unknown command: /history. Type /help for the list."),
+    ):
+        term.type(f"{command}\r")
+        term.expect(shown)
     before = streamed_tokens(term)
     term.type('[[sim reply="never sent"]] held then dropped\r')
     term.expect("Queued #1")
@@ -104,6 +114,18 @@ def queued_in_order(term: Terminal) -> None:
     term.expect("Cancelled", 30)
 
 
+def forked_mid_stream(term: Terminal) -> None:
+    """/fork with a prompt during a turn: the child starts at once, its reply is shown after
+    the turn streaming (here cancelled), and the focus moves to it."""
+    term.type(LONG_TURN)
+    streamed_tokens(term)
+    term.type("/fork \"[[sim reply='child done']] child task\"\r")
+    term.expect("Forked child")
+    term.type("\x03")
+    term.expect("Cancelled", 30)
+    term.expect("child done", 60)
+
+
 def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
     store = f"sqlite:///{tmp_path / 'grove.sqlite3'}"
     (tmp_path / "workspace").mkdir()
@@ -122,6 +144,7 @@ def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
     try:
         mid_stream_commands(term)
         queued_in_order(term)
+        forked_mid_stream(term)
         pasted = term.paste("x" * (MAX_TEXT_BYTES + 1))
         term.expect(f"over the prompt limit of {MAX_TEXT_BYTES:,}; not sent", 60)
         pasted.join(60)
@@ -133,9 +156,19 @@ def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
     assert model == MODEL  # /model was refused, not done later
     assert [p.split("]] ")[-1] for p in prompts] == [
         "tell me a long story", "a short story", "first queued", "second queued",
-        "tell me a long story",
+        "tell me a long story", "tell me a long story",
     ]  # fmt: skip
     assert answers[1:] == ["first done", "second done"]  # the cancelled turns keep nothing
+    stored = open_store(store)
+    try:
+        children = [r.uuid for r in stored.list_agents() if r.role == "child"]
+        answers_of = [
+            [m.content for m in stored.agent_messages(child) if m.kind == "assistant"]
+            for child in children
+        ]
+    finally:
+        stored.close()
+    assert sorted(answers_of) == [[], ["child done"]]  # /fork alone, /fork with a prompt
 
 
 @pytest.fixture(scope="module")
