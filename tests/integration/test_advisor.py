@@ -183,7 +183,6 @@ def test_advisor_off_detaches_and_status_says_so(grove: Grove) -> None:
 def test_sync_backlog_off_never_waits(grove: Grove) -> None:
     root = watched(grove)
     assert grove.ask(root, "[[sim@reviewer ttft_ms=3000]] first").ok
-    started = time.monotonic()
     assert grove.ask(root, "second").ok
-    assert time.monotonic() - started < 2.0  # the reviewer is still busy for seconds
+    assert grove.wait_reviews(root, 0) > 0  # answered while the first review still went on
     assert grove.wait_reviews(root, 30) == 0

@@ -20,7 +20,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import redirect_stderr
 from dataclasses import dataclass
@@ -439,15 +438,13 @@ def test_a_prompt_whose_turn_is_slow_times_out_the_same_with_a_service_and_witho
         for via in (grove, remote):
             root = via.create_root(MODEL).uuid
             for asking in (False, True):
-                began = time.monotonic()
                 with pytest.raises(TimeoutError) as timed_out:
                     if asking:
                         via.ask(root, "[[sim tokens=60 tps=2]] go on", 0.3)
                     else:
                         via.send(root, "[[sim tokens=60 tps=2]] go on").result(0.3)
-                assert time.monotonic() - began < 5.0  # the turn takes 30 s
                 said.append(str(timed_out.value).replace(root, "AGENT"))
-                assert via.cancel(root)  # it was still going
+                assert via.cancel(root)  # the wait ended while the turn still went on
                 ended = via.wait_turn(root, TIMEOUT_S)
                 assert ended is not None and ended.cancelled
     assert said == ["The turn of agent AGENT did not end within 0.3 s"] * 4

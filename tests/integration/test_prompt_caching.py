@@ -150,11 +150,14 @@ def test_a_tool_loop_reads_what_the_step_before_wrote(grove: Grove) -> None:
 
 def test_a_failed_first_child_releases_the_others_at_once(grove: Grove) -> None:
     root = seeded_root(grove, "claude-sonnet-5-5", "failing")
-    prompts = ["[[sim fault=529 retry_after=6 times=1]] first"] + [f"task {n}" for n in range(4)]
+    retry_after_s = 6
+    prompts = [f"[[sim fault=529 retry_after={retry_after_s} times=1]] first"]
+    prompts += [f"task {n}" for n in range(4)]
     started = time.monotonic()
     children = grove.fork_many(root, prompts)
-    forked_s = time.monotonic() - started
-    assert forked_s < 4.0  # not the 6 s the first child's retry waits
+    # returned before the first child's retry was due: its failure, not its reply, let the
+    # others go
+    assert time.monotonic() - started < retry_after_s
     finish(grove, children)
 
 
