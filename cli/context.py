@@ -6,6 +6,7 @@ the one way to fail. Nothing in cli/ keeps module-level mutable state.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -209,7 +210,12 @@ class CliContext:
     def prints_traces(self) -> bool:
         """Whether this command's spans are printed where it runs (OTEL_TRACES_EXPORTER=console,
         GROVE_TRACES_FILE): it then runs a Grove of its own, whose span printer is in this
-        process, not a service's, whose output is its log (supervisor/trace_printer.py)."""
+        process, not a service's, whose output is its log (supervisor/trace_printer.py). Told
+        from the variables alone when neither is set (no settings, no pydantic: a command
+        through a service starts fast)."""
+        exporters = os.environ.get("OTEL_TRACES_EXPORTER", "").lower()
+        if "console" not in exporters and not os.environ.get("GROVE_TRACES_FILE", "").strip():
+            return False
         from supervisor.telemetry import telemetry_settings
 
         try:
