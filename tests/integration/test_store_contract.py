@@ -564,8 +564,8 @@ def test_a_batch_of_events_is_written_in_order_or_not_at_all(
 
 
 def test_wait_events_blocks_until_an_event_or_the_timeout(backend: Backend, store: Store) -> None:
-    """Nothing new: it waits its whole timeout. An event written meanwhile by another
-    process's store ends the wait, long before an hour's timeout would."""
+    """Nothing new: it waits its whole timeout. An event written meanwhile through another
+    connection to the store ends the wait, long before an hour's timeout would."""
     first = store.append_event("AgentForked", {"child": "a"})
     assert store.wait_events(0, timeout_s=5.0) == [first]
     started = time.monotonic()
