@@ -10,7 +10,9 @@ compact (goal: the ratio with it within 1.05x of the ratio without); `--no-cache
 provider caching off (`[cache] enabled = false`), to compare what its marks and warm-up cost
 a fan-out (goal: the ratio with it within 1.05x of the ratio without); `--fleet-control` sets a
 budget and provider rate limits that never bind (goal: the ratio with them within 1.05x of
-the ratio without).
+the ratio without). `cpu_ratio`: the CPU time Grove's driver, supervisor and hosts use for
+a round over the baseline's process for its run (medians), which a busy machine stretches
+far less than the walls.
 """
 
 from __future__ import annotations
@@ -18,9 +20,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import ssl
 import statistics
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -32,6 +36,7 @@ from harness import (
     ExternalSimulator,
     Pacing,
     PeakRSS,
+    cpu_s,
     grove_pids,
     running_grove,
     simulator_process,
@@ -104,27 +109,35 @@ async def bare_httpx(simulator: ExternalSimulator, texts: list[str]) -> tuple[fl
     return time.perf_counter() - start, sum(events)
 
 
-def forked_round(grove: Any, root: str, texts: list[str]) -> dict[str, Any]:
-    """`fork_many` children of `root`, fan-in with `wait_any`, every turn checked in the store."""
+def forked_round(
+    grove: Any, root: str, texts: list[str], pids: Sequence[int] = ()
+) -> dict[str, Any]:
+    """`fork_many` children of `root`, fan-in with `wait_any`, every turn checked in the store
+    (after the wall and the CPU time of the processes `pids` are taken)."""
+    used = cpu_s(pids)
     start = time.perf_counter()
     children = grove.fork_many(root, texts)
     forked = time.perf_counter() - start
     results = collect(grove, children)
     wall = time.perf_counter() - start
-    return {"wall_s": wall, "fork_many_s": forked, **check(grove, results)}
+    spent = cpu_s(pids) - used
+    return {"wall_s": wall, "cpu_s": spent, "fork_many_s": forked, **check(grove, results)}
 
 
 def solo_round(grove: Any, texts: list[str], rss: PeakRSS) -> dict[str, Any]:
     """One root per agent, each with `isolation="process"`: a host process per agent (its
     start is part of the time), each told the context and its task in one turn."""
     roots = [grove.create_root(MODEL, isolation="process").uuid for _ in texts]
+    used = cpu_s(rss.pids)
     start = time.perf_counter()
     with ThreadPoolExecutor(SOLO_STARTS_IN_FLIGHT) as pool:
         list(pool.map(lambda pair: grove.send(*pair), zip(roots, texts, strict=True)))
     results = collect(grove, roots)
     wall = time.perf_counter() - start
+    shared = len(rss.pids)
     rss.pids.extend(pid for pid in grove_pids(grove, roots) if pid not in rss.pids)
-    return {"wall_s": wall, **check(grove, results)}
+    spent = cpu_s(rss.pids[:shared]) - used + cpu_s(rss.pids[shared:])  # the new ones' whole
+    return {"wall_s": wall, "cpu_s": spent, **check(grove, results)}
 
 
 def collect(grove: Any, agents: list[str]) -> dict[str, Any]:
@@ -187,6 +200,9 @@ def main() -> None:
     texts = prompts(args.n)
     solo = args.isolation == "process"
     walls: dict[str, list[float]] = {"grove": [], "baseline": [], "baseline_uvloop": []}
+    # CPU time (stretched far less than the walls by what else runs on the machine): Grove's
+    # driver, supervisor and hosts over a round, the baseline's process over its run.
+    cpu: dict[str, list[float]] = {"grove": [], "baseline": []}
     forks: list[float] = []
     completed = stored = events = 0
     sections: dict[str, Any] = {"compaction": {"enabled": False}} if args.no_compaction else {}
@@ -211,22 +227,26 @@ def main() -> None:
                 if solo:
                     figures = solo_round(grove, [f"{CONTEXT}\n\n{t}" for t in texts], rss)
                 else:
-                    figures = forked_round(grove, root.uuid, texts)
+                    figures = forked_round(grove, root.uuid, texts, pids)
                     forks.append(figures["fork_many_s"])
             if round_number == 0:
                 peak_mb, processes = rss.peak_mb, len(rss.pids)
             walls["grove"].append(figures["wall_s"])
+            cpu["grove"].append(figures["cpu_s"])
             completed += figures["ok"]
             stored += figures["stored"]
             if tooled is not None:
-                with_tools = forked_round(grove, tooled.uuid, texts)
+                with_tools = forked_round(grove, tooled.uuid, texts, pids)
                 walls.setdefault("grove_with_tools", []).append(with_tools["wall_s"])
                 completed += with_tools["ok"]
                 stored += with_tools["stored"]
             for loop in ("baseline", "baseline_uvloop"):
                 runner = uvloop.run if loop == "baseline_uvloop" else asyncio.run
+                used = cpu_s([os.getpid()])
                 wall, events = runner(bare_httpx(simulator, texts))
                 walls[loop].append(wall)
+                if loop == "baseline":
+                    cpu["baseline"].append(cpu_s([os.getpid()]) - used)
     grove_s, baseline_s = median(walls["grove"]), median(walls["baseline"])
     report: dict[str, Any] = {
         "bench": "fanout",
@@ -243,6 +263,9 @@ def main() -> None:
         "ratio": round(grove_s / baseline_s, 3),
         "baseline_uvloop_wall_s": median(walls["baseline_uvloop"]),
         "ratio_vs_uvloop": round(grove_s / median(walls["baseline_uvloop"]), 3),
+        "grove_cpu_s": median(cpu["grove"]),
+        "baseline_cpu_s": median(cpu["baseline"]),
+        "cpu_ratio": round(median(cpu["grove"]) / median(cpu["baseline"]), 3),
         "grove_events_per_s": round(events / grove_s),
         "baseline_events_per_s": round(events / baseline_s),
         "events_per_round": events,

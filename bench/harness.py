@@ -263,7 +263,7 @@ def grove_pids(grove: Any, solo_agents: Iterable[str] = ()) -> list[int]:
     return [os.getpid(), int(ready["pid"]), *(int(h["pid"]) for h in ready["hosts"]), *solo]
 
 
-def cpu_s(pids: list[int]) -> float:
+def cpu_s(pids: Iterable[int]) -> float:
     """The CPU time (user and system) the processes have used so far: unlike the wall time,
     not stretched by what else runs on a shared machine."""
     total = 0
