@@ -47,6 +47,10 @@ class TreeHolding:
         self.held: set[str] = set()  # the roots of the trees held
         self._roots: dict[str, str] = {}  # agent uuid -> the root of its tree, as found
 
+    def holds(self, uuid: str) -> bool:
+        """Whether the tree of `uuid`, as found before, is held: `hold` would do nothing."""
+        return self._roots.get(uuid) in self.held
+
     def renew(self) -> None:
         """Tell the store this Grove lives on; when it had been taken for gone (a renewal came
         too late), its trees are held again."""

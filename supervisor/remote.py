@@ -611,7 +611,7 @@ class Supervisor:
 
     async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
         self._wake()
-        record = self.core.store.get_agent(session)
+        record = None if self.core.holds(session) else self.core.store.get_agent(session)
         if record is not None:  # a session resumed here is held from its first command on
             self.core.hold(record)
         return await dispatch(

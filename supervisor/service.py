@@ -162,6 +162,11 @@ class SupervisorCore:
         if self.holding is not None:
             self.holding.hold(record)
 
+    def holds(self, uuid: str) -> bool:
+        """Whether `hold` of the agent would do nothing (its tree is held, or this Grove
+        holds no trees): then its record need not be read for it."""
+        return self.holding is None or self.holding.holds(uuid)
+
     def agent(self, uuid_or_prefix: str) -> AgentRecord:
         return self.store.resolve_agent(uuid_or_prefix)
 
