@@ -211,9 +211,11 @@ async def test_a_result_awaited_when_its_host_dies_is_the_resumed_turns(grove: G
     await turn
     waiting = asyncio.ensure_future(turn.result(120))
     await asyncio.sleep(ASK_S / 4)
-    kill_host(grove, (await aio.provider_identity(root))["host"])
+    killed = await aio.provider_identity(root)
+    kill_host(grove, killed["host"])
     result = await waiting
     assert result.ok and result.text == (await aio.history(root))[-1].content, result
+    assert (await aio.provider_identity(root))["pid"] != killed["pid"]  # another process
 
 
 def test_made_and_used_inside_asyncio_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
