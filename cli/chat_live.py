@@ -4,8 +4,12 @@ at once, prompts queue, Ctrl+C or Esc cancels the turn, a status line sits under
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from prompt_toolkit import PromptSession
@@ -23,6 +27,7 @@ from cli.chat_turns import TurnRunner
 from cli.printable import printable
 from cli.render import TurnWriter
 from providers.errors import GroveError
+from providers.plurals import counted
 from supervisor.batch.tasks import MAX_TEXT_BYTES
 
 if TYPE_CHECKING:
@@ -45,8 +50,23 @@ def too_long(text: str) -> str | None:
     return f"A line of {size:,} bytes is over the prompt limit of {MAX_TEXT_BYTES:,}; not sent"
 
 
-def counted(count: int, what: str) -> str:
-    return f"{count} {what}" if count == 1 else f"{count} {what}s"
+@contextmanager
+def deferred_interrupts(act: Callable[[], object]) -> Iterator[None]:
+    """Ctrl+C while a command runs off the prompt acts once it has finished: a call cut off
+    halfway would leave the command half done (a child forked, its turn never shown)."""
+    pressed = False
+
+    def note(signum: int, frame: FrameType | None) -> None:
+        nonlocal pressed
+        pressed = True
+
+    previous = signal.signal(signal.SIGINT, note)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if pressed:
+            act()
 
 
 class LiveRepl(Repl):
@@ -183,11 +203,9 @@ class LiveRepl(Repl):
                     if not line:
                         self._send_held()
                         continue
-                    try:
+                    with deferred_interrupts(self._cancel_turn):
                         if self.handle(line):
                             break
-                    except KeyboardInterrupt:  # Ctrl+C while a command runs, off the prompt
-                        self._cancel_turn()
             finally:
                 self._leave()
 
@@ -207,9 +225,12 @@ class LiveRepl(Repl):
         not sent."""
         self._leaving = True  # a question asked from now on, or waiting, is answered no
         dropped = self.turns.clear()
+        unsent = f"{counted(dropped, 'queued prompt')} not sent" if dropped else ""
         if self.turns.streaming:
-            unsent = f"; {counted(dropped, 'queued prompt')} not sent" if dropped else ""
+            unsent = f"; {unsent}" if unsent else ""
             self.writer.line(f"Leaving when this turn ends (Ctrl+C cancels it){unsent}")
+        elif unsent:
+            self.writer.line(unsent)
         self.output.plain()
         while True:
             try:

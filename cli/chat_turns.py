@@ -9,6 +9,7 @@ from collections import deque
 from typing import TYPE_CHECKING
 
 from providers.errors import GroveError
+from providers.plurals import counted
 
 if TYPE_CHECKING:
     from cli.chat_status import StatusLine
@@ -153,6 +154,5 @@ class TurnRunner:
         self._status.refresh()
         if waiting:
             self._writer.line(
-                f"{waiting} queued prompt{'s' if waiting > 1 else ''} held: "
-                "Enter sends them, Ctrl+C drops them"
+                f"{counted(waiting, 'queued prompt')} held: Enter sends them, Ctrl+C drops them"
             )

@@ -112,7 +112,10 @@ class Terminal:
                 return os.waitstatus_to_exitcode(status)
             if not self._read(0.05):
                 time.sleep(0.05)
-        raise AssertionError("the program did not exit")
+        raise AssertionError(
+            "the program did not exit; the screen ends with:\n"
+            + self.screen[-2000:].decode(errors="replace")
+        )
 
     def close(self) -> None:
         try:

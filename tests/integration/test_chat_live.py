@@ -148,7 +148,7 @@ def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
         pasted = term.paste("x" * (MAX_TEXT_BYTES + 1))
         term.expect(f"over the prompt limit of {MAX_TEXT_BYTES:,}; not sent", 60)
         pasted.join(60)
-        term.type("\x04")
+        term.type("/exit\r")
         assert term.wait() == 0
     finally:
         term.close()
