@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from cli.service import idle_text, launch, wait_until_up
+from cli.service_process import idle_text, launch, wait_until_up
 from providers.errors import GroveError
 from server.files import DEFAULT_PORT, ServiceState, grove_dir, private_file, read_state
 

@@ -7,13 +7,7 @@ the rules and texts live in supervisor/.
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
 import sys
-import tempfile
-from abc import ABC, abstractmethod
-from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 
 import typer
@@ -32,6 +26,7 @@ from cli.context import (
 )
 from cli.preflight import preflight
 from cli.render import TurnWriter
+from cli.repl import Repl
 from providers.errors import GroveError
 from supervisor.errors import CommandError
 
@@ -100,29 +95,6 @@ def chat_command(
         fail(f"{rejected} of the lines read were rejected", code=1)
 
 
-def edit_todo(grove: Grove | RemoteGrove, session: str) -> tuple[str, bool]:
-    """`/todo edit`: the focused agent's list as markdown in $EDITOR, read back when the
-    editor exits; (what happened, whether it worked)."""
-    shown = grove.dispatch(session, "/todo", "repl")
-    markdown = "" if not shown.data.get("phases") else shown.text
-    with tempfile.TemporaryDirectory(prefix="grove-todo-") as directory:
-        draft = Path(directory) / "todo.md"
-        draft.write_text(markdown + "\n" if markdown else "# Todos\n", encoding="utf-8")
-        editor = shlex.split(os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi")
-        try:
-            status = subprocess.call([*editor, str(draft)])
-        except OSError as exc:
-            return f"Cannot start the editor {editor[0]}: {exc.strerror or exc}", False
-        if status != 0:
-            return f"The editor exited with status {status}; the todo list was not changed", False
-        # Read the path again: many editors replace the file rather than write into it.
-        edited = draft.read_text(encoding="utf-8", errors="replace")
-    try:
-        return grove.set_todo(session, edited), True
-    except GroveError as exc:
-        return str(exc), False
-
-
 def open_session(
     grove: Grove | RemoteGrove,
     model: str | None,
@@ -158,39 +130,6 @@ def warn_of_retired_model(provider: str | None, model: str | None) -> None:
     verdict = standing(model)
     if verdict is not None and verdict.notice is not None:
         sys.stderr.write((verdict.resume_text if verdict.retired else verdict.notice) + "\n")
-
-
-class Repl(ABC):
-    """What both REPLs share: a line is a command when it starts with `/`, else a prompt."""
-
-    grove: Grove | RemoteGrove
-    session: str
-
-    def handle(self, line: str) -> bool:
-        """Act on one stripped line; True when the REPL should end."""
-        if line.split() == ["/todo", "edit"]:
-            self.report(*self.edit())
-            return False
-        if line.startswith("/"):
-            return self.command(line)
-        self.prompt(line)
-        return False
-
-    def edit(self) -> tuple[str, bool]:
-        """`/todo edit`, in $EDITOR."""
-        return edit_todo(self.grove, self.session)
-
-    @abstractmethod
-    def report(self, text: str, ok: bool) -> None:
-        """Show the outcome of something the REPL did itself."""
-
-    @abstractmethod
-    def command(self, line: str) -> bool:
-        """Run one command and show its outcome; True when it ends the REPL."""
-
-    @abstractmethod
-    def prompt(self, text: str) -> None:
-        """Send `text` to the focused agent."""
 
 
 class ScriptedRepl(Repl):

@@ -20,12 +20,12 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.patch_stdout import patch_stdout
 
-from cli.chat import Repl, edit_todo
 from cli.chat_screen import LiveOutput
 from cli.chat_status import StatusLine
 from cli.chat_turns import TurnRunner
 from cli.printable import printable
 from cli.render import TurnWriter
+from cli.repl import Repl, edit_todo
 from providers.errors import GroveError
 from providers.plurals import counted
 from supervisor.batch.tasks import MAX_TEXT_BYTES

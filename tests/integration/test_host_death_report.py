@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import ray
@@ -44,8 +45,9 @@ def test_grove_says_once_that_the_host_died_and_ray_says_nothing(tmp_path: Path)
     try:
         assert running.stdout is not None
         assert running.stdout.read(8)  # the reply streams
-        supervisor = ray.get_actor(SUPERVISOR_NAME, namespace=NAMESPACE)
-        for pid in ray.get(supervisor.host_pids.remote(), timeout=30).values():
+        supervisor: Any = ray.get_actor(SUPERVISOR_NAME, namespace=NAMESPACE)  # untyped handle
+        pids: dict[str, int] = ray.get(supervisor.host_pids.remote(), timeout=30)
+        for pid in pids.values():
             os.kill(pid, signal.SIGKILL)  # the turn's host among them
         out, err = running.communicate(timeout=TIMEOUT_S)
     finally:

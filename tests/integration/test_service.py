@@ -469,7 +469,7 @@ def test_two_ups_at_once_start_one_service(service: Service, rivals: list[tuple[
 
 
 def test_a_chat_in_the_service_asks_before_a_tool_runs(service: Service, tmp_path: Path) -> None:
-    from tests.integration.test_chat_terminal import Terminal
+    from tests.terminal import Terminal
 
     env = {**service.env, "TERM": "xterm"}
     argv = [sys.executable, "-m", "cli.entry", "chat", "--model", "claude-haiku-4-5",
@@ -480,12 +480,12 @@ def test_a_chat_in_the_service_asks_before_a_tool_runs(service: Service, tmp_pat
         call = '[[sim tool=bash args=\'{"command": "echo %s"}\' step=1]] say it\r'
         term.type(call % "asked")
         term.expect("Allow bash? [y/n/a]")
-        term.type("y\r")
+        term.type("y")  # the next key typed answers
         term.expect("\u2190 bash: exit code 0")
         term.expect(">")
         term.type(call % "refused")
         term.expect("Allow bash? [y/n/a]")
-        term.type("n\r")
+        term.type("n")
         term.expect("\u2190 bash failed: The user did not allow bash this time.")
         term.expect(">")
         term.type("/exit\r")

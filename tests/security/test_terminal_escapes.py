@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from cli.printable import printable
 from tests.integration.groves import Invoked, invoke, sim_call
-from tests.integration.test_chat_terminal import Terminal
 from tests.security.commands import COMMAND_TIMEOUT_S, Place, make_place
+from tests.terminal import Terminal
 
 TITLE = "\x1b]0;pwned\x07"
 CLEAR = "\x1b[2J"

@@ -15,7 +15,7 @@ import pytest
 
 from cli.app import hoisted
 from cli.context import CliContext
-from cli.service import idle_text
+from cli.service_process import idle_text
 from server.files import ServiceState, read_state, state_path, write_state
 from server.idle import Clients, counts
 from server.wire import OBSERVER_HEADER
