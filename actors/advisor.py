@@ -13,10 +13,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult, reply_data
-from actors.estimates import is_bill
-from actors.transcript import COMPACTION_TEXT, Entry
-from providers.base import (
+from grove.actors.agent import Agent, ModelChoice, NewEntry, Tool, TurnResult, reply_data
+from grove.actors.estimates import is_bill
+from grove.actors.transcript import COMPACTION_TEXT, Entry
+from grove.providers.base import (
     Message,
     Request,
     TextPart,
@@ -26,7 +26,7 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
-from providers.errors import ProviderError
+from grove.providers.errors import ProviderError
 
 ADVICE_PREFIX = "Advisor (a senior reviewer watching your work — weigh it, don't blindly obey):"
 SEVERITIES = ("nit", "concern", "blocker")

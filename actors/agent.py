@@ -15,17 +15,23 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
-from actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
-from actors.estimates import UNBILLED, estimated_bill
-from actors.masking import MaskedEmit, masked_entry
-from actors.output import RETRY_KIND, AnswerError, OutputType, check_answer, retry_text
-from actors.steps import INTERRUPTED_FACT, StepRefused, StoreSteps, interrupted_text, open_calls
-from actors.telemetry import NO_TRACING, TraceParent, Tracing
-from actors.transcript import entry_to_message, parts_to_data, to_messages
-from actors.turn_result import NewEntry as NewEntry
-from actors.turn_result import TurnResult as TurnResult
-from providers.accumulate import INVALID_ARGUMENTS
-from providers.base import (
+from grove.actors.budget_guard import BudgetCut, BudgetPort, ReplyGuard
+from grove.actors.estimates import UNBILLED, estimated_bill
+from grove.actors.masking import MaskedEmit, masked_entry
+from grove.actors.output import RETRY_KIND, AnswerError, OutputType, check_answer, retry_text
+from grove.actors.steps import (
+    INTERRUPTED_FACT,
+    StepRefused,
+    StoreSteps,
+    interrupted_text,
+    open_calls,
+)
+from grove.actors.telemetry import NO_TRACING, TraceParent, Tracing
+from grove.actors.transcript import entry_to_message, parts_to_data, to_messages
+from grove.actors.turn_result import NewEntry as NewEntry
+from grove.actors.turn_result import TurnResult as TurnResult
+from grove.providers.accumulate import INVALID_ARGUMENTS
+from grove.providers.base import (
     AssistantTurn,
     CachePolicy,
     Finished,
@@ -46,10 +52,10 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
-from providers.catalog import cache_saving_usd, model_info
-from providers.errors import GroveError, ProviderError, is_context_overflow
-from providers.output import answer_message
-from providers.secrets import mask
+from grove.providers.catalog import cache_saving_usd, model_info
+from grove.providers.errors import GroveError, ProviderError, is_context_overflow
+from grove.providers.output import answer_message
+from grove.providers.secrets import mask
 
 MAX_STEPS_PER_TURN = 50
 

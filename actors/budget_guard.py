@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from providers.base import (
+from grove.providers.base import (
     AssistantTurn,
     Message,
     ProviderName,
@@ -18,7 +18,7 @@ from providers.base import (
     ToolCallArgumentsDelta,
     Usage,
 )
-from providers.catalog import cost_usd
+from grove.providers.catalog import cost_usd
 
 CHARS_PER_TOKEN = 4  # how a streamed reply's tokens are estimated until usage is reported
 # A reply past its hold asks for this many tokens more at a time (or half its hold, if more).

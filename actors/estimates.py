@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.base import ProviderName, Request, Usage
-from providers.catalog import cost_usd, model_info
-from providers.errors import GroveError
-from providers.thinking import DEFAULT_MAX_TOKENS, anthropic_thinking
+from grove.providers.base import ProviderName, Request, Usage
+from grove.providers.catalog import cost_usd, model_info
+from grove.providers.errors import GroveError
+from grove.providers.thinking import DEFAULT_MAX_TOKENS, anthropic_thinking
 
 # In a bill's data: an estimate (the request's input as estimated, its reply as reserved),
 # stored as the bill of a request whose host died before its reply's bill was known.

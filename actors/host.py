@@ -15,8 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.advisor import RETRY_DELAY_S, Report, Reviewer, ReviewerSpec
-from actors.agent import (
+from grove.actors.advisor import RETRY_DELAY_S, Report, Reviewer, ReviewerSpec
+from grove.actors.agent import (
     MAX_STEPS_PER_TURN,
     Agent,
     FleetPort,
@@ -27,14 +27,14 @@ from actors.agent import (
     ToolActivity,
     TurnResult,
 )
-from actors.budget_guard import BudgetPort
-from actors.output import OutputType
-from actors.telemetry import NO_TRACING, TraceParent, Tracing
-from actors.tools.grant import ToolGrant
-from actors.tools.grove_git import WorktreeError
-from actors.tools.worktrees import Worktree, missing_text, settle
-from actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
-from providers.base import (
+from grove.actors.budget_guard import BudgetPort
+from grove.actors.output import OutputType
+from grove.actors.telemetry import NO_TRACING, TraceParent, Tracing
+from grove.actors.tools.grant import ToolGrant
+from grove.actors.tools.grove_git import WorktreeError
+from grove.actors.tools.worktrees import Worktree, missing_text, settle
+from grove.actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
+from grove.providers.base import (
     CONTENT_EVENT_KINDS,
     AssistantTurn,
     CachePolicy,
@@ -47,9 +47,9 @@ from providers.base import (
     TextDelta,
     ThinkingDelta,
 )
-from providers.errors import ProviderError
-from providers.google_cache import CachedContent, create_cached_content, delete_cached_content
-from providers.http import HTTPProvider
+from grove.providers.errors import ProviderError
+from grove.providers.google_cache import CachedContent, create_cached_content, delete_cached_content
+from grove.providers.http import HTTPProvider
 
 # Tells the supervisor what a request of a turn may be billed at most before it is sent, and
 # what it was billed as soon as it ends: (ticket id, agent, the data its reply is stored with,

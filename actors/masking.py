@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from actors.turn_result import NewEntry
-from providers.base import StreamEvent, TextDelta, ThinkingDelta
-from providers.secrets import StreamMask, mask
+from grove.actors.turn_result import NewEntry
+from grove.providers.base import StreamEvent, TextDelta, ThinkingDelta
+from grove.providers.secrets import StreamMask, mask
 
 
 def masked_entry(entry: NewEntry) -> NewEntry:

@@ -21,9 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from providers.base import DEFAULT_OUTPUT_RETRIES, JSONObject, OutputSchema
-from providers.linear_regex import CompiledPattern, compile_re2
-from providers.output_schema import (
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES, JSONObject, OutputSchema
+from grove.providers.linear_regex import CompiledPattern, compile_re2
+from grove.providers.output_schema import (
     MAX_SCHEMA_DEPTH,
     nesting_depth,
     one_line,

@@ -16,31 +16,31 @@ from typing import Any
 
 import ray
 
-from actors.advisor import RETRY_DELAY_S, ReviewerSpec, ReviewReport, advise_tool
-from actors.agent import (
+from grove.actors.advisor import RETRY_DELAY_S, ReviewerSpec, ReviewReport, advise_tool
+from grove.actors.agent import (
     MAX_STEPS_PER_TURN,
     ModelChoice,
     NewEntry,
     ToolError,
     TurnResult,
 )
-from actors.budget_guard import BudgetStop
-from actors.coalesce import Coalescer
-from actors.collector import tune_collector
-from actors.host import DEFAULT_IDLE_POOLS, Activation, AgentHostCore, Ticket
-from actors.reports import ReportBatcher
-from actors.telemetry import TelemetrySettings, Tracing, start_tracing
-from actors.tools.fanout import WAIT_CAP_S
-from actors.tools.kit import ToolKit
-from actors.tools.mcp import McpServerConfig
-from actors.tools.readonly import readonly_tools
-from actors.tools.sandbox import SandboxPolicy
-from providers.base import AssistantTurn, CachePolicy, Provider, RateLimitLeft
-from providers.catalog import set_prices
-from providers.factory import create_provider
-from providers.google_cache import CachedContent
-from providers.http import Endpoint
-from providers.retry import RetryPolicy
+from grove.actors.budget_guard import BudgetStop
+from grove.actors.coalesce import Coalescer
+from grove.actors.collector import tune_collector
+from grove.actors.host import DEFAULT_IDLE_POOLS, Activation, AgentHostCore, Ticket
+from grove.actors.reports import ReportBatcher
+from grove.actors.telemetry import TelemetrySettings, Tracing, start_tracing
+from grove.actors.tools.fanout import WAIT_CAP_S
+from grove.actors.tools.kit import ToolKit
+from grove.actors.tools.mcp import McpServerConfig
+from grove.actors.tools.readonly import readonly_tools
+from grove.actors.tools.sandbox import SandboxPolicy
+from grove.providers.base import AssistantTurn, CachePolicy, Provider, RateLimitLeft
+from grove.providers.catalog import set_prices
+from grove.providers.factory import create_provider
+from grove.providers.google_cache import CachedContent
+from grove.providers.http import Endpoint
+from grove.providers.retry import RetryPolicy
 
 REPORT_TIMEOUT_S = 30.0
 TOOL_CALL_TIMEOUT_S = 60.0

@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from actors.agent import TurnResult
-from actors.host import Ticket
+from grove.actors.agent import TurnResult
+from grove.actors.host import Ticket
 
 REPORT_ATTEMPTS = 5
 REPORT_BACKOFF_S = 0.2

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
-from actors.turn_result import NewEntry
-from providers.base import Message, ToolCallPart, ToolResultPart
+from grove.actors.turn_result import NewEntry
+from grove.providers.base import Message, ToolCallPart, ToolResultPart
 
 # Stores finished steps of a turn, `(index in the turn's entries, entry)` each, keyed by the
 # turn's ticket and the index; the message id of each, or None when the supervisor refused

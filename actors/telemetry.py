@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from providers.base import AssistantTurn, Request, ToolCallPart, Usage
-from providers.secrets import mask
+from grove.providers.base import AssistantTurn, Request, ToolCallPart, Usage
+from grove.providers.secrets import mask
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Tracer
@@ -220,7 +220,7 @@ class OtelTracing(Tracing):
         from opentelemetry.sdk.util.instrumentation import InstrumentationScope
         from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
-        from actors.otlp_wire import span_exporter
+        from grove.actors.otlp_wire import span_exporter
 
         resource = Resource.create({"service.name": settings.service_name})
         self.provider = TracerProvider(resource=resource)

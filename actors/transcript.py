@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Protocol
 
-from providers.base import (
+from grove.providers.base import (
     CachePoint,
     ImageData,
     ImagePart,

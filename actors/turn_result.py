@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.base import Usage
+from grove.providers.base import Usage
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

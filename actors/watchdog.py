@@ -10,7 +10,7 @@ import os
 import re
 from pathlib import Path
 
-from providers.credentials import config_dir as grove_config_dir
+from grove.providers.credentials import config_dir as grove_config_dir
 
 WATCHDOG_FILE = "WATCHDOG.md"
 PROJECT_CONFIG_DIR = ".grove"

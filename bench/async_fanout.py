@@ -33,7 +33,7 @@ from typing import Any
 from fanout import CONTEXT, TURN_TIMEOUT_S, check, collect, median, prompts
 from harness import MODEL, Pacing, cpu_s, grove_pids, running_grove, simulator_process
 
-from supervisor import AsyncGrove
+from grove.supervisor import AsyncGrove
 
 
 class Driver:

@@ -28,9 +28,9 @@ from harness import (
     simulator_process,
 )
 
-from supervisor.batch.records import OutputLog, record_results
-from supervisor.batch.summary import Totals
-from supervisor.batch.tasks import read_tasks
+from grove.supervisor.batch.records import OutputLog, record_results
+from grove.supervisor.batch.summary import Totals
+from grove.supervisor.batch.tasks import read_tasks
 
 COMMAND_TIMEOUT_S = 900.0
 CONTEXT = [
@@ -99,7 +99,7 @@ def command_seconds(
         **(cluster or {}),
     }
     command = [
-        sys.executable, "-m", "cli.app", "batch", str(tasks), "--context", str(context),
+        sys.executable, "-m", "grove.cli.app", "batch", str(tasks), "--context", str(context),
         "--model", MODEL, "--concurrency", str(concurrency), "--output", str(output),
         *(["--address", cluster["RAY_ADDRESS"]] if cluster else []),
     ]  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 
 from harness import MODEL, Pacing, running_grove, simulator_process
 
-from supervisor import Budget
+from grove.supervisor import Budget
 
 MODES: dict[str, dict[str, Any]] = {
     "finish": {},

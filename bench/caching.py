@@ -25,11 +25,11 @@ import httpx
 import httpx2  # the anthropic SDK's own HTTP client
 from harness import ExternalSimulator, Pacing, running_grove, simulator_process
 
-from providers.base import Usage
-from providers.catalog import DEFAULT_MODELS, cost_usd
-from supervisor.batch.records import OutputLog, record_results
-from supervisor.batch.summary import Totals
-from supervisor.batch.tasks import Task
+from grove.providers.base import Usage
+from grove.providers.catalog import DEFAULT_MODELS, cost_usd
+from grove.supervisor.batch.records import OutputLog, record_results
+from grove.supervisor.batch.summary import Totals
+from grove.supervisor.batch.tasks import Task
 
 MODELS: dict[str, str] = {name: model for name, model in DEFAULT_MODELS.items()}  # defaults
 APIS = {"anthropic": "anthropic", "openai": "openai-responses", "google": "google"}

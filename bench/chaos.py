@@ -83,17 +83,17 @@ from harness import (
     simulator_stats,
 )
 
-from actors.estimates import ESTIMATED
-from actors.steps import INTERRUPTED_FACT
-from providers.errors import GroveError
-from supervisor.batch.done import read_previous
-from supervisor.batch.records import OutputLog, record_results
-from supervisor.batch.summary import Totals
-from supervisor.batch.tasks import Task, id_key, read_tasks
-from supervisor.store import open_store
-from supervisor.store.records import MessageRecord
-from supervisor.turns import calls_tools
-from supervisor.usage import UsageTotals, billed_messages, usage_report
+from grove.actors.estimates import ESTIMATED
+from grove.actors.steps import INTERRUPTED_FACT
+from grove.providers.errors import GroveError
+from grove.supervisor.batch.done import read_previous
+from grove.supervisor.batch.records import OutputLog, record_results
+from grove.supervisor.batch.summary import Totals
+from grove.supervisor.batch.tasks import Task, id_key, read_tasks
+from grove.supervisor.store import open_store
+from grove.supervisor.store.records import MessageRecord
+from grove.supervisor.turns import calls_tools
+from grove.supervisor.usage import UsageTotals, billed_messages, usage_report
 
 CONTEXT = [
     ("user", "Our shop sells 40 kinds of tea. Answer each question about it in one sentence."),

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness import MODEL, Pacing, running_grove, simulator_process
 
-from supervisor.snapcompact import archive, frame_tokens
+from grove.supervisor.snapcompact import archive, frame_tokens
 
 WINDOW = 32_000
 REPLY_TOKENS = 120

@@ -159,7 +159,7 @@ def through_service(
             "ANTHROPIC_BASE_URL": simulator.base_url,
             "ANTHROPIC_API_KEY": simulator.api_key,
         }
-        grove = [sys.executable, "-m", "cli.entry"]
+        grove = [sys.executable, "-m", "grove.cli.entry"]
         port = free_port()
         up = [*grove, "up", "--port", str(port)]
         # Its output holds the token.

@@ -61,7 +61,7 @@ def budget_round_trips(grove: Any, n: int) -> tuple[list[float], list[float]]:
     """Milliseconds of each of `n` holds of a budgeted root's request, and of each settling."""
     import ray
 
-    from supervisor import Budget
+    from grove.supervisor import Budget
 
     root = grove.create_root(MODEL, budget=Budget(tokens=10**12)).uuid
     holds: list[float] = []

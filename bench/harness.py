@@ -79,7 +79,7 @@ def simulator_process(
     `prefill_tps` makes the time to first token grow with the prompt not read from a cache."""
     key = "bench-" + secrets.token_hex(12)
     command = [
-        sys.executable, "-m", "cli.app", "simulate", "--port", "0",
+        sys.executable, "-m", "grove.cli.app", "simulate", "--port", "0",
         "--ttft-ms", str(pacing.ttft_ms), "--tps", str(pacing.tps),
         "--tokens", str(pacing.tokens),
     ]  # fmt: skip
@@ -236,9 +236,9 @@ def running_grove(
     """A Grove on a fresh store (a temp SQLite file unless `store_url`) whose providers all
     reach the external simulator; `sections` as a config file's tables would give them
     (`{"mcp": {"servers": ...}}`, `{"compaction": {...}}`)."""
-    from providers.http import Endpoint
-    from supervisor import Grove
-    from supervisor.config import load_settings
+    from grove.providers.http import Endpoint
+    from grove.supervisor import Grove
+    from grove.supervisor.config import load_settings
 
     with tempfile.TemporaryDirectory(prefix="grove-bench-") as directory, quiet_config():
         url = store_url or f"sqlite:///{Path(directory) / 'grove.sqlite3'}"

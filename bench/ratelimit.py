@@ -28,9 +28,9 @@ from harness import (
     simulator_stats,
 )
 
-from supervisor.batch.records import OutputLog, record_results
-from supervisor.batch.summary import Totals
-from supervisor.batch.tasks import read_tasks
+from grove.supervisor.batch.records import OutputLog, record_results
+from grove.supervisor.batch.summary import Totals
+from grove.supervisor.batch.tasks import read_tasks
 
 PACING = Pacing(ttft_ms=200, tps=100.0, tokens=10)
 PHASES = ("grove_limited", "grove_unlimited", "anthropic_sdk")

@@ -26,11 +26,11 @@ from harness import REPO_ROOT
 DRIVER = """
 import json, os, sys
 mode = sys.argv[1]
-from supervisor.local_ray import keep_local_ray_on_loopback, prepare_local_ray
+from grove.supervisor.local_ray import keep_local_ray_on_loopback, prepare_local_ray
 keep_local_ray_on_loopback(None)
 import ray
-from supervisor.api import Grove
-from supervisor.remote import NAMESPACE
+from grove.supervisor.api import Grove
+from grove.supervisor.remote import NAMESPACE
 if mode == "ray.init":
     prepare_local_ray()
     ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,

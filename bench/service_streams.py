@@ -61,7 +61,7 @@ def grove_up() -> Iterator[RunningService]:
             "GROVE_CONFIG_FILE": str(config_file),
             "GROVE_STORE": f"sqlite:///{home / 'grove.sqlite3'}",
         }
-        grove = [sys.executable, "-m", "cli.entry"]
+        grove = [sys.executable, "-m", "grove.cli.entry"]
         port = free_port()
         up = [*grove, "up", "--simulate", "--port", str(port)]
         subprocess.run(up, env=env, cwd=REPO_ROOT, check=True, stdout=subprocess.DEVNULL)

@@ -17,7 +17,7 @@ from httpx._decoders import TextDecoder
 from httpx_sse._decoders import SSEDecoder as HttpxSSEDecoder
 from httpx_sse._decoders import SSELineDecoder
 
-from providers.sse import SSEDecoder
+from grove.providers.sse import SSEDecoder
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CORPUS_MIN_BYTES = 4_000_000

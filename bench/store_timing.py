@@ -29,7 +29,7 @@ from typing import Any
 
 from harness import redis_server
 
-from supervisor.store import AgentRecord, NewMessage, SqliteStore, Store, open_store
+from grove.supervisor.store import AgentRecord, NewMessage, SqliteStore, Store, open_store
 
 PROMPT = "task {number}: " + "context " * 20
 BARE_SCHEMA = (

@@ -154,7 +154,7 @@ def mcp_round(simulator: ExternalSimulator, n: int) -> dict[str, Any]:
 
 def call_durations_ms(grove: Any) -> list[float]:
     """Grove's time inside each call (validation, the call, the result), from the events."""
-    from supervisor.store import open_store
+    from grove.supervisor.store import open_store
 
     store = open_store(grove.settings.store)
     try:

@@ -28,7 +28,7 @@ from harness import (
 )
 from pydantic import BaseModel
 
-from supervisor.batch.tasks import read_tasks
+from grove.supervisor.batch.tasks import read_tasks
 
 CONCURRENCY = 100
 RETRIES = 2

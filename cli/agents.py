@@ -10,10 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.context import CliContext, fail
-from cli.printable import printable
-from providers.errors import GroveError
-from providers.plurals import counted
+from grove.cli.context import CliContext, fail
+from grove.cli.printable import printable
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
 
 
 def describe_model(row: dict[str, Any]) -> str:

@@ -15,23 +15,23 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from cli.agents import agents_command
-from cli.batch import batch_command
-from cli.chat import chat_command
-from cli.coercion import lighten
-from cli.context import NO_SERVICE_ENV, CliContext, show_error
-from cli.doctor import doctor_command
-from cli.events import events_command
-from cli.failures import EXIT_FAILED, failure_line
-from cli.history import history_command
-from cli.mcp_command import mcp_command
-from cli.models import models_command
-from cli.run import run_command
-from cli.service import down_command, status_command, up_command
-from cli.simulate import simulate_command
-from cli.usage import usage_command
-from cli.worktrees import worktrees_command
-from providers.credentials import warn_if_credentials_exposed
+from grove.cli.agents import agents_command
+from grove.cli.batch import batch_command
+from grove.cli.chat import chat_command
+from grove.cli.coercion import lighten
+from grove.cli.context import NO_SERVICE_ENV, CliContext, show_error
+from grove.cli.doctor import doctor_command
+from grove.cli.events import events_command
+from grove.cli.failures import EXIT_FAILED, failure_line
+from grove.cli.history import history_command
+from grove.cli.mcp_command import mcp_command
+from grove.cli.models import models_command
+from grove.cli.run import run_command
+from grove.cli.service import down_command, status_command, up_command
+from grove.cli.simulate import simulate_command
+from grove.cli.usage import usage_command
+from grove.cli.worktrees import worktrees_command
+from grove.providers.credentials import warn_if_credentials_exposed
 
 # The commands that load provider keys, and so warn about a credentials file others can read.
 CREDENTIAL_COMMANDS = frozenset({"chat", "run", "batch", "mcp"})

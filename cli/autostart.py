@@ -15,12 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from cli.service_process import idle_text, launch, wait_until_up
-from providers.errors import GroveError
-from server.files import DEFAULT_PORT, ServiceState, grove_dir, private_file, read_state
+from grove.cli.service_process import idle_text, launch, wait_until_up
+from grove.providers.errors import GroveError
+from grove.server.files import DEFAULT_PORT, ServiceState, grove_dir, private_file, read_state
 
 if TYPE_CHECKING:
-    from server.client import RemoteGrove
+    from grove.server.client import RemoteGrove
 
 LOCK_FILE = "autostart.lock"  # beside the service's record: held while one command starts it
 SLOW_START_S = 2.0  # a terminal is shown the seconds a start takes after this long
@@ -30,7 +30,7 @@ def started_service(store: str | None, idle_stop_s: float) -> RemoteGrove | None
     """A service started now in the background (or by a command that was starting one
     meanwhile), stopping after `idle_stop_s` with no client; None when it could not start,
     said on stderr in one line: the command then runs in-process."""
-    from server.client import RemoteGrove
+    from grove.server.client import RemoteGrove
 
     try:
         with starting_alone(grove_dir()):
@@ -76,7 +76,7 @@ def started(store: str | None, idle_stop_s: float) -> ServiceState:
 
 def service_port() -> int:
     """The service's usual port (8740) when it is free on 127.0.0.1, else a free one."""
-    from server.main import port_problem
+    from grove.server.main import port_problem
 
     if port_problem("127.0.0.1", DEFAULT_PORT) is None:
         return DEFAULT_PORT

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.batch_progress import progress_display
-from cli.context import (
+from grove.cli.batch_progress import progress_display
+from grove.cli.context import (
     AllowOption,
     BudgetCostOption,
     BudgetTimeOption,
@@ -32,20 +32,20 @@ from cli.context import (
     fail,
     undecodable_text,
 )
-from cli.preflight import check_output, preflight, refuse_output
-from cli.printable import printable
-from providers.base import DEFAULT_OUTPUT_RETRIES
-from providers.errors import GroveError
-from providers.plurals import counted
-from supervisor.batch.runner import DEFAULT_CONCURRENCY
+from grove.cli.preflight import check_output, preflight, refuse_output
+from grove.cli.printable import printable
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
+from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
-    from providers.base import JSONObject, ProviderName
-    from providers.catalog import ModelSpec
-    from server.client import RemoteGrove
-    from supervisor.api import Grove
-    from supervisor.batch import OutputLog, PreviousRun, Task, TaskFile, Totals
-    from supervisor.command_defaults import CommandDefaults
+    from grove.providers.base import JSONObject, ProviderName
+    from grove.providers.catalog import ModelSpec
+    from grove.server.client import RemoteGrove
+    from grove.supervisor.api import Grove
+    from grove.supervisor.batch import OutputLog, PreviousRun, Task, TaskFile, Totals
+    from grove.supervisor.command_defaults import CommandDefaults
 
 EXIT_INTERRUPTED = 130
 
@@ -125,7 +125,7 @@ def batch_command(
     Exit code: 0 when every task is ok, 1 when a task failed or a line is malformed, 2 when the
     command line, the files or the model cannot be used, 130 after Ctrl+C.
     """
-    from supervisor.batch import OutputLog, batch_key, line_error_record, summary_line
+    from grove.supervisor.batch import OutputLog, batch_key, line_error_record, summary_line
 
     context: CliContext = ctx.obj
     for what, path in (
@@ -194,7 +194,7 @@ def needs_repository(directory: Path) -> None:
     """--worktrees outside a git repository: exit 2 at once, before Ray starts."""
     import asyncio
 
-    from actors.tools.grove_git import WorktreeError, repository
+    from grove.actors.tools.grove_git import WorktreeError, repository
 
     try:
         found = asyncio.run(repository(str(directory)))
@@ -250,7 +250,7 @@ def plan_batch(
 ) -> BatchPlan:
     """Read the tasks and the context, skip what the output says is done (exit 2 for what
     cannot be used, --output-schema's file included)."""
-    from supervisor.batch import (
+    from grove.supervisor.batch import (
         ContextError,
         Totals,
         default_output,
@@ -296,7 +296,7 @@ def plan_batch(
 
 def unschemed_providers(tasks: list[Task], root_model: ModelSpec | None) -> set[ProviderName]:
     """The providers the tasks without a schema of their own run on."""
-    from providers.catalog import parse_model_spec
+    from grove.providers.catalog import parse_model_spec
 
     found: set[ProviderName] = set()
     for task in tasks:
@@ -312,7 +312,7 @@ def refuse_task_schemas(
 ) -> tuple[list[Task], TaskFile]:
     """A task's own schema that the root's provider would refuse (the task names no model of
     its own) is an error of its line, as any other malformed line; the rest runs."""
-    from supervisor.batch.tasks import TaskFile, TaskLineError, schema_refusal
+    from grove.supervisor.batch.tasks import TaskFile, TaskLineError, schema_refusal
 
     refused = {
         task.key: TaskLineError(task.line, refusal)
@@ -337,7 +337,7 @@ def run_plan(
 ) -> Ending:
     """The root with the shared context, then the tasks under it, each record to `log` as it
     comes with the progress shown; Ctrl+C or SIGTERM, or Grove giving out, end it early."""
-    from supervisor.batch import record_results
+    from grove.supervisor.batch import record_results
 
     progress = None
     on_term = signal.signal(signal.SIGTERM, _interrupt)
@@ -369,7 +369,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def read_task_file(tasks_path: Path, aliases: dict[str, str]) -> TaskFile:
-    from supervisor.batch.tasks import InputTooLarge, read_tasks
+    from grove.supervisor.batch.tasks import InputTooLarge, read_tasks
 
     try:
         with tasks_path.open("rb") as stream:
@@ -384,13 +384,13 @@ def resolve_root_model(
     text: str | None, aliases: dict[str, str], tasks: Iterable[Task]
 ) -> ModelSpec | None:
     """The root's model; None is fine only when every task to run names its own."""
-    from providers.catalog import parse_model_spec
-    from providers.errors import ModelSpecError
+    from grove.providers.catalog import parse_model_spec
+    from grove.providers.errors import ModelSpecError
 
     if not text:
         if any(task.model is None for task in tasks):
-            from supervisor.config import config_path
-            from supervisor.rules import no_model_flag_text
+            from grove.supervisor.config import config_path
+            from grove.supervisor.rules import no_model_flag_text
 
             fail(no_model_flag_text(config_path()), code=2)
         return None
@@ -412,6 +412,6 @@ def grove_failures() -> tuple[type[Exception], ...]:
 
 def failure_text(exc: Exception) -> str:
     """`Type: text`; a batch that the service's run of it stopped says that as it is."""
-    from server.client import BatchStopped
+    from grove.server.client import BatchStopped
 
     return str(exc) if isinstance(exc, BatchStopped) else f"{type(exc).__name__}: {exc}"

@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol, TextIO
 
-from supervisor.batch.summary import Totals, progress_line, rate_and_eta
+from grove.supervisor.batch.summary import Totals, progress_line, rate_and_eta
 
 PLAIN_EVERY_S = 10.0
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, BinaryIO, TextIO
 
 import typer
 
-from cli.context import (
+from grove.cli.context import (
     AllowOption,
     BudgetCostOption,
     BudgetTimeOption,
@@ -24,16 +24,16 @@ from cli.context import (
     cli_budget,
     fail,
 )
-from cli.preflight import preflight
-from cli.render import TurnWriter
-from cli.repl import Repl
-from providers.errors import GroveError
-from supervisor.errors import CommandError
+from grove.cli.preflight import preflight
+from grove.cli.render import TurnWriter
+from grove.cli.repl import Repl
+from grove.providers.errors import GroveError
+from grove.supervisor.errors import CommandError
 
 if TYPE_CHECKING:
-    from server.client import RemoteGrove, RemoteTurn
-    from supervisor.api import Grove, Turn
-    from supervisor.budget_rules import Budget
+    from grove.server.client import RemoteGrove, RemoteTurn
+    from grove.supervisor.api import Grove, Turn
+    from grove.supervisor.budget_rules import Budget
 
 
 def chat_command(
@@ -82,7 +82,7 @@ def chat_command(
         sys.stdout.write(f"Agent {session}\n")
         sys.stdout.flush()
         if sys.stdin.isatty():
-            from cli.chat_live import LiveRepl  # prompt_toolkit: only for a terminal
+            from grove.cli.chat_live import LiveRepl  # prompt_toolkit: only for a terminal
 
             LiveRepl(grove, session).run()
         else:
@@ -122,8 +122,8 @@ def open_session(
 def warn_of_retired_model(provider: str | None, model: str | None) -> None:
     """A resumed agent on a model that is retired or shutting down: what to do, on stderr
     (its model id as written for another server, `PROVIDER:MODEL`, is not judged)."""
-    from providers.catalog import infer_provider
-    from providers.lifecycle import standing
+    from grove.providers.catalog import infer_provider
+    from grove.providers.lifecycle import standing
 
     if model is None or infer_provider(model) != provider:
         return
@@ -145,7 +145,7 @@ class ScriptedRepl(Repl):
     def run(self, source: BinaryIO) -> None:
         """Every line of `source`, each capped in length as it is read (a longer one is
         rejected, not held in memory)."""
-        from supervisor.batch.tasks import TaskLineError, decode_lines
+        from grove.supervisor.batch.tasks import TaskLineError, decode_lines
 
         for number, raw in decode_lines(source, what="stdin", max_bytes=None):
             if isinstance(raw, TaskLineError):

@@ -20,20 +20,20 @@ from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 from prompt_toolkit.keys import Keys
 from prompt_toolkit.patch_stdout import patch_stdout
 
-from cli.chat_screen import LiveOutput
-from cli.chat_status import StatusLine
-from cli.chat_turns import TurnRunner
-from cli.printable import printable
-from cli.render import TurnWriter
-from cli.repl import Repl, edit_todo
-from providers.errors import GroveError
-from providers.plurals import counted
-from supervisor.batch.tasks import MAX_TEXT_BYTES
+from grove.cli.chat_screen import LiveOutput
+from grove.cli.chat_status import StatusLine
+from grove.cli.chat_turns import TurnRunner
+from grove.cli.printable import printable
+from grove.cli.render import TurnWriter
+from grove.cli.repl import Repl, edit_todo
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
+from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
 
 if TYPE_CHECKING:
-    from server.client import RemoteGrove
-    from supervisor.api import Grove
-    from supervisor.approvals import ApprovalRequest
+    from grove.server.client import RemoteGrove
+    from grove.supervisor.api import Grove
+    from grove.supervisor.approvals import ApprovalRequest
 
 PROMPT = "> "
 ORIGIN = "repl-interactive"
@@ -74,9 +74,9 @@ class LiveRepl(Repl):
     which a TurnRunner streams on a thread of its own."""
 
     def __init__(self, grove: Grove | RemoteGrove, session: str) -> None:
-        from cli.completion import chat_completer
-        from providers.catalog import completions
-        from supervisor.commands.bus import registry
+        from grove.cli.completion import chat_completer
+        from grove.providers.catalog import completions
+        from grove.supervisor.commands.bus import registry
 
         self.grove = grove
         self.session = session

@@ -19,7 +19,7 @@ from prompt_toolkit.application import get_app_or_none, run_in_terminal
 from prompt_toolkit.formatted_text import StyleAndTextTuples
 from prompt_toolkit.utils import get_cwidth
 
-from cli.styles import DIM, RED, RESET, YELLOW
+from grove.cli.styles import DIM, RED, RESET, YELLOW
 
 # About three redraws a second at most, however fast a reply streams; nothing is drawn while idle.
 MIN_REDRAW_INTERVAL_S = 0.3

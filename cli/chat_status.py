@@ -9,15 +9,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from providers.base import Usage
-from providers.catalog import cost_usd
-from providers.errors import GroveError
-from supervisor.context import CHARS_PER_TOKEN
+from grove.providers.base import Usage
+from grove.providers.catalog import cost_usd
+from grove.providers.errors import GroveError
+from grove.supervisor.context import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
-    from actors.turn_result import TurnResult
-    from server.client import RemoteGrove
-    from supervisor.api import Grove
+    from grove.actors.turn_result import TurnResult
+    from grove.server.client import RemoteGrove
+    from grove.supervisor.api import Grove
 
 SHORT_ID = 8
 # Streamed kinds that are the model's own output (what its reply is billed for).

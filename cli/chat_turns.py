@@ -8,14 +8,14 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
-from providers.errors import GroveError
-from providers.plurals import counted
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
 
 if TYPE_CHECKING:
-    from cli.chat_status import StatusLine
-    from cli.render import TurnWriter
-    from server.client import RemoteGrove, RemoteTurn
-    from supervisor.api import Grove, Turn
+    from grove.cli.chat_status import StatusLine
+    from grove.cli.render import TurnWriter
+    from grove.server.client import RemoteGrove, RemoteTurn
+    from grove.supervisor.api import Grove, Turn
 
 SHOWN_CHARS = 60  # of a queued prompt, when it is sent
 

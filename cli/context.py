@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from cli.printable import printable
-from cli.styles import RED, styled
-from providers.base import MAX_OUTPUT_RETRIES
-from providers.errors import GroveError
+from grove.cli.printable import printable
+from grove.cli.styles import RED, styled
+from grove.providers.base import MAX_OUTPUT_RETRIES
+from grove.providers.errors import GroveError
 
 if TYPE_CHECKING:  # the rest is imported where it is used: `grove --help` stays quick
-    from providers.base import JSONObject, ProviderName
-    from server.client import RemoteGrove
-    from supervisor.api import Grove
-    from supervisor.budget_rules import Budget
-    from supervisor.command_defaults import CommandDefaults
-    from supervisor.config import GroveSettings
-    from supervisor.reads import StoreReads
+    from grove.providers.base import JSONObject, ProviderName
+    from grove.server.client import RemoteGrove
+    from grove.supervisor.api import Grove
+    from grove.supervisor.budget_rules import Budget
+    from grove.supervisor.command_defaults import CommandDefaults
+    from grove.supervisor.config import GroveSettings
+    from grove.supervisor.reads import StoreReads
 
 ToolsOption = Annotated[
     list[str] | None,
@@ -63,7 +63,7 @@ def cli_budget(
     hard_stop, soft); None: none given, the config's applies."""
     if cost is None and tokens is None and duration is None:
         return None
-    from supervisor.budget_rules import Budget  # only when a budget is asked for
+    from grove.supervisor.budget_rules import Budget  # only when a budget is asked for
 
     seconds = None
     if duration is not None:
@@ -102,8 +102,8 @@ def cli_output_schema(path: Path | None, providers: Iterable[ProviderName]) -> J
     anything starts, for a file that is not a schema they take."""
     if path is None:
         return None
-    from providers.output_schema import OutputSchemaError
-    from supervisor.output_files import schema_file
+    from grove.providers.output_schema import OutputSchemaError
+    from grove.supervisor.output_files import schema_file
 
     try:
         return schema_file(path, providers)
@@ -179,8 +179,8 @@ class CliContext:
     _settings: GroveSettings | None = field(default=None, repr=False)
 
     def settings(self) -> GroveSettings:
-        from supervisor.config import load_settings
-        from supervisor.local_ray import keep_local_ray_on_loopback
+        from grove.supervisor.config import load_settings
+        from grove.supervisor.local_ray import keep_local_ray_on_loopback
 
         if self._settings is None:
             try:
@@ -196,14 +196,14 @@ class CliContext:
         started the same way (`grove up --simulate`, `--hosts N`)."""
         if self.own or self.no_service or self.prints_traces():
             return None
-        from server.files import read_state
+        from grove.server.files import read_state
 
         state = read_state()
         if state is None or (simulate and not state.simulate):
             return None
         if hosts is not None and hosts != state.hosts:
             return None
-        from server.client import RemoteGrove
+        from grove.server.client import RemoteGrove
 
         return RemoteGrove(state)
 
@@ -216,7 +216,7 @@ class CliContext:
         exporters = os.environ.get("OTEL_TRACES_EXPORTER", "").lower()
         if "console" not in exporters and not os.environ.get("GROVE_TRACES_FILE", "").strip():
             return False
-        from supervisor.telemetry import telemetry_settings
+        from grove.supervisor.telemetry import telemetry_settings
 
         try:
             telemetry = telemetry_settings(self.settings().telemetry)
@@ -233,7 +233,7 @@ class CliContext:
             except GroveError as exc:
                 remote.close()
                 fail(str(exc))
-        from supervisor.command_defaults import command_defaults
+        from grove.supervisor.command_defaults import command_defaults
 
         return command_defaults(self.settings(), simulated=simulate)
 
@@ -258,7 +258,7 @@ class CliContext:
         given_own = simulate or hosts is not None or self.own or self.no_service
         given_own = given_own or self.prints_traces()
         if not given_own and settings.service.autostart and not self.joins_cluster(None):
-            from cli.autostart import started_service
+            from grove.cli.autostart import started_service
 
             started = started_service(self.store, settings.service.idle_stop_s)
             if started is not None:
@@ -274,7 +274,7 @@ class CliContext:
         """The settings, once the store they name and where traces go are checked (exit 2)."""
         settings = self.settings()
         self.checked_store()
-        from supervisor.telemetry import telemetry_settings
+        from grove.supervisor.telemetry import telemetry_settings
 
         try:
             telemetry_settings(settings.telemetry)
@@ -291,7 +291,7 @@ class CliContext:
             with remote:
                 yield remote
             return
-        from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+        from grove.supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
         with contextlib.closing(Grove(settings=self.settings())) as grove:
             yield grove
@@ -305,8 +305,8 @@ class CliContext:
             with remote:
                 yield remote
             return
-        from supervisor.errors import NoStoreError
-        from supervisor.reads import StoreReads
+        from grove.supervisor.errors import NoStoreError
+        from grove.supervisor.reads import StoreReads
 
         settings = self.settings()
         try:
@@ -323,7 +323,7 @@ class CliContext:
         """Before Ray starts (run, chat, batch): an unusable store fails here with one line
         (exit 2) instead of a supervisor dying under Ray; joining a cluster, the cluster's
         store may not be reachable from here, so it is left to the supervisor."""
-        from supervisor.store import open_store
+        from grove.supervisor.store import open_store
 
         if self.address is None:
             try:
@@ -333,7 +333,7 @@ class CliContext:
         self.warn_if_store_exposed()
 
     def warn_if_store_exposed(self) -> None:
-        from supervisor.store import exposed_store_warning
+        from grove.supervisor.store import exposed_store_warning
 
         warning = exposed_store_warning(self.settings().store)
         if warning:
@@ -342,6 +342,6 @@ class CliContext:
 
 def own_grove(settings: GroveSettings, *, simulate: bool, hosts: int | None) -> Grove:
     """A Grove of the command's own on `settings`, not started."""
-    from supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
+    from grove.supervisor.api import Grove  # after the settings: see keep_local_ray_on_loopback
 
     return Grove(settings=settings, simulate=simulate, hosts=hosts)

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Literal
 
 import typer
 
-from cli.context import CliContext
-from providers.errors import GroveError
-from providers.plurals import counted
+from grove.cli.context import CliContext
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
 
 if TYPE_CHECKING:
-    from supervisor.config import GroveSettings
+    from grove.supervisor.config import GroveSettings
 
 Verdict = Literal["ok", "warn", "FAIL"]
 PACKAGES = ("agentgrove", "ray", "pydantic", "httpx", "redis", "fastapi", "mcp")
@@ -52,7 +52,7 @@ def versions() -> list[Finding]:
 
 
 def store(settings: GroveSettings) -> list[Finding]:
-    from supervisor.store import default_store_url, exposed_store_warning, open_store
+    from grove.supervisor.store import default_store_url, exposed_store_warning, open_store
 
     try:
         opened = open_store(settings.store)
@@ -78,7 +78,7 @@ def store(settings: GroveSettings) -> list[Finding]:
 def stored_models(agents: list[tuple[str, str]]) -> list[Finding]:
     """One finding per stored agent (running, or stopped and resumable) on a model that is
     retired, deprecated or shuts down within 30 days: which, and how to move it."""
-    from providers.lifecycle import stale_agents
+    from grove.providers.lifecycle import stale_agents
 
     found = []
     for agent, verdict in stale_agents(agents):
@@ -89,14 +89,14 @@ def stored_models(agents: list[tuple[str, str]]) -> list[Finding]:
 
 
 def credentials() -> list[Finding]:
-    from providers.credentials import (
+    from grove.providers.credentials import (
         API_KEY_ENV,
         CREDENTIALS_FILE,
         config_dir,
         credentials_file_problem,
         load_api_key,
     )
-    from providers.errors import MissingCredentialsError
+    from grove.providers.errors import MissingCredentialsError
 
     path = config_dir() / CREDENTIALS_FILE
     findings = []
@@ -127,7 +127,7 @@ def credentials() -> list[Finding]:
 
 def ray_check(settings: GroveSettings) -> list[Finding]:
     """Ray starts (or the cluster named by --address/RAY_ADDRESS answers), then stops."""
-    from supervisor.local_ray import keep_local_ray_on_loopback, start_ray
+    from grove.supervisor.local_ray import keep_local_ray_on_loopback, start_ray
 
     keep_local_ray_on_loopback(settings.address)
     import ray
@@ -155,8 +155,8 @@ def ray_check(settings: GroveSettings) -> list[Finding]:
 def simulator() -> list[Finding]:
     import httpx
 
-    from providers.catalog import DEFAULT_MODELS
-    from providers.simulator import SimulatorConfig, SimulatorThread
+    from grove.providers.catalog import DEFAULT_MODELS
+    from grove.providers.simulator import SimulatorConfig, SimulatorThread
 
     try:
         with SimulatorThread(SimulatorConfig(api_key="doctor", tokens=3)) as running:
@@ -179,8 +179,8 @@ def simulator() -> list[Finding]:
 
 def sandbox(settings: GroveSettings) -> list[Finding]:
     """Whether bubblewrap can sandbox the processes tools start (bash)."""
-    from actors.sandbox_limits import processes_limited
-    from actors.tools.sandbox import sandbox_problem
+    from grove.actors.sandbox_limits import processes_limited
+    from grove.actors.tools.sandbox import sandbox_problem
 
     if settings.tools.sandbox.mode == "off":
         fix = 'set [tools.sandbox] mode = "workspace-write" to sandbox them'
@@ -199,7 +199,7 @@ def sandbox(settings: GroveSettings) -> list[Finding]:
 
 def git_sandbox() -> list[Finding]:
     """Whether Grove's own git (the worktrees of forks) runs in a sandbox of its own."""
-    from actors.tools.grove_git import git_sandbox_problem
+    from grove.actors.tools.grove_git import git_sandbox_problem
 
     problem = git_sandbox_problem()
     if problem is None:
@@ -211,8 +211,8 @@ def git_sandbox() -> list[Finding]:
 
 
 def service() -> list[Finding]:
-    from server.client import healthy
-    from server.files import read_state
+    from grove.server.client import healthy
+    from grove.server.files import read_state
 
     state = read_state()
     if state is None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cli.app import main
+from grove.cli.app import main
 
 if __name__ == "__main__":
     main()

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Any, TextIO
 
 import typer
 
-from cli.context import CliContext, fail
-from providers.errors import GroveError
-from providers.plurals import counted
+from grove.cli.context import CliContext, fail
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
 
 if TYPE_CHECKING:
-    from server.client import RemoteGrove
-    from supervisor.reads import StoreReads
+    from grove.server.client import RemoteGrove
+    from grove.supervisor.reads import StoreReads
 
 FOLLOW_WAIT_S = 1.0
 PAGE = 1000

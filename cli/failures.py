@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sys
 
-from providers.errors import GroveError
-from providers.secrets import mask
+from grove.providers.errors import GroveError
+from grove.providers.secrets import mask
 
 EXIT_FAILED = 1  # what a GroveError ends a command with, and so a Ray error or a timeout too
 DOCTOR = "`grove doctor` checks Ray and the setup"

@@ -13,11 +13,11 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.context import CliContext, fail
-from cli.printable import printable
-from cli.styles import DIM, styled
-from providers.errors import GroveError
-from supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND, TURN_END_KIND
+from grove.cli.context import CliContext, fail
+from grove.cli.printable import printable
+from grove.cli.styles import DIM, styled
+from grove.providers.errors import GroveError
+from grove.supervisor.store.kinds import COMPACTION_KIND, SPENT_KIND, TURN_END_KIND
 
 
 def message_block(message: dict[str, Any], owner: str) -> str:

@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
-from cli.context import AllowOption, CliContext, HostsOption, SimulateOption, fail
-from providers.errors import GroveError
+from grove.cli.context import AllowOption, CliContext, HostsOption, SimulateOption, fail
+from grove.providers.errors import GroveError
 
 SessionOption = Annotated[
     list[str] | None,
@@ -38,7 +38,7 @@ def mcp_command(
     run without asking only the tools of --allow and [tools.policy], and a fork of a given
     session whose tools may do more is refused. A tool that would ask is refused, as nobody
     can answer here."""
-    from cli.mcp_tools import Fleet, mcp_server
+    from grove.cli.mcp_tools import Fleet, mcp_server
 
     context: CliContext = ctx.obj
     try:

@@ -68,7 +68,7 @@ class Reach:
     def fork_refusal(self, parent: str, policy: Mapping[str, str]) -> str | None:
         """Why a fork of `parent`, whose tools have `policy`, would give its children more than
         the server's agents may do (None: it would not)."""
-        from supervisor.tool_rules import policy_for
+        from grove.supervisor.tool_rules import policy_for
 
         looser = {
             name: chosen

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from cli.context import CliContext
-from cli.mcp_reach import Reach
+from grove.cli.context import CliContext
+from grove.cli.mcp_reach import Reach
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from actors.turn_result import TurnResult
-    from server.client import RemoteGrove
-    from supervisor.api import Grove
-    from supervisor.batch.tasks import Task
-    from supervisor.command_defaults import CommandDefaults
+    from grove.actors.turn_result import TurnResult
+    from grove.server.client import RemoteGrove
+    from grove.supervisor.api import Grove
+    from grove.supervisor.batch.tasks import Task
+    from grove.supervisor.command_defaults import CommandDefaults
 
 MAX_PROMPTS = 1000
 MAX_WAIT_S = 3600.0
@@ -115,7 +115,7 @@ class Fleet:
     def batch(
         self, tasks: list[str | BatchTask], model: str | None, context: str | None
     ) -> dict[str, Any]:
-        from supervisor.batch.runner import DEFAULT_CONCURRENCY
+        from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
 
         checked = batch_tasks(tasks, self.defaults.aliases)
         root = self.grove.create_root(model or self.defaults.model)
@@ -132,7 +132,7 @@ class Fleet:
         if self.remote is not None:
             found: list[dict[str, Any]] = self.remote.agents(include_ended)["agents"]
             return found
-        from supervisor.reads import StoreReads
+        from grove.supervisor.reads import StoreReads
 
         settings = self.context.settings()
         with StoreReads(settings.store, keep_days=settings.events.keep_days) as reads:
@@ -144,7 +144,7 @@ def answer(result: TurnResult) -> dict[str, Any]:
     """What a tool says of a turn: the HTTP API's result with its tool calls and results (a
     refused one says why, and how to allow it) as `grove run --json` has them, instead of its
     stored entries."""
-    from supervisor.results import result_json, tool_exchanges
+    from grove.supervisor.results import result_json, tool_exchanges
 
     found = {key: value for key, value in result_json(result).items() if key != "entries"}
     return {**found, **tool_exchanges(result)}
@@ -153,9 +153,9 @@ def answer(result: TurnResult) -> dict[str, Any]:
 def batch_tasks(tasks: list[str | BatchTask], aliases: dict[str, str]) -> list[Task]:
     """The tasks checked as `grove batch` checks its lines (ids unique, models known, none
     retired); ValueError naming every task that is wrong."""
-    from providers.errors import ModelSpecError
-    from providers.lifecycle import chosen_model
-    from supervisor.batch.tasks import TaskLineError, parse_task_line
+    from grove.providers.errors import ModelSpecError
+    from grove.providers.lifecycle import chosen_model
+    from grove.supervisor.batch.tasks import TaskLineError, parse_task_line
 
     checked: list[Task] = []
     problems: list[str] = []
@@ -191,7 +191,7 @@ def mcp_server(fleet: Fleet) -> MCPServer:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from providers.errors import GroveError
+    from grove.providers.errors import GroveError
 
     @asynccontextmanager
     async def started(_: MCPServer) -> AsyncIterator[None]:

@@ -11,9 +11,9 @@ from typing import Annotated, Literal
 
 import typer
 
-from cli.context import CliContext, fail
-from cli.printable import printable
-from providers.errors import GroveError
+from grove.cli.context import CliContext, fail
+from grove.cli.printable import printable
+from grove.providers.errors import GroveError
 
 
 def models_command(
@@ -45,6 +45,6 @@ def models_command(
     if as_json:
         sys.stdout.write(json.dumps(rows) + "\n")
         return
-    from supervisor.model_table import table_lines
+    from grove.supervisor.model_table import table_lines
 
     sys.stdout.write(printable("".join(f"{line}\n" for line in table_lines(rows))))

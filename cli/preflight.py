@@ -10,14 +10,14 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from cli.context import fail
-from providers.errors import GroveError
+from grove.cli.context import fail
+from grove.providers.errors import GroveError
 
 if TYPE_CHECKING:
-    from providers.catalog import ModelSpec
-    from providers.lifecycle import Choice
-    from supervisor.budget_rules import Budget
-    from supervisor.command_defaults import CommandDefaults
+    from grove.providers.catalog import ModelSpec
+    from grove.providers.lifecycle import Choice
+    from grove.supervisor.budget_rules import Budget
+    from grove.supervisor.command_defaults import CommandDefaults
 
 
 def preflight(
@@ -50,8 +50,8 @@ def checked_model(text: str, aliases: dict[str, str]) -> Choice:
     """The model `text` names and its warning; the reference's texts for what does not
     parse, a "did you mean" for a typo of a known id and the successor of a retired one
     (named `PROVIDER:MODEL`, an id is taken as written)."""
-    from providers.errors import ModelSpecError
-    from providers.lifecycle import choose_model
+    from grove.providers.errors import ModelSpecError
+    from grove.providers.lifecycle import choose_model
 
     try:
         return choose_model(text, aliases)
@@ -64,7 +64,7 @@ def check_credentials(defaults: CommandDefaults, specs: list[ModelSpec]) -> None
     are the simulator there."""
     if defaults.simulated:
         return
-    from providers.credentials import missing_credentials_text
+    from grove.providers.credentials import missing_credentials_text
 
     for provider in dict.fromkeys(spec.provider for spec in specs):
         if provider not in defaults.signed_in:
@@ -76,7 +76,7 @@ def check_tools(flags: list[str]) -> None:
     name is a built-in tool or an MCP server's."""
     if not flags:
         return
-    from supervisor.tool_files import import_spec
+    from grove.supervisor.tool_files import import_spec
 
     for flag in flags:
         try:
@@ -89,8 +89,8 @@ def check_tools(flags: list[str]) -> None:
 
 
 def check_functions(functions: list[Callable[..., Any]]) -> None:
-    from actors.tools.python import ToolDefinitionError, python_tool
-    from supervisor.errors import CommandError
+    from grove.actors.tools.python import ToolDefinitionError, python_tool
+    from grove.supervisor.errors import CommandError
 
     for function in functions:
         try:
@@ -100,8 +100,8 @@ def check_functions(functions: list[Callable[..., Any]]) -> None:
 
 
 def check_tool_name(name: str) -> None:
-    from supervisor.errors import CommandError
-    from supervisor.tool_rules import BUILTIN_TOOL_NAMES, is_mcp, unknown_tool_text
+    from grove.supervisor.errors import CommandError
+    from grove.supervisor.tool_rules import BUILTIN_TOOL_NAMES, is_mcp, unknown_tool_text
 
     if name not in BUILTIN_TOOL_NAMES and not is_mcp(name):
         raise CommandError(unknown_tool_text(name))
@@ -111,7 +111,7 @@ def check_cost_budget(
     defaults: CommandDefaults, specs: list[ModelSpec], budget: Budget | None
 ) -> None:
     """A cost budget needs the price of every model it pays for."""
-    from providers.catalog import priced
+    from grove.providers.catalog import priced
 
     limits = budget.as_dict() if budget is not None else defaults.budget
     if not limits or limits.get("cost_usd") is None:

@@ -9,13 +9,13 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from cli.printable import printable
-from cli.styles import DIM, RED, YELLOW, styled
+from grove.cli.printable import printable
+from grove.cli.styles import DIM, RED, YELLOW, styled
 
 if TYPE_CHECKING:
-    from actors.turn_result import TurnResult
-    from server.client import RemoteTurn
-    from supervisor.api import Turn
+    from grove.actors.turn_result import TurnResult
+    from grove.server.client import RemoteTurn
+    from grove.supervisor.api import Turn
 
 
 TOOL_MARKS = {"tool_call": "→", "tool_result": "←"}

@@ -12,11 +12,11 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from providers.errors import GroveError
+from grove.providers.errors import GroveError
 
 if TYPE_CHECKING:
-    from server.client import RemoteGrove
-    from supervisor.api import Grove
+    from grove.server.client import RemoteGrove
+    from grove.supervisor.api import Grove
 
 
 def edit_todo(grove: Grove | RemoteGrove, session: str) -> tuple[str, bool]:

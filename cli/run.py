@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cli.context import (
+from grove.cli.context import (
     AllowOption,
     BudgetCostOption,
     BudgetTimeOption,
@@ -27,17 +27,17 @@ from cli.context import (
     fail,
     undecodable_text,
 )
-from cli.preflight import preflight
-from cli.printable import printable
-from cli.render import TurnWriter
-from providers.base import DEFAULT_OUTPUT_RETRIES
-from providers.errors import GroveError
-from providers.plurals import counted
+from grove.cli.preflight import preflight
+from grove.cli.printable import printable
+from grove.cli.render import TurnWriter
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
 
 if TYPE_CHECKING:
-    from actors.turn_result import TurnResult
-    from providers.catalog import ModelSpec
-    from supervisor.command_defaults import CommandDefaults
+    from grove.actors.turn_result import TurnResult
+    from grove.providers.catalog import ModelSpec
+    from grove.supervisor.command_defaults import CommandDefaults
 
 
 def run_command(
@@ -154,13 +154,13 @@ def invalid_output_text(result: TurnResult) -> str:
 
 def resolve_model(flag: str | None, defaults: CommandDefaults) -> ModelSpec:
     """The flag, else the config's default; the reference's texts when neither works."""
-    from providers.catalog import parse_model_spec
-    from providers.errors import ModelSpecError
+    from grove.providers.catalog import parse_model_spec
+    from grove.providers.errors import ModelSpecError
 
     text = flag or defaults.model
     if not text:
-        from supervisor.config import config_path
-        from supervisor.rules import no_model_flag_text
+        from grove.supervisor.config import config_path
+        from grove.supervisor.rules import no_model_flag_text
 
         fail(no_model_flag_text(config_path()), code=2)
     try:
@@ -171,7 +171,7 @@ def resolve_model(flag: str | None, defaults: CommandDefaults) -> ModelSpec:
 
 def turn_json(spec: ModelSpec, result: TurnResult, agent: str | None) -> dict[str, Any]:
     """The `--json` object, from what the turn stored (its assistant steps)."""
-    from supervisor.results import tool_exchanges
+    from grove.supervisor.results import tool_exchanges
 
     parts = [
         part

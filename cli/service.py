@@ -15,15 +15,15 @@ from typing import Annotated, Any
 
 import typer
 
-from cli.context import CliContext, fail
-from cli.service_process import (
+from grove.cli.context import CliContext, fail
+from grove.cli.service_process import (
     ServiceStartError,
     idle_text,
     launch,
     wait_until_up,
 )
-from providers.plurals import counted
-from server.files import (
+from grove.providers.plurals import counted
+from grove.server.files import (
     DEFAULT_PORT,
     TOKEN_FILE,
     ServiceState,
@@ -84,7 +84,7 @@ def up_command(
         state = wait_until_up(starting)
     except ServiceStartError as exc:
         fail(str(exc))
-    from server.client import dashboard_url
+    from grove.server.client import dashboard_url
 
     sys.stdout.write(f"Grove is up (pid {state.pid}). Dashboard and API:\n{dashboard_url(state)}\n")
 
@@ -103,8 +103,8 @@ def status_command(
     """Whether a Grove service is up: its address (with the token), pid, agents, how it was
     started, its clients and what runs in it. Exit 1 when none is up or it does not answer.
     Asking is not being a client: it keeps no service up."""
-    from server.client import RemoteError, RemoteGrove, dashboard_url, healthy
-    from server.files import service_token
+    from grove.server.client import RemoteError, RemoteGrove, dashboard_url, healthy
+    from grove.server.files import service_token
 
     state = read_state()
     if state is None:

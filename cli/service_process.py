@@ -12,9 +12,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from providers.errors import GroveError
-from providers.plurals import counted
-from server.files import (
+from grove.providers.errors import GroveError
+from grove.providers.plurals import counted
+from grove.server.files import (
     DEFAULT_PORT,
     ServiceState,
     grove_dir,
@@ -47,13 +47,13 @@ def launch(
     hosts: int | None = None,
     idle_stop_s: float | None = None,
 ) -> Starting:
-    """Start `python -m server.main` in the background, in a session of its own (it outlives
+    """Start `python -m grove.server.main` in the background, in a session of its own (it outlives
     this command and its terminal), its output in the service log. `idle_stop_s`: a command
     starts it (autostart), to stop after that long with no client."""
     directory = grove_dir()
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = directory / LOG_FILE
-    command = [sys.executable, "-m", "server.main", "--host", host, "--port", str(port)]
+    command = [sys.executable, "-m", "grove.server.main", "--host", host, "--port", str(port)]
     if simulate:
         command.append("--simulate")
     if hosts is not None:
@@ -81,7 +81,7 @@ def wait_until_up(
     """The service's record once it answers /healthz (`waited` told the seconds so far at each
     look meanwhile); ServiceStartError with its log's last line if it exits, or when it has
     not answered within UP_TIMEOUT_S (then it is stopped)."""
-    from server.client import healthy
+    from grove.server.client import healthy
 
     process = starting.process
     began = time.monotonic()

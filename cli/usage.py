@@ -10,10 +10,10 @@ from typing import Annotated, Literal
 
 import typer
 
-from cli.context import CliContext, fail
-from cli.printable import printable
-from providers.errors import GroveError
-from supervisor.usage_table import report_lines
+from grove.cli.context import CliContext, fail
+from grove.cli.printable import printable
+from grove.providers.errors import GroveError
+from grove.supervisor.usage_table import report_lines
 
 
 def usage_command(

@@ -12,8 +12,8 @@ from typing import Annotated
 
 import typer
 
-from cli.context import CliContext, fail
-from providers.errors import GroveError
+from grove.cli.context import CliContext, fail
+from grove.providers.errors import GroveError
 
 
 def worktrees_command(

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers import wirejson
-from providers.base import (
+from grove.providers import wirejson
+from grove.providers.base import (
     AssistantTurn,
     Completed,
     JSONObject,
@@ -33,7 +33,7 @@ from providers.base import (
     Usage,
     UsageUpdate,
 )
-from providers.errors import ProviderProtocolError
+from grove.providers.errors import ProviderProtocolError
 
 # The key under which a tool call whose arguments were not a JSON object says why.
 INVALID_ARGUMENTS = "__invalid_arguments__"

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
-from providers import cache_features, wirejson
-from providers.anthropic_request import MESSAGES_PATH, request_body, request_headers
-from providers.base import (
+from grove.providers import cache_features, wirejson
+from grove.providers.anthropic_request import MESSAGES_PATH, request_body, request_headers
+from grove.providers.base import (
     Completed,
     JSONObject,
     ProviderName,
@@ -31,12 +31,12 @@ from providers.base import (
     Usage,
     UsageUpdate,
 )
-from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
-from providers.http import Endpoint, PreparedRequest
-from providers.retry import retry_after_from_headers
-from providers.secrets import mask
-from providers.sse import ServerSentEvent
-from providers.wirejson import json_int, json_object, json_str
+from grove.providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
+from grove.providers.http import Endpoint, PreparedRequest
+from grove.providers.retry import retry_after_from_headers
+from grove.providers.secrets import mask
+from grove.providers.sse import ServerSentEvent
+from grove.providers.wirejson import json_int, json_object, json_str
 
 PROVIDER: ProviderName = "anthropic"
 CACHE_FEATURE = "cache_control"

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from providers.base import CachePolicy, JSONObject
+from grove.providers.base import CachePolicy, JSONObject
 
 MAX_BREAKPOINTS = 4
 # The API looks for an earlier entry at most this many blocks before a breakpoint.

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from providers.anthropic_cache import FORK_MARK, place_breakpoints
-from providers.base import (
+from grove.providers.anthropic_cache import FORK_MARK, place_breakpoints
+from grove.providers.base import (
     CachePoint,
     ImagePart,
     JSONObject,
@@ -22,11 +22,11 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.catalog import DEFAULT_MODELS, model_info
-from providers.errors import UnknownModelError
-from providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
-from providers.output_schema import for_provider
-from providers.thinking import anthropic_fields, anthropic_plan
+from grove.providers.catalog import DEFAULT_MODELS, model_info
+from grove.providers.errors import UnknownModelError
+from grove.providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
+from grove.providers.output_schema import for_provider
+from grove.providers.thinking import anthropic_fields, anthropic_plan
 
 ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_FAMILY = DEFAULT_MODELS["anthropic"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 
-from providers.base import CachePoint, Message, ProviderName, Request
+from grove.providers.base import CachePoint, Message, ProviderName, Request
 
 _dropped: set[tuple[ProviderName, str, str]] = set()
 _lock = threading.Lock()

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field, replace
 from datetime import date, datetime, timedelta
 from functools import lru_cache
 
-from providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
-from providers.catalog_data import (
+from grove.providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
+from grove.providers.catalog_data import (
     CatalogError,
     LongContext,
     ModelInfo,
@@ -25,7 +25,7 @@ from providers.catalog_data import (
     ThinkingStyle,
     load_catalog,
 )
-from providers.errors import InvalidThinkingLevelError, UnknownModelError
+from grove.providers.errors import InvalidThinkingLevelError, UnknownModelError
 
 __all__ = [
     "CatalogError",

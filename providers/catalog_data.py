@@ -12,7 +12,7 @@ from datetime import date
 from importlib import resources
 from typing import Literal, TypeVar, get_args
 
-from providers.base import ProviderName
+from grove.providers.base import ProviderName
 
 DATA_FILE = "models.json"
 
@@ -457,7 +457,7 @@ def _check_lifecycle(info: ModelInfo, known: Mapping[str, ModelInfo], where: str
 
 def load_catalog() -> Catalog:
     """The data file shipped beside this module, read once per process."""
-    text = resources.files("providers").joinpath(DATA_FILE).read_text(encoding="utf-8")
+    text = resources.files("grove.providers").joinpath(DATA_FILE).read_text(encoding="utf-8")
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from providers.base import ProviderName
-from providers.errors import MissingCredentialsError, ProviderConfigError
-from providers.private_files import exposed_mode, keep_private
-from providers.secrets import remember_secret, remember_url_secrets, without_userinfo
+from grove.providers.base import ProviderName
+from grove.providers.errors import MissingCredentialsError, ProviderConfigError
+from grove.providers.private_files import exposed_mode, keep_private
+from grove.providers.secrets import remember_secret, remember_url_secrets, without_userinfo
 
 log = logging.getLogger("grove.credentials")
 

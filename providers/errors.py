@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 
-from providers.secrets import mask
+from grove.providers.secrets import mask
 
 
 class GroveError(Exception):

@@ -7,30 +7,30 @@ from __future__ import annotations
 
 from typing import Literal
 
-from providers.base import ProviderName
-from providers.credentials import base_url as resolve_base_url
-from providers.credentials import load_api_key
-from providers.http import Endpoint, HTTPProvider, Wire
-from providers.retry import RetryPolicy
-from providers.secrets import remember_secret, remember_url_secrets
+from grove.providers.base import ProviderName
+from grove.providers.credentials import base_url as resolve_base_url
+from grove.providers.credentials import load_api_key
+from grove.providers.http import Endpoint, HTTPProvider, Wire
+from grove.providers.retry import RetryPolicy
+from grove.providers.secrets import remember_secret, remember_url_secrets
 
 OpenAIAPI = Literal["responses", "chat"]
 
 
 def wire_for(provider: ProviderName, openai_api: OpenAIAPI = "responses") -> Wire:
     if provider == "anthropic":
-        from providers.anthropic import AnthropicWire
+        from grove.providers.anthropic import AnthropicWire
 
         return AnthropicWire()
     if provider == "openai":
         if openai_api == "chat":
-            from providers.openai_chat import OpenAIChatWire
+            from grove.providers.openai_chat import OpenAIChatWire
 
             return OpenAIChatWire()
-        from providers.openai_responses import OpenAIResponsesWire
+        from grove.providers.openai_responses import OpenAIResponsesWire
 
         return OpenAIResponsesWire()
-    from providers.google import GoogleWire
+    from grove.providers.google import GoogleWire
 
     return GoogleWire()
 

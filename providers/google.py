@@ -13,15 +13,15 @@ from urllib.parse import quote
 
 import httpx
 
-from providers import cache_features
-from providers.base import ProviderName, Request
-from providers.errors import ProviderHTTPError
-from providers.google_errors import GoogleError
-from providers.google_request import build_body, cached_content_of
-from providers.google_stream import GeminiStreamParser
-from providers.http import Endpoint, PreparedRequest
-from providers.retry import retry_after_from_headers
-from providers.secrets import mask
+from grove.providers import cache_features
+from grove.providers.base import ProviderName, Request
+from grove.providers.errors import ProviderHTTPError
+from grove.providers.google_errors import GoogleError
+from grove.providers.google_request import build_body, cached_content_of
+from grove.providers.google_stream import GeminiStreamParser
+from grove.providers.http import Endpoint, PreparedRequest
+from grove.providers.retry import retry_after_from_headers
+from grove.providers.secrets import mask
 
 
 def stream_path(model: str) -> str:

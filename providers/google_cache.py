@@ -13,11 +13,11 @@ from urllib.parse import quote
 
 import httpx
 
-from providers.base import JSONObject, Request
-from providers.errors import ProviderConnectionError, ProviderProtocolError
-from providers.google_request import build_body, prefix_fields
-from providers.http import HTTPProvider, join_url
-from providers.wirejson import json_int, json_object, json_str
+from grove.providers.base import JSONObject, Request
+from grove.providers.errors import ProviderConnectionError, ProviderProtocolError
+from grove.providers.google_request import build_body, prefix_fields
+from grove.providers.http import HTTPProvider, join_url
+from grove.providers.wirejson import json_int, json_object, json_str
 
 CACHES_PATH = "/v1beta/cachedContents"
 

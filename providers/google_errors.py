@@ -10,10 +10,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from providers.base import JSONObject
-from providers.errors import ProviderHTTPError
-from providers.retry import MAX_HONOURED_RETRY_AFTER_S, parse_duration
-from providers.secrets import mask
+from grove.providers.base import JSONObject
+from grove.providers.errors import ProviderHTTPError
+from grove.providers.retry import MAX_HONOURED_RETRY_AFTER_S, parse_duration
+from grove.providers.secrets import mask
 
 # gRPC statuses worth another attempt: overload, server faults, rate limits, timeouts.
 RETRYABLE_STATUSES = frozenset(

@@ -5,7 +5,7 @@ Pure functions, no I/O and no event parsing (providers.google_stream reads the r
 
 from __future__ import annotations
 
-from providers.base import (
+from grove.providers.base import (
     CachePoint,
     ImagePart,
     JSONObject,
@@ -18,12 +18,12 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.catalog import model_info
-from providers.errors import UnknownModelError
-from providers.google_stream import TEXT_SIGNATURE_DATA
-from providers.output import output_mode, output_tool, tool_mode_system
-from providers.output_schema import for_provider
-from providers.thinking import google_thinking_config
+from grove.providers.catalog import model_info
+from grove.providers.errors import UnknownModelError
+from grove.providers.google_stream import TEXT_SIGNATURE_DATA
+from grove.providers.output import output_mode, output_tool, tool_mode_system
+from grove.providers.output_schema import for_provider
+from grove.providers.thinking import google_thinking_config
 
 # Gemini 3 rejects a model turn whose first functionCall carries no thoughtSignature. Calls
 # that Gemini did not make (another provider's, before a model switch) get the value Google

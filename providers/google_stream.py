@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import Any, Literal
 
-from providers import wirejson
-from providers.base import (
+from grove.providers import wirejson
+from grove.providers.base import (
     Completed,
     JSONObject,
     ResponseInfo,
@@ -27,9 +27,9 @@ from providers.base import (
     Usage,
     UsageUpdate,
 )
-from providers.errors import ProviderProtocolError, ProviderStreamError
-from providers.google_errors import GoogleError
-from providers.sse import ServerSentEvent
+from grove.providers.errors import ProviderProtocolError, ProviderStreamError
+from grove.providers.google_errors import GoogleError
+from grove.providers.sse import ServerSentEvent
 
 PROVIDER = "google"
 # `provider_data` of a ThinkingSignature whose signature came on a plain (non-thought) text

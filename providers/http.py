@@ -17,10 +17,10 @@ from typing import Any, Protocol
 import certifi
 import httpx
 
-from providers import cache_features, preserved_thinking
-from providers.accumulate import TurnAccumulator
-from providers.aionet import AsyncioTransport
-from providers.base import (
+from grove.providers import cache_features, preserved_thinking
+from grove.providers.accumulate import TurnAccumulator
+from grove.providers.aionet import AsyncioTransport
+from grove.providers.base import (
     AssistantTurn,
     Finished,
     ProviderName,
@@ -30,16 +30,16 @@ from providers.base import (
     Sending,
     StreamEvent,
 )
-from providers.catalog import cost_usd
-from providers.errors import (
+from grove.providers.catalog import cost_usd
+from grove.providers.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderHTTPError,
     StreamBroken,
 )
-from providers.ratelimit import remaining_from_headers
-from providers.retry import RetryPolicy
-from providers.sse import ServerSentEvent, SSEDecoder
+from grove.providers.ratelimit import remaining_from_headers
+from grove.providers.retry import RetryPolicy
+from grove.providers.sse import ServerSentEvent, SSEDecoder
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
 _instance_numbers = itertools.count(1)

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from providers.catalog import ModelInfo, ModelSpec, model_info, parse_model_choice
-from providers.errors import ModelSpecError, UnknownModelError
+from grove.providers.catalog import ModelInfo, ModelSpec, model_info, parse_model_choice
+from grove.providers.errors import ModelSpecError, UnknownModelError
 
 TODAY_ENV = "GROVE_TODAY"
 # A model shutting down within this many days runs with a warning.

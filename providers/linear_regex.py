@@ -12,7 +12,7 @@ from typing import Protocol
 
 import re2
 
-from providers.errors import GroveError
+from grove.providers.errors import GroveError
 
 # What RE2 may spend on one compiled pattern; past it, compiling fails (e.g. `a{1000}{1000}`).
 MAX_PATTERN_MEMORY = 8 << 20

@@ -21,8 +21,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from providers.base import Request
-from providers.cache_features import last_cache_point
+from grove.providers.base import Request
+from grove.providers.cache_features import last_cache_point
 
 REQUESTS_PER_KEY_MINUTE = LIMIT = 15
 # Once a key has carried this many requests in the minute, the next request opens the next

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from providers.base import (
+from grove.providers.base import (
     ImagePart,
     JSONObject,
     Message,
@@ -17,10 +17,10 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.catalog import infer_provider
-from providers.openai_chat_parser import ChatParser
-from providers.openai_shared import OpenAIWire, strict_format
-from providers.thinking import OPENAI_EFFORTS, openai_effort
+from grove.providers.catalog import infer_provider
+from grove.providers.openai_chat_parser import ChatParser
+from grove.providers.openai_shared import OpenAIWire, strict_format
+from grove.providers.thinking import OPENAI_EFFORTS, openai_effort
 
 
 class OpenAIChatWire(OpenAIWire):

@@ -5,7 +5,7 @@ Request bodies live in openai_chat. Only choice 0 is read; other choices (n > 1)
 
 from __future__ import annotations
 
-from providers.base import (
+from grove.providers.base import (
     Completed,
     JSONObject,
     ResponseInfo,
@@ -18,10 +18,10 @@ from providers.base import (
     Usage,
     UsageUpdate,
 )
-from providers.errors import ProviderProtocolError
-from providers.openai_shared import PROVIDER, event_json, stream_error
-from providers.sse import ServerSentEvent
-from providers.wirejson import json_int, json_object, json_str
+from grove.providers.errors import ProviderProtocolError
+from grove.providers.openai_shared import PROVIDER, event_json, stream_error
+from grove.providers.sse import ServerSentEvent
+from grove.providers.wirejson import json_int, json_object, json_str
 
 # Grove part indexes: the reasoning first, then the text, then each tool call in wire order.
 THINKING_INDEX = 0

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from providers.base import (
+from grove.providers.base import (
     CachePoint,
     ImagePart,
     JSONObject,
@@ -20,9 +20,9 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.openai_responses_parser import ResponsesParser
-from providers.openai_shared import PROVIDER, OpenAIWire, strict_format
-from providers.thinking import openai_reasoning
+from grove.providers.openai_responses_parser import ResponsesParser
+from grove.providers.openai_shared import PROVIDER, OpenAIWire, strict_format
+from grove.providers.thinking import openai_reasoning
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 

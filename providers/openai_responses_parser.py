@@ -6,7 +6,7 @@ Request bodies live in openai_responses. Parts are keyed by `output_index`, neve
 
 from __future__ import annotations
 
-from providers.base import (
+from grove.providers.base import (
     Completed,
     JSONObject,
     ResponseInfo,
@@ -20,10 +20,10 @@ from providers.base import (
     Usage,
     UsageUpdate,
 )
-from providers.errors import ProviderProtocolError, ProviderStreamError
-from providers.openai_shared import PROVIDER, event_json, stream_error
-from providers.sse import ServerSentEvent
-from providers.wirejson import json_int, json_object, json_str
+from grove.providers.errors import ProviderProtocolError, ProviderStreamError
+from grove.providers.openai_shared import PROVIDER, event_json, stream_error
+from grove.providers.sse import ServerSentEvent
+from grove.providers.wirejson import json_int, json_object, json_str
 
 
 class ResponsesParser:

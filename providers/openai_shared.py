@@ -11,17 +11,17 @@ from typing import Any
 
 import httpx
 
-from providers import cache_features, wirejson
-from providers.base import JSONObject, OutputSchema, ProviderName, Request
-from providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
-from providers.http import Endpoint, PreparedRequest
-from providers.openai_cache import FEATURE, CacheKeys
-from providers.output_schema import for_provider
-from providers.retry import retry_after_from_headers
-from providers.secrets import mask
-from providers.sse import ServerSentEvent
-from providers.thinking import openai_warning
-from providers.wirejson import json_str
+from grove.providers import cache_features, wirejson
+from grove.providers.base import JSONObject, OutputSchema, ProviderName, Request
+from grove.providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
+from grove.providers.http import Endpoint, PreparedRequest
+from grove.providers.openai_cache import FEATURE, CacheKeys
+from grove.providers.output_schema import for_provider
+from grove.providers.retry import retry_after_from_headers
+from grove.providers.secrets import mask
+from grove.providers.sse import ServerSentEvent
+from grove.providers.thinking import openai_warning
+from grove.providers.wirejson import json_str
 
 PROVIDER: ProviderName = "openai"
 

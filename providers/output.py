@@ -10,8 +10,8 @@ from __future__ import annotations
 import json
 from typing import Literal
 
-from providers.accumulate import INVALID_ARGUMENTS
-from providers.base import (
+from grove.providers.accumulate import INVALID_ARGUMENTS
+from grove.providers.base import (
     Message,
     OutputSchema,
     ProviderName,
@@ -21,9 +21,9 @@ from providers.base import (
     ToolCallPart,
     ToolSpec,
 )
-from providers.catalog import model_info
-from providers.errors import GroveError
-from providers.output_schema import OutputSchemaError, for_provider
+from grove.providers.catalog import model_info
+from grove.providers.errors import GroveError
+from grove.providers.output_schema import OutputSchemaError, for_provider
 
 OutputMode = Literal["native", "tool"]
 OUTPUT_TOOL = "final_result"

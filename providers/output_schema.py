@@ -14,9 +14,9 @@ import threading
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from providers.base import JSONObject, ProviderName
-from providers.errors import GroveError
-from providers.linear_regex import PatternError, compile_re2
+from grove.providers.base import JSONObject, ProviderName
+from grove.providers.errors import GroveError
+from grove.providers.linear_regex import PatternError, compile_re2
 
 MAX_SCHEMA_CHARS = 200_000
 MAX_SCHEMA_DEPTH = 64  # JSON nesting of the schema document itself

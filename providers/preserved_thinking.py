@@ -14,8 +14,8 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from providers.anthropic_request import wire_block
-from providers.base import (
+from grove.providers.anthropic_request import wire_block
+from grove.providers.base import (
     AssistantTurn,
     Message,
     Part,
@@ -26,9 +26,9 @@ from providers.base import (
     ToolCallPart,
     ToolResultPart,
 )
-from providers.catalog import model_info
-from providers.errors import ProviderError, ProviderHTTPError, UnknownModelError
-from providers.output import output_mode
+from grove.providers.catalog import model_info
+from grove.providers.errors import ProviderError, ProviderHTTPError, UnknownModelError
+from grove.providers.output import output_mode
 
 BOUND_MARK = "The block is bound to a different conversation"
 _BOUND_WHERE = re.compile(r"messages\.(\d+)\.content\.(\d+)")

@@ -9,7 +9,7 @@ import json
 import math
 from typing import Any
 
-from providers.base import JSONObject
+from grove.providers.base import JSONObject
 
 
 def loads(text: str) -> Any:

@@ -22,23 +22,23 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
-from providers.errors import GroveError
-from server.batches import MAX_BATCH_BYTES, Batches, batch_router
-from server.feeds import EventFeed
-from server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
-from server.idle import ClientCount, Clients, clients_router
-from supervisor.api import Grove
-from supervisor.async_api import AsyncGrove
-from supervisor.batch.tasks import MAX_TEXT_BYTES
-from supervisor.budget_rules import Budget
-from supervisor.command_defaults import command_defaults
-from supervisor.reads import StoreReads, event_json
-from supervisor.results import result_json
-from supervisor.store import EventRecord, Store, open_store
-from supervisor.tool_files import importable
-from supervisor.tree_view import AGENT_FIELDS, TreeView, listing, message_json
-from supervisor.usage import GROUPINGS
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
+from grove.providers.errors import GroveError
+from grove.server.batches import MAX_BATCH_BYTES, Batches, batch_router
+from grove.server.feeds import EventFeed
+from grove.server.gates import BearerTokenGate, BodyLimit, HostGate, StreamLimit
+from grove.server.idle import ClientCount, Clients, clients_router
+from grove.supervisor.api import Grove
+from grove.supervisor.async_api import AsyncGrove
+from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
+from grove.supervisor.budget_rules import Budget
+from grove.supervisor.command_defaults import command_defaults
+from grove.supervisor.reads import StoreReads, event_json
+from grove.supervisor.results import result_json
+from grove.supervisor.store import EventRecord, Store, open_store
+from grove.supervisor.tool_files import importable
+from grove.supervisor.tree_view import AGENT_FIELDS, TreeView, listing, message_json
+from grove.supervisor.usage import GROUPINGS
 
 STATIC = Path(__file__).parent / "static"
 EVENT_WAIT_S = 1.0  # how long an event stream waits for news before it looks again

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from server.files import private_file
-from supervisor.batch.summary import Totals
-from supervisor.batch.tasks import id_key
+from grove.server.files import private_file
+from grove.supervisor.batch.summary import Totals
+from grove.supervisor.batch.tasks import id_key
 
 
 @dataclass(kw_only=True, slots=True)

@@ -23,12 +23,12 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.concurrency import run_in_threadpool
 
-from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
-from server.batch_files import BatchFiles, described_batches, read_recorded
-from supervisor.api import Grove
-from supervisor.batch.records import OutputLog, record_results
-from supervisor.batch.summary import Totals
-from supervisor.batch.tasks import Task, read_tasks
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
+from grove.server.batch_files import BatchFiles, described_batches, read_recorded
+from grove.supervisor.api import Grove
+from grove.supervisor.batch.records import OutputLog, record_results
+from grove.supervisor.batch.summary import Totals
+from grove.supervisor.batch.tasks import Task, read_tasks
 
 MAX_BATCH_BYTES = 64 * 1024 * 1024  # what server/gates.py's BodyLimit lets a batch be
 TICK_S = 1.0  # a follower hears at least this often while nothing finishes

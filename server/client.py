@@ -12,25 +12,25 @@ from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from providers.base import DEFAULT_OUTPUT_RETRIES
-from providers.errors import GroveError
-from server.answers import Answer
-from server.files import ServiceState, read_state, service_token
-from server.wire import NO_ANSWER, OBSERVER_HEADER, HeldStream, Wire, answers, sse_events
-from supervisor import bridge
-from supervisor.command_defaults import CommandDefaults
-from supervisor.errors import TurnTimeout
-from supervisor.results import result_from_json
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.providers.errors import GroveError
+from grove.server.answers import Answer
+from grove.server.files import ServiceState, read_state, service_token
+from grove.server.wire import NO_ANSWER, OBSERVER_HEADER, HeldStream, Wire, answers, sse_events
+from grove.supervisor import bridge
+from grove.supervisor.command_defaults import CommandDefaults
+from grove.supervisor.errors import TurnTimeout
+from grove.supervisor.results import result_from_json
 
 if TYPE_CHECKING:
     import threading
 
-    from actors.turn_result import TurnResult
-    from supervisor.approvals import ApprovalRequest
-    from supervisor.batch.runner import Step
-    from supervisor.batch.tasks import Task
-    from supervisor.budget_rules import Budget
-    from supervisor.commands.registry import CommandOutcome
+    from grove.actors.turn_result import TurnResult
+    from grove.supervisor.approvals import ApprovalRequest
+    from grove.supervisor.batch.runner import Step
+    from grove.supervisor.batch.tasks import Task
+    from grove.supervisor.budget_rules import Budget
+    from grove.supervisor.commands.registry import CommandOutcome
 
 HEALTH_TIMEOUT_S = 2.0
 RETURN_WAIT_S = 180.0  # how long a batch's follower waits for a service that stopped
@@ -242,7 +242,7 @@ class RemoteGrove:
         """As `Grove.create_root` (`output_type` a JSON schema dict); the modules of
         `package.module:attr` tools that the service cannot import itself (local files) go
         with the request."""
-        from supervisor.tool_files import module_files
+        from grove.supervisor.tool_files import module_files
 
         given = list(tools or [])
         body = {
@@ -281,7 +281,7 @@ class RemoteGrove:
         return self.send(agent, text).result(timeout_s)
 
     def dispatch(self, session: str, line: str, origin: str = "api") -> CommandOutcome:
-        from supervisor.commands.registry import CommandOutcome
+        from grove.supervisor.commands.registry import CommandOutcome
 
         found = self._json(
             "POST", f"/api/agents/{session}/commands", {"line": line, "origin": origin}
@@ -321,7 +321,7 @@ class RemoteGrove:
         self._json("POST", f"/api/sessions/{session}/approvals", {"attend": approver is not None})
 
     def approve(self, notice: str) -> None:
-        from supervisor.approvals import ApprovalRequest
+        from grove.supervisor.approvals import ApprovalRequest
 
         request = ApprovalRequest(**json.loads(notice))
         approver = self.approvers.get(request.session)
@@ -348,7 +348,7 @@ class RemoteGrove:
         (Ctrl+C) stops the batch there; BatchStopped when the service's run failed. When the
         service stops mid-batch, its next start takes the batch up again, and this follows it
         there from the records it had."""
-        from supervisor.batch.tasks import task_json
+        from grove.supervisor.batch.tasks import task_json
 
         default = {} if output_type is None else {"schema": output_type}
         lines = "".join(json.dumps({**default, **task_json(task)}) + "\n" for task in tasks)

@@ -11,7 +11,7 @@ import bisect
 import contextlib
 from collections.abc import Callable
 
-from supervisor.store import EventRecord, Store
+from grove.supervisor.store import EventRecord, Store
 
 WAIT_S = 1.0  # how long one read of the feed waits for news before it looks again
 KEEP = 10_000  # recent events kept for the streams; an older cursor is served by the store

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from providers.private_files import keep_private
+from grove.providers.private_files import keep_private
 
 TOKEN_FILE = "service-token"
 STATE_FILE = "service.json"

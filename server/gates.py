@@ -16,7 +16,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.files import token_matches
+from grove.server.files import token_matches
 
 OPEN_PATHS = frozenset({"/healthz"})
 MAX_JSON_BYTES = 16 * 1024 * 1024  # a prompt at its limit, escaped, with room to spare

@@ -19,7 +19,7 @@ from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from server.wire import OBSERVER_HEADER
+from grove.server.wire import OBSERVER_HEADER
 
 UNCOUNTED_PATHS = frozenset({"/healthz"})  # nor are an observer's requests (wire.py)
 MAX_CHECK_EVERY_S = 5.0

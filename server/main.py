@@ -1,5 +1,5 @@
-"""`python -m server.main`: the long-lived Grove that `grove up` starts in the background (Ray,
-the supervisor, the HTTP API), recorded in the config directory while it serves.
+"""`python -m grove.server.main`: the long-lived Grove that `grove up` starts in the background
+(Ray, the supervisor, the HTTP API), recorded in the config directory while it serves.
 
 It holds a lock file for its whole life, so a second one refuses to start; SIGTERM (`grove
 down`) stops the API, then Grove and everything Grove started, as does `--idle-stop-s` passing
@@ -19,13 +19,13 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
 
-from server.files import DEFAULT_PORT, ServiceState, grove_dir, remove_state, write_state
+from grove.server.files import DEFAULT_PORT, ServiceState, grove_dir, remove_state, write_state
 
 LOCK_FILE = "service.lock"
 TRIM_EVERY_S = 3600.0
 
 if TYPE_CHECKING:
-    from supervisor.config import GroveSettings
+    from grove.supervisor.config import GroveSettings
 
 
 def port_problem(host: str, port: int) -> str | None:
@@ -55,15 +55,15 @@ def take_lock(directory: Path) -> IO[str] | None:
 async def serve(how: ServiceState) -> None:
     """Serve a Grove where and as `how` says (address, simulate, hosts, idle stop), recorded
     in the config directory while it listens."""
-    from supervisor.local_ray import keep_local_ray_on_loopback
+    from grove.supervisor.local_ray import keep_local_ray_on_loopback
 
     keep_local_ray_on_loopback(None)  # before anything imports Ray
     import uvicorn
 
-    from server.app import create_app
-    from server.files import service_token
-    from server.idle import Clients, stop_when_idle
-    from supervisor.api import Grove
+    from grove.server.app import create_app
+    from grove.server.files import service_token
+    from grove.server.idle import Clients, stop_when_idle
+    from grove.supervisor.api import Grove
 
     class RecordedServer(uvicorn.Server):
         """Records the service in the config directory once it listens."""
@@ -96,8 +96,8 @@ async def serve(how: ServiceState) -> None:
 
 async def trim_events_forever(settings: GroveSettings) -> None:
     """Keep the event log to `[events] keep_days`: now, then every hour."""
-    from providers.errors import GroveError
-    from supervisor.store import open_store
+    from grove.providers.errors import GroveError
+    from grove.supervisor.store import open_store
 
     def trim() -> None:
         try:

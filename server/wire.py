@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode, urlsplit
 
-from server.answers import CONNECT_TIMEOUT_S, Answer, Streamed
-from supervisor.bridge import bridged
+from grove.server.answers import CONNECT_TIMEOUT_S, Answer, Streamed
+from grove.supervisor.bridge import bridged
 
 if TYPE_CHECKING:
-    from server.wire_async import LoopWire
+    from grove.server.wire_async import LoopWire
 
 REQUEST_TIMEOUT_S = 3700.0  # an answer may wait long: a command, a turn's wait
 # What a request that got no answer raises: refused, reset, timed out, cut off.
@@ -52,7 +52,7 @@ class Wire:
     def _bridged(self) -> LoopWire:
         """The requests of an AsyncGrove's calls (server/wire_async.py)."""
         if self._loop_wire is None:
-            from server.wire_async import LoopWire
+            from grove.server.wire_async import LoopWire
 
             self._loop_wire = LoopWire(f"http://{self.host}:{self.port}", self.headers)
         return self._loop_wire

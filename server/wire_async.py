@@ -10,8 +10,8 @@ from contextlib import contextmanager
 
 import httpx
 
-from server.answers import CONNECT_TIMEOUT_S, Answer
-from supervisor.bridge import awaited
+from grove.server.answers import CONNECT_TIMEOUT_S, Answer
+from grove.supervisor.bridge import awaited
 
 
 class BridgedResponse:

@@ -11,7 +11,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from actors.advisor import (
+from grove.actors.advisor import (
     ADVISOR_SYSTEM,
     BOUNDED_TRANSCRIPT_CHARS,
     ReviewerSpec,
@@ -19,17 +19,17 @@ from actors.advisor import (
     advice_card,
     render_delta,
 )
-from actors.agent import ModelChoice
-from providers.catalog import ModelSpec, model_info
-from supervisor.billing import spent_message
-from supervisor.budget_rules import BUDGET_KEYS, budgeted
-from supervisor.errors import CommandError
-from supervisor.store.records import AgentRecord, MessageRecord
-from supervisor.turns import choice_of, turn_open
+from grove.actors.agent import ModelChoice
+from grove.providers.catalog import ModelSpec, model_info
+from grove.supervisor.billing import spent_message
+from grove.supervisor.budget_rules import BUDGET_KEYS, budgeted
+from grove.supervisor.errors import CommandError
+from grove.supervisor.store.records import AgentRecord, MessageRecord
+from grove.supervisor.turns import choice_of, turn_open
 
 if TYPE_CHECKING:
-    from supervisor.store.base import Store
-    from supervisor.turns import HostClient, LiveAgent
+    from grove.supervisor.store.base import Store
+    from grove.supervisor.turns import HostClient, LiveAgent
 
 SYNC_WAIT_CAP_S = 30.0
 INTERRUPTING = ("concern", "blocker")

@@ -8,19 +8,19 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from actors.tools.todo import TodoError, apply_todo, from_data, to_data
-from providers.errors import ModelSpecError
-from providers.lifecycle import chosen_model
-from providers.plurals import counted
-from providers.secrets import mask
-from supervisor.errors import CommandError
-from supervisor.fan_in import wait_for
-from supervisor.forking import fork_child
-from supervisor.rules import checked_seconds
-from supervisor.store.records import AgentRecord
+from grove.actors.tools.todo import TodoError, apply_todo, from_data, to_data
+from grove.providers.errors import ModelSpecError
+from grove.providers.lifecycle import chosen_model
+from grove.providers.plurals import counted
+from grove.providers.secrets import mask
+from grove.supervisor.errors import CommandError
+from grove.supervisor.fan_in import wait_for
+from grove.supervisor.forking import fork_child
+from grove.supervisor.rules import checked_seconds
+from grove.supervisor.store.records import AgentRecord
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
+    from grove.supervisor.service import SupervisorCore
 
 DEFAULT_TOOL_WAIT_S = 300.0
 

@@ -28,48 +28,48 @@ import ray
 from pydantic import BaseModel
 from ray._raylet import _set_future_helper as set_future_result
 
-from actors.agent import TurnResult
-from actors.coalesce import Coalescer
-from actors.output import OutputType
-from actors.remote import HostSettings
-from actors.telemetry import caller_traceparent
-from actors.tools.grant import MCP_PREFIX
-from actors.tools.mcp import ListedTool, McpServerConfig, list_server_tools
-from actors.tools.sandbox import SandboxPolicy
-from providers.base import DEFAULT_OUTPUT_RETRIES
-from providers.catalog import ModelSpec
-from providers.errors import GroveError, ModelSpecError
-from providers.http import Endpoint
-from providers.lifecycle import chosen_model
-from supervisor import bridge
-from supervisor.advice import AdvisorPlan, ReviewerConfig
-from supervisor.approvals import ApprovalRequest
-from supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
-from supervisor.batch.tasks import Task
-from supervisor.budget_rules import Budget
-from supervisor.commands.registry import CommandOutcome
-from supervisor.config import GroveSettings, load_settings
-from supervisor.context import CompactionPlan
-from supervisor.errors import CommandError, SupervisorError, TurnTimeout
-from supervisor.fleet import ProviderLimits
-from supervisor.host_deaths import host_died_notice
-from supervisor.local_ray import LocalRay, start_ray
-from supervisor.model_table import model_rows
-from supervisor.output_types import OutputTypeLike, model_of, typed
-from supervisor.output_types import output_type as make_output
-from supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
-from supervisor.service import Limits
-from supervisor.store import open_store, store_files
-from supervisor.store.records import AgentRecord, MessageRecord
-from supervisor.supervision import RestartPolicy
-from supervisor.telemetry import telemetry_settings
-from supervisor.tool_rules import is_mcp, mcp_servers, policy_for
-from supervisor.toolbox import resolve_tools
-from supervisor.trace_printer import printing_spans
-from supervisor.turn_batch import TurnRequest
-from supervisor.turn_results import TurnResults
-from supervisor.turns import Begun
-from supervisor.worktrees import WorktreeRow, worktree_rows
+from grove.actors.agent import TurnResult
+from grove.actors.coalesce import Coalescer
+from grove.actors.output import OutputType
+from grove.actors.remote import HostSettings
+from grove.actors.telemetry import caller_traceparent
+from grove.actors.tools.grant import MCP_PREFIX
+from grove.actors.tools.mcp import ListedTool, McpServerConfig, list_server_tools
+from grove.actors.tools.sandbox import SandboxPolicy
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.providers.catalog import ModelSpec
+from grove.providers.errors import GroveError, ModelSpecError
+from grove.providers.http import Endpoint
+from grove.providers.lifecycle import chosen_model
+from grove.supervisor import bridge
+from grove.supervisor.advice import AdvisorPlan, ReviewerConfig
+from grove.supervisor.approvals import ApprovalRequest
+from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
+from grove.supervisor.batch.tasks import Task
+from grove.supervisor.budget_rules import Budget
+from grove.supervisor.commands.registry import CommandOutcome
+from grove.supervisor.config import GroveSettings, load_settings
+from grove.supervisor.context import CompactionPlan
+from grove.supervisor.errors import CommandError, SupervisorError, TurnTimeout
+from grove.supervisor.fleet import ProviderLimits
+from grove.supervisor.host_deaths import host_died_notice
+from grove.supervisor.local_ray import LocalRay, start_ray
+from grove.supervisor.model_table import model_rows
+from grove.supervisor.output_types import OutputTypeLike, model_of, typed
+from grove.supervisor.output_types import output_type as make_output
+from grove.supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
+from grove.supervisor.service import Limits
+from grove.supervisor.store import open_store, store_files
+from grove.supervisor.store.records import AgentRecord, MessageRecord
+from grove.supervisor.supervision import RestartPolicy
+from grove.supervisor.telemetry import telemetry_settings
+from grove.supervisor.tool_rules import is_mcp, mcp_servers, policy_for
+from grove.supervisor.toolbox import resolve_tools
+from grove.supervisor.trace_printer import printing_spans
+from grove.supervisor.turn_batch import TurnRequest
+from grove.supervisor.turn_results import TurnResults
+from grove.supervisor.turns import Begun
+from grove.supervisor.worktrees import WorktreeRow, worktree_rows
 
 CALL_TIMEOUT_S = 60.0
 Approver = Callable[[ApprovalRequest], str | Awaitable[str]]
@@ -438,7 +438,7 @@ class Grove:
 
     def _advisor_plan(self) -> AdvisorPlan:
         """The advisor settings resolved here, where the workspace and WATCHDOG.md live."""
-        from actors.watchdog import watchdog_prompt
+        from grove.actors.watchdog import watchdog_prompt
 
         section = self.settings.advisor
         workspace = Path.cwd()
@@ -464,7 +464,7 @@ class Grove:
         )
 
     def _start_simulator(self) -> Endpoint:
-        from providers.simulator import SimulatorConfig, SimulatorThread
+        from grove.providers.simulator import SimulatorConfig, SimulatorThread
 
         key = "sim-" + secrets.token_hex(16)
         simulator = self._stack.enter_context(SimulatorThread(SimulatorConfig(port=0, api_key=key)))

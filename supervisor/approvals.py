@@ -13,10 +13,10 @@ import uuid as uuidlib
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from supervisor.tool_rules import refusal_text
+from grove.supervisor.tool_rules import refusal_text
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
+    from grove.supervisor.service import SupervisorCore
 
 ANSWERS = {"y": "approved", "n": "refused", "a": "approved for the session"}
 # Answered before the host's own wait for the call (actors/remote.py) gives up.

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from providers.base import DEFAULT_OUTPUT_RETRIES
-from supervisor.api import Grove, Turn
-from supervisor.bridge import bridge, bridged_iterator
-from supervisor.errors import TurnTimeout
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.supervisor.api import Grove, Turn
+from grove.supervisor.bridge import bridge, bridged_iterator
+from grove.supervisor.errors import TurnTimeout
 
 if TYPE_CHECKING:
-    from actors.agent import TurnResult
-    from supervisor.output_types import OutputTypeLike
+    from grove.actors.agent import TurnResult
+    from grove.supervisor.output_types import OutputTypeLike
 
 
 class AsyncTurn:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.estimates import ESTIMATED, UNBILLED
-from supervisor.store.base import SPENT_KIND
-from supervisor.store.records import NewMessage
+from grove.actors.estimates import ESTIMATED, UNBILLED
+from grove.supervisor.store.base import SPENT_KIND
+from grove.supervisor.store.records import NewMessage
 
 
 class InFlightBilling:

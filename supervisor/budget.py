@@ -9,16 +9,16 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from providers import catalog
-from providers.base import CachePolicy, Usage
-from providers.errors import GroveError
-from supervisor.budget_rules import LIMITS, Budget
-from supervisor.errors import BUDGET_EXHAUSTED, CommandError
-from supervisor.store.records import AgentRecord
-from supervisor.usage import UsageTotals, is_billed, subtree
+from grove.providers import catalog
+from grove.providers.base import CachePolicy, Usage
+from grove.providers.errors import GroveError
+from grove.supervisor.budget_rules import LIMITS, Budget
+from grove.supervisor.errors import BUDGET_EXHAUSTED, CommandError
+from grove.supervisor.store.records import AgentRecord
+from grove.supervisor.usage import UsageTotals, is_billed, subtree
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
+    from grove.supervisor.service import SupervisorCore
 
 
 # What a request too large for its budget's hold is told.

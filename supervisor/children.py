@@ -9,13 +9,13 @@ import uuid as uuidlib
 from collections.abc import Sequence
 from typing import Any
 
-from actors.output import OutputType
-from actors.telemetry import TRACE_KEY
-from providers.catalog import ModelSpec
-from providers.preserved_thinking import preserves_thinking
-from supervisor.budget_rules import BUDGET_KEYS, Budget, group_entry
-from supervisor.store.records import AgentRecord
-from supervisor.tool_rules import INHERITED_TOOL_METADATA
+from grove.actors.output import OutputType
+from grove.actors.telemetry import TRACE_KEY
+from grove.providers.catalog import ModelSpec
+from grove.providers.preserved_thinking import preserves_thinking
+from grove.supervisor.budget_rules import BUDGET_KEYS, Budget, group_entry
+from grove.supervisor.store.records import AgentRecord
+from grove.supervisor.tool_rules import INHERITED_TOOL_METADATA
 
 # What a forked child takes over from its parent's record besides the model.
 # `budget_root`: the root whose `budget` the agent draws on; `budget_groups`: the budgets of

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from supervisor.config import GroveSettings
+    from grove.supervisor.config import GroveSettings
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -50,8 +50,8 @@ class CommandDefaults:
 def command_defaults(settings: GroveSettings, *, simulated: bool = False) -> CommandDefaults:
     """The defaults `settings` give a command line, for a Grove in this process's environment
     (`simulated`: every provider is the simulator)."""
-    from providers.credentials import signed_in
-    from supervisor.tool_rules import DEFAULT_ROOT_TOOLS, mcp_problems
+    from grove.providers.credentials import signed_in
+    from grove.supervisor.tool_rules import DEFAULT_ROOT_TOOLS, mcp_problems
 
     tools = settings.tools
     servers = [f"mcp__{name}" for name, server in settings.mcp.servers.items() if server.enabled]

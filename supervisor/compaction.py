@@ -9,9 +9,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from actors.agent import ModelChoice
-from providers.catalog import model_info
-from supervisor.context import (
+from grove.actors.agent import ModelChoice
+from grove.providers.catalog import model_info
+from grove.supervisor.context import (
     CHARS_PER_TOKEN,
     CompactionPlan,
     ContextUsage,
@@ -19,14 +19,14 @@ from supervisor.context import (
     estimate_tokens,
     message_tokens,
 )
-from supervisor.errors import CommandError
-from supervisor.snapcompact import archive, frame_tokens
-from supervisor.store.base import COMPACTION_KIND
-from supervisor.store.records import MessageRecord
-from supervisor.turns import choice_of
+from grove.supervisor.errors import CommandError
+from grove.supervisor.snapcompact import archive, frame_tokens
+from grove.supervisor.store.base import COMPACTION_KIND
+from grove.supervisor.store.records import MessageRecord
+from grove.supervisor.turns import choice_of
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
+    from grove.supervisor.service import SupervisorCore
 
 SUMMARY_MAX_TOKENS = 8_192
 MIN_SUMMARY_INPUT_CHARS = 20_000

@@ -27,13 +27,13 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from actors.sandbox_limits import SandboxLimits
-from providers.base import CachePolicy, ProviderName
-from providers.catalog import DEFAULT_MODELS, checked_prices
-from providers.credentials import API_KEY_ENV, BASE_URL_ENV, base_url_problem, config_dir
-from providers.errors import GroveError, ModelSpecError
-from providers.lifecycle import chosen_model
-from providers.retry import RetryPolicy
+from grove.actors.sandbox_limits import SandboxLimits
+from grove.providers.base import CachePolicy, ProviderName
+from grove.providers.catalog import DEFAULT_MODELS, checked_prices
+from grove.providers.credentials import API_KEY_ENV, BASE_URL_ENV, base_url_problem, config_dir
+from grove.providers.errors import GroveError, ModelSpecError
+from grove.providers.lifecycle import chosen_model
+from grove.providers.retry import RetryPolicy
 
 CONFIG_FILE = "config.toml"
 

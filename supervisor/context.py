@@ -8,9 +8,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from providers.catalog import ModelSpec
-from supervisor.store.base import COMPACTION_KIND
-from supervisor.store.records import MessageRecord
+from grove.providers.catalog import ModelSpec
+from grove.supervisor.store.base import COMPACTION_KIND
+from grove.supervisor.store.records import MessageRecord
 
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1_600  # about what a full-size image bills on the providers' vision models

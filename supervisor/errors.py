@@ -13,7 +13,7 @@ Provider errors live in providers.errors; no error text ever contains a secret.
 
 from __future__ import annotations
 
-from providers.errors import GroveError
+from grove.providers.errors import GroveError
 
 BUDGET_EXHAUSTED = "Budget exhausted: "  # how a refusal for a spent budget begins
 

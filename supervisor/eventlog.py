@@ -14,8 +14,8 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import Any
 
-from supervisor.errors import StoreError
-from supervisor.store.base import Store
+from grove.supervisor.errors import StoreError
+from grove.supervisor.store.base import Store
 
 logger = logging.getLogger(__name__)
 

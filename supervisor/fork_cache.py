@@ -15,16 +15,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from actors.agent import ModelChoice
-from actors.host import Activation, Ticket
-from providers.base import CachePolicy
-from providers.catalog import model_info
-from providers.errors import GroveError
-from supervisor.context import estimate_tokens
-from supervisor.prefixes import ConversationTokens
-from supervisor.store.base import Store
-from supervisor.store.records import AgentRecord
-from supervisor.turns import HostClient, LiveAgent, TurnTicket, choice_of
+from grove.actors.agent import ModelChoice
+from grove.actors.host import Activation, Ticket
+from grove.providers.base import CachePolicy
+from grove.providers.catalog import model_info
+from grove.providers.errors import GroveError
+from grove.supervisor.context import estimate_tokens
+from grove.supervisor.prefixes import ConversationTokens
+from grove.supervisor.store.base import Store
+from grove.supervisor.store.records import AgentRecord
+from grove.supervisor.turns import HostClient, LiveAgent, TurnTicket, choice_of
 
 # The longest the other children wait for the first one's reply to begin.
 WARM_WAIT_S = 30.0

@@ -7,16 +7,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from actors.telemetry import TRACE_KEY
-from providers.catalog import ModelSpec
-from supervisor.children import child_records
-from supervisor.tool_rules import narrowed
-from supervisor.turns import fork_end
+from grove.actors.telemetry import TRACE_KEY
+from grove.providers.catalog import ModelSpec
+from grove.supervisor.children import child_records
+from grove.supervisor.tool_rules import narrowed
+from grove.supervisor.turns import fork_end
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
-    from supervisor.store.records import AgentRecord
-    from supervisor.turns import TurnTicket
+    from grove.supervisor.service import SupervisorCore
+    from grove.supervisor.store.records import AgentRecord
+    from grove.supervisor.turns import TurnTicket
 
 
 @dataclass(frozen=True, slots=True)

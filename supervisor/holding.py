@@ -8,9 +8,9 @@ import secrets
 from collections.abc import Callable
 from typing import Any
 
-from supervisor.store.base import Store
-from supervisor.store.records import AgentRecord
-from supervisor.usage import root_of_each
+from grove.supervisor.store.base import Store
+from grove.supervisor.store.records import AgentRecord
+from grove.supervisor.usage import root_of_each
 
 # A holder not renewed for this long is gone (its Grove was killed), and its trees stop.
 HOLDER_TTL_S = 10.0

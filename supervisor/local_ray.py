@@ -18,8 +18,8 @@ from collections.abc import MutableMapping
 from pathlib import Path
 from typing import Any
 
-from providers.errors import GroveError
-from supervisor.reaper import MARK_VARIABLE
+from grove.providers.errors import GroveError
+from grove.supervisor.reaper import MARK_VARIABLE
 
 REAPER = Path(__file__).with_name("reaper.py")
 REAPER_WAIT_S = 10.0

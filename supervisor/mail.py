@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from actors.agent import NewEntry
-from supervisor.errors import CommandError
-from supervisor.service import HOST_CALL_TIMEOUT_S, SupervisorCore
-from supervisor.store.records import AgentRecord, NewMessage
-from supervisor.turns import HostClient, stored_entry
+from grove.actors.agent import NewEntry
+from grove.supervisor.errors import CommandError
+from grove.supervisor.service import HOST_CALL_TIMEOUT_S, SupervisorCore
+from grove.supervisor.store.records import AgentRecord, NewMessage
+from grove.supervisor.turns import HostClient, stored_entry
 
 MAX_BATCH = 100_000
 

@@ -8,9 +8,9 @@ from dataclasses import asdict
 from datetime import date
 from typing import Any
 
-from providers.catalog import DEFAULT_MODELS, MODELS, PROVIDER_TITLES
-from providers.errors import GroveError
-from providers.lifecycle import standing_of, today
+from grove.providers.catalog import DEFAULT_MODELS, MODELS, PROVIDER_TITLES
+from grove.providers.errors import GroveError
+from grove.providers.lifecycle import standing_of, today
 
 PRICE_COLUMNS = (("input", "input"), ("output", "output"), ("cache_read", "cache rd"))
 

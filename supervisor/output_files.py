@@ -8,15 +8,15 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from providers.base import JSONObject, ProviderName
-from providers.output_schema import (
+from grove.providers.base import JSONObject, ProviderName
+from grove.providers.output_schema import (
     MAX_SCHEMA_CHARS,
     OutputSchemaError,
     checked_schema,
     one_line,
     provider_refusal,
 )
-from supervisor.text_files import read_text_file
+from grove.supervisor.text_files import read_text_file
 
 MAX_SCHEMA_FILE_BYTES = 4 * MAX_SCHEMA_CHARS  # room for indentation and escapes
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from actors.agent import TurnResult
-from actors.output import OutputType
-from providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, ProviderName
-from providers.output_schema import (
+from grove.actors.agent import TurnResult
+from grove.actors.output import OutputType
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, ProviderName
+from grove.providers.output_schema import (
     OutputSchemaError,
     checked_schema,
     one_line,
@@ -43,7 +43,7 @@ def output_type(
         schema = checked_schema(given.model_json_schema())
         name = output_name(given.__name__)
         if ship_model:
-            from supervisor.toolbox import pack
+            from grove.supervisor.toolbox import pack
 
             _, model = pack(given, name)
     elif isinstance(given, dict):

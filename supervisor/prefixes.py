@@ -12,9 +12,9 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
-from supervisor.context import message_tokens
-from supervisor.store.base import CLEAR_KIND, COMPACTION_KIND, Store
-from supervisor.store.records import MessageRecord
+from grove.supervisor.context import message_tokens
+from grove.supervisor.store.base import CLEAR_KIND, COMPACTION_KIND, Store
+from grove.supervisor.store.records import MessageRecord
 
 # Parents whose latest shared prefix is kept; the least recently forked one goes first.
 KEPT_PARENTS = 64

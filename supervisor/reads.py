@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from supervisor.store import EventRecord, open_store
-from supervisor.tree_view import message_json, tree_rows
-from supervisor.usage import subtree, usage_report
-from supervisor.worktrees import worktree_rows
+from grove.supervisor.store import EventRecord, open_store
+from grove.supervisor.tree_view import message_json, tree_rows
+from grove.supervisor.usage import subtree, usage_report
+from grove.supervisor.worktrees import worktree_rows
 
 
 def event_json(event: EventRecord) -> dict[str, Any]:

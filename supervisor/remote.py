@@ -16,40 +16,40 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from actors.advisor import ReviewerSpec, ReviewReport
-from actors.agent import ModelChoice, NewEntry, TurnResult
-from actors.collector import tune_collector
-from actors.host import Activation, Ticket
-from actors.output import OutputType
-from actors.remote import AgentHost, HostSettings
-from actors.telemetry import start_tracing
-from actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
-from providers.base import AssistantTurn, RateLimitLeft
-from providers.catalog import ModelSpec, set_prices
-from providers.errors import GroveError
-from providers.google_cache import CachedContent
-from supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
-from supervisor.agent_tools import tool_call
-from supervisor.approvals import ApprovalDesk
-from supervisor.budget import BUDGET_POLL_S, BudgetDesk, BudgetExhausted, Hold
-from supervisor.budget_rules import Budget
-from supervisor.commands.bus import dispatch
-from supervisor.commands.registry import CommandOutcome
-from supervisor.compaction import recover
-from supervisor.context import CompactionPlan
-from supervisor.errors import CommandError, HostDiedError, StoreError
-from supervisor.fleet import FleetLimiter, ProviderLimits
-from supervisor.forking import fork_child
-from supervisor.holding import HOLDER_RENEW_S, TreeHolding, new_holder
-from supervisor.mail import route_mail
-from supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
-from supervisor.store import open_store
-from supervisor.store.records import AgentRecord, MessageRecord
-from supervisor.supervision import RestartPolicy
-from supervisor.toolbox import decode_source
-from supervisor.turn_batch import begin_turns
-from supervisor.turns import Begun, TurnTicket
-from supervisor.worktrees import Workspaces
+from grove.actors.advisor import ReviewerSpec, ReviewReport
+from grove.actors.agent import ModelChoice, NewEntry, TurnResult
+from grove.actors.collector import tune_collector
+from grove.actors.host import Activation, Ticket
+from grove.actors.output import OutputType
+from grove.actors.remote import AgentHost, HostSettings
+from grove.actors.telemetry import start_tracing
+from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
+from grove.providers.base import AssistantTurn, RateLimitLeft
+from grove.providers.catalog import ModelSpec, set_prices
+from grove.providers.errors import GroveError
+from grove.providers.google_cache import CachedContent
+from grove.supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
+from grove.supervisor.agent_tools import tool_call
+from grove.supervisor.approvals import ApprovalDesk
+from grove.supervisor.budget import BUDGET_POLL_S, BudgetDesk, BudgetExhausted, Hold
+from grove.supervisor.budget_rules import Budget
+from grove.supervisor.commands.bus import dispatch
+from grove.supervisor.commands.registry import CommandOutcome
+from grove.supervisor.compaction import recover
+from grove.supervisor.context import CompactionPlan
+from grove.supervisor.errors import CommandError, HostDiedError, StoreError
+from grove.supervisor.fleet import FleetLimiter, ProviderLimits
+from grove.supervisor.forking import fork_child
+from grove.supervisor.holding import HOLDER_RENEW_S, TreeHolding, new_holder
+from grove.supervisor.mail import route_mail
+from grove.supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
+from grove.supervisor.store import open_store
+from grove.supervisor.store.records import AgentRecord, MessageRecord
+from grove.supervisor.supervision import RestartPolicy
+from grove.supervisor.toolbox import decode_source
+from grove.supervisor.turn_batch import begin_turns
+from grove.supervisor.turns import Begun, TurnTicket
+from grove.supervisor.worktrees import Workspaces
 
 NAMESPACE = "grove"
 HOST_PING_INTERVAL_S = 1.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from actors.turn_result import TurnResult
+    from grove.actors.turn_result import TurnResult
 
 
 def tool_exchanges(result: TurnResult) -> dict[str, list[dict[str, Any]]]:
@@ -57,8 +57,8 @@ def result_json(result: TurnResult) -> dict[str, Any]:
 
 
 def result_from_json(data: dict[str, Any]) -> TurnResult:
-    from actors.turn_result import NewEntry, TurnResult
-    from providers.base import Usage
+    from grove.actors.turn_result import NewEntry, TurnResult
+    from grove.providers.base import Usage
 
     return TurnResult(
         entries=[NewEntry(**entry) for entry in data.get("entries", [])],

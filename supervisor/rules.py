@@ -8,9 +8,9 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from actors.tools.fanout import WAIT_CAP_S
-from providers.catalog import DEFAULT_MODELS, PROVIDER_TITLES
-from supervisor.errors import CommandError
+from grove.actors.tools.fanout import WAIT_CAP_S
+from grove.providers.catalog import DEFAULT_MODELS, PROVIDER_TITLES
+from grove.supervisor.errors import CommandError
 
 
 def _no_model_text() -> str:

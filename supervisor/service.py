@@ -13,30 +13,30 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from actors.agent import ModelChoice, NewEntry, TurnResult
-from actors.estimates import ESTIMATED
-from actors.host import Activation, Ticket
-from actors.output import OutputType
-from actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
-from actors.tools.grant import ToolGrant
-from providers.base import CachePolicy, Usage
-from providers.catalog import ModelSpec
-from supervisor.billing import InFlightBilling
-from supervisor.budget_rules import Budget, budgeted
-from supervisor.children import child_records, instructed
-from supervisor.context import CompactionPlan
-from supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
-from supervisor.eventlog import EventLog
-from supervisor.fork_cache import ForkCaches
-from supervisor.holding import TreeHolding, unheld_agents
-from supervisor.prefixes import SharedPrefixes
-from supervisor.rules import NO_MODEL_TEXT
-from supervisor.store.base import Store
-from supervisor.store.kinds import TURN_END_KIND
-from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
-from supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
-from supervisor.tool_rules import grant_of
-from supervisor.turns import (
+from grove.actors.agent import ModelChoice, NewEntry, TurnResult
+from grove.actors.estimates import ESTIMATED
+from grove.actors.host import Activation, Ticket
+from grove.actors.output import OutputType
+from grove.actors.telemetry import NO_TRACING, TRACE_KEY, TraceParent, Tracing
+from grove.actors.tools.grant import ToolGrant
+from grove.providers.base import CachePolicy, Usage
+from grove.providers.catalog import ModelSpec
+from grove.supervisor.billing import InFlightBilling
+from grove.supervisor.budget_rules import Budget, budgeted
+from grove.supervisor.children import child_records, instructed
+from grove.supervisor.context import CompactionPlan
+from grove.supervisor.errors import CommandError, HostDiedError, StoreError, SupervisorError
+from grove.supervisor.eventlog import EventLog
+from grove.supervisor.fork_cache import ForkCaches
+from grove.supervisor.holding import TreeHolding, unheld_agents
+from grove.supervisor.prefixes import SharedPrefixes
+from grove.supervisor.rules import NO_MODEL_TEXT
+from grove.supervisor.store.base import Store
+from grove.supervisor.store.kinds import TURN_END_KIND
+from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+from grove.supervisor.supervision import RestartIntensity, RestartPolicy, given_up_text
+from grove.supervisor.tool_rules import grant_of
+from grove.supervisor.turns import (
     HostClient,
     LiveAgent,
     TurnTicket,
@@ -53,10 +53,10 @@ from supervisor.turns import (
     turn_open,
     turn_output,
 )
-from supervisor.worktrees import Workspaces, worktree_of
+from grove.supervisor.worktrees import Workspaces, worktree_of
 
 if TYPE_CHECKING:
-    from supervisor.advice import AdvisorDesk
+    from grove.supervisor.advice import AdvisorDesk
 
 HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image, ImageDraw, ImageFont
 
-from providers.images import image_tokens, png_size
+from grove.providers.images import image_tokens, png_size
 
 FONTS = Path(__file__).with_name("fonts")
 MAX_FRAMES = 8

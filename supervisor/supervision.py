@@ -8,7 +8,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 
-from providers.plurals import counted
+from grove.providers.plurals import counted
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

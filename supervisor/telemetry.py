@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import unquote
 
-from actors.telemetry import TRACES_PATH, TelemetrySettings
-from providers.credentials import base_url_problem
-from supervisor.config import ConfigError, TelemetrySection
+from grove.actors.telemetry import TRACES_PATH, TelemetrySettings
+from grove.providers.credentials import base_url_problem
+from grove.supervisor.config import ConfigError, TelemetrySection
 
 DEFAULT_ENDPOINT = "http://localhost:4318"  # the OTLP/HTTP default, when only asked for
 PROTOCOL = "http/protobuf"

@@ -16,10 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from supervisor.errors import CommandError
+from grove.supervisor.errors import CommandError
 
 MAX_FILES_BYTES = 8_000_000  # code, not data: past this something big came along
-GROVE_PACKAGES = frozenset({"supervisor", "actors", "providers", "cli", "server"})
+GROVE_ROOT = "grove"  # every package of Grove's is under it (SPEC 19)
 _INSTALLED_ROOTS = tuple(
     Path(path).resolve()
     for key in ("stdlib", "platstdlib", "purelib", "platlib")
@@ -32,7 +32,7 @@ def installed(top: str, location: str | None) -> bool:
     """Whether every process has the module `top` (a top-level name) whose file is
     `location` as this one does: Grove's own, the standard library and installed packages.
     A module from a local file is not."""
-    if top in GROVE_PACKAGES or top in sys.builtin_module_names or location is None:
+    if top == GROVE_ROOT or top in sys.builtin_module_names or location is None:
         return True
     path = Path(location).resolve()
     return any(path.is_relative_to(root) for root in _INSTALLED_ROOTS)

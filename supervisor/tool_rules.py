@@ -10,13 +10,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, get_args
 
-from actors.tools.grant import MCP_PREFIX, ShippedTool, ToolGrant, mcp_server_grant
-from providers.base import ToolSpec
-from supervisor.config import GroveSettings, McpServerSection
-from supervisor.errors import CommandError
+from grove.actors.tools.grant import MCP_PREFIX, ShippedTool, ToolGrant, mcp_server_grant
+from grove.providers.base import ToolSpec
+from grove.supervisor.config import GroveSettings, McpServerSection
+from grove.supervisor.errors import CommandError
 
 if TYPE_CHECKING:  # the MCP client is loaded where servers start: command lines stay quick
-    from actors.tools.mcp import McpServerConfig
+    from grove.actors.tools.mcp import McpServerConfig
 
 Policy = Literal["allow", "ask", "deny"]
 POLICIES: tuple[str, ...] = get_args(Policy)
@@ -65,7 +65,7 @@ def is_mcp(name: str) -> bool:
 
 def mcp_servers(settings: GroveSettings) -> dict[str, McpServerConfig]:
     """The enabled `[mcp.servers.NAME]` of the config, as hosts take them."""
-    from actors.tools.mcp import McpServerConfig
+    from grove.actors.tools.mcp import McpServerConfig
 
     return {
         name: McpServerConfig(

@@ -14,12 +14,12 @@ from typing import Any
 
 from ray import cloudpickle
 
-from actors.tools.grant import MCP_PREFIX, ShippedTool
-from actors.tools.python import ToolDefinitionError, python_tool
-from supervisor.errors import CommandError
-from supervisor.tool_files import import_spec
-from supervisor.tool_files import installed as installed_module
-from supervisor.tool_rules import BUILTIN_TOOL_NAMES, unknown_tool_text
+from grove.actors.tools.grant import MCP_PREFIX, ShippedTool
+from grove.actors.tools.python import ToolDefinitionError, python_tool
+from grove.supervisor.errors import CommandError
+from grove.supervisor.tool_files import import_spec
+from grove.supervisor.tool_files import installed as installed_module
+from grove.supervisor.tool_rules import BUILTIN_TOOL_NAMES, unknown_tool_text
 
 # A shipped tool is code and the globals it needs, not data: past this, something big was
 # captured by accident (a dataset in a module global, say).

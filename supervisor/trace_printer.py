@@ -19,8 +19,8 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-from actors.telemetry import TRACES_PATH, TelemetrySettings
-from supervisor.telemetry import STDERR
+from grove.actors.telemetry import TRACES_PATH, TelemetrySettings
+from grove.supervisor.telemetry import STDERR
 
 MAX_BODY_BYTES = 64 * 1024 * 1024  # an export batch of a large fan-out is a few MB
 PROTOBUF = "application/x-protobuf"

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.catalog import model_info
-from providers.errors import GroveError
-from supervisor.errors import StoreError
-from supervisor.holding import shown_status
-from supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
-from supervisor.usage import UsageTotals, below, is_billed, root_of_each
+from grove.providers.catalog import model_info
+from grove.providers.errors import GroveError
+from grove.supervisor.errors import StoreError
+from grove.supervisor.holding import shown_status
+from grove.supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
+from grove.supervisor.usage import UsageTotals, below, is_billed, root_of_each
 
 AGENT_FIELDS = {
     "uuid",

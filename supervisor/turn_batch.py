@@ -12,13 +12,13 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from actors.agent import ModelChoice
-from actors.host import Activation, Ticket
-from actors.output import OutputType
-from actors.telemetry import TraceParent
-from supervisor.service import HOST_CALL_TIMEOUT_S
-from supervisor.store.records import AgentRecord, NewMessage
-from supervisor.turns import (
+from grove.actors.agent import ModelChoice
+from grove.actors.host import Activation, Ticket
+from grove.actors.output import OutputType
+from grove.actors.telemetry import TraceParent
+from grove.supervisor.service import HOST_CALL_TIMEOUT_S
+from grove.supervisor.store.records import AgentRecord, NewMessage
+from grove.supervisor.turns import (
     HostClient,
     LiveAgent,
     TurnTicket,
@@ -28,7 +28,7 @@ from supervisor.turns import (
 )
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
+    from grove.supervisor.service import SupervisorCore
 
 # (agent, its message, the answer's type) for each turn to begin.
 TurnRequest = tuple[str, str, OutputType | None]

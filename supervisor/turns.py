@@ -9,17 +9,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from actors.advisor import ReviewerSpec
-from actors.agent import STORED, ModelChoice, NewEntry, TurnResult
-from actors.host import Activation, Ticket
-from actors.output import OutputType
-from actors.steps import INTERRUPTED_FACT
-from actors.transcript import parts_to_data
-from providers.base import AssistantTurn, TextPart
-from providers.google_cache import CachedContent
-from supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
-from supervisor.store.kinds import TURN_END_KIND
-from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+from grove.actors.advisor import ReviewerSpec
+from grove.actors.agent import STORED, ModelChoice, NewEntry, TurnResult
+from grove.actors.host import Activation, Ticket
+from grove.actors.output import OutputType
+from grove.actors.steps import INTERRUPTED_FACT
+from grove.actors.transcript import parts_to_data
+from grove.providers.base import AssistantTurn, TextPart
+from grove.providers.google_cache import CachedContent
+from grove.supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
+from grove.supervisor.store.kinds import TURN_END_KIND
+from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
 # The parent's newest messages `fork_end` reads first (a tool loop running past them: more).
 NEWEST_READ = 8

@@ -9,9 +9,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from actors.estimates import ESTIMATED
-from supervisor.store.base import COMPACTION_KIND, SPENT_KIND, Store
-from supervisor.store.records import AgentRecord, MessageRecord
+from grove.actors.estimates import ESTIMATED
+from grove.supervisor.store.base import COMPACTION_KIND, SPENT_KIND, Store
+from grove.supervisor.store.records import AgentRecord, MessageRecord
 
 GROUPINGS = ("agent", "model", "provider", "day")
 # Stored messages that record a request's usage: a model's reply, a compaction's summary, a

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.plurals import counted
+from grove.providers.plurals import counted
 
 
 def report_lines(report: dict[str, Any]) -> list[str]:

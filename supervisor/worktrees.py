@@ -12,8 +12,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from actors.tools.grove_git import Repository, WorktreeError, git, repository
-from actors.tools.worktrees import (
+from grove.actors.tools.grove_git import Repository, WorktreeError, git, repository
+from grove.actors.tools.worktrees import (
     BRANCH_PREFIX,
     NO_CHANGES,
     WORKTREES_DIR,
@@ -24,12 +24,12 @@ from actors.tools.worktrees import (
     make_worktrees,
     remove_worktree,
 )
-from supervisor.errors import CommandError
-from supervisor.holding import shown_status
-from supervisor.store.base import Store
-from supervisor.store.records import AgentRecord
-from supervisor.turns import fork_end
-from supervisor.usage import root_of_each
+from grove.supervisor.errors import CommandError
+from grove.supervisor.holding import shown_status
+from grove.supervisor.store.base import Store
+from grove.supervisor.store.records import AgentRecord
+from grove.supervisor.turns import fork_end
+from grove.supervisor.usage import root_of_each
 
 WorkspaceChoice = Literal["shared", "worktree"]
 WORKSPACE_CHOICES: tuple[str, ...] = get_args(WorkspaceChoice)

@@ -21,10 +21,10 @@ import pytest
 import redis
 from hypothesis import settings
 
-from cli.context import NO_SERVICE_ENV
-from providers.catalog import CATALOG
-from providers.lifecycle import TODAY_ENV
-from supervisor.store import SqliteStore
+from grove.cli.context import NO_SERVICE_ENV
+from grove.providers.catalog import CATALOG
+from grove.providers.lifecycle import TODAY_ENV
+from grove.supervisor.store import SqliteStore
 from tests.integration.shared_ray import SHARED_RAY
 
 # Lifecycle verdicts (retired, deprecated, shutting down soon) are made for the catalog's own

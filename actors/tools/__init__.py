@@ -3,9 +3,9 @@
 Tools that reach other agents go through a `ToolPort` (the supervisor), never around it.
 """
 
-from actors.tools.fanout import FANOUT_TOOL_NAMES, ToolPort, fanout_tools
-from actors.tools.readonly import READONLY_TOOL_NAMES, readonly_tools
-from actors.tools.workspace import Workspace, WorkspaceError
+from grove.actors.tools.fanout import FANOUT_TOOL_NAMES, ToolPort, fanout_tools
+from grove.actors.tools.readonly import READONLY_TOOL_NAMES, readonly_tools
+from grove.actors.tools.workspace import Workspace, WorkspaceError
 
 __all__ = [
     "FANOUT_TOOL_NAMES",

@@ -13,10 +13,10 @@ import os
 import tempfile
 from pathlib import Path
 
-from actors.agent import Tool, ToolError
-from actors.tools.python import capped, python_tool, tool
-from actors.tools.sandbox import KILL_GRACE_S, SandboxPolicy, run_process
-from actors.tools.workspace import Workspace, WorkspaceError
+from grove.actors.agent import Tool, ToolError
+from grove.actors.tools.python import capped, python_tool, tool
+from grove.actors.tools.sandbox import KILL_GRACE_S, SandboxPolicy, run_process
+from grove.actors.tools.workspace import Workspace, WorkspaceError
 
 MAX_WRITE_BYTES = 10 * 1024 * 1024
 DEFAULT_BASH_TIMEOUT_S = 120.0

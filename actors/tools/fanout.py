@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from actors.agent import Tool
-from actors.tools.todo import TODO_SPEC, reads_only
-from providers.base import ToolSpec
+from grove.actors.agent import Tool
+from grove.actors.tools.todo import TODO_SPEC, reads_only
+from grove.providers.base import ToolSpec
 
 # The longest wait a user or a model may ask for: a day, in seconds.
 WAIT_CAP_S = 86_400.0

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from providers.base import ToolSpec
+from grove.providers.base import ToolSpec
 
 MCP_PREFIX = "mcp__"
 

@@ -19,7 +19,7 @@ import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from actors.tools.sandbox import (
+from grove.actors.tools.sandbox import (
     UPGRADE_BWRAP,
     SandboxPolicy,
     SandboxProblem,
@@ -27,7 +27,7 @@ from actors.tools.sandbox import (
     sandbox_problem,
     secret_paths,
 )
-from providers.errors import GroveError
+from grove.providers.errors import GroveError
 
 GIT_TIMEOUT_S = 120.0
 LOCK_TIMEOUT_S = 60.0  # the longest a git command waits for the repository's worktrees lock

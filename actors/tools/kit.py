@@ -12,14 +12,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from actors.agent import Tool, ToolOutput
-from actors.tools.editing import EDITING_TOOL_NAMES, editing_tools
-from actors.tools.fanout import ToolPort, fanout_tools
-from actors.tools.grant import ShippedTool, ToolGrant
-from actors.tools.mcp import McpPool, McpServerConfig
-from actors.tools.python import PythonTool, python_tool
-from actors.tools.readonly import READONLY_TOOL_NAMES, readonly_tools
-from actors.tools.sandbox import SandboxPolicy
+from grove.actors.agent import Tool, ToolOutput
+from grove.actors.tools.editing import EDITING_TOOL_NAMES, editing_tools
+from grove.actors.tools.fanout import ToolPort, fanout_tools
+from grove.actors.tools.grant import ShippedTool, ToolGrant
+from grove.actors.tools.mcp import McpPool, McpServerConfig
+from grove.actors.tools.python import PythonTool, python_tool
+from grove.actors.tools.readonly import READONLY_TOOL_NAMES, readonly_tools
+from grove.actors.tools.sandbox import SandboxPolicy
 
 WORKSPACE_TOOL_NAMES = READONLY_TOOL_NAMES + EDITING_TOOL_NAMES
 

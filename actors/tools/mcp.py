@@ -18,11 +18,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from actors.agent import Tool, ToolError, ToolOutput
-from actors.tools.grant import MCP_PREFIX
-from actors.tools.mcp_stdio import StdioServer, kill_group, stdio_transport
-from actors.tools.python import capped
-from providers.base import ImageData, ToolSpec
+from grove.actors.agent import Tool, ToolError, ToolOutput
+from grove.actors.tools.grant import MCP_PREFIX
+from grove.actors.tools.mcp_stdio import StdioServer, kill_group, stdio_transport
+from grove.actors.tools.python import capped
+from grove.providers.base import ImageData, ToolSpec
 
 CLOSE_WAIT_S = 5.0  # the SDK's teardown and the server's end, before they are cut short
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -113,7 +113,7 @@ class _Session:
             import httpx2  # the SDK's own HTTP client
             from mcp.client.streamable_http import streamable_http_client
 
-            from actors.tools.mcp_http import capped_transport
+            from grove.actors.tools.mcp_http import capped_transport
 
             transport = capped_transport(MAX_MESSAGE_BYTES, self.oversized_http)
             http = httpx2.AsyncClient(

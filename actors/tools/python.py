@@ -17,9 +17,9 @@ from typing import Any, TypeVar, get_type_hints, overload
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from actors.agent import Tool, ToolError
-from providers.base import ToolSpec
-from providers.errors import GroveError
+from grove.actors.agent import Tool, ToolError
+from grove.providers.base import ToolSpec
+from grove.providers.errors import GroveError
 
 DEFAULT_TIMEOUT_S = 60.0
 RESULT_CAP_CHARS = 50_000

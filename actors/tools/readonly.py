@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from actors.agent import Tool
-from actors.tools.bounds import WorkBudget, WorkStopped
-from actors.tools.patterns import compile_pattern
-from actors.tools.workspace import (
+from grove.actors.agent import Tool
+from grove.actors.tools.bounds import WorkBudget, WorkStopped
+from grove.actors.tools.patterns import compile_pattern
+from grove.actors.tools.workspace import (
     BINARY_SNIFF_BYTES,
     GlobMatcher,
     WalkedFile,
@@ -24,7 +24,7 @@ from actors.tools.workspace import (
     WorkspaceError,
     is_binary,
 )
-from providers.base import ToolSpec
+from grove.providers.base import ToolSpec
 
 READ_MAX_LINES = 2000
 READ_MAX_CHARS = 100_000

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from actors.agent import ToolError
-from actors.sandbox_limits import (
+from grove.actors.agent import ToolError
+from grove.actors.sandbox_limits import (
     MB,
     SandboxCgroup,
     SandboxLimits,
@@ -29,8 +29,8 @@ from actors.sandbox_limits import (
     release_cgroup,
     sandbox_cgroup,
 )
-from actors.tools.pipes import closed, exited, kill_group, stream
-from providers.credentials import API_KEY_ENV, config_dir
+from grove.actors.tools.pipes import closed, exited, kill_group, stream
+from grove.providers.credentials import API_KEY_ENV, config_dir
 
 SandboxMode = Literal["workspace-write", "read-only", "off"]
 SANDBOX_MODES: tuple[str, ...] = get_args(SandboxMode)

@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from providers.base import ToolSpec
+from grove.providers.base import ToolSpec
 
 Status = Literal["pending", "in_progress", "completed", "abandoned"]
 OPS = ("init", "start", "done", "drop", "rm", "append", "view")

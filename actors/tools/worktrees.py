@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from actors.tools.grove_git import WorktreeError, git, repository
+from grove.actors.tools.grove_git import WorktreeError, git, repository
 
 BRANCH_PREFIX = "grove/"
 WORKTREES_DIR = ("grove", "worktrees")  # under the repository's common git directory

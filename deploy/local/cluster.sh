@@ -223,7 +223,7 @@ resolve_executables() {
     [[ -n "$redis_bin" && -x "$redis_bin" ]] ||
         die "no redis-server found (e.g. apt-get install redis-server, or pass --redis-server PATH)"
     command -v setsid >/dev/null 2>&1 || die "setsid (util-linux) is needed to start the servers"
-    "$python_bin" -c 'import ray, supervisor' 2>/dev/null ||
+    "$python_bin" -c 'import ray, grove.supervisor' 2>/dev/null ||
         die "$python_bin cannot import ray and Grove; install Grove (pip install -e .) or pass --python"
 }
 

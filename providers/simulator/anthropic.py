@@ -8,11 +8,11 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from providers.ratelimit import Admission
-from providers.simulator import model_rules, thinking_blocks
-from providers.simulator.caching import Breakpoint, PromptPrefixes, block_points
-from providers.simulator.schema_rules import closed_objects_problem
-from providers.simulator.script import (
+from grove.providers.ratelimit import Admission
+from grove.providers.simulator import model_rules, thinking_blocks
+from grove.providers.simulator.caching import Breakpoint, PromptPrefixes, block_points
+from grove.providers.simulator.schema_rules import closed_objects_problem
+from grove.providers.simulator.script import (
     Entry,
     Inbound,
     Plan,
@@ -21,7 +21,7 @@ from providers.simulator.script import (
     invalid_answers_left,
     locate_script,
 )
-from providers.simulator.wire import (
+from grove.providers.simulator.wire import (
     Frame,
     InvalidRequest,
     Problem,

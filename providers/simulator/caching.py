@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from providers.catalog import model_info
-from providers.errors import GroveError
+from grove.providers.catalog import model_info
+from grove.providers.errors import GroveError
 
 CHARS_PER_TOKEN = 4
 STEP_TOKENS = 128  # OpenAI and Gemini cache prefixes in steps of this many tokens

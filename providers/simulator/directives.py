@@ -38,7 +38,7 @@ from collections.abc import Container
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-from providers import wirejson
+from grove.providers import wirejson
 
 Audience = Literal["agent", "reviewer"]
 FaultKind = Literal["429", "500", "503", "529", "error_after_200", "disconnect"]

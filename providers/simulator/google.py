@@ -10,11 +10,11 @@ import json
 import re
 from typing import Any
 
-from providers.ratelimit import Admission
-from providers.simulator import model_rules
-from providers.simulator.caching import PromptPrefixes, step_points, strings
-from providers.simulator.gemini_caches import ExplicitCaches
-from providers.simulator.script import (
+from grove.providers.ratelimit import Admission
+from grove.providers.simulator import model_rules
+from grove.providers.simulator.caching import PromptPrefixes, step_points, strings
+from grove.providers.simulator.gemini_caches import ExplicitCaches
+from grove.providers.simulator.script import (
     Entry,
     Inbound,
     Plan,
@@ -23,7 +23,7 @@ from providers.simulator.script import (
     invalid_answers_left,
     locate_script,
 )
-from providers.simulator.wire import (
+from grove.providers.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,

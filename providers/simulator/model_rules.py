@@ -16,10 +16,10 @@ from datetime import date
 from functools import lru_cache
 from typing import Any, Protocol
 
-from providers.catalog import model_info
-from providers.errors import GroveError
-from providers.lifecycle import TODAY_ENV, ClockError, standing_of, today
-from providers.simulator.wire import InvalidRequest, Problem
+from grove.providers.catalog import model_info
+from grove.providers.errors import GroveError
+from grove.providers.lifecycle import TODAY_ENV, ClockError, standing_of, today
+from grove.providers.simulator.wire import InvalidRequest, Problem
 
 
 class ModelRules(Protocol):

@@ -6,11 +6,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from providers.ratelimit import Admission
-from providers.simulator.caching import PromptPrefixes, route_of, step_points, strings, whole_digest
-from providers.simulator.schema_rules import strict_problem
-from providers.simulator.script import Structured
-from providers.simulator.wire import (
+from grove.providers.ratelimit import Admission
+from grove.providers.simulator.caching import (
+    PromptPrefixes,
+    route_of,
+    step_points,
+    strings,
+    whole_digest,
+)
+from grove.providers.simulator.schema_rules import strict_problem
+from grove.providers.simulator.script import Structured
+from grove.providers.simulator.wire import (
     InvalidRequest,
     Problem,
     Reply,

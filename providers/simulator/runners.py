@@ -11,9 +11,9 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Protocol
 
-from providers.base import ProviderName
-from providers.simulator.config import SimulatorConfig
-from providers.simulator.server import Simulator
+from grove.providers.base import ProviderName
+from grove.providers.simulator.config import SimulatorConfig
+from grove.providers.simulator.server import Simulator
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0

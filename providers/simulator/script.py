@@ -15,10 +15,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from providers.images import image_tokens, png_size
-from providers.simulator.caching import CacheUse, PromptPrefixes
-from providers.simulator.config import SimulatorConfig
-from providers.simulator.directives import (
+from grove.providers.images import image_tokens, png_size
+from grove.providers.simulator.caching import CacheUse, PromptPrefixes
+from grove.providers.simulator.config import SimulatorConfig
+from grove.providers.simulator.directives import (
     Audience,
     DirectedText,
     Directive,
@@ -27,7 +27,7 @@ from providers.simulator.directives import (
     ScriptedCall,
     parse_directives,
 )
-from providers.simulator.schema_json import json_for, malformed_for
+from grove.providers.simulator.schema_json import json_for, malformed_for
 
 REVIEWER_TOOL = "advise"
 ARGUMENT_CHUNK_CHARS = 8

@@ -14,17 +14,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from providers.catalog import model_info
-from providers.errors import GroveError
-from providers.ratelimit import RateLimiter
-from providers.simulator.anthropic import AnthropicMessages
-from providers.simulator.caching import CacheBook
-from providers.simulator.config import SimulatorConfig
-from providers.simulator.directives import STATUS_FAULTS, DirectiveError
-from providers.simulator.gemini_caches import ExplicitCaches
-from providers.simulator.google import PREFIXES as GEMINI_PREFIXES
-from providers.simulator.google import GeminiGenerateContent
-from providers.simulator.http11 import (
+from grove.providers.catalog import model_info
+from grove.providers.errors import GroveError
+from grove.providers.ratelimit import RateLimiter
+from grove.providers.simulator.anthropic import AnthropicMessages
+from grove.providers.simulator.caching import CacheBook
+from grove.providers.simulator.config import SimulatorConfig
+from grove.providers.simulator.directives import STATUS_FAULTS, DirectiveError
+from grove.providers.simulator.gemini_caches import ExplicitCaches
+from grove.providers.simulator.google import PREFIXES as GEMINI_PREFIXES
+from grove.providers.simulator.google import GeminiGenerateContent
+from grove.providers.simulator.http11 import (
     LAST_CHUNK,
     HTTPRequest,
     MalformedRequest,
@@ -33,10 +33,10 @@ from providers.simulator.http11 import (
     response_head,
     sized_response,
 )
-from providers.simulator.openai_chat import OpenAIChat
-from providers.simulator.openai_responses import OpenAIResponses
-from providers.simulator.script import Inbound, Plan, Planner
-from providers.simulator.wire import (
+from grove.providers.simulator.openai_chat import OpenAIChat
+from grove.providers.simulator.openai_responses import OpenAIResponses
+from grove.providers.simulator.script import Inbound, Plan, Planner
+from grove.providers.simulator.wire import (
     FAULT_PROBLEMS,
     SSE_CONTENT_TYPE,
     InvalidRequest,

@@ -14,8 +14,8 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
-from providers.ratelimit import Admission
-from providers.simulator.script import Inbound, Plan
+from grove.providers.ratelimit import Admission
+from grove.providers.simulator.script import Inbound, Plan
 
 Problem = Literal[
     "missing_key",

@@ -9,11 +9,11 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from supervisor.batch.done import PreviousRun, default_output, read_previous, still_to_run
-    from supervisor.batch.records import OutputLog, line_error_record, record_results
-    from supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step, batch_key
-    from supervisor.batch.summary import Totals, summary_line
-    from supervisor.batch.tasks import (
+    from grove.supervisor.batch.done import PreviousRun, default_output, read_previous, still_to_run
+    from grove.supervisor.batch.records import OutputLog, line_error_record, record_results
+    from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step, batch_key
+    from grove.supervisor.batch.summary import Totals, summary_line
+    from grove.supervisor.batch.tasks import (
         ContextError,
         InputTooLarge,
         Task,
@@ -54,8 +54,8 @@ _HOMES = {
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'supervisor.batch' has no attribute {name!r}")
-    return getattr(import_module(f"supervisor.batch.{home}"), name)
+        raise AttributeError(f"module 'grove.supervisor.batch' has no attribute {name!r}")
+    return getattr(import_module(f"grove.supervisor.batch.{home}"), name)
 
 
 __all__ = [

@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from supervisor.batch.tasks import Task, id_key
+from grove.supervisor.batch.tasks import Task, id_key
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

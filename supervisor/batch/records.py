@@ -11,12 +11,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, TYPE_CHECKING, Any
 
-from supervisor.results import tool_exchanges
+from grove.supervisor.results import tool_exchanges
 
 if TYPE_CHECKING:
-    from actors.turn_result import TurnResult
-    from supervisor.batch.summary import Totals
-    from supervisor.batch.tasks import Task, TaskLineError
+    from grove.actors.turn_result import TurnResult
+    from grove.supervisor.batch.summary import Totals
+    from grove.supervisor.batch.tasks import Task, TaskLineError
 
 
 def task_record(
@@ -59,7 +59,7 @@ def output_fields(result: TurnResult | None) -> dict[str, Any]:
     """A typed task's answer: the checked output (JSON data), how many answers went back to
     the model, and what their requests used (counted in `usage` too)."""
     if result is None:
-        from providers.base import Usage
+        from grove.providers.base import Usage
 
         return {"output": None, "output_retries": 0, "retry_usage": Usage().as_dict()}
     output = result.output

@@ -15,16 +15,16 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from providers.base import DEFAULT_OUTPUT_RETRIES
-from providers.errors import GroveError
-from supervisor import bridge
-from supervisor.batch.records import error_record, output_fields, skipped_record, task_record
-from supervisor.errors import BUDGET_EXHAUSTED
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.providers.errors import GroveError
+from grove.supervisor import bridge
+from grove.supervisor.batch.records import error_record, output_fields, skipped_record, task_record
+from grove.supervisor.errors import BUDGET_EXHAUSTED
 
 if TYPE_CHECKING:
-    from actors.turn_result import TurnResult
-    from supervisor.batch.tasks import Task
-    from supervisor.store.records import MessageRecord
+    from grove.actors.turn_result import TurnResult
+    from grove.supervisor.batch.tasks import Task
+    from grove.supervisor.store.records import MessageRecord
 
 DEFAULT_CONCURRENCY = 32
 WAIT_TICK_S = 1.0  # the longest a run goes without a word (a record or a tick)

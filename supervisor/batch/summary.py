@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from providers.plurals import counted
+from grove.providers.plurals import counted
 
 
 @dataclass(kw_only=True, slots=True)

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from providers.base import JSONObject
-from providers.catalog import parse_model_spec
-from providers.errors import ModelSpecError
-from providers.output_schema import OutputSchemaError, checked_schema, provider_refusal
-from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
-from supervisor.text_files import UTF8_BOM, read_text_file
+from grove.providers.base import JSONObject
+from grove.providers.catalog import parse_model_spec
+from grove.providers.errors import ModelSpecError
+from grove.providers.output_schema import OutputSchemaError, checked_schema, provider_refusal
+from grove.supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
+from grove.supervisor.text_files import UTF8_BOM, read_text_file
 
 TASK_FIELDS = ("id", "prompt", "model", "system", "schema")
 MAX_TEXT_BYTES = DEFAULT_MAX_MESSAGE_BYTES // 2  # room for the stored message's data

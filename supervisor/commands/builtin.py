@@ -7,24 +7,24 @@ from __future__ import annotations
 import asyncio
 import time
 
-from actors.agent import ModelChoice
-from actors.tools.grant import MCP_PREFIX
-from actors.tools.todo import from_data, to_data, to_markdown
-from providers.catalog import PROVIDER_TITLES, model_info
-from providers.errors import ModelSpecError
-from providers.lifecycle import choose_model, standing
-from providers.plurals import counted
-from providers.thinking import describe_thinking
-from supervisor.advice import AdvisorPlan
-from supervisor.commands.parsing import parse_fork_args, split_words
-from supervisor.commands.registry import Command, CommandContext, CommandOutcome
-from supervisor.compaction import usage_of
-from supervisor.errors import CommandError
-from supervisor.fan_in import wait_for
-from supervisor.forking import fork_child
-from supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
-from supervisor.store.records import AgentRecord
-from supervisor.tool_rules import grant_of
+from grove.actors.agent import ModelChoice
+from grove.actors.tools.grant import MCP_PREFIX
+from grove.actors.tools.todo import from_data, to_data, to_markdown
+from grove.providers.catalog import PROVIDER_TITLES, model_info
+from grove.providers.errors import ModelSpecError
+from grove.providers.lifecycle import choose_model, standing
+from grove.providers.plurals import counted
+from grove.providers.thinking import describe_thinking
+from grove.supervisor.advice import AdvisorPlan
+from grove.supervisor.commands.parsing import parse_fork_args, split_words
+from grove.supervisor.commands.registry import Command, CommandContext, CommandOutcome
+from grove.supervisor.compaction import usage_of
+from grove.supervisor.errors import CommandError
+from grove.supervisor.fan_in import wait_for
+from grove.supervisor.forking import fork_child
+from grove.supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
+from grove.supervisor.store.records import AgentRecord
+from grove.supervisor.tool_rules import grant_of
 
 
 def describe_model(record: AgentRecord) -> str:

@@ -10,13 +10,18 @@ import logging
 import uuid
 from functools import cache
 
-from supervisor.commands.builtin import BUNDLED
-from supervisor.commands.contextual import CONTEXT_COMMANDS
-from supervisor.commands.parsing import split_command
-from supervisor.commands.registry import CommandContext, CommandOutcome, Registry, plugin_commands
-from supervisor.commands.reports import REPORT_COMMANDS
-from supervisor.errors import CommandError
-from supervisor.service import SupervisorCore
+from grove.supervisor.commands.builtin import BUNDLED
+from grove.supervisor.commands.contextual import CONTEXT_COMMANDS
+from grove.supervisor.commands.parsing import split_command
+from grove.supervisor.commands.registry import (
+    CommandContext,
+    CommandOutcome,
+    Registry,
+    plugin_commands,
+)
+from grove.supervisor.commands.reports import REPORT_COMMANDS
+from grove.supervisor.errors import CommandError
+from grove.supervisor.service import SupervisorCore
 
 LEASE_TIMEOUT_S = 120.0
 logger = logging.getLogger(__name__)

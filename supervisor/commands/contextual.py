@@ -8,11 +8,11 @@ import asyncio
 import base64
 from pathlib import Path
 
-from providers.plurals import counted
-from supervisor.commands.parsing import split_words
-from supervisor.commands.registry import Command, CommandContext, CommandOutcome
-from supervisor.compaction import compact, usage_of
-from supervisor.errors import CommandError
+from grove.providers.plurals import counted
+from grove.supervisor.commands.parsing import split_words
+from grove.supervisor.commands.registry import Command, CommandContext, CommandOutcome
+from grove.supervisor.compaction import compact, usage_of
+from grove.supervisor.errors import CommandError
 
 STREAMING_COMPACT_TEXT = "Cannot compact while response is streaming."
 

@@ -9,10 +9,10 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from providers.catalog import ModelSpec
-from providers.errors import ModelSpecError
-from providers.lifecycle import choose_model
-from supervisor.errors import CommandError
+from grove.providers.catalog import ModelSpec
+from grove.providers.errors import ModelSpecError
+from grove.providers.lifecycle import choose_model
+from grove.supervisor.errors import CommandError
 
 QUOTES = "\"'"
 UNCLOSED_QUOTE_TEXT = "Unclosed quote in prompt"

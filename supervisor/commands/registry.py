@@ -10,10 +10,10 @@ from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
-from supervisor.errors import CommandError, SupervisorError
+from grove.supervisor.errors import CommandError, SupervisorError
 
 if TYPE_CHECKING:
-    from supervisor.service import SupervisorCore
+    from grove.supervisor.service import SupervisorCore
 
 ENTRY_POINT_GROUP = "grove.commands"
 

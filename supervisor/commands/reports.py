@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from supervisor.commands.parsing import split_words
-from supervisor.commands.registry import Command, CommandContext, CommandOutcome
-from supervisor.errors import CommandError
-from supervisor.usage import GROUPINGS, subtree, usage_report
-from supervisor.usage_table import report_lines
+from grove.supervisor.commands.parsing import split_words
+from grove.supervisor.commands.registry import Command, CommandContext, CommandOutcome
+from grove.supervisor.errors import CommandError
+from grove.supervisor.usage import GROUPINGS, subtree, usage_report
+from grove.supervisor.usage_table import report_lines
 
 
 async def usage_command(ctx: CommandContext, args: str) -> CommandOutcome:

@@ -10,17 +10,17 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from supervisor.store.base import Store
-    from supervisor.store.factory import (
+    from grove.supervisor.store.base import Store
+    from grove.supervisor.store.factory import (
         default_store_url,
         exposed_store_warning,
         open_store,
         store_files,
     )
-    from supervisor.store.lease import Lease
-    from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
-    from supervisor.store.redis import RedisStore
-    from supervisor.store.sqlite import SqliteStore
+    from grove.supervisor.store.lease import Lease
+    from grove.supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
+    from grove.supervisor.store.redis import RedisStore
+    from grove.supervisor.store.sqlite import SqliteStore
 
 # Each name's home, imported on first use (a command that only reads a constant of
 # supervisor.store.base does not load the Redis client).
@@ -43,8 +43,8 @@ _HOMES = {
 def __getattr__(name: str) -> Any:
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'supervisor.store' has no attribute {name!r}")
-    return getattr(import_module(f"supervisor.store.{home}"), name)
+        raise AttributeError(f"module 'grove.supervisor.store' has no attribute {name!r}")
+    return getattr(import_module(f"grove.supervisor.store.{home}"), name)
 
 
 __all__ = [

@@ -10,12 +10,12 @@ from collections.abc import Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
-from supervisor.store.kinds import CLEAR_KIND as CLEAR_KIND
-from supervisor.store.kinds import COMPACTION_KIND as COMPACTION_KIND
-from supervisor.store.kinds import SPENT_KIND as SPENT_KIND
-from supervisor.store.lease import Lease
-from supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
-from supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
+from grove.supervisor.store.kinds import CLEAR_KIND as CLEAR_KIND
+from grove.supervisor.store.kinds import COMPACTION_KIND as COMPACTION_KIND
+from grove.supervisor.store.kinds import SPENT_KIND as SPENT_KIND
+from grove.supervisor.store.lease import Lease
+from grove.supervisor.store.records import AgentRecord, EventRecord, MessageRecord, NewMessage
+from grove.supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES as DEFAULT_MAX_MESSAGE_BYTES
 
 DEFAULT_LEASE_TTL_S = 10.0
 DEFAULT_LEASE_POLL_S = 0.01

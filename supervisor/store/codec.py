@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from supervisor.errors import StoreError
+from grove.supervisor.errors import StoreError
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
 

@@ -17,11 +17,11 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from supervisor.errors import CommandError, StoreError
-from supervisor.store.base import CLEAR_KIND, COMPACTION_KIND
-from supervisor.store.codec import decode_json, describe, encode_json, utf8_size
-from supervisor.store.lease import Lease, LeaseQueue, hold_lease
-from supervisor.store.records import (
+from grove.supervisor.errors import CommandError, StoreError
+from grove.supervisor.store.base import CLEAR_KIND, COMPACTION_KIND
+from grove.supervisor.store.codec import decode_json, describe, encode_json, utf8_size
+from grove.supervisor.store.lease import Lease, LeaseQueue, hold_lease
+from grove.supervisor.store.records import (
     IMMUTABLE_AGENT_FIELDS,
     AgentId,
     AgentRecord,

@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from supervisor.errors import NoStoreError, StoreError
-from supervisor.store.base import (
+from grove.supervisor.errors import NoStoreError, StoreError
+from grove.supervisor.store.base import (
     DEFAULT_LEASE_POLL_S,
     DEFAULT_LEASE_TTL_S,
     DEFAULT_MAX_MESSAGE_BYTES,
     Store,
 )
-from supervisor.store.sqlite import SqliteStore
+from grove.supervisor.store.sqlite import SqliteStore
 
 SQLITE_PREFIX = "sqlite:///"
 ACCEPTED_FORMS = (
@@ -79,7 +79,7 @@ def open_store(
     if scheme in ("redis", "rediss"):
         # Imported here: the Redis client (which loads OpenTelemetry's metrics SDK when it is
         # installed) costs a SQLite deployment nothing.
-        from supervisor.store.redis import RedisStore
+        from grove.supervisor.store.redis import RedisStore
 
         redis_url, options = _split_options(target)
         return RedisStore(

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Protocol
 
-from supervisor.errors import StoreError, SupervisorError
+from grove.supervisor.errors import StoreError, SupervisorError
 
 logger = logging.getLogger(__name__)
 

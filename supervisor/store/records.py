@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from providers.base import ThinkingLevel
+from grove.providers.base import ThinkingLevel
 
 AgentRole = Literal["root", "child", "advisor"]
 AgentStatus = Literal["running", "dead", "reaped"]

@@ -18,22 +18,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from supervisor.errors import StoreError
-from supervisor.store.base import (
+from grove.supervisor.errors import StoreError
+from grove.supervisor.store.base import (
     DEFAULT_LEASE_POLL_S,
     DEFAULT_LEASE_TTL_S,
     DEFAULT_MAX_MESSAGE_BYTES,
 )
-from supervisor.store.codec import decode_json, encode_json, validate_record
-from supervisor.store.core import (
+from grove.supervisor.store.codec import decode_json, encode_json, validate_record
+from grove.supervisor.store.core import (
     PreparedEvent,
     PreparedMessage,
     StoreCore,
     read_or_note,
     ticketed,
 )
-from supervisor.store.lease import LeaseQueue
-from supervisor.store.records import AgentRecord, EventRecord, MessageRecord
+from grove.supervisor.store.lease import LeaseQueue
+from grove.supervisor.store.records import AgentRecord, EventRecord, MessageRecord
 
 SCHEMA_VERSION = 1
 EVENT_POLL_S = 0.02

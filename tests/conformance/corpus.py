@@ -17,10 +17,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from providers.accumulate import INVALID_ARGUMENTS, TurnAccumulator, parse_arguments
-from providers.errors import ProviderError
-from providers.http import WireParser
-from providers.sse import ServerSentEvent, SSEDecoder
+from grove.providers.accumulate import INVALID_ARGUMENTS, TurnAccumulator, parse_arguments
+from grove.providers.errors import ProviderError
+from grove.providers.http import WireParser
+from grove.providers.sse import ServerSentEvent, SSEDecoder
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED_DIR = Path(os.environ.get("GROVE_SHARED_DIR", REPO_ROOT.parent / "shared"))

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from providers.accumulate import INVALID_ARGUMENTS, TurnAccumulator
-from providers.anthropic import AnthropicWire
-from providers.base import (
+from grove.providers.accumulate import INVALID_ARGUMENTS, TurnAccumulator
+from grove.providers.anthropic import AnthropicWire
+from grove.providers.base import (
     Message,
     Part,
     Request,
@@ -20,7 +20,7 @@ from providers.base import (
     ToolCallPart,
     ToolResultPart,
 )
-from providers.http import Endpoint
+from grove.providers.http import Endpoint
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids, expected
 
 API = "anthropic-messages"

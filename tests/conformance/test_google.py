@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from providers.accumulate import TurnAccumulator
-from providers.base import (
+from grove.providers.accumulate import TurnAccumulator
+from grove.providers.base import (
     Message,
     Request,
     ResponseInfo,
@@ -19,10 +19,10 @@ from providers.base import (
     ThinkingSignature,
     ToolCallStart,
 )
-from providers.errors import ProviderError, ProviderStreamError
-from providers.google import GoogleWire
-from providers.google_request import build_body
-from providers.google_stream import TEXT_SIGNATURE_DATA
+from grove.providers.errors import ProviderError, ProviderStreamError
+from grove.providers.google import GoogleWire
+from grove.providers.google_request import build_body
+from grove.providers.google_stream import TEXT_SIGNATURE_DATA
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids, expected
 
 API = "gemini-generate"

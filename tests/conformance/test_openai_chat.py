@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from providers.accumulate import TurnAccumulator
-from providers.base import ToolCallPart
-from providers.openai_chat import OpenAIChatWire
+from grove.providers.accumulate import TurnAccumulator
+from grove.providers.base import ToolCallPart
+from grove.providers.openai_chat import OpenAIChatWire
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids
 
 API = "openai-chat"

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from providers.accumulate import TurnAccumulator
-from providers.base import ThinkingPart
-from providers.errors import ProviderStreamError
-from providers.openai_responses import OpenAIResponsesWire, reasoning_item
+from grove.providers.accumulate import TurnAccumulator
+from grove.providers.base import ThinkingPart
+from grove.providers.errors import ProviderStreamError
+from grove.providers.openai_responses import OpenAIResponsesWire, reasoning_item
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids, parse
 
 API = "openai-responses"

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from providers.sse import ServerSentEvent, SSEDecoder
+from grove.providers.sse import ServerSentEvent, SSEDecoder
 from tests.conformance.corpus import assert_every_split_decodes_alike, body, decode_all, manifest
 
 

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from supervisor import Grove
-from supervisor.store import Store, open_store
+from grove.supervisor import Grove
+from grove.supervisor.store import Store, open_store
 from tests.integration.groves import running_grove
 
 

@@ -22,13 +22,13 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app
-from cli.context import NO_SERVICE_ENV
-from providers.http import Endpoint
-from providers.lifecycle import TODAY_ENV
-from supervisor import Grove
-from supervisor.config import load_settings
-from supervisor.store import open_store
+from grove.cli.app import app
+from grove.cli.context import NO_SERVICE_ENV
+from grove.providers.http import Endpoint
+from grove.providers.lifecycle import TODAY_ENV
+from grove.supervisor import Grove
+from grove.supervisor.config import load_settings
+from grove.supervisor.store import open_store
 from tests.integration.shared_ray import SHARED_RAY
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

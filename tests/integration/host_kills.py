@@ -9,12 +9,12 @@ import signal
 import time
 from collections.abc import Sequence
 
-from actors.agent import TurnResult
-from supervisor import Grove
-from supervisor.host_deaths import NOTICE
-from supervisor.store import Store
-from supervisor.store.kinds import SPENT_KIND
-from supervisor.store.records import MessageRecord
+from grove.actors.agent import TurnResult
+from grove.supervisor import Grove
+from grove.supervisor.host_deaths import NOTICE
+from grove.supervisor.store import Store
+from grove.supervisor.store.kinds import SPENT_KIND
+from grove.supervisor.store.records import MessageRecord
 
 
 def events(store: Store, kind: str) -> list[dict[str, object]]:

@@ -20,10 +20,10 @@ from pathlib import Path
 import httpx
 import uvicorn
 
-from cli.context import NO_SERVICE_ENV
-from server.app import create_app
-from server.files import ServiceState, process_alive, remove_state, service_token, write_state
-from supervisor import Grove
+from grove.cli.context import NO_SERVICE_ENV
+from grove.server.app import create_app
+from grove.server.files import ServiceState, process_alive, remove_state, service_token, write_state
+from grove.supervisor import Grove
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment
 
@@ -43,7 +43,7 @@ class Service:
     ) -> subprocess.CompletedProcess[str]:
         """`grove ARGS` in a process of its own, with this service up."""
         return subprocess.run(
-            [sys.executable, "-m", "cli.entry", *args], capture_output=True, text=True,
+            [sys.executable, "-m", "grove.cli.entry", *args], capture_output=True, text=True,
             env=self.env, timeout=TIMEOUT_S, check=False, cwd=cwd, input=stdin,
         )  # fmt: skip
 
@@ -76,7 +76,7 @@ def grove_service(
 
     def up(port: int) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "cli.entry", "up", *simulated, "--port", str(port)],
+            [sys.executable, "-m", "grove.cli.entry", "up", *simulated, "--port", str(port)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
             preexec_fn=None if open_files is None else limit_open_files,
         )  # fmt: skip

@@ -5,7 +5,7 @@ in it and stops it at close. Stopped at the session's end and before a module ma
 
 from __future__ import annotations
 
-from supervisor.local_ray import LocalRay, keep_local_ray_on_loopback, start_ray
+from grove.supervisor.local_ray import LocalRay, keep_local_ray_on_loopback, start_ray
 
 
 class SharedRay:
@@ -20,7 +20,7 @@ class SharedRay:
         keep_local_ray_on_loopback(None)  # before Ray is imported
         import ray
 
-        from supervisor.remote import NAMESPACE
+        from grove.supervisor.remote import NAMESPACE
 
         if ray.is_initialized():
             return

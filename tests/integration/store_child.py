@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from supervisor.store import open_store
+from grove.supervisor.store import open_store
 
 CHILD_LEASE_TTL_S = 0.5
 

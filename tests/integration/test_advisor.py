@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from supervisor import Grove
-from supervisor.store.records import MessageRecord
+from grove.supervisor import Grove
+from grove.supervisor.store.records import MessageRecord
 from tests.integration.groves import running_grove
 
 CARD_PREFIX = "Advisor (a senior reviewer watching your work — weigh it, don't blindly obey):"

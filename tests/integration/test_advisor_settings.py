@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from supervisor import Grove
+from grove.supervisor import Grove
 from tests.integration.groves import running_grove
 
 REVIEWERS = [

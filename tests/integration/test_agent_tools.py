@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from supervisor import Grove
-from supervisor.store.records import MessageRecord
+from grove.supervisor import Grove
+from grove.supervisor.store.records import MessageRecord
 from tests.integration.groves import running_grove
 
 TOOLS = ("fork", "send", "wait")

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from providers.aionet import AsyncioTransport
+from grove.providers.aionet import AsyncioTransport
 from tests.conftest import free_loopback_port
 from tests.tls import certificates
 

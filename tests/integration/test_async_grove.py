@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from actors.agent import TurnResult
-from providers.base import Usage
-from server.client import RemoteGrove
-from supervisor import AsyncGrove, Grove, bridge
-from supervisor.batch.tasks import Task
-from supervisor.errors import CommandError
-from supervisor.store import open_store
+from grove.actors.agent import TurnResult
+from grove.providers.base import Usage
+from grove.server.client import RemoteGrove
+from grove.supervisor import AsyncGrove, Grove, bridge
+from grove.supervisor.batch.tasks import Task
+from grove.supervisor.errors import CommandError
+from grove.supervisor.store import open_store
 from tests.integration.host_kills import kill_host
 from tests.integration.readme import python_examples, run_python
 from tests.integration.services import service_in_process

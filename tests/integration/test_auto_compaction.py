@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from supervisor import Grove
+from grove.supervisor import Grove
 from tests.integration.groves import compactions, running_grove
 
 MODEL = "claude-haiku-4-5"  # a 200,000-token window: 0.002 of it is 400 tokens

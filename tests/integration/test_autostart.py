@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from cli.context import NO_SERVICE_ENV
-from providers.simulator.config import SimulatorConfig
-from providers.simulator.runners import SimulatorThread
-from server.client import RemoteGrove
-from server.files import process_alive, read_state
+from grove.cli.context import NO_SERVICE_ENV
+from grove.providers.simulator.config import SimulatorConfig
+from grove.providers.simulator.runners import SimulatorThread
+from grove.server.client import RemoteGrove
+from grove.server.files import process_alive, read_state
 from tests.integration.groves import cli_environment
 
 pytestmark = pytest.mark.own_ray  # the commands' Ray is the service's, or their own
@@ -63,7 +63,7 @@ class Place:
 
     def started(self, *args: str, **env: str) -> subprocess.Popen[str]:
         return subprocess.Popen(
-            [sys.executable, "-m", "cli.entry", *args], stdout=subprocess.PIPE,
+            [sys.executable, "-m", "grove.cli.entry", *args], stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, env={**self.env, **env},
         )  # fmt: skip
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from supervisor import Grove
-from supervisor.store import Store, open_store
+from grove.supervisor import Grove
+from grove.supervisor.store import Store, open_store
 from tests.integration.groves import Invoked, interrupt_after_lines, invoke
 
 BATCH_TIMEOUT_S = 240
@@ -81,7 +81,7 @@ class Workspace:
 
     def batch(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "cli.app", "batch", *args],
+            [sys.executable, "-m", "grove.cli.app", "batch", *args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -324,7 +324,7 @@ def test_ctrl_c_stops_cleanly_with_valid_output(tmp_path: Path) -> None:
     )
     command = ["batch", str(work.tasks), "--model", "gpt-6-luna", "--simulate", "--hosts", "1"]
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.app", *command],
+        [sys.executable, "-m", "grove.cli.app", *command],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

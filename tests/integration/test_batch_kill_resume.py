@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from supervisor.store import open_store
+from grove.supervisor.store import open_store
 from tests.integration.groves import invoke
 from tests.integration.shared_ray import SHARED_RAY
 from tests.integration.test_batch_cli import make_workspace, write_tasks
@@ -27,7 +27,7 @@ def test_kill_halfway_then_rerun(tmp_path: Path) -> None:
     SHARED_RAY.ensure()  # for the rerun (started by a module before, in a whole run)
     arguments = [str(work.tasks), "--model", "gpt-5-mini", "--simulate", "--concurrency", "10"]
     first = subprocess.Popen(
-        [sys.executable, "-m", "cli.app", "batch", *arguments],
+        [sys.executable, "-m", "grove.cli.app", "batch", *arguments],
         env=work.env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

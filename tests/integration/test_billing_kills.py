@@ -15,14 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from actors.estimates import ESTIMATED
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from providers.simulator.script import Inbound
-from providers.thinking import anthropic_thinking
-from supervisor import Budget, Grove
-from supervisor.store import open_store
-from supervisor.store.kinds import SPENT_KIND
+from grove.actors.estimates import ESTIMATED
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator.script import Inbound
+from grove.providers.thinking import anthropic_thinking
+from grove.supervisor import Budget, Grove
+from grove.supervisor.store import open_store
+from grove.supervisor.store.kinds import SPENT_KIND
 from tests.integration.groves import cli_environment, invoke, running_grove
 
 KEY = "sim-billing-kills-41d8"

@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from actors.agent import TurnResult
-from supervisor import Budget, Grove
-from supervisor.store import open_store
-from supervisor.store.kinds import TURN_END_KIND
-from supervisor.usage import subtree, usage_report
+from grove.actors.agent import TurnResult
+from grove.supervisor import Budget, Grove
+from grove.supervisor.store import open_store
+from grove.supervisor.store.kinds import TURN_END_KIND
+from grove.supervisor.usage import subtree, usage_report
 from tests.integration.groves import cli_environment, invoke, running_grove
 from tests.integration.shared_ray import SHARED_RAY
 

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from supervisor import Budget, Grove
-from supervisor.errors import CommandError
-from supervisor.store import open_store
-from supervisor.store.kinds import TURN_END_KIND
-from supervisor.usage import usage_report
+from grove.supervisor import Budget, Grove
+from grove.supervisor.errors import CommandError
+from grove.supervisor.store import open_store
+from grove.supervisor.store.kinds import TURN_END_KIND
+from grove.supervisor.usage import usage_report
 from tests.integration.groves import Invoked, cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"

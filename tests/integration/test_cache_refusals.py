@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from providers.simulator.config import CACHE_FEATURES
-from supervisor import Grove
-from supervisor.store import open_store
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator.config import CACHE_FEATURES
+from grove.supervisor import Grove
+from grove.supervisor.store import open_store
 from tests.integration.groves import cli_environment, invoke, running_grove
 
 KEY = "sim-refusing-key-2407"
@@ -94,12 +94,12 @@ def test_caching_can_be_turned_off(tmp_path: Path) -> None:
     env = {**cli_environment(tmp_path), "GROVE_CACHE__ENABLED": "false"}
     script = f"[[sim tokens=3]] {CONTEXT}\n[[sim tokens=3]] and again\n"
     chat = subprocess.run(
-        [sys.executable, "-m", "cli.app", "chat", "--simulate", "-m", "claude-sonnet-4-6"],
+        [sys.executable, "-m", "grove.cli.app", "chat", "--simulate", "-m", "claude-sonnet-4-6"],
         input=script, capture_output=True, text=True, env=env, timeout=180, check=False,
     )  # fmt: skip
     assert chat.returncode == 0, chat.stderr
     usage = subprocess.run(
-        [sys.executable, "-m", "cli.app", "usage", "--json"],
+        [sys.executable, "-m", "grove.cli.app", "usage", "--json"],
         capture_output=True, text=True, env=env, timeout=120, check=False,
     )  # fmt: skip
     total = json.loads(usage.stdout)["total"]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from providers.catalog import unknown_model_text
-from supervisor.rules import NO_MODEL_TEXT as NO_MODEL_CONFIGURED
-from supervisor.store import AgentRecord, Store, open_store
+from grove.providers.catalog import unknown_model_text
+from grove.supervisor.rules import NO_MODEL_TEXT as NO_MODEL_CONFIGURED
+from grove.supervisor.store import AgentRecord, Store, open_store
 from tests.integration.groves import Invoked, invoke, running_grove
 
 # The reference's texts (spec/commands-model-fork.md), word for word, naming today's models.

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.batch.tasks import MAX_TEXT_BYTES
-from supervisor.store import open_store
+from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
+from grove.supervisor.store import open_store
 from tests.conformance.corpus import REPO_ROOT
 from tests.integration.services import ONE_HOST, grove_service
 from tests.terminal import Terminal
@@ -139,7 +139,17 @@ def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
         XDG_DATA_HOME=str(tmp_path / "data"),
         XDG_CONFIG_HOME=str(tmp_path / "config"),
     )
-    argv = [sys.executable, "-m", "cli.app", "chat", "--simulate", "--hosts", "1", "-m", MODEL]
+    argv = [
+        sys.executable,
+        "-m",
+        "grove.cli.app",
+        "chat",
+        "--simulate",
+        "--hosts",
+        "1",
+        "-m",
+        MODEL,
+    ]
     term = Terminal(argv, env, tmp_path / "workspace")
     try:
         mid_stream_commands(term)
@@ -178,7 +188,7 @@ def service_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
 
 def test_the_same_with_a_service_up(service_env: dict[str, str], tmp_path: Path) -> None:
-    argv = [sys.executable, "-m", "cli.entry", "chat", "-m", MODEL]
+    argv = [sys.executable, "-m", "grove.cli.entry", "chat", "-m", MODEL]
     term = Terminal(argv, service_env, tmp_path)
     try:
         mid_stream_commands(term)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.store import open_store
+from grove.supervisor.store import open_store
 from tests.conformance.corpus import REPO_ROOT
 from tests.terminal import Terminal
 
@@ -37,7 +37,7 @@ def chat(tmp_path: Path) -> Iterator[Callable[..., tuple[Terminal, str]]]:
     argv = [
         sys.executable,
         "-m",
-        "cli.app",
+        "grove.cli.app",
         "chat",
         "--simulate",
         "--hosts",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.store import open_store
+from grove.supervisor.store import open_store
 
 TIMEOUT_S = 60
 EXIT_BROKEN_PIPE = 141
@@ -43,7 +43,7 @@ def closed_pipe(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[
     os.close(read)
     try:
         return subprocess.run(
-            [sys.executable, "-m", "cli.entry", *args], stdout=write, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "grove.cli.entry", *args], stdout=write, stderr=subprocess.PIPE,
             text=True, env=env, timeout=TIMEOUT_S, check=False,
         )  # fmt: skip
     finally:
@@ -65,7 +65,7 @@ def test_grove_events_into_head_exits_141(env: dict[str, str]) -> None:
     count = EVENT_LOG_BYTES // len(padding)
     store.append_events([("note", {"n": n, "padding": padding}) for n in range(count)])
     pipeline = "set -o pipefail; grove events | head -1"
-    script = f'grove() {{ "{sys.executable}" -m cli.entry "$@"; }}; {pipeline}'
+    script = f'grove() {{ "{sys.executable}" -m grove.cli.entry "$@"; }}; {pipeline}'
     done = subprocess.run(
         ["bash", "-c", script], capture_output=True, text=True, env=env, timeout=TIMEOUT_S,
         check=False,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from supervisor import Grove
-from supervisor.commands.contextual import STREAMING_COMPACT_TEXT
-from supervisor.store import open_store
+from grove.supervisor import Grove
+from grove.supervisor.commands.contextual import STREAMING_COMPACT_TEXT
+from grove.supervisor.store import open_store
 from tests.integration.groves import FAST_RETRIES, cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"

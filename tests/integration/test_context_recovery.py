@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor import Grove
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor import Grove
 from tests.integration.groves import compactions, running_grove
 
 KEY = "sim-recovery-key-2b9c"

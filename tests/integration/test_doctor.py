@@ -15,20 +15,34 @@ from tests.integration.groves import cli_environment
 
 def doctor(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cli.entry", "doctor"], capture_output=True, text=True, env=env,
-        timeout=180, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "grove.cli.entry", "doctor"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
 
 
 def test_a_clean_setup_passes_every_check(tmp_path: Path) -> None:
     done = doctor(cli_environment(tmp_path))
     assert done.returncode == 0, done.stdout + done.stderr
-    verdicts = {line.split()[1]: line.split()[0] for line in done.stdout.splitlines()
-                if not line.startswith(" ")}  # fmt: skip
+    verdicts = {
+        line.split()[1]: line.split()[0]
+        for line in done.stdout.splitlines()
+        if not line.startswith(" ")
+    }
     assert set(verdicts) == {
-        "versions", "config", "store", "credentials", "ray", "sandbox", "git", "simulator",
+        "versions",
+        "config",
+        "store",
+        "credentials",
+        "ray",
+        "sandbox",
+        "git",
+        "simulator",
         "service",
-    }  # fmt: skip
+    }
     assert verdicts["credentials"] == "warn"  # no provider key: only --simulate works
     checks = ("store", "ray", "sandbox", "git", "simulator", "service")
     assert all(verdicts[check] == "ok" for check in checks)
@@ -45,8 +59,11 @@ def test_what_is_wrong_is_named_with_its_fix(tmp_path: Path) -> None:
     done = doctor(env)
     assert done.returncode == 1
     lines = done.stdout.splitlines()
-    failed = {line.split()[1]: lines[index + 1].strip() for index, line in enumerate(lines)
-              if line.startswith("FAIL")}  # fmt: skip
+    failed = {
+        line.split()[1]: lines[index + 1].strip()
+        for index, line in enumerate(lines)
+        if line.startswith("FAIL")
+    }
     assert failed["credentials"] == f"fix: chmod 600 {credentials}"
     assert failed["store"].startswith("fix: start that Redis, or set GROVE_STORE")
     assert "sk-doctor-test" not in done.stdout + done.stderr

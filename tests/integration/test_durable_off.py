@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor.store import open_store
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove
 from tests.integration.host_kills import finish_all, kill_host
 from tests.integration.test_durable_turns import KEY, SLOW_LABEL, mark, three_calls, wait_for_label

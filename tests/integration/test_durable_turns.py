@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
-from actors.steps import interrupted_text
-from actors.tools.python import tool
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor import Budget, Grove
-from supervisor.errors import BUDGET_EXHAUSTED
-from supervisor.store import open_store
-from supervisor.usage import subtree, usage_report
+from grove.actors.steps import interrupted_text
+from grove.actors.tools.python import tool
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor import Budget, Grove
+from grove.supervisor.errors import BUDGET_EXHAUSTED
+from grove.supervisor.store import open_store
+from grove.supervisor.usage import subtree, usage_report
 from tests.integration.groves import running_grove
 from tests.integration.host_kills import events, finish_all, host_died_index, kill_host
 

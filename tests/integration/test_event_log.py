@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.eventlog import EventLog
-from supervisor.store.sqlite import SqliteStore
+from grove.supervisor.eventlog import EventLog
+from grove.supervisor.store.sqlite import SqliteStore
 
 
 def kinds(store: SqliteStore) -> list[str]:

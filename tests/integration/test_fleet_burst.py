@@ -11,8 +11,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from providers.simulator import SimulatorThread
-from supervisor import Grove
+from grove.providers.simulator import SimulatorThread
+from grove.supervisor import Grove
 from tests.integration.test_fleet_limits import RPM, fleet
 
 BURST = RPM + 6  # beyond either bucket

@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor import Grove
-from supervisor.store import open_store
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor import Grove
+from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove
 
 KEY = "sim-fleet-key-5e0a"

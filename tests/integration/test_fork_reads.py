@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 import redis
 
-from actors.transcript import parts_to_data
-from providers.base import TextPart, ToolCallPart, ToolResultPart
-from supervisor.context import message_tokens
-from supervisor.prefixes import ConversationTokens
-from supervisor.store import AgentRecord, Store, open_store
-from supervisor.turns import NEWEST_READ, fork_end
+from grove.actors.transcript import parts_to_data
+from grove.providers.base import TextPart, ToolCallPart, ToolResultPart
+from grove.supervisor.context import message_tokens
+from grove.supervisor.prefixes import ConversationTokens
+from grove.supervisor.store import AgentRecord, Store, open_store
+from grove.supervisor.turns import NEWEST_READ, fork_end
 
 HISTORY = 200
 MESSAGE_CHARS = 2000

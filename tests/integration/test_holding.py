@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from supervisor.holding import HOLDER_TTL_S
-from supervisor.reads import StoreReads
+from grove.supervisor.holding import HOLDER_TTL_S
+from grove.supervisor.reads import StoreReads
 from tests.integration.groves import cli_environment, invoke, running_grove
 
 MODEL = "claude-haiku-4-5"
@@ -20,7 +20,7 @@ MODEL = "claude-haiku-4-5"
 EXITS_MID_TURN = f"""
 import sys
 import time
-from supervisor import Grove
+from grove.supervisor import Grove
 
 grove = Grove(simulate=True, hosts=1)
 grove.start()

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import ray
 
-from supervisor.host_deaths import host_died_text
-from supervisor.remote import NAMESPACE, SUPERVISOR_NAME
+from grove.supervisor.host_deaths import host_died_text
+from grove.supervisor.remote import NAMESPACE, SUPERVISOR_NAME
 from tests.integration.groves import REPO_ROOT, cli_environment
 from tests.integration.shared_ray import SHARED_RAY
 
@@ -36,7 +36,7 @@ def test_grove_says_once_that_the_host_died_and_ray_says_nothing(tmp_path: Path)
         "GROVE_NO_SERVICE": "1",
     }
     command = [
-        sys.executable, "-m", "cli.entry", "--address", ray.get_runtime_context().gcs_address,
+        sys.executable, "-m", "grove.cli.entry", "--address", ray.get_runtime_context().gcs_address,
         "run", "--simulate", "--model", "claude-sonnet-5-5", SLOW_REPLY,
     ]  # fmt: skip
     running = subprocess.Popen(

@@ -21,10 +21,10 @@ from typing import Any
 
 import pytest
 
-from supervisor import Grove
-from supervisor.batch.tasks import MAX_TEXT_BYTES
-from supervisor.errors import StoreError
-from supervisor.store import AgentRecord, SqliteStore, Store, open_store
+from grove.supervisor import Grove
+from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
+from grove.supervisor.errors import StoreError
+from grove.supervisor.store import AgentRecord, SqliteStore, Store, open_store
 from tests.integration.groves import invoke
 from tests.integration.test_batch_cli import Workspace, make_workspace
 
@@ -37,7 +37,7 @@ pytestmark = pytest.mark.grove(hosts=1)  # the Grove of the prompts through the 
 def grove_cli(work: Workspace, *args: str | bytes) -> subprocess.CompletedProcess[str]:
     """`grove ARGS` in a process of its own: arguments may be bytes, as a shell passes them."""
     return subprocess.run(
-        [sys.executable, "-m", "cli.app", *args],
+        [sys.executable, "-m", "grove.cli.app", *args],
         capture_output=True,
         text=True,
         env=work.env,
@@ -301,7 +301,7 @@ def test_a_tasks_path_that_is_not_utf8_is_refused_before_ray(tmp_path: Path) -> 
     with open(tasks, "w") as handle:
         handle.write('{"id": 1, "prompt": "hi"}\n')
     run = subprocess.run(
-        [sys.executable, "-m", "cli.app", "batch", os.fsdecode(tasks), "--simulate"],
+        [sys.executable, "-m", "grove.cli.app", "batch", os.fsdecode(tasks), "--simulate"],
         capture_output=True,
         text=True,
         env=work.env,

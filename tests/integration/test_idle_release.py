@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
 from tests.integration.groves import running_grove
 
 KEY = "sim-idle-pools-key-5120"

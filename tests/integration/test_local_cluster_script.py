@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from supervisor.store import open_store
-from supervisor.usage import subtree, usage_report
+from grove.supervisor.store import open_store
+from grove.supervisor.usage import subtree, usage_report
 from tests.conformance.corpus import REPO_ROOT
 
 SCRIPT = REPO_ROOT / "deploy" / "local" / "cluster.sh"
@@ -53,7 +53,7 @@ class LocalCluster:
 
     def grove(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "cli.app", *args],
+            [sys.executable, "-m", "grove.cli.app", *args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -231,7 +231,7 @@ def joined(cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory) -> B
     tasks = tasks_file(base / "tasks.jsonl", TASKS + WHERE_TASKS)
     output = base / "out.jsonl"
     result = subprocess.run(
-        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
+        [sys.executable, "-m", "grove.cli.app", "batch", str(tasks), "--simulate", "--model",
          "claude-sonnet-5-5", "--hosts", "2", "--tools", "where_tool:where",
          "--output", str(output)],
         capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
@@ -307,7 +307,7 @@ def test_batch_tasks_in_worktrees_on_both_nodes(cluster: LocalCluster, tmp_path:
     tasks = tasks_file(tmp_path / "tasks.jsonl", rows)
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
-        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
+        [sys.executable, "-m", "grove.cli.app", "batch", str(tasks), "--simulate", "--model",
          "claude-sonnet-5-5", "--hosts", "2", "--worktrees", "--tools", "where_tool:where",
          "--tools", "bash", "--allow", "bash", "--output", str(output)],
         capture_output=True, text=True, env={**cluster.env, "PYTHONPATH": str(REPO_ROOT)},
@@ -341,7 +341,7 @@ def test_a_strict_budget_holds_for_agents_racing_on_both_nodes(
     tasks = tasks_file(tmp_path / "tasks.jsonl", racing)
     output = tmp_path / "out.jsonl"
     result = subprocess.run(
-        [sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate", "--model",
+        [sys.executable, "-m", "grove.cli.app", "batch", str(tasks), "--simulate", "--model",
          "claude-sonnet-5-5", "--hosts", "2", "--concurrency", str(RACERS), "--budget-tokens",
          str(limit), "--output", str(output)],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=BATCH_TIMEOUT_S, check=False,
@@ -397,7 +397,7 @@ def test_a_batch_across_both_nodes_finishes_when_the_worker_node_goes_halfway(
     tasks = tasks_file(tmp_path / "slow.jsonl", SLOW_TASKS)
     output = tmp_path / "slow.out.jsonl"
     command = [
-        sys.executable, "-m", "cli.app", "batch", str(tasks), "--simulate",
+        sys.executable, "-m", "grove.cli.app", "batch", str(tasks), "--simulate",
         "--model", "claude-sonnet-5-5", "--hosts", "2", "--concurrency", str(WAVE),
         "--output", str(output),
     ]  # fmt: skip

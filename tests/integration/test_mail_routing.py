@@ -8,9 +8,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from supervisor import Grove
-from supervisor.errors import CommandError
-from supervisor.store import Store
+from grove.supervisor import Grove
+from grove.supervisor.errors import CommandError
+from grove.supervisor.store import Store
 
 pytestmark = pytest.mark.grove(hosts=2)
 

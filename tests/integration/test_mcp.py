@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from supervisor import AsyncGrove, Grove
-from supervisor.config import McpSection, McpServerSection
-from supervisor.tool_rules import grant_of
+from grove.supervisor import AsyncGrove, Grove
+from grove.supervisor.config import McpSection, McpServerSection
+from grove.supervisor.tool_rules import grant_of
 from tests.integration.groves import running_grove
 from tests.integration.groves import sim_call as call
 from tests.integration.groves import tool_results as results

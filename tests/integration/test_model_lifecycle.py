@@ -11,9 +11,9 @@ import time
 import uuid
 from pathlib import Path
 
-from providers.lifecycle import TODAY_ENV
-from supervisor.store import open_store
-from supervisor.store.records import AgentRecord, NewMessage
+from grove.providers.lifecycle import TODAY_ENV
+from grove.supervisor.store import open_store
+from grove.supervisor.store.records import AgentRecord, NewMessage
 from tests.integration.groves import cli_environment
 
 RETIRED = "claude-sonnet-4-5"
@@ -44,7 +44,7 @@ def stored_roots(store_url: str, models: list[str]) -> list[str]:
 
 def grove(env: dict[str, str], *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "cli.app", *args], capture_output=True, text=True, env=env,
+        [sys.executable, "-m", "grove.cli.app", *args], capture_output=True, text=True, env=env,
         input=stdin, timeout=TIMEOUT_S, check=False,
     )  # fmt: skip
 

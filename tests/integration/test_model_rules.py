@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from providers.base import (
+from grove.providers.base import (
     Finished,
     Message,
     OutputSchema,
@@ -20,14 +20,14 @@ from providers.base import (
     ThinkingLevel,
     ToolSpec,
 )
-from providers.catalog import MODELS
-from providers.errors import ProviderHTTPError
-from providers.factory import OpenAIAPI, create_provider
-from providers.http import Endpoint, HTTPProvider
-from providers.retry import RetryPolicy
-from providers.simulator import SimulatorConfig, SimulatorThread
-from providers.simulator.model_rules import retired
-from providers.thinking import CANNOT_DISABLE_WARNING
+from grove.providers.catalog import MODELS
+from grove.providers.errors import ProviderHTTPError
+from grove.providers.factory import OpenAIAPI, create_provider
+from grove.providers.http import Endpoint, HTTPProvider
+from grove.providers.retry import RetryPolicy
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator.model_rules import retired
+from grove.providers.thinking import CANNOT_DISABLE_WARNING
 
 KEY = "sim-model-rules-key-3e1d"
 LEVELS: tuple[ThinkingLevel | None, ...] = (None, "none", "low", "med", "high")

@@ -29,9 +29,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app
-from server.client import RemoteGrove, RemoteTurn
-from supervisor import Grove
+from grove.cli.app import app
+from grove.server.client import RemoteGrove, RemoteTurn
+from grove.supervisor import Grove
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.services import TIMEOUT_S, Service, service_in_process
 from tests.mcp_servers import served_over_http
@@ -338,7 +338,7 @@ def closed_pipe(env: dict[str, str], cwd: Path, *args: str) -> subprocess.Comple
     os.close(read)
     try:
         return subprocess.run(
-            [sys.executable, "-m", "cli.entry", *args], stdout=write, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "grove.cli.entry", *args], stdout=write, stderr=subprocess.PIPE,
             text=True, env=env, cwd=cwd, timeout=TIMEOUT_S, check=False,
         )  # fmt: skip
     finally:
@@ -396,7 +396,7 @@ def test_following_the_event_log_ends_when_its_reader_goes(service: Service, ses
     reader has gone while it waits, instead of waiting for the next event."""
     local = ["--store", service.env["GROVE_STORE"], "events", "--follow"]
     following = subprocess.Popen(
-        [sys.executable, "-m", "cli.entry", *local], stdout=subprocess.PIPE,
+        [sys.executable, "-m", "grove.cli.entry", *local], stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, text=True, env=service.env,
     )  # fmt: skip
     assert following.stdout is not None and following.stderr is not None

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from providers.base import Finished, Message, Request, Retrying, StreamEvent, ThinkingPart
-from providers.errors import ProviderHTTPError, ProviderStreamError
-from providers.http import Endpoint, HTTPProvider, Wire
-from providers.openai_chat import OpenAIChatWire
-from providers.openai_responses import OpenAIResponsesWire
-from providers.retry import RetryPolicy
+from grove.providers.base import Finished, Message, Request, Retrying, StreamEvent, ThinkingPart
+from grove.providers.errors import ProviderHTTPError, ProviderStreamError
+from grove.providers.http import Endpoint, HTTPProvider, Wire
+from grove.providers.openai_chat import OpenAIChatWire
+from grove.providers.openai_responses import OpenAIResponsesWire
+from grove.providers.retry import RetryPolicy
 from tests.conformance.corpus import CONFORMANCE_DIR
 
 KEY = "sk-loopback-test-key"

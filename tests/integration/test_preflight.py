@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from providers.credentials import API_KEY_ENV, missing_credentials_text
-from supervisor.tool_rules import unknown_tool_text
+from grove.providers.credentials import API_KEY_ENV, missing_credentials_text
+from grove.supervisor.tool_rules import unknown_tool_text
 from tests.integration.groves import running_grove
 from tests.integration.services import service_in_process
 from tests.security.commands import Place, make_place
@@ -57,7 +57,7 @@ def refused(place: Place, *args: str, **env: str) -> str:
     assert done.returncode == 2, (args, said)
     assert done.stdout == "", args
     assert "Traceback" not in said, said
-    assert "cli.context" in imported  # the import log is on
+    assert "grove.cli.context" in imported  # the import log is on
     assert not [name for name in imported if name.partition(".")[0] == "ray"], args
     assert not place.ray_started()
     return said
@@ -66,7 +66,7 @@ def refused(place: Place, *args: str, **env: str) -> str:
 def grove_command() -> list[str]:
     import sys
 
-    return [sys.executable, "-m", "cli.app"]
+    return [sys.executable, "-m", "grove.cli.app"]
 
 
 def each_command(place: Place, *flags: str) -> list[tuple[str, ...]]:

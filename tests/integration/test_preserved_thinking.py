@@ -21,18 +21,18 @@ from typing import Any
 
 import pytest
 
-from actors.agent import NewEntry, TurnResult, reply_data
-from providers.base import Finished, Message, ProviderWarning, Request, TextPart, ThinkingPart
-from providers.factory import wire_for
-from providers.http import Endpoint, HTTPProvider
-from providers.preserved_thinking import bound, dropped_text
-from providers.simulator import SimulatorConfig, SimulatorThread
-from providers.simulator.thinking_blocks import bound_text, check_request
-from providers.simulator.wire import InvalidRequest
-from supervisor import Grove
-from supervisor.config import McpSection, McpServerSection
-from supervisor.store import open_store
-from supervisor.turns import step_events
+from grove.actors.agent import NewEntry, TurnResult, reply_data
+from grove.providers.base import Finished, Message, ProviderWarning, Request, TextPart, ThinkingPart
+from grove.providers.factory import wire_for
+from grove.providers.http import Endpoint, HTTPProvider
+from grove.providers.preserved_thinking import bound, dropped_text
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator.thinking_blocks import bound_text, check_request
+from grove.providers.simulator.wire import InvalidRequest
+from grove.supervisor import Grove
+from grove.supervisor.config import McpSection, McpServerSection
+from grove.supervisor.store import open_store
+from grove.supervisor.turns import step_events
 from tests.integration.groves import (
     cli_environment,
     invoke,

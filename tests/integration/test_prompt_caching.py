@@ -20,14 +20,14 @@ from typing import Any
 
 import pytest
 
-from providers.base import Usage
-from providers.catalog import cost_usd
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor import Grove
-from supervisor.batch.records import OutputLog, record_results
-from supervisor.batch.summary import Totals
-from supervisor.batch.tasks import Task
+from grove.providers.base import Usage
+from grove.providers.catalog import cost_usd
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor import Grove
+from grove.supervisor.batch.records import OutputLog, record_results
+from grove.supervisor.batch.summary import Totals
+from grove.supervisor.batch.tasks import Task
 from tests.integration.groves import (
     cli_environment,
     interrupt_after_lines,
@@ -264,7 +264,15 @@ def test_a_gemini_batch_interrupted_deletes_its_cached_content(
     explicit = simulator.simulator.explicit
     made, deleted = explicit.created, explicit.deleted
     output = tmp_path / "tasks.out.jsonl"
-    command = [sys.executable, "-m", "cli.app", "batch", str(tasks), "--context", str(context)]
+    command = [
+        sys.executable,
+        "-m",
+        "grove.cli.app",
+        "batch",
+        str(tasks),
+        "--context",
+        str(context),
+    ]
     command += ["--model", "gemini-3.5-flash", "--hosts", "1"]
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env

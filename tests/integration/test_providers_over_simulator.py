@@ -11,12 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from providers.base import Finished, Message, Request, Retrying, StreamEvent, ToolSpec
-from providers.errors import ProviderError, ProviderHTTPError, StreamBroken
-from providers.factory import OpenAIAPI, create_provider
-from providers.http import Endpoint, HTTPProvider
-from providers.retry import RetryPolicy
-from providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.base import Finished, Message, Request, Retrying, StreamEvent, ToolSpec
+from grove.providers.errors import ProviderError, ProviderHTTPError, StreamBroken
+from grove.providers.factory import OpenAIAPI, create_provider
+from grove.providers.http import Endpoint, HTTPProvider
+from grove.providers.retry import RetryPolicy
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sk-canary-7f3a9c2e1b5d4a6f8e0c"
 WireChoice = tuple[str, str, OpenAIAPI]

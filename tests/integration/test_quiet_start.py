@@ -18,7 +18,7 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 def test_grove_run_on_a_terminal_prints_only_the_reply(tmp_path: Path) -> None:
     leader, follower = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "cli.entry", "run", "--simulate", "--model", "gpt-6.1-terra",
+        [sys.executable, "-m", "grove.cli.entry", "run", "--simulate", "--model", "gpt-6.1-terra",
          '[[sim reply="A quiet start"]] hi'],
         stdin=follower, stdout=follower, stderr=follower, env=cli_environment(tmp_path),
     )  # fmt: skip

@@ -24,7 +24,7 @@ def test_the_main_job_runs_offline_and_shows_what_caching_saved(tmp_path: Path) 
     at = grove_args.index("--output")
     grove_args[at + 1] = str(output)  # the README's /tmp file is a reader's, not the test's
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", *grove_args],
+        [sys.executable, "-m", "grove.cli.app", *grove_args],
         cwd=Path(__file__).resolve().parents[2],
         env=cli_environment(tmp_path),
         capture_output=True,

@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
 from tests.conformance.corpus import REPO_ROOT
 from tests.integration.groves import cli_environment
 
@@ -35,10 +35,25 @@ def test_the_rate_limit_example_keeps_a_batch_under_the_limits(tmp_path: Path) -
         env = cli_environment(tmp_path, config)
         env.update(ANTHROPIC_BASE_URL=simulator.base_url, ANTHROPIC_API_KEY=KEY)
         done = subprocess.run(
-            [sys.executable, "-m", "cli.app", "batch", str(tasks), "--model", "claude-haiku-4-5",
-             "--concurrency", "40", "--output", str(output)],
-            capture_output=True, text=True, env=env, timeout=300, check=False,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "grove.cli.app",
+                "batch",
+                str(tasks),
+                "--model",
+                "claude-haiku-4-5",
+                "--concurrency",
+                "40",
+                "--output",
+                str(output),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+            check=False,
+        )
         refused = simulator.simulator.rate_limited
     assert done.returncode == 0, done.stderr
     records = [json.loads(line) for line in output.read_text().splitlines()]

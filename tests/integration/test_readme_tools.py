@@ -47,7 +47,7 @@ def test_the_commands_call_the_tools_they_name(tmp_path: Path) -> None:
     (example,) = re.findall(r"```python\n(.+?)\n```", tools_section(), re.DOTALL)
     (tmp_path / "weather.py").write_text(example.split("\nwith Grove")[0])
     forecast, _, listing = re.findall(r"```bash\n(.+?)\n```", tools_section())
-    grove = [sys.executable, "-m", "cli.app"]
+    grove = [sys.executable, "-m", "grove.cli.app"]
     done = run(tmp_path, grove + shlex.split(forecast)[1:])
     assert done.returncode == 0, done.stderr
     assert '→ forecast {"city": "Oslo"}' in done.stdout.splitlines()
@@ -63,6 +63,8 @@ def test_the_mcp_example_calls_the_servers_tool(tmp_path: Path) -> None:
     # As written: the venv's python, which a reader has without activating the venv.
     assert '".venv/bin/python"' in config and (REPO_ROOT / ".venv" / "bin" / "python").exists()
     (tmp_path / "none.toml").write_text(config)
-    done = run(tmp_path, [sys.executable, "-m", "cli.app", *shlex.split(command)[1:]], REPO_ROOT)
+    done = run(
+        tmp_path, [sys.executable, "-m", "grove.cli.app", *shlex.split(command)[1:]], REPO_ROOT
+    )
     assert done.returncode == 0, done.stderr
     assert "← mcp__calc__add: 5" in done.stdout.splitlines()

@@ -33,7 +33,7 @@ def test_the_commands_print_the_checked_json(tmp_path: Path) -> None:
     assert made.returncode == 0
     schema = json.loads((tmp_path / "finding.json").read_text())
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", *shlex.split(run)[1:]],
+        [sys.executable, "-m", "grove.cli.app", *shlex.split(run)[1:]],
         cwd=tmp_path,
         env=env,
         capture_output=True,

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import redis
 
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor.store import open_store
-from supervisor.usage import usage_report
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor.store import open_store
+from grove.supervisor.usage import usage_report
 from tests.conftest import _answers_ping, free_loopback_port, required_binary, stop_process
 from tests.integration.groves import running_grove
 

@@ -17,15 +17,15 @@ from typing import Any
 import pytest
 import ray
 
-from actors.steps import interrupted_text
-from actors.tools.python import tool
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor import Budget, Grove
-from supervisor.errors import CommandError
-from supervisor.store import Store, open_store
-from supervisor.store.kinds import SPENT_KIND
-from supervisor.usage import subtree, usage_report
+from grove.actors.steps import interrupted_text
+from grove.actors.tools.python import tool
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor import Budget, Grove
+from grove.supervisor.errors import CommandError
+from grove.supervisor.store import Store, open_store
+from grove.supervisor.store.kinds import SPENT_KIND
+from grove.supervisor.usage import subtree, usage_report
 from tests.integration.groves import compactions, running_grove, tool_results
 from tests.integration.host_kills import events, finish_all, kill_host
 

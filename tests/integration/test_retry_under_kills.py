@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from supervisor import Grove
-from supervisor.store import Store
+from grove.supervisor import Grove
+from grove.supervisor.store import Store
 from tests.integration.host_kills import (
     conversation,
     events,

@@ -10,12 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from actors.advisor import Reviewer, ReviewReport
-from actors.agent import Agent, ModelChoice
-from providers.base import TextPart
-from providers.factory import create_provider
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
+from grove.actors.advisor import Reviewer, ReviewReport
+from grove.actors.agent import Agent, ModelChoice
+from grove.providers.base import TextPart
+from grove.providers.factory import create_provider
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-reviewer-key-91aa"
 CHOICE = ModelChoice(provider="anthropic", model="claude-haiku-4-5")

@@ -16,11 +16,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from cli.app import GroveGroup, app
-from providers.catalog import unknown_model_text
-from supervisor import Grove
-from supervisor.rules import no_model_flag_text
-from supervisor.store import open_store
+from grove.cli.app import GroveGroup, app
+from grove.providers.catalog import unknown_model_text
+from grove.supervisor import Grove
+from grove.supervisor.rules import no_model_flag_text
+from grove.supervisor.store import open_store
 
 UNKNOWN_MODEL_TEXT = unknown_model_text("unknown-model")  # the reference's, today's models
 RETIRED_TEXT = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import ray
 
-from supervisor import Grove
-from supervisor.remote import NAMESPACE
-from supervisor.store import open_store
+from grove.supervisor import Grove
+from grove.supervisor.remote import NAMESPACE
+from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove
 
 MODEL = "claude-haiku-4-5"

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import redis
 
-from supervisor.store import AgentRecord, open_store
+from grove.supervisor.store import AgentRecord, open_store
 from tests.conftest import required_binary
 
 RUN_TIMEOUT_S = 240
@@ -102,7 +102,7 @@ class Evidence:
 
     def grove(self, name: str, env: dict[str, str], *args: str) -> None:
         done = subprocess.run(
-            [sys.executable, "-m", "cli.app", *args],
+            [sys.executable, "-m", "grove.cli.app", *args],
             capture_output=True,
             env=env,
             timeout=RUN_TIMEOUT_S,
@@ -133,7 +133,16 @@ class Simulator:
         self.stderr = base / "simulator.stderr"
         with self.stdout.open("wb") as out, self.stderr.open("wb") as err:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "cli.app", "simulate", "--port", "0", "--api-key", key],
+                [
+                    sys.executable,
+                    "-m",
+                    "grove.cli.app",
+                    "simulate",
+                    "--port",
+                    "0",
+                    "--api-key",
+                    key,
+                ],
                 stdout=out,
                 stderr=err,
                 env=env,
@@ -342,7 +351,7 @@ def grove_agents(store_url: str, tmp_path: Path) -> tuple[subprocess.CompletedPr
     env = clean_env(tmp_path, tmp_path / "ray")
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", "--store", store_url, "agents"],
+        [sys.executable, "-m", "grove.cli.app", "--store", store_url, "agents"],
         capture_output=True,
         text=True,
         env=env,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 
-from supervisor.rules import STREAMING_SWITCH_TEXT
+from grove.supervisor.rules import STREAMING_SWITCH_TEXT
 from tests.conformance.corpus import REPO_ROOT
 from tests.conftest import required_binary
 from tests.integration.groves import cli_environment, invoke, running_grove
@@ -39,7 +39,7 @@ def said():
             sys.stderr.write(f"{name} imported\\n")
 atexit.register(said)
 sys.argv = ["grove", *sys.argv[1:]]
-from cli.entry import main
+from grove.cli.entry import main
 main()
 """
 
@@ -73,10 +73,22 @@ def test_up_records_the_service_and_a_second_up_says_one_is_running(service: Ser
 
 def test_the_command_line_runs_over_http_without_ray_or_pydantic(service: Service) -> None:
     run = subprocess.run(
-        [sys.executable, "-c", NO_RAY_PROBE, "run", "--model", "gpt-6.1-terra", "--json",
-         '[[sim reply="Hello from the service"]] hi'],
-        capture_output=True, text=True, env=service.env, timeout=TIMEOUT_S, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            NO_RAY_PROBE,
+            "run",
+            "--model",
+            "gpt-6.1-terra",
+            "--json",
+            '[[sim reply="Hello from the service"]] hi',
+        ],
+        capture_output=True,
+        text=True,
+        env=service.env,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
     assert run.returncode == 0, run.stderr
     assert "ray imported" not in run.stderr and "pydantic imported" not in run.stderr
     result = json.loads(run.stdout)
@@ -103,9 +115,13 @@ def test_chat_keeps_its_session_in_the_service(service: Service) -> None:
     script = '[[sim reply="Hello from chat"]] hi\n/fork "[[sim tokens=3]] go"\n/agents\n'
     chat = subprocess.run(
         [sys.executable, "-c", NO_RAY_PROBE, "chat", "--model", "claude-haiku-4-5"],
-        input=script, capture_output=True, text=True, env=service.env, timeout=TIMEOUT_S,
+        input=script,
+        capture_output=True,
+        text=True,
+        env=service.env,
+        timeout=TIMEOUT_S,
         check=False,
-    )  # fmt: skip
+    )
     assert chat.returncode == 0, chat.stderr
     assert "ray imported" not in chat.stderr and "pydantic imported" not in chat.stderr
     session = chat.stdout.splitlines()[0].removeprefix("Agent ")
@@ -158,13 +174,15 @@ def test_bad_input_gets_a_status_that_says_what_happened(service: Service) -> No
 
 
 def test_a_batch_submitted_over_http_runs_to_its_end(service: Service) -> None:
-    lines = "".join(json.dumps({"id": n, "prompt": f"[[sim tokens=3]] task {n}"}) + "\n"
-                    for n in range(20))  # fmt: skip
+    lines = "".join(
+        json.dumps({"id": n, "prompt": f"[[sim tokens=3]] task {n}"}) + "\n" for n in range(20)
+    )
     with service.api() as api:
         submitted = api.post(
-            "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 5},
+            "/api/batches",
+            params={"model": "claude-haiku-4-5", "concurrency": 5},
             content=lines.encode(),
-        )  # fmt: skip
+        )
         assert submitted.status_code == 202, submitted.text
         batch = submitted.json()["id"]
         deadline = time.monotonic() + 120
@@ -180,8 +198,9 @@ def test_grove_batch_runs_through_the_service_and_a_rerun_has_nothing_to_do(
     service: Service, tmp_path: Path
 ) -> None:
     tasks = tmp_path / "tasks.jsonl"
-    tasks.write_text("".join(json.dumps({"id": n, "prompt": f"[[sim tokens=3]] t{n}"}) + "\n"
-                             for n in range(10)))  # fmt: skip
+    tasks.write_text(
+        "".join(json.dumps({"id": n, "prompt": f"[[sim tokens=3]] t{n}"}) + "\n" for n in range(10))
+    )
     first = invoke(service.env, "batch", str(tasks), "--model", "claude-haiku-4-5", "-c", "4")
     assert first.returncode == 0, first.stderr
     records = [json.loads(line) for line in (tmp_path / "tasks.out.jsonl").read_text().splitlines()]
@@ -262,9 +281,13 @@ def test_a_record_left_by_a_service_that_died_is_cleaned_up(tmp_path: Path) -> N
     record.parent.mkdir(parents=True)
     record.write_text(json.dumps({"pid": gone.pid, "host": "127.0.0.1", "port": 1, "started": 0}))
     status = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "status"], capture_output=True, text=True, env=env,
-        timeout=TIMEOUT_S, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "grove.cli.entry", "status"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
     assert status.returncode == 1
     assert status.stderr.startswith("No Grove service is up")
     assert not record.exists()
@@ -274,9 +297,13 @@ def test_up_on_a_port_in_use_says_so(service: Service, tmp_path: Path) -> None:
     port = service.url.rsplit(":", 1)[1]
     env = cli_environment(tmp_path)  # a config directory of its own: no service recorded
     taken = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "up", "--simulate", "--port", port],
-        capture_output=True, text=True, env=env, timeout=TIMEOUT_S, check=False,
-    )  # fmt: skip
+        [sys.executable, "-m", "grove.cli.entry", "up", "--simulate", "--port", port],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT_S,
+        check=False,
+    )
     assert taken.returncode == 1
     assert f"cannot listen on 127.0.0.1:{port}" in taken.stderr
 
@@ -323,9 +350,10 @@ def test_the_dashboard_shows_a_batch_rising_and_a_trees_caching(
             for n in range(tasks)
         )
         submitted = api.post(
-            "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 4},
+            "/api/batches",
+            params={"model": "claude-haiku-4-5", "concurrency": 4},
             content=lines.encode(),
-        ).json()  # fmt: skip
+        ).json()
         cell = page.locator(f"tr[data-batch='{submitted['id']}'] td.completed")
         seen: list[int] = []
         deadline = time.monotonic() + 120
@@ -418,11 +446,12 @@ def test_the_dashboard_names_batches_by_root_and_size_and_links_the_root(
     with dashboard(browser, service) as page, service.api() as api:
         batches = [
             api.post(
-                "/api/batches", params={"model": "claude-haiku-4-5", "concurrency": 3},
+                "/api/batches",
+                params={"model": "claude-haiku-4-5", "concurrency": 3},
                 content="\n".join(tasks[:size]).encode(),
             ).json()
             for size in (3, 1)
-        ]  # fmt: skip
+        ]
         for batch, size in zip(batches, ("3 tasks", "1 task"), strict=True):
             name = page.locator(f"tr[data-batch='{batch['id']}'] td.batch-name")
             name.filter(has_text=f"{batch['root'][:8]} · {size}").wait_for(timeout=30_000)
@@ -472,8 +501,16 @@ def test_a_chat_in_the_service_asks_before_a_tool_runs(service: Service, tmp_pat
     from tests.terminal import Terminal
 
     env = {**service.env, "TERM": "xterm"}
-    argv = [sys.executable, "-m", "cli.entry", "chat", "--model", "claude-haiku-4-5",
-            "--tools", "bash"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-m",
+        "grove.cli.entry",
+        "chat",
+        "--model",
+        "claude-haiku-4-5",
+        "--tools",
+        "bash",
+    ]
     term = Terminal(argv, env, tmp_path)
     try:
         term.expect(">")
@@ -512,9 +549,13 @@ def test_the_readme_curl_example_finds_the_service_by_itself(service: Service) -
     (example,) = [b for b in re.findall(r"```bash\n(.+?)\n```", section, re.DOTALL) if "curl" in b]
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
     done = subprocess.run(
-        ["bash", "-euo", "pipefail", "-c", example], capture_output=True, text=True,
-        env={**service.env, "PATH": path}, timeout=TIMEOUT_S, check=False,
-    )  # fmt: skip
+        ["bash", "-euo", "pipefail", "-c", example],
+        capture_output=True,
+        text=True,
+        env={**service.env, "PATH": path},
+        timeout=TIMEOUT_S,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     made = json.loads(done.stdout)["uuid"]
     rows = json.loads(invoke(service.env, "agents", "--json").stdout)

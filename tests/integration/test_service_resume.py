@@ -23,14 +23,14 @@ from typing import Any
 import httpx
 import pytest
 
-from actors.turn_result import TurnResult
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from server.client import healthy
-from server.files import read_state
-from supervisor import AsyncGrove, Grove
-from supervisor.store import open_store
-from supervisor.turns import calls_tools
+from grove.actors.turn_result import TurnResult
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.server.client import healthy
+from grove.server.files import read_state
+from grove.supervisor import AsyncGrove, Grove
+from grove.supervisor.store import open_store
+from grove.supervisor.turns import calls_tools
 from tests.conftest import free_loopback_port
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.host_kills import events, host_died_index, kill_host, wait_for_event
@@ -153,7 +153,7 @@ def started_service(base: Path, env: dict[str, str], port: int) -> subprocess.Po
     """The service's own process (what `grove up` starts in the background), once it answers."""
     with (base / "service.log").open("ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "server.main", "--simulate", "--port", str(port)],
+            [sys.executable, "-m", "grove.server.main", "--simulate", "--port", str(port)],
             env=env, cwd=base, stdout=log, stderr=subprocess.STDOUT,
         )  # fmt: skip
     deadline = time.monotonic() + START_S
@@ -219,7 +219,7 @@ def test_a_batch_goes_on_through_restarts_of_the_service(tmp_path: Path) -> None
     tasks += [{"id": n, "prompt": three_calls("mark", path)} for n, path in enumerate(effects)]
     tasks_file = tmp_path / "tasks.jsonl"
     tasks_file.write_text("".join(json.dumps(task) + "\n" for task in tasks))
-    batch = [sys.executable, "-m", "cli.entry", "batch", str(tasks_file)]
+    batch = [sys.executable, "-m", "grove.cli.entry", "batch", str(tasks_file)]
     options = ["--model", "claude-haiku-4-5", "--tools", MARK, "-c", "2"]
     services: list[subprocess.Popen[bytes]] = []
     followers: list[subprocess.Popen[bytes]] = []

@@ -8,11 +8,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from providers.base import AssistantTurn, Message, Request, ToolResultPart, ToolSpec
-from providers.factory import OpenAIAPI, create_provider
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from providers.simulator.script import generated_words
+from grove.providers.base import AssistantTurn, Message, Request, ToolResultPart, ToolSpec
+from grove.providers.factory import OpenAIAPI, create_provider
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator.script import generated_words
 
 KEY = "sim-grove-calls-key-64f0"
 TOKENS = 6

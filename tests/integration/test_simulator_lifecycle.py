@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from providers.simulator import (
+from grove.providers.simulator import (
     Simulator,
     SimulatorConfig,
     SimulatorThread,
@@ -82,7 +82,7 @@ async def test_stop_ends_streams_in_flight_promptly() -> None:
 
 def test_run_forever_prints_its_url_and_stops_cleanly_on_interrupt() -> None:
     script = (
-        "from providers.simulator import SimulatorConfig, run_forever\n"
+        "from grove.providers.simulator import SimulatorConfig, run_forever\n"
         f"run_forever(SimulatorConfig(api_key={KEY!r}), "
         "lambda url: print('listening on', url, flush=True))\n"
         "print('stopped', flush=True)\n"

@@ -14,7 +14,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
 from tests.conformance.corpus import REPO_ROOT
 
 KEY = "sim-ratelimit-key-4c2f"
@@ -81,7 +81,7 @@ def test_gemini_answers_resource_exhausted_with_a_retry_delay(simulator: Simulat
 
 def test_the_command_line_takes_the_limits_and_refuses_bad_ones() -> None:
     refused = subprocess.run(
-        [sys.executable, "-m", "cli.app", "simulate", "--rpm", "0"],
+        [sys.executable, "-m", "grove.cli.app", "simulate", "--rpm", "0"],
         capture_output=True, text=True, cwd=REPO_ROOT, timeout=60, check=False,
     )  # fmt: skip
     assert refused.returncode == 2 and "--rpm" in refused.stderr

@@ -15,9 +15,9 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from providers.lifecycle import TODAY_ENV
-from providers.simulator import SimulatorConfig, SimulatorThread
-from providers.simulator.model_rules import (
+from grove.providers.lifecycle import TODAY_ENV
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.providers.simulator.model_rules import (
     ADAPTIVE_ONLY,
     LEVEL_AND_BUDGET,
     NO_ADAPTIVE,

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from providers.images import image_tokens
-from supervisor import Grove
+from grove.providers.images import image_tokens
+from grove.supervisor import Grove
 from tests.integration.groves import running_grove
 
 MODELS = ("claude-haiku-4-5", "gpt-5-mini", "gemini-3.0-flash")

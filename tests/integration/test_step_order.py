@@ -14,13 +14,13 @@ from typing import Any
 
 import pytest
 
-from actors.agent import Agent, ModelChoice, Tool, TurnResult, user_entry
-from actors.estimates import ESTIMATED, is_bill
-from actors.turn_result import NewEntry
-from providers.base import ToolSpec
-from providers.factory import create_provider
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
+from grove.actors.agent import Agent, ModelChoice, Tool, TurnResult, user_entry
+from grove.actors.estimates import ESTIMATED, is_bill
+from grove.actors.turn_result import NewEntry
+from grove.providers.base import ToolSpec
+from grove.providers.factory import create_provider
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-step-order-key"
 STORE_S = 0.3  # each store takes this long: a request sent without waiting would overtake it

@@ -19,8 +19,8 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from supervisor.errors import StoreError
-from supervisor.store import (
+from grove.supervisor.errors import StoreError
+from grove.supervisor.store import (
     AgentRecord,
     MessageRecord,
     NewMessage,
@@ -29,7 +29,7 @@ from supervisor.store import (
     default_store_url,
     open_store,
 )
-from supervisor.store.codec import validate_record
+from grove.supervisor.store.codec import validate_record
 
 ACL_USER = "grove-test"
 ACL_PASSWORD = "correct-horse-battery"

@@ -28,9 +28,9 @@ import redis
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from supervisor.errors import CommandError, StoreError, SupervisorError
-from supervisor.store import AgentRecord, MessageRecord, NewMessage, Store, open_store
-from supervisor.store.base import DEFAULT_LEASE_TTL_S
+from grove.supervisor.errors import CommandError, StoreError, SupervisorError
+from grove.supervisor.store import AgentRecord, MessageRecord, NewMessage, Store, open_store
+from grove.supervisor.store.base import DEFAULT_LEASE_TTL_S
 from tests.integration.store_child import CHILD_LEASE_TTL_S
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from supervisor.errors import StoreError
-from supervisor.store import AgentRecord, open_store
+from grove.supervisor.errors import StoreError
+from grove.supervisor.store import AgentRecord, open_store
 from tests.conftest import redis_server
 from tests.tls import certificates
 

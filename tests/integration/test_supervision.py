@@ -10,9 +10,9 @@ import time
 import pytest
 import ray
 
-from supervisor import Grove
-from supervisor.errors import SupervisorError
-from supervisor.store import Store
+from grove.supervisor import Grove
+from grove.supervisor.errors import SupervisorError
+from grove.supervisor.store import Store
 from tests.integration.host_kills import (
     conversation,
     events,

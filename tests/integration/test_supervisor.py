@@ -13,14 +13,14 @@ from typing import Any
 import pytest
 import ray
 
-from actors.collector import THRESHOLDS
-from providers.catalog import near_miss_text
-from providers.http import Endpoint
-from providers.simulator import SimulatorConfig, SimulatorThread
-from supervisor import Grove
-from supervisor.errors import CommandError
-from supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
-from supervisor.store import SqliteStore, Store
+from grove.actors.collector import THRESHOLDS
+from grove.providers.catalog import near_miss_text
+from grove.providers.http import Endpoint
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor import Grove
+from grove.supervisor.errors import CommandError
+from grove.supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
+from grove.supervisor.store import SqliteStore, Store
 from tests.integration.groves import running_grove
 
 HOSTS = 3

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor import Grove
+from grove.supervisor import Grove
 from tests.integration.groves import Invoked, cli_environment, invoke
 
 TIMEOUT_S = 240
@@ -35,7 +35,7 @@ def grove(base: Path, *args: str, config: str = "") -> subprocess.CompletedProce
     (base / "config.toml").write_text(config)
     env = cli_environment(base)
     return subprocess.run(
-        [sys.executable, "-m", "cli.app", *args],
+        [sys.executable, "-m", "grove.cli.app", *args],
         cwd=base,
         capture_output=True,
         text=True,

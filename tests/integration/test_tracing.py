@@ -18,10 +18,10 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.trace import NonRecordingSpan, SpanContext, TraceFlags
 
-from cli.context import NO_SERVICE_ENV
-from server.files import ServiceState, remove_state, service_token, write_state
-from supervisor import Grove
-from supervisor.store import open_store
+from grove.cli.context import NO_SERVICE_ENV
+from grove.server.files import ServiceState, remove_state, service_token, write_state
+from grove.supervisor import Grove
+from grove.supervisor.store import open_store
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.host_kills import events, finish_all, kill_host
 from tests.integration.services import app_served
@@ -202,7 +202,7 @@ def test_a_batch_is_one_trace_flushed_when_the_command_exits(
     }
     command = ["batch", str(tasks), "--simulate", "--model", "gpt-6.1-terra"]
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", *command],
+        [sys.executable, "-m", "grove.cli.app", *command],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -245,7 +245,16 @@ def test_a_command_refuses_an_exporter_grove_cannot_follow_before_starting(
 ) -> None:
     env = cli_environment(tmp_path) | {"OTEL_TRACES_EXPORTER": "zipkin"}
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-6.1-terra", "hi"],
+        [
+            sys.executable,
+            "-m",
+            "grove.cli.app",
+            "run",
+            "--simulate",
+            "--model",
+            "gpt-6.1-terra",
+            "hi",
+        ],
         cwd=tmp_path,
         env=env,
         capture_output=True,
@@ -270,7 +279,7 @@ def test_a_trace_seen_without_a_collector(printed: dict[str, str], tmp_path: Pat
     them to the command, which prints them."""
     env = cli_environment(tmp_path) | printed | {"GROVE_NO_SERVICE": "1"}
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", ROOT_MODEL,
+        [sys.executable, "-m", "grove.cli.app", "run", "--simulate", "--model", ROOT_MODEL,
          "[[sim reply=hello]] hi"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240, check=False,
     )  # fmt: skip
@@ -309,7 +318,7 @@ def test_a_command_printing_its_trace_runs_a_grove_of_its_own_beside_a_service(
     command = [
         sys.executable,
         "-m",
-        "cli.app",
+        "grove.cli.app",
         "run",
         "--simulate",
         "--model",

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from supervisor.store import AgentRecord, Store, open_store
-from supervisor.tree_view import TreeView, listing, tree_rows
+from grove.supervisor.store import AgentRecord, Store, open_store
+from grove.supervisor.tree_view import TreeView, listing, tree_rows
 
 MODEL = "claude-sonnet-5-5"
 

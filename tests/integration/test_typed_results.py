@@ -11,9 +11,9 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field, field_validator
 
-from actors.agent import TurnResult
-from providers.output_schema import OutputSchemaError
-from supervisor import Grove
+from grove.actors.agent import TurnResult
+from grove.providers.output_schema import OutputSchemaError
+from grove.supervisor import Grove
 
 OPENAI = "gpt-5-mini"
 CLAUDE = "claude-haiku-4-5"

@@ -14,13 +14,13 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 from ray import cloudpickle
 
-from actors.agent import Agent, ModelChoice, Tool, TurnResult, user_entry
-from actors.output import RETRY_KIND, OutputType
-from providers.base import ProviderName, ToolSpec
-from providers.factory import OpenAIAPI, create_provider
-from providers.http import Endpoint
-from providers.output_schema import checked_schema
-from providers.simulator import SimulatorConfig, SimulatorThread
+from grove.actors.agent import Agent, ModelChoice, Tool, TurnResult, user_entry
+from grove.actors.output import RETRY_KIND, OutputType
+from grove.providers.base import ProviderName, ToolSpec
+from grove.providers.factory import OpenAIAPI, create_provider
+from grove.providers.http import Endpoint
+from grove.providers.output_schema import checked_schema
+from grove.providers.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-typed-turns-key"
 WIRES: list[tuple[ProviderName, str, OpenAIAPI]] = [

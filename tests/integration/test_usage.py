@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from supervisor import Grove
-from supervisor.store import open_store
+from grove.supervisor import Grove
+from grove.supervisor.store import open_store
 from tests.integration.groves import Invoked, cli_environment, invoke, running_grove
 
 FIELDS = ("input_tokens", "output_tokens", "thinking_tokens", "cache_read_tokens")

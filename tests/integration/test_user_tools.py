@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from supervisor import Grove
-from supervisor.approvals import ApprovalRequest
-from supervisor.errors import CommandError
-from supervisor.store import open_store
+from grove.supervisor import Grove
+from grove.supervisor.approvals import ApprovalRequest
+from grove.supervisor.errors import CommandError
+from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove
 from tests.integration.groves import sim_call as call
 from tests.integration.groves import tool_results as results

@@ -23,15 +23,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from actors.agent import TurnResult
-from actors.tools.grove_git import LOCK_FILE, WorktreeError, worktrees_locked
-from actors.tools.grove_git import git as grove_git
-from actors.tools.worktrees import ForkPoint, Worktree, fork_point, make_worktree, remove_worktree
-from cli.app import app
-from supervisor import Grove
-from supervisor.errors import CommandError
-from supervisor.holding import HOLDER_RENEW_S
-from supervisor.store import open_store
+from grove.actors.agent import TurnResult
+from grove.actors.tools.grove_git import LOCK_FILE, WorktreeError, worktrees_locked
+from grove.actors.tools.grove_git import git as grove_git
+from grove.actors.tools.worktrees import (
+    ForkPoint,
+    Worktree,
+    fork_point,
+    make_worktree,
+    remove_worktree,
+)
+from grove.cli.app import app
+from grove.supervisor import Grove
+from grove.supervisor.errors import CommandError
+from grove.supervisor.holding import HOLDER_RENEW_S
+from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove, sim_call, tool_results
 from tests.integration.services import service_in_process
 
@@ -41,7 +47,7 @@ TOOLS = ["bash", "read", "fork", "wait"]
 # agents each line of its stdin names, all at once; it says what came of each, line by line.
 ADDER = """
 import asyncio, json, sys
-from actors.tools.worktrees import ForkPoint, make_worktree
+from grove.actors.tools.worktrees import ForkPoint, make_worktree
 
 async def main(point):
     print("ready", flush=True)

@@ -38,7 +38,7 @@ class Place:
 
     def grove(self, *args: str, stdin: str = "", **env: str) -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            [sys.executable, "-m", "cli.app", *args],
+            [sys.executable, "-m", "grove.cli.app", *args],
             input=stdin,
             capture_output=True,
             text=True,
@@ -55,7 +55,15 @@ class Place:
         """Run `grove ARGS` (stdin from a file) and return it with its peak RSS in MB."""
         with (stdin or Path(os.devnull)).open("rb") as source:
             done = subprocess.run(
-                [sys.executable, "-c", PEAK_RSS_WRAPPER, sys.executable, "-m", "cli.app", *args],
+                [
+                    sys.executable,
+                    "-c",
+                    PEAK_RSS_WRAPPER,
+                    sys.executable,
+                    "-m",
+                    "grove.cli.app",
+                    *args,
+                ],
                 stdin=source,
                 capture_output=True,
                 env=self.env,

@@ -111,8 +111,8 @@ def test_a_schema_file_that_is_not_utf8_or_too_large(place: Place) -> None:
 
 def test_the_error_texts_name_the_file(tmp_path: Path) -> None:
     """The texts as a user reads them (checked without a process)."""
-    from providers.output_schema import OutputSchemaError
-    from supervisor.output_files import schema_file
+    from grove.providers.output_schema import OutputSchemaError
+    from grove.supervisor.output_files import schema_file
 
     path = tmp_path / "s.json"
     path.write_text("{")

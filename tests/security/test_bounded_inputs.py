@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from supervisor.batch.tasks import MAX_INPUT_BYTES, MAX_LINE_BYTES, MAX_TEXT_BYTES, read_tasks
+from grove.supervisor.batch.tasks import MAX_INPUT_BYTES, MAX_LINE_BYTES, MAX_TEXT_BYTES, read_tasks
 from tests.security.commands import Place
 
 ZERO = Path("/dev/zero")

@@ -10,8 +10,8 @@ import asyncio
 import threading
 from pathlib import Path
 
-from server.feeds import KEEP, EventFeed
-from supervisor.store import SqliteStore
+from grove.server.feeds import KEEP, EventFeed
+from grove.supervisor.store import SqliteStore
 
 
 async def test_a_stream_gets_every_event_once_in_order(tmp_path: Path) -> None:

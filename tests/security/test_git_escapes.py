@@ -22,20 +22,25 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from actors.tools.grove_git import (
+from grove.actors.tools.grove_git import (
     GIT_SANDBOX_OPTIONS,
     WorktreeError,
     _sandboxed,
     git,
     git_sandbox_problem,
 )
-from actors.tools.sandbox import SANDBOX_OPTIONS, lacking_text, missing_options, sandbox_problem
-from actors.tools.worktrees import fork_point, make_worktree, remove_worktree, settle
-from cli.app import app
-from cli.doctor import Finding, git_sandbox
-from supervisor import Grove
-from supervisor.errors import CommandError
-from supervisor.store import open_store
+from grove.actors.tools.sandbox import (
+    SANDBOX_OPTIONS,
+    lacking_text,
+    missing_options,
+    sandbox_problem,
+)
+from grove.actors.tools.worktrees import fork_point, make_worktree, remove_worktree, settle
+from grove.cli.app import app
+from grove.cli.doctor import Finding, git_sandbox
+from grove.supervisor import Grove
+from grove.supervisor.errors import CommandError
+from grove.supervisor.store import open_store
 from tests.conftest import bwrap_version, bwrap_without, path_without
 from tests.integration.groves import cli_environment, running_grove, sim_call, tool_results
 from tests.integration.services import service_in_process
@@ -353,7 +358,7 @@ def test_a_batch_of_its_own_with_worktrees(scene: Scene, planting: str, tmp_path
     plant(scene, planting)
     (tmp_path / "tasks.jsonl").write_text('{"id": 1, "prompt": "hi"}\n')
     done = subprocess.run(
-        [sys.executable, "-m", "cli.entry", "batch", str(tmp_path / "tasks.jsonl"),
+        [sys.executable, "-m", "grove.cli.entry", "batch", str(tmp_path / "tasks.jsonl"),
          "--worktrees", "--simulate", "-m", MODEL, "--output", str(tmp_path / "out.jsonl")],
         cwd=scene.workspace, env=cli_environment(tmp_path), capture_output=True, text=True,
         timeout=COMMAND_TIMEOUT_S, check=False,

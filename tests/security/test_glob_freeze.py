@@ -20,12 +20,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.agent import ToolError
-from actors.tools.bounds import WorkBudget
-from actors.tools.editing import editing_tools
-from actors.tools.readonly import find_files, readonly_tools, search_files
-from actors.tools.workspace import GlobMatcher, Workspace, WorkspaceError
-from supervisor import Grove
+from grove.actors.agent import ToolError
+from grove.actors.tools.bounds import WorkBudget
+from grove.actors.tools.editing import editing_tools
+from grove.actors.tools.readonly import find_files, readonly_tools, search_files
+from grove.actors.tools.workspace import GlobMatcher, Workspace, WorkspaceError
+from grove.supervisor import Grove
 from tests.integration.groves import (
     largest_gap,
     running_grove,

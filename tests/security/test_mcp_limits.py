@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from supervisor import Grove
-from supervisor.config import ConfigError, load_settings
+from grove.supervisor import Grove
+from grove.supervisor.config import ConfigError, load_settings
 from tests.integration.groves import running_grove, sim_call, tool_results
 from tests.mcp_servers import running, served_over_http
 

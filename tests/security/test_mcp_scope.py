@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.types import CallToolResult
 
-from supervisor.tool_rules import refusal_text
+from grove.supervisor.tool_rules import refusal_text
 from tests.integration.groves import cli_environment, running_grove, sim_call
 from tests.integration.services import service_in_process
 
@@ -35,7 +35,7 @@ default = ["fork", "send", "wait", "todo", "bash"]
 """
 # Two sessions a user ran with `--allow bash`, in the store `grove mcp` uses.
 USER_SESSIONS = f"""
-from supervisor import Grove
+from grove.supervisor import Grove
 with Grove(simulate=True, hosts=1) as grove:
     for _ in range(2):
         root = grove.create_root("{MODEL}", tools=["bash"], allow=["bash"])

@@ -14,12 +14,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.tools.fanout import WAIT_CAP_S
-from providers import wirejson
-from supervisor import Grove
-from supervisor.commands.parsing import split_command
-from supervisor.errors import CommandError
-from supervisor.rules import checked_seconds
+from grove.actors.tools.fanout import WAIT_CAP_S
+from grove.providers import wirejson
+from grove.supervisor import Grove
+from grove.supervisor.commands.parsing import split_command
+from grove.supervisor.errors import CommandError
+from grove.supervisor.rules import checked_seconds
 from tests.integration.groves import cli_environment
 
 NON_FINITE_WAITS = ("nan", "inf", "-inf", "1e308", "1e999", "NaN", "-nan")
@@ -69,7 +69,7 @@ def test_piped_chat_reports_every_bad_wait_and_runs_the_next_lines(tmp_path: Pat
     lines = [f"/wait {value}" for value in NON_FINITE_WAITS] + ["/wait 0", "/agents"]
     env = cli_environment(tmp_path)
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", "chat", "--simulate", "--model", "gpt-5-mini"],
+        [sys.executable, "-m", "grove.cli.app", "chat", "--simulate", "--model", "gpt-5-mini"],
         input="\n".join(lines) + "\n",
         capture_output=True,
         text=True,

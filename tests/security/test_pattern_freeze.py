@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.tools.patterns import MAX_PATTERN_CHARS, compile_pattern
-from actors.tools.readonly import readonly_tools
-from providers.linear_regex import PatternError
-from supervisor import Grove
+from grove.actors.tools.patterns import MAX_PATTERN_CHARS, compile_pattern
+from grove.actors.tools.readonly import readonly_tools
+from grove.providers.linear_regex import PatternError
+from grove.supervisor import Grove
 from tests.integration.groves import largest_gap, running_grove, streaming_beside
 
 CATASTROPHIC = "(A+)+B"

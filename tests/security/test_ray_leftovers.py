@@ -14,8 +14,8 @@ import sys
 import time
 from pathlib import Path
 
-from supervisor.local_ray import REAPER
-from supervisor.reaper import MARK_VARIABLE, POLL_S
+from grove.supervisor.local_ray import REAPER
+from grove.supervisor.reaper import MARK_VARIABLE, POLL_S
 from tests.security.commands import Place
 from tests.security.test_ray_loopback import process_tree
 
@@ -56,7 +56,7 @@ def in_session(session: int) -> list[int]:
 
 
 def test_a_killed_grove_run_leaves_no_process_behind(place: Place) -> None:
-    command = [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-5-mini"]
+    command = [sys.executable, "-m", "grove.cli.app", "run", "--simulate", "--model", "gpt-5-mini"]
     running = subprocess.Popen(
         [*command, SLOW_REPLY],
         env=place.env,

@@ -109,7 +109,7 @@ def home(place: Place) -> Path:
 def test_every_socket_of_a_grove_run_is_on_loopback_and_the_token_is_private(
     place: Place, home: Path
 ) -> None:
-    command = [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-5-mini"]
+    command = [sys.executable, "-m", "grove.cli.app", "run", "--simulate", "--model", "gpt-5-mini"]
     env = {**place.env, "HOME": str(home)}
     with subprocess.Popen(
         [*command, SLOW_REPLY],
@@ -150,7 +150,7 @@ def test_an_existing_token_file_others_can_read_is_made_private(place: Place, ho
     token.write_text("a" * 64)
     token.chmod(0o644)
     done = subprocess.run(
-        [sys.executable, "-m", "cli.app", "run", "--simulate", "--model", "gpt-5-mini", "hi"],
+        [sys.executable, "-m", "grove.cli.app", "run", "--simulate", "--model", "gpt-5-mini", "hi"],
         env={**place.env, "HOME": str(home)},
         capture_output=True,
         text=True,

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 import ray
 
-from actors.agent import ToolError
-from actors.tools.editing import editing_tools
-from actors.tools.sandbox import SandboxPolicy
-from supervisor import Grove
+from grove.actors.agent import ToolError
+from grove.actors.tools.editing import editing_tools
+from grove.actors.tools.sandbox import SandboxPolicy
+from grove.supervisor import Grove
 from tests.integration.groves import sim_call, tool_results
 
 pytestmark = pytest.mark.grove(hosts=1)

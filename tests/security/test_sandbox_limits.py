@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 import ray
 
-from actors.sandbox_limits import SandboxLimits
-from actors.tools.editing import editing_tools
-from actors.tools.sandbox import SandboxPolicy
-from supervisor import Grove
+from grove.actors.sandbox_limits import SandboxLimits
+from grove.actors.tools.editing import editing_tools
+from grove.actors.tools.sandbox import SandboxPolicy
+from grove.supervisor import Grove
 from tests.integration.groves import (
     cli_environment,
     largest_gap,
@@ -159,7 +159,7 @@ def test_doctor_says_when_root_cannot_limit_processes(tmp_path: Path) -> None:
     nothing limits a sandbox's process count, and `grove doctor` says so with the fix."""
     private = ["unshare", "--mount", "--propagation", "private", "sh", "-c", CGROUPS_READ_ONLY]
     done = subprocess.run(
-        [*private, "sh", sys.executable, "-m", "cli.entry", "doctor"],
+        [*private, "sh", sys.executable, "-m", "grove.cli.entry", "doctor"],
         capture_output=True, text=True, env=cli_environment(tmp_path), timeout=180, check=False,
     )  # fmt: skip
     lines = done.stdout.splitlines()

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.secrets import MASK, MIN_SECRET_CHARS, Secrets, mask, remember_url_secrets
+from grove.providers.secrets import MASK, MIN_SECRET_CHARS, Secrets, mask, remember_url_secrets
 from tests.integration.groves import FAST_RETRIES, invoke
 from tests.security.commands import Place
 from tests.security.echo_server import EchoServer
@@ -126,8 +126,8 @@ def test_the_basic_auth_value_of_a_url_is_masked_as_sent_and_as_written() -> Non
 def test_configured_headers_and_server_environments_are_never_in_a_repr() -> None:
     """An MCP server's env and headers, and the telemetry table's headers, hold tokens: a
     settings object written into a log line or an error text must not carry them."""
-    from actors.tools.mcp import McpServerConfig
-    from supervisor.config import McpServerSection, TelemetrySection
+    from grove.actors.tools.mcp import McpServerConfig
+    from grove.supervisor.config import McpServerSection, TelemetrySection
 
     token = "CANARYHEADER" + secrets.token_hex(8)
     shown = [

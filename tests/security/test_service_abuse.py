@@ -20,7 +20,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from supervisor.batch.tasks import MAX_TEXT_BYTES
+from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
 from tests.integration.groves import cli_environment
 from tests.integration.services import Service as RunningService
 from tests.integration.services import grove_service

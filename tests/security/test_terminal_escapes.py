@@ -18,7 +18,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli.printable import printable
+from grove.cli.printable import printable
 from tests.integration.groves import Invoked, invoke, sim_call
 from tests.security.commands import COMMAND_TIMEOUT_S, Place, make_place
 from tests.terminal import Terminal
@@ -86,7 +86,7 @@ class Scene:
 
     def grove(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
         done = subprocess.run(
-            [sys.executable, "-m", "cli.app", *args],
+            [sys.executable, "-m", "grove.cli.app", *args],
             input=stdin,
             capture_output=True,
             text=True,
@@ -179,7 +179,7 @@ def test_piped_grove_chat_shows_it_and_agents_and_usage_a_model_name_a_model_cho
 
 
 def test_grove_chat_on_a_terminal_shows_it(scene: Scene) -> None:
-    argv = [sys.executable, "-m", "cli.app", "chat", *MODEL, *TOOLS]
+    argv = [sys.executable, "-m", "grove.cli.app", "chat", *MODEL, *TOOLS]
     terminal = Terminal(argv, {**scene.place.env, "TERM": "xterm"}, scene.workspace)
     try:
         terminal.expect(">")

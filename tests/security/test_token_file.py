@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from server.files import TOKEN_FILE
+from grove.server.files import TOKEN_FILE
 from tests.integration.groves import running_grove
 from tests.integration.services import service_in_process
 
@@ -25,7 +25,7 @@ def test_a_token_others_can_read_is_made_0600_by_the_first_command_with_one_line
 
         def status() -> subprocess.CompletedProcess[str]:
             return subprocess.run(
-                [sys.executable, "-m", "cli.entry", "status"], capture_output=True, text=True,
+                [sys.executable, "-m", "grove.cli.entry", "status"], capture_output=True, text=True,
                 env=service.env, timeout=TIMEOUT_S, check=False,
             )  # fmt: skip
 

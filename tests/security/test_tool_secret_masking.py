@@ -17,11 +17,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.masking import MaskedEmit, masked_entry
-from actors.turn_result import NewEntry
-from providers.base import TextDelta, ThinkingDelta
-from providers.secrets import MASK, Secrets, StreamMask
-from supervisor import Grove
+from grove.actors.masking import MaskedEmit, masked_entry
+from grove.actors.turn_result import NewEntry
+from grove.providers.base import TextDelta, ThinkingDelta
+from grove.providers.secrets import MASK, Secrets, StreamMask
+from grove.supervisor import Grove
 from tests.integration.groves import running_grove
 from tests.integration.services import service_in_process
 
@@ -120,7 +120,7 @@ def test_each_shape_is_masked(text: str, key: str) -> None:
 
 
 def test_exact_values_are_masked_in_tool_arguments_results_and_thinking() -> None:
-    from providers import secrets as loaded
+    from grove.providers import secrets as loaded
 
     value = canary("CANARYLOADED")
     loaded.remember_secret(value)

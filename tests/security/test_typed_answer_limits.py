@@ -16,10 +16,10 @@ import pytest
 from pydantic import BaseModel, field_validator
 from ray import cloudpickle
 
-from actors import output as answers
-from actors.output import MAX_ANSWER_DEPTH, AnswerError, OutputType, check_answer, read_answer
-from providers.output_schema import OutputSchemaError, checked_schema
-from supervisor import Grove
+from grove.actors import output as answers
+from grove.actors.output import MAX_ANSWER_DEPTH, AnswerError, OutputType, check_answer, read_answer
+from grove.providers.output_schema import OutputSchemaError, checked_schema
+from grove.supervisor import Grove
 from tests.integration.groves import largest_gap, running_grove, streaming_beside
 
 CATASTROPHIC = "^(a+)+$"

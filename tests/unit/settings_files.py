@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from supervisor.config import ConfigError, load_settings
+from grove.supervisor.config import ConfigError, load_settings
 
 
 def refused(config: Path, text: str) -> str:

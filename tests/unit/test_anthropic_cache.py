@@ -13,9 +13,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.anthropic_cache import LOOKBACK_BLOCKS, MAX_BREAKPOINTS
-from providers.anthropic_request import request_body
-from providers.base import (
+from grove.providers.anthropic_cache import LOOKBACK_BLOCKS, MAX_BREAKPOINTS
+from grove.providers.anthropic_request import request_body
+from grove.providers.base import (
     CachePoint,
     CachePolicy,
     JSONObject,

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.anthropic import AnthropicWire, map_error
-from providers.anthropic_request import THINKING_OFF_IN_FOREIGN_TOOL_LOOP
-from providers.base import (
+from grove.providers.anthropic import AnthropicWire, map_error
+from grove.providers.anthropic_request import THINKING_OFF_IN_FOREIGN_TOOL_LOOP
+from grove.providers.base import (
     THINKING_LEVELS,
     JSONObject,
     Message,
@@ -26,9 +26,9 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.catalog import MODELS, model_info
-from providers.errors import ProviderHTTPError
-from providers.http import Endpoint, PreparedRequest
+from grove.providers.catalog import MODELS, model_info
+from grove.providers.errors import ProviderHTTPError
+from grove.providers.http import Endpoint, PreparedRequest
 
 KEY = "sk-ant-api03-test-0123456789abcdef"
 ENDPOINT = Endpoint(base_url="https://api.anthropic.com", api_key=KEY)

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.accumulate import TurnAccumulator
-from providers.anthropic import AnthropicWire
-from providers.base import (
+from grove.providers.accumulate import TurnAccumulator
+from grove.providers.anthropic import AnthropicWire
+from grove.providers.base import (
     JSONObject,
     Message,
     Request,
@@ -23,9 +23,9 @@ from providers.base import (
     Usage,
     UsageUpdate,
 )
-from providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
-from providers.http import Endpoint
-from providers.sse import SSEDecoder
+from grove.providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
+from grove.providers.http import Endpoint
+from grove.providers.sse import SSEDecoder
 
 START = {
     "type": "message_start",

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from supervisor.batch.tasks import (
+from grove.supervisor.batch.tasks import (
     MAX_TEXT_BYTES,
     ContextError,
     Task,

@@ -8,14 +8,14 @@ import io
 import json
 from pathlib import Path
 
-from actors.agent import TurnResult
-from cli.batch_progress import PlainProgress
-from providers.base import Usage
-from server.batch_files import BatchFiles, described_batches, read_recorded
-from supervisor.batch.done import read_previous
-from supervisor.batch.records import OutputLog, error_record, line_error_record, task_record
-from supervisor.batch.summary import Totals, duration_text, progress_line, summary_line
-from supervisor.batch.tasks import Task, TaskLineError
+from grove.actors.agent import TurnResult
+from grove.cli.batch_progress import PlainProgress
+from grove.providers.base import Usage
+from grove.server.batch_files import BatchFiles, described_batches, read_recorded
+from grove.supervisor.batch.done import read_previous
+from grove.supervisor.batch.records import OutputLog, error_record, line_error_record, task_record
+from grove.supervisor.batch.summary import Totals, duration_text, progress_line, summary_line
+from grove.supervisor.batch.tasks import Task, TaskLineError
 
 TASK = Task(id=7, key="7", line=3, prompt="Review this")
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from actors.estimates import ESTIMATED, UNBILLED, estimated_bill, is_bill
-from providers.base import Message, Request, TextPart
-from providers.catalog import model_info
-from providers.thinking import DEFAULT_MAX_TOKENS
-from supervisor.billing import InFlightBilling
-from supervisor.budget import Hold
+from grove.actors.estimates import ESTIMATED, UNBILLED, estimated_bill, is_bill
+from grove.providers.base import Message, Request, TextPart
+from grove.providers.catalog import model_info
+from grove.providers.thinking import DEFAULT_MAX_TOKENS
+from grove.supervisor.billing import InFlightBilling
+from grove.supervisor.budget import Hold
 
 
 def estimate(tokens: int) -> dict[str, object]:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from supervisor import bridge
-from supervisor.api import Grove
-from supervisor.async_api import AsyncGrove, AsyncTurn, kind_of, public_methods
+from grove.supervisor import bridge
+from grove.supervisor.api import Grove
+from grove.supervisor.async_api import AsyncGrove, AsyncTurn, kind_of, public_methods
 
 
 def slow_sum(values: list[float]) -> float:
@@ -168,8 +168,8 @@ async def test_a_batch_follower_waiting_for_its_service_to_return_keeps_the_loop
 ) -> None:
     """`AsyncGrove(RemoteGrove.running())`: while a batch's service is down, its follower
     waits a second at a time; the caller's loop goes on meanwhile."""
-    from server.client import RemoteGrove
-    from server.files import ServiceState
+    from grove.server.client import RemoteGrove
+    from grove.server.files import ServiceState
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no service is recorded there
     remote = RemoteGrove(ServiceState(pid=1, host="127.0.0.1", port=9, started=1.0))
@@ -206,8 +206,8 @@ def test_a_batch_follower_follows_a_stopping_service_again_and_gives_up_on_one_t
     """A stopping service ends its streams while it still answers: the follower follows the
     same service again after a second; one that ended the stream early five times in a row,
     nothing new between, is an error."""
-    from server.client import EARLY_ENDS_ALLOWED, RemoteError, RemoteGrove
-    from server.files import ServiceState, write_state
+    from grove.server.client import EARLY_ENDS_ALLOWED, RemoteError, RemoteGrove
+    from grove.server.files import ServiceState, write_state
 
     class Healthy(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:

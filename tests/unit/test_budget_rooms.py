@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from providers.base import Usage
-from providers.catalog import cost_usd, reply_cost_usd
-from supervisor.budget import TreeSpend, output_room
-from supervisor.budget_rules import Budget
+from grove.providers.base import Usage
+from grove.providers.catalog import cost_usd, reply_cost_usd
+from grove.supervisor.budget import TreeSpend, output_room
+from grove.supervisor.budget_rules import Budget
 
 
 def test_a_reply_past_the_long_context_tier_costs_its_rate() -> None:

@@ -12,16 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from actors.transcript import fork_point, to_messages
-from providers.base import CachePoint, CachePolicy, Message, Request, TextPart, ToolSpec
-from providers.google_cache import cached_content_body
-from providers.google_request import build_body
-from providers.http import Endpoint
-from providers.openai_cache import REQUESTS_PER_KEY_MINUTE, WINDOW_S, CacheKeys, KeySpread
-from providers.openai_chat import OpenAIChatWire
-from providers.openai_responses import OpenAIResponsesWire
-from supervisor.config import CacheSection, ConfigError, load_settings
-from supervisor.store.records import MessageRecord
+from grove.actors.transcript import fork_point, to_messages
+from grove.providers.base import CachePoint, CachePolicy, Message, Request, TextPart, ToolSpec
+from grove.providers.google_cache import cached_content_body
+from grove.providers.google_request import build_body
+from grove.providers.http import Endpoint
+from grove.providers.openai_cache import REQUESTS_PER_KEY_MINUTE, WINDOW_S, CacheKeys, KeySpread
+from grove.providers.openai_chat import OpenAIChatWire
+from grove.providers.openai_responses import OpenAIResponsesWire
+from grove.supervisor.config import CacheSection, ConfigError, load_settings
+from grove.supervisor.store.records import MessageRecord
 
 ENDPOINT = Endpoint(base_url="https://api.openai.com", api_key="sk-test-key-0123456789")
 

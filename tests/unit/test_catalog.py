@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.base import THINKING_LEVELS, Usage
-from providers.catalog import (
+from grove.providers.base import THINKING_LEVELS, Usage
+from grove.providers.catalog import (
     CATALOG,
     DEFAULT_MODELS,
     MAX_NEAR_MISS_CHARS,
@@ -30,8 +30,8 @@ from providers.catalog import (
     parse_model_spec,
     set_prices,
 )
-from providers.errors import InvalidThinkingLevelError, UnknownModelError
-from providers.http import join_url
+from grove.providers.errors import InvalidThinkingLevelError, UnknownModelError
+from grove.providers.http import join_url
 
 REFERENCE_UNKNOWN_MODEL = """\
 Unknown model: unknown-model

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.base import Usage
-from providers.catalog import CATALOG, MODELS, cost_usd, model_info
-from providers.catalog_data import CatalogError, parse_catalog
+from grove.providers.base import Usage
+from grove.providers.catalog import CATALOG, MODELS, cost_usd, model_info
+from grove.providers.catalog_data import CatalogError, parse_catalog
 
 RAW: dict[str, Any] = json.loads(
     resources.files("providers").joinpath("models.json").read_text(encoding="utf-8")
@@ -218,7 +218,7 @@ def test_any_damage_to_the_data_file_is_a_catalog_error_or_a_catalog(
 
 def test_the_data_file_ships_with_grove() -> None:
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
-    assert "models.json" in pyproject["tool"]["setuptools"]["package-data"]["providers"]
+    assert "models.json" in pyproject["tool"]["setuptools"]["package-data"]["grove.providers"]
 
 
 def test_every_model_names_its_source_pages() -> None:

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import io
 
-from cli.chat_live import too_long
-from cli.chat_screen import LiveOutput, rows_of, split_rows
-from cli.chat_status import Status, status_text
-from cli.chat_turns import shortened
-from cli.styles import DIM, RESET
-from supervisor.batch.tasks import MAX_TEXT_BYTES
+from grove.cli.chat_live import too_long
+from grove.cli.chat_screen import LiveOutput, rows_of, split_rows
+from grove.cli.chat_status import Status, status_text
+from grove.cli.chat_turns import shortened
+from grove.cli.styles import DIM, RESET
+from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
 
 
 def test_the_status_line_while_a_turn_streams_and_after() -> None:

@@ -11,7 +11,7 @@ from typing import Literal
 import pytest
 import typer
 
-from cli.coercion import plain_converter
+from grove.cli.coercion import plain_converter
 from tests.conformance.corpus import REPO_ROOT
 
 
@@ -77,7 +77,7 @@ def test_what_is_not_plain_is_left_to_typer() -> None:
 def test_typer_asked_directly_says_the_same_words() -> None:
     from typer.main import get_command
 
-    from cli.app import app
+    from grove.cli.app import app
 
     group = get_command(app)
     context = group.make_context("grove", ["batch"])
@@ -90,7 +90,7 @@ def test_typer_asked_directly_says_the_same_words() -> None:
 def test_a_command_line_loads_no_pydantic_for_its_options() -> None:
     probe = (
         "import sys\n"
-        "from cli.app import app\n"
+        "from grove.cli.app import app\n"
         "try:\n"
         "    app(['usage', '--by', 'week'], prog_name='grove')\n"
         "except SystemExit as exit:\n"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cli.completion import candidates
-from providers.catalog import completions
+from grove.cli.completion import candidates
+from grove.providers.catalog import completions
 
 COMMANDS = ["agents", "clear", "exit", "fork", "help", "kill", "model"]
 

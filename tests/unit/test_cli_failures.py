@@ -12,8 +12,8 @@ from ray.exceptions import (
     RayTaskError,
 )
 
-from cli.failures import failure_line
-from supervisor.errors import CommandError
+from grove.cli.failures import failure_line
+from grove.supervisor.errors import CommandError
 
 REMOTE_TRACEBACK = 'Traceback (most recent call last):\n  File "x.py", line 1\nValueError: bad'
 

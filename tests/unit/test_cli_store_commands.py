@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app, hoisted
-from cli.doctor import store as doctor_store
-from supervisor.config import load_settings
-from supervisor.store import AgentRecord, SqliteStore
+from grove.cli.app import app, hoisted
+from grove.cli.doctor import store as doctor_store
+from grove.supervisor.config import load_settings
+from grove.supervisor.store import AgentRecord, SqliteStore
 
 ROOT = "aaaa1111-0000-4000-8000-000000000000"
 CHILD = "bbbb2222-0000-4000-8000-000000000000"

@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from actors.coalesce import Coalescer
+from grove.actors.coalesce import Coalescer
 
 
 def test_calls_made_while_one_is_in_flight_go_together_in_order() -> None:

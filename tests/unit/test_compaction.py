@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.transcript import entry_to_message
-from supervisor.compaction import clipped, find_cut, serialize, summary_prompt
-from supervisor.context import context_usage, message_tokens
-from supervisor.store.records import MessageRecord
+from grove.actors.transcript import entry_to_message
+from grove.supervisor.compaction import clipped, find_cut, serialize, summary_prompt
+from grove.supervisor.context import context_usage, message_tokens
+from grove.supervisor.store.records import MessageRecord
 
 AGENT = "a" * 36
 
@@ -102,7 +102,7 @@ def test_a_compaction_reaches_the_model_as_a_user_message_holding_the_summary() 
 
 
 def test_each_providers_context_length_error_is_recognised() -> None:
-    from providers.errors import is_context_overflow
+    from grove.providers.errors import is_context_overflow
 
     assert is_context_overflow("anthropic: 400 invalid_request_error: prompt is too long: 9 > 8")
     assert is_context_overflow(

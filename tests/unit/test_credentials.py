@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from providers.base import ProviderName
-from providers.credentials import base_url, config_dir, load_api_key
-from providers.errors import MissingCredentialsError
+from grove.providers.base import ProviderName
+from grove.providers.credentials import base_url, config_dir, load_api_key
+from grove.providers.errors import MissingCredentialsError
 
 CANARY = "sk-canary-7f3a9c1e5b2d4f60"
 PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai", "google")

@@ -25,11 +25,11 @@ import typer
 import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel
 
-from cli.app import app
-from providers.catalog import parse_model_spec
-from providers.credentials import API_KEY_ENV
-from supervisor.batch.tasks import read_tasks
-from supervisor.config import GroveSettings, load_settings
+from grove.cli.app import app
+from grove.providers.catalog import parse_model_spec
+from grove.providers.credentials import API_KEY_ENV
+from grove.supervisor.batch.tasks import read_tasks
+from grove.supervisor.config import GroveSettings, load_settings
 from tests.conformance.corpus import REPO_ROOT
 from tests.conftest import required_binary
 

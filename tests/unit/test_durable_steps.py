@@ -9,18 +9,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actors.agent import ModelChoice, TurnResult
-from actors.host import Ticket
-from actors.steps import INTERRUPTED_FACT, open_calls
-from actors.tools.todo import reads_only
-from actors.transcript import parts_to_data
-from actors.turn_result import NewEntry
-from providers.base import Message, TextPart, ToolCallPart, ToolResultPart
-from supervisor.billing import InFlightBilling
-from supervisor.holding import new_holder, unheld_agents
-from supervisor.store import open_store
-from supervisor.store.records import AgentRecord, MessageRecord, NewMessage
-from supervisor.turns import fork_end, seeded_messages, step_events, turn_messages, turn_open
+from grove.actors.agent import ModelChoice, TurnResult
+from grove.actors.host import Ticket
+from grove.actors.steps import INTERRUPTED_FACT, open_calls
+from grove.actors.tools.todo import reads_only
+from grove.actors.transcript import parts_to_data
+from grove.actors.turn_result import NewEntry
+from grove.providers.base import Message, TextPart, ToolCallPart, ToolResultPart
+from grove.supervisor.billing import InFlightBilling
+from grove.supervisor.holding import new_holder, unheld_agents
+from grove.supervisor.store import open_store
+from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
+from grove.supervisor.turns import fork_end, seeded_messages, step_events, turn_messages, turn_open
 
 
 def call(call_id: str, name: str = "mark") -> ToolCallPart:

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from actors.agent import Tool, ToolError
-from actors.tools.editing import BASH_OUTPUT_CHARS, MAX_WRITE_BYTES, editing_tools
-from actors.tools.sandbox import SandboxPolicy, command_environment
+from grove.actors.agent import Tool, ToolError
+from grove.actors.tools.editing import BASH_OUTPUT_CHARS, MAX_WRITE_BYTES, editing_tools
+from grove.actors.tools.sandbox import SandboxPolicy, command_environment
 from tests.unit.loop_checks import all_gone, appears, with_ticks
 
 
@@ -192,7 +192,7 @@ def test_the_command_environment_is_an_allowlist(monkeypatch: pytest.MonkeyPatch
 
 def test_package_registry_and_database_credentials_are_among_the_hidden(tmp_path: Path) -> None:
     """Tokens of package registries and database passwords live in the home directory too."""
-    from actors.tools.sandbox import secret_paths
+    from grove.actors.tools.sandbox import secret_paths
 
     names = (".npmrc", ".pypirc", ".pgpass", ".cargo/credentials.toml", ".gem/credentials")
     for name in names:

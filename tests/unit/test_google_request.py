@@ -14,7 +14,7 @@ import httpx
 import pytest
 from google.genai import types
 
-from providers.base import (
+from grove.providers.base import (
     JSONObject,
     Message,
     Request,
@@ -25,11 +25,11 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.google import GoogleWire
-from providers.google_request import SIGNATURE_BYPASS
-from providers.google_stream import TEXT_SIGNATURE_DATA
-from providers.http import Endpoint, PreparedRequest
-from providers.thinking import CANNOT_DISABLE_WARNING
+from grove.providers.google import GoogleWire
+from grove.providers.google_request import SIGNATURE_BYPASS
+from grove.providers.google_stream import TEXT_SIGNATURE_DATA
+from grove.providers.http import Endpoint, PreparedRequest
+from grove.providers.thinking import CANNOT_DISABLE_WARNING
 
 KEY = "AIzaSyTEST-not-a-real-key-0123456789abcd"
 ENDPOINT = Endpoint(base_url="http://127.0.0.1:1", api_key=KEY)

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.accumulate import TurnAccumulator
-from providers.base import (
+from grove.providers.accumulate import TurnAccumulator
+from grove.providers.base import (
     Completed,
     JSONObject,
     StopReason,
@@ -28,15 +28,15 @@ from providers.base import (
     Usage,
     UsageUpdate,
 )
-from providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
-from providers.google_stream import (
+from grove.providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
+from grove.providers.google_stream import (
     TEXT_SIGNATURE_DATA,
     GeminiStreamParser,
     assign_partial_arg,
     gemini_usage,
     parse_json_path,
 )
-from providers.sse import ServerSentEvent
+from grove.providers.sse import ServerSentEvent
 
 
 def chunk(*parts: JSONObject, finish: str | None = None, **top: Any) -> ServerSentEvent:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.transcript import part_from_data, part_to_data
-from providers.anthropic import AnthropicWire
-from providers.base import (
+from grove.actors.transcript import part_from_data, part_to_data
+from grove.providers.anthropic import AnthropicWire
+from grove.providers.base import (
     ImageData,
     ImagePart,
     Message,
@@ -18,10 +18,10 @@ from providers.base import (
     ToolCallPart,
     ToolResultPart,
 )
-from providers.google import GoogleWire
-from providers.http import Endpoint
-from providers.openai_chat import OpenAIChatWire
-from providers.openai_responses import OpenAIResponsesWire
+from grove.providers.google import GoogleWire
+from grove.providers.http import Endpoint
+from grove.providers.openai_chat import OpenAIChatWire
+from grove.providers.openai_responses import OpenAIResponsesWire
 
 ENDPOINT = Endpoint(base_url="http://127.0.0.1:1", api_key="test-key-not-real-0000")
 PIXEL = ImageData(media_type="image/png", data="iVBORw0KGgo=")

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.agent import estimated_input
-from providers.base import (
+from grove.actors.agent import estimated_input
+from grove.providers.base import (
     Message,
     Request,
     TextPart,
@@ -19,9 +19,9 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.factory import wire_for
-from providers.http import Endpoint
-from providers.simulator.script import estimate_tokens
+from grove.providers.factory import wire_for
+from grove.providers.http import Endpoint
+from grove.providers.simulator.script import estimate_tokens
 
 WIRES = [
     ("anthropic", "claude-haiku-4-5"),

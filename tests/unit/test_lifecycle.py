@@ -15,9 +15,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.base import ProviderName
-from providers.catalog import CATALOG, DEFAULT_MODELS, MODELS, PROVIDER_TITLES
-from providers.lifecycle import (
+from grove.providers.base import ProviderName
+from grove.providers.catalog import CATALOG, DEFAULT_MODELS, MODELS, PROVIDER_TITLES
+from grove.providers.lifecycle import (
     TODAY_ENV,
     ClockError,
     RetiredModelError,
@@ -27,13 +27,13 @@ from providers.lifecycle import (
     standing,
     today,
 )
-from supervisor.advice import AdvisorPlan
-from supervisor.batch.tasks import read_tasks
-from supervisor.commands.builtin import advisor_status_text
-from supervisor.commands.parsing import parse_fork_args
-from supervisor.config import ConfigError, config_path, load_settings
-from supervisor.errors import CommandError
-from supervisor.rules import NO_MODEL_TEXT, no_model_flag_text
+from grove.supervisor.advice import AdvisorPlan
+from grove.supervisor.batch.tasks import read_tasks
+from grove.supervisor.commands.builtin import advisor_status_text
+from grove.supervisor.commands.parsing import parse_fork_args
+from grove.supervisor.config import ConfigError, config_path, load_settings
+from grove.supervisor.errors import CommandError
+from grove.supervisor.rules import NO_MODEL_TEXT, no_model_flag_text
 
 DAY = date(2026, 12, 4)
 SONNET_RETIRED = "claude-sonnet-4-5 was retired on 2026-11-30; use claude-sonnet-5-5"
@@ -237,7 +237,7 @@ def test_fork_with_a_retired_or_deprecated_model(monkeypatch: pytest.MonkeyPatch
 @given(st.text(max_size=60))
 def test_a_chosen_model_is_a_spec_or_one_model_error(text: str) -> None:
     """Whatever is typed after /model: a spec, or a ModelSpecError with its text, nothing else."""
-    from providers.errors import ModelSpecError
+    from grove.providers.errors import ModelSpecError
 
     try:
         choice = choose_model(text, day=DAY)
@@ -297,8 +297,8 @@ def test_every_model_the_help_texts_and_tool_descriptions_name_is_current() -> N
     from typer.main import get_command
     from typer.testing import CliRunner
 
-    from cli.app import app
-    from cli.mcp_tools import BatchTask, ModelName
+    from grove.cli.app import app
+    from grove.cli.mcp_tools import BatchTask, ModelName
 
     runner = CliRunner()
     texts = [runner.invoke(app, ["--help"]).stdout]

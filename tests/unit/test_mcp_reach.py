@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cli.mcp_reach import Reach, one, tree_roots
+from grove.cli.mcp_reach import Reach, one, tree_roots
 
 
 def row(uuid: str, parent: str | None = None, watched: str | None = None) -> dict[str, str | None]:

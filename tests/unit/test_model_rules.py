@@ -11,15 +11,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.anthropic_request import request_body as anthropic_body
-from providers.base import THINKING_LEVELS, Message, OutputSchema, Request, TextPart, ThinkingLevel
-from providers.catalog import MODELS, PROVIDER_PREFIXES, model_info
-from providers.google_request import build_body as google_body
-from providers.lifecycle import TODAY_ENV
-from providers.openai_chat import request_body as chat_body
-from providers.openai_responses import request_body as responses_body
-from providers.simulator import model_rules
-from providers.simulator.model_rules import (
+from grove.providers.anthropic_request import request_body as anthropic_body
+from grove.providers.base import (
+    THINKING_LEVELS,
+    Message,
+    OutputSchema,
+    Request,
+    TextPart,
+    ThinkingLevel,
+)
+from grove.providers.catalog import MODELS, PROVIDER_PREFIXES, model_info
+from grove.providers.google_request import build_body as google_body
+from grove.providers.lifecycle import TODAY_ENV
+from grove.providers.openai_chat import request_body as chat_body
+from grove.providers.openai_responses import request_body as responses_body
+from grove.providers.simulator import model_rules
+from grove.providers.simulator.model_rules import (
     ADAPTIVE_ONLY,
     NO_ADAPTIVE,
     NO_FORCED_TOOL,
@@ -30,7 +37,7 @@ from providers.simulator.model_rules import (
     refuse_openai,
     rules_for,
 )
-from providers.simulator.wire import InvalidRequest
+from grove.providers.simulator.wire import InvalidRequest
 
 QUESTION: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
 

@@ -10,11 +10,11 @@ from datetime import date
 import pytest
 from typer.testing import CliRunner
 
-from cli.app import app
-from providers.catalog import DEFAULT_MODELS, MODELS
-from providers.errors import GroveError
-from providers.lifecycle import TODAY_ENV
-from supervisor.model_table import model_rows, table_lines
+from grove.cli.app import app
+from grove.providers.catalog import DEFAULT_MODELS, MODELS
+from grove.providers.errors import GroveError
+from grove.providers.lifecycle import TODAY_ENV
+from grove.supervisor.model_table import model_rows, table_lines
 
 DAY = date(2026, 12, 4)
 ROW_KEYS = [

@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.accumulate import TurnAccumulator
-from providers.base import AssistantTurn, ThinkingPart
-from providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
-from providers.http import WireParser
-from providers.openai_chat_parser import ChatParser
-from providers.openai_responses_parser import ResponsesParser
-from providers.sse import ServerSentEvent
+from grove.providers.accumulate import TurnAccumulator
+from grove.providers.base import AssistantTurn, ThinkingPart
+from grove.providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
+from grove.providers.http import WireParser
+from grove.providers.openai_chat_parser import ChatParser
+from grove.providers.openai_responses_parser import ResponsesParser
+from grove.providers.sse import ServerSentEvent
 
 
 def sse(data: dict[str, Any] | str) -> ServerSentEvent:

@@ -10,7 +10,7 @@ import json
 import httpx
 import pytest
 
-from providers.base import (
+from grove.providers.base import (
     Message,
     Request,
     TextPart,
@@ -20,11 +20,11 @@ from providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from providers.errors import ProviderHTTPError
-from providers.http import Endpoint
-from providers.openai_chat import OpenAIChatWire
-from providers.openai_responses import OpenAIResponsesWire
-from providers.openai_shared import map_error, stream_error
+from grove.providers.errors import ProviderHTTPError
+from grove.providers.http import Endpoint
+from grove.providers.openai_chat import OpenAIChatWire
+from grove.providers.openai_responses import OpenAIResponsesWire
+from grove.providers.openai_shared import map_error, stream_error
 
 KEY = "sk-test-0123456789abcdef"
 ENDPOINT = Endpoint(base_url="https://api.openai.com", api_key=KEY)

@@ -19,7 +19,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 from opentelemetry.trace.span import TraceState
 
-from actors.otlp_wire import (
+from grove.actors.otlp_wire import (
     WireExporter,
     encode_request,
     scalar_attribute,

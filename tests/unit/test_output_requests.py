@@ -5,13 +5,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from providers.anthropic_request import request_body as anthropic_body
-from providers.base import Message, OutputSchema, Request, ToolSpec
-from providers.google_request import build_body as google_body
-from providers.openai_chat import request_body as chat_body
-from providers.openai_responses import request_body as responses_body
-from providers.output import OUTPUT_TOOL, TOOL_MODE_INSTRUCTION
-from providers.output_schema import checked_schema
+from grove.providers.anthropic_request import request_body as anthropic_body
+from grove.providers.base import Message, OutputSchema, Request, ToolSpec
+from grove.providers.google_request import build_body as google_body
+from grove.providers.openai_chat import request_body as chat_body
+from grove.providers.openai_responses import request_body as responses_body
+from grove.providers.output import OUTPUT_TOOL, TOOL_MODE_INSTRUCTION
+from grove.providers.output_schema import checked_schema
 
 SCHEMA = checked_schema(
     {

@@ -17,18 +17,18 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
-from providers.base import OutputSchema, Request
-from providers.output import answer_message, output_mode
-from providers.output_schema import (
+from grove.providers.base import OutputSchema, Request
+from grove.providers.output import answer_message, output_mode
+from grove.providers.output_schema import (
     OutputSchemaError,
     checked_schema,
     for_provider,
     provider_refusal,
     without_optional_nulls,
 )
-from providers.simulator.schema_json import json_for, malformed_for
-from providers.simulator.schema_rules import closed_objects_problem, strict_problem
-from supervisor.output_files import schema_file
+from grove.providers.simulator.schema_json import json_for, malformed_for
+from grove.providers.simulator.schema_rules import closed_objects_problem, strict_problem
+from grove.supervisor.output_files import schema_file
 
 NAMES = st.text(string.ascii_lowercase, min_size=1, max_size=6)
 SEEDS = st.text(max_size=8)
@@ -263,7 +263,7 @@ def test_a_recursive_model_is_inlined_at_the_root() -> None:
 
 
 def request(model: str, schema: dict[str, Any], tools: bool = False) -> Request:
-    from providers.base import ToolSpec
+    from grove.providers.base import ToolSpec
 
     return Request(
         model=model,
@@ -290,7 +290,7 @@ def test_the_catalog_chooses_native_or_a_final_tool() -> None:
 
 
 def test_an_answer_through_the_final_tool_becomes_text() -> None:
-    from providers.base import Message, TextPart, ThinkingPart, ToolCallPart
+    from grove.providers.base import Message, TextPart, ThinkingPart, ToolCallPart
 
     reply = Message(
         role="assistant",

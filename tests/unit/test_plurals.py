@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from cli.agents import tree_lines
-from providers.plurals import counted
-from supervisor.batch.summary import Totals, summary_line
-from supervisor.supervision import RestartPolicy, given_up_text
+from grove.cli.agents import tree_lines
+from grove.providers.plurals import counted
+from grove.supervisor.batch.summary import Totals, summary_line
+from grove.supervisor.supervision import RestartPolicy, given_up_text
 
 
 def test_one_takes_the_singular_every_other_count_the_plural() -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 import typer
 
-from cli.preflight import checked_model
-from providers.credentials import signed_in
-from supervisor.config import McpServerSection
-from supervisor.tool_rules import mcp_problems
+from grove.cli.preflight import checked_model
+from grove.providers.credentials import signed_in
+from grove.supervisor.config import McpServerSection
+from grove.supervisor.tool_rules import mcp_problems
 
 
 def test_signed_in_reads_the_environment_then_the_credentials_file(tmp_path: Path) -> None:

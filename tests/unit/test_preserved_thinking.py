@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from actors.transcript import part_from_data, part_to_data
-from providers.base import (
+from grove.actors.transcript import part_from_data, part_to_data
+from grove.providers.base import (
     AssistantTurn,
     Message,
     OutputSchema,
@@ -19,9 +19,9 @@ from providers.base import (
     ToolSpec,
     Usage,
 )
-from providers.errors import ProviderHTTPError
-from providers.preserved_thinking import bound, preserves_thinking, stamped, unbound
-from providers.simulator.thinking_blocks import bound_text
+from grove.providers.errors import ProviderHTTPError
+from grove.providers.preserved_thinking import bound, preserves_thinking, stamped, unbound
+from grove.providers.simulator.thinking_blocks import bound_text
 
 MODEL = "claude-sonnet-5-5"
 TOOLS = (ToolSpec(name="now", description="The time.", parameters={"type": "object"}),)

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from providers.credentials import load_api_key, warn_if_credentials_exposed
-from server.files import TOKEN_FILE, service_token
+from grove.providers.credentials import load_api_key, warn_if_credentials_exposed
+from grove.server.files import TOKEN_FILE, service_token
 from tests.conftest import required_binary
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +98,7 @@ def test_a_file_grove_cannot_change_is_used_with_how_to_fix_it(tmp_path: Path) -
     path = token_file(tmp_path / "grove", 0o644)
     code = (
         "import logging, sys, pathlib\n"
-        "from server.files import service_token\n"
+        "from grove.server.files import service_token\n"
         "logging.basicConfig(format='%(message)s')\n"
         "print(service_token(pathlib.Path(sys.argv[1])))\n"
     )

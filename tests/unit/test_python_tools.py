@@ -14,8 +14,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from actors.agent import Agent, ModelChoice, Tool, ToolError, TurnResult
-from actors.tools.python import (
+from grove.actors.agent import Agent, ModelChoice, Tool, ToolError, TurnResult
+from grove.actors.tools.python import (
     RESULT_CAP_CHARS,
     ToolDefinitionError,
     capped,
@@ -23,8 +23,8 @@ from actors.tools.python import (
     python_tool,
     tool,
 )
-from providers.accumulate import parse_arguments
-from providers.base import Provider, ToolCallPart
+from grove.providers.accumulate import parse_arguments
+from grove.providers.base import Provider, ToolCallPart
 from tests.unit.loop_checks import with_ticks
 
 

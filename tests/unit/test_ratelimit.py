@@ -3,8 +3,8 @@ continuously, a request taken whole or not at all, and the wait it would need.""
 
 from __future__ import annotations
 
-from providers.ratelimit import RateLimiter
-from providers.simulator.openai_common import openai_duration
+from grove.providers.ratelimit import RateLimiter
+from grove.providers.simulator.openai_common import openai_duration
 
 
 class Clock:

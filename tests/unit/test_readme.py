@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import re
 
-from providers.catalog import CATALOG, MODELS
-from providers.lifecycle import choose_model
-from providers.simulator.script import estimate_tokens
+from grove.providers.catalog import CATALOG, MODELS
+from grove.providers.lifecycle import choose_model
+from grove.providers.simulator.script import estimate_tokens
 from tests.conformance.corpus import REPO_ROOT
 
 

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.agent import Tool
-from actors.tools.bounds import WorkBudget
-from actors.tools.readonly import (
+from grove.actors.agent import Tool
+from grove.actors.tools.bounds import WorkBudget
+from grove.actors.tools.readonly import (
     FIND_MAX_PATHS,
     LINE_MAX_CHARS,
     READ_MAX_CHARS,
@@ -26,8 +26,8 @@ from actors.tools.readonly import (
     read_file,
     readonly_tools,
 )
-from actors.tools.workspace import GlobMatcher, Workspace, WorkspaceError
-from providers.errors import GroveError
+from grove.actors.tools.workspace import GlobMatcher, Workspace, WorkspaceError
+from grove.providers.errors import GroveError
 
 SECRET = "canary-outside-9d41e7"
 ESCAPES = "path escapes the workspace: {}"

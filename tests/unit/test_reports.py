@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.agent import ModelChoice, TurnResult
-from actors.host import Ticket
-from actors.reports import Finished, ReportBatcher
+from grove.actors.agent import ModelChoice, TurnResult
+from grove.actors.host import Ticket
+from grove.actors.reports import Finished, ReportBatcher
 
 CHOICE = ModelChoice(provider="anthropic", model="claude-sonnet-4-5")
 

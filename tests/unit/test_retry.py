@@ -16,13 +16,13 @@ from httpx import Headers
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.retry import (
+from grove.providers.retry import (
     MAX_HONOURED_RETRY_AFTER_S,
     RetryPolicy,
     parse_duration,
     retry_after_from_headers,
 )
-from supervisor.config import load_settings
+from grove.supervisor.config import load_settings
 from tests.unit.settings_files import refused
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.agent import ToolError
-from actors.sandbox_limits import SandboxLimits
-from actors.tools.editing import editing_tools
-from actors.tools.sandbox import SandboxPolicy, bwrap_arguments, sandbox_problem
+from grove.actors.agent import ToolError
+from grove.actors.sandbox_limits import SandboxLimits
+from grove.actors.tools.editing import editing_tools
+from grove.actors.tools.sandbox import SandboxPolicy, bwrap_arguments, sandbox_problem
 from tests.conftest import bwrap_version, bwrap_without, path_without
 
 
@@ -89,8 +89,8 @@ def test_secrets_are_hidden_after_the_root_is_mounted(tmp_path: Path) -> None:
 
 
 def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from supervisor import Grove
-    from supervisor.config import ConfigError, load_settings
+    from grove.supervisor import Grove
+    from grove.supervisor.config import ConfigError, load_settings
 
     monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "config.toml"))
     (tmp_path / "config.toml").write_text(
@@ -115,7 +115,7 @@ async def test_a_command_cannot_make_the_workspace_a_repository_of_its_own(
     without `.git` has a read-only empty one (git looks past it, to the repository above);
     the last command to end takes it away, so the workspace is not left looking like a
     repository (WATCHDOG.md discovery stops at a `.git`)."""
-    from actors.tools.sandbox import run_process
+    from grove.actors.tools.sandbox import run_process
 
     root = tmp_path / "root"
     root.mkdir()

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from cli.app import hoisted
-from cli.context import CliContext
-from cli.service_process import idle_text
-from server.files import ServiceState, read_state, state_path, write_state
-from server.idle import Clients, counts
-from server.wire import OBSERVER_HEADER
+from grove.cli.app import hoisted
+from grove.cli.context import CliContext
+from grove.cli.service_process import idle_text
+from grove.server.files import ServiceState, read_state, state_path, write_state
+from grove.server.idle import Clients, counts
+from grove.server.wire import OBSERVER_HEADER
 
 
 @pytest.fixture

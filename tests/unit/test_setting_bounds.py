@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from supervisor.config import SandboxSection, load_settings
+from grove.supervisor.config import SandboxSection, load_settings
 from tests.unit.settings_files import refused
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from supervisor.prefixes import SharedPrefixes
-from supervisor.store.records import MessageRecord
+from grove.supervisor.prefixes import SharedPrefixes
+from grove.supervisor.store.records import MessageRecord
 
 
 def message(number: int) -> MessageRecord:

@@ -10,10 +10,10 @@ import io
 
 from PIL import Image
 
-from providers.images import image_tokens, png_size
-from providers.simulator.script import estimate_tokens
-from supervisor.compaction import chosen_strategy
-from supervisor.snapcompact import (
+from grove.providers.images import image_tokens, png_size
+from grove.providers.simulator.script import estimate_tokens
+from grove.supervisor.compaction import chosen_strategy
+from grove.supervisor.snapcompact import (
     SUMMARY_HEADER,
     archive,
     frame_budget,

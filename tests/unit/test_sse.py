@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from providers.sse import ServerSentEvent, SSEDecoder
+from grove.providers.sse import ServerSentEvent, SSEDecoder
 from tests.conformance import corpus
 
 LINE_ENDINGS = (b"\n", b"\r", b"\r\n")

@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.telemetry import NO_TRACING, TraceParent, start_tracing
-from supervisor.config import ConfigError, TelemetrySection
-from supervisor.telemetry import telemetry_settings
+from grove.actors.telemetry import NO_TRACING, TraceParent, start_tracing
+from grove.supervisor.config import ConfigError, TelemetrySection
+from grove.supervisor.telemetry import telemetry_settings
 from tests.conformance.corpus import REPO_ROOT
 
 COLLECTOR = "http://collector.internal:4318"
@@ -175,9 +175,9 @@ def test_tracing_off_imports_nothing_of_the_sdk() -> None:
     SDK loads it)."""
     code = (
         "import sys, tempfile\n"
-        "import actors.remote, supervisor.remote, supervisor.api, cli.app\n"
-        "from actors.telemetry import start_tracing, caller_traceparent\n"
-        "from supervisor.store import open_store\n"
+        "import grove.actors.remote, grove.supervisor.remote, grove.supervisor.api, grove.cli.app\n"
+        "from grove.actors.telemetry import start_tracing, caller_traceparent\n"
+        "from grove.supervisor.store import open_store\n"
         "with tempfile.TemporaryDirectory() as d:\n"
         "    open_store(f'sqlite:///{d}/g.sqlite3').close()\n"
         "assert start_tracing(None).current() is None and caller_traceparent() is None\n"

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from providers.base import THINKING_LEVELS, ThinkingLevel
-from providers.catalog import MODELS, model_info
-from providers.thinking import (
+from grove.providers.base import THINKING_LEVELS, ThinkingLevel
+from grove.providers.catalog import MODELS, model_info
+from grove.providers.thinking import (
     anthropic_effort,
     anthropic_thinking,
     describe_thinking,

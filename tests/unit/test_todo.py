@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.tools.todo import (
+from grove.actors.tools.todo import (
     Phase,
     Status,
     Task,

@@ -16,9 +16,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
-from actors.otlp_wire import encode_request, span_exporter
-from actors.telemetry import TelemetrySettings
-from supervisor.trace_printer import printing_spans, span_lines
+from grove.actors.otlp_wire import encode_request, span_exporter
+from grove.actors.telemetry import TelemetrySettings
+from grove.supervisor.trace_printer import printing_spans, span_lines
 
 TRACE = 0x0AF7651916CD43DD8448EB211C80319C
 PARENT = SpanContext(TRACE, 0xB7AD6B7169203331, is_remote=False, trace_flags=TraceFlags(1))

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from actors.agent import ModelChoice, TurnResult
-from actors.host import AgentHostCore, Ticket, TurnRun
-from providers.base import TextDelta
+from grove.actors.agent import ModelChoice, TurnResult
+from grove.actors.host import AgentHostCore, Ticket, TurnRun
+from grove.providers.base import TextDelta
 
 
 async def _no_report(ticket: Ticket, result: TurnResult) -> None:

@@ -14,9 +14,9 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from actors.agent import ModelChoice
-from providers.base import CachePolicy
-from supervisor.fork_cache import ForkCaches, SharedPrefix
+from grove.actors.agent import ModelChoice
+from grove.providers.base import CachePolicy
+from grove.supervisor.fork_cache import ForkCaches, SharedPrefix
 
 NEVER_S = 3600.0  # a wait of the gate no test sees end
 STUCK_S = 60.0  # a fan-out not done by then is stuck in the gate

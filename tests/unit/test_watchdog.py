@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from actors.watchdog import (
+from grove.actors.watchdog import (
     attention_block,
     discover_watchdog_files,
     expand_imports,

@@ -17,9 +17,9 @@ from typing import cast
 import httpx
 import pytest
 
-from server.wire import query, sse_events
-from server.wire_async import LoopWire
-from supervisor.bridge import bridge
+from grove.server.wire import query, sse_events
+from grove.server.wire_async import LoopWire
+from grove.supervisor.bridge import bridge
 
 
 def events_of(raw: bytes) -> list[tuple[str, str]]:
