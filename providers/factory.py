@@ -19,7 +19,7 @@ OpenAIAPI = Literal["responses", "chat"]
 
 def wire_for(provider: ProviderName, openai_api: OpenAIAPI = "responses") -> Wire:
     if provider == "anthropic":
-        from grove.providers.anthropic import AnthropicWire
+        from grove.providers.anthropic.wire import AnthropicWire
 
         return AnthropicWire()
     if provider == "openai":

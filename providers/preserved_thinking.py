@@ -14,7 +14,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
-from grove.providers.anthropic_request import wire_block
+from grove.providers.anthropic.request import wire_block
 from grove.providers.base import (
     AssistantTurn,
     Message,

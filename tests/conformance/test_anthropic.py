@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from grove.providers.accumulate import INVALID_ARGUMENTS, TurnAccumulator
-from grove.providers.anthropic import AnthropicWire
+from grove.providers.anthropic.wire import AnthropicWire
 from grove.providers.base import (
     Message,
     Part,

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.providers.anthropic_cache import LOOKBACK_BLOCKS, MAX_BREAKPOINTS
-from grove.providers.anthropic_request import request_body
+from grove.providers.anthropic.cache import LOOKBACK_BLOCKS, MAX_BREAKPOINTS
+from grove.providers.anthropic.request import request_body
 from grove.providers.base import (
     CachePoint,
     CachePolicy,

@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.providers.anthropic import AnthropicWire, map_error
-from grove.providers.anthropic_request import THINKING_OFF_IN_FOREIGN_TOOL_LOOP
+from grove.providers.anthropic.errors import map_error
+from grove.providers.anthropic.request import THINKING_OFF_IN_FOREIGN_TOOL_LOOP
+from grove.providers.anthropic.wire import AnthropicWire
 from grove.providers.base import (
     THINKING_LEVELS,
     JSONObject,

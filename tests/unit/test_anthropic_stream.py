@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grove.providers.accumulate import TurnAccumulator
-from grove.providers.anthropic import AnthropicWire
+from grove.providers.anthropic.wire import AnthropicWire
 from grove.providers.base import (
     JSONObject,
     Message,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from grove.actors.transcript import part_from_data, part_to_data
-from grove.providers.anthropic import AnthropicWire
+from grove.providers.anthropic.wire import AnthropicWire
 from grove.providers.base import (
     ImageData,
     ImagePart,

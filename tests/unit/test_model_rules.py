@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grove.providers.anthropic_request import request_body as anthropic_body
+from grove.providers.anthropic.request import request_body as anthropic_body
 from grove.providers.base import (
     THINKING_LEVELS,
     Message,

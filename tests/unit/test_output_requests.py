@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from grove.providers.anthropic_request import request_body as anthropic_body
+from grove.providers.anthropic.request import request_body as anthropic_body
 from grove.providers.base import Message, OutputSchema, Request, ToolSpec
 from grove.providers.google_request import build_body as google_body
 from grove.providers.openai_chat import request_body as chat_body

@@ -1,6 +1,6 @@
 """Anthropic Messages API requests: the JSON body and headers of `POST /v1/messages`.
 
-Pure functions from Grove's wire-neutral `Request`; stream parsing and errors live in anthropic.py.
+Pure functions from Grove's wire-neutral `Request`; stream.py reads events, errors.py errors.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from grove.providers.anthropic_cache import FORK_MARK, place_breakpoints
+from grove.providers.anthropic.cache import FORK_MARK, place_breakpoints
 from grove.providers.base import (
     CachePoint,
     ImagePart,
@@ -114,7 +114,7 @@ def wire_messages(messages: Iterable[Message]) -> list[JSONObject]:
 
     Left out: empty text, thinking from other providers (their signatures are rejected) and
     unsigned thinking. In a user message the tool results come first, as the API requires.
-    A `CachePoint` marks the block before it (anthropic_cache.py places the breakpoints).
+    A `CachePoint` marks the block before it (cache.py places the breakpoints).
     """
     wire: list[JSONObject] = []
     for message in messages:

@@ -1,7 +1,7 @@
 """Anthropic cache breakpoints: where Grove puts `cache_control` in a Messages body.
 
 At most four a request (the API's limit), none where the prefix is shorter than the model's
-minimum cacheable length. Pure functions over the body that anthropic_request.py built.
+minimum cacheable length. Pure functions over the body that request.py built.
 """
 
 from __future__ import annotations

@@ -1,24 +1,17 @@
-"""The Anthropic Messages wire: stream events mapped to Grove's, and Anthropic's errors mapped.
-
-Request bodies are built in anthropic_request.py; network calls and retries belong to http.py.
+"""Anthropic Messages stream events mapped to Grove's, one attempt at a time, and Anthropic's
+usage read as Grove's. Request bodies live in request.py; error bodies in errors.py.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from dataclasses import replace
 from typing import Any
 
-import httpx
-
-from grove.providers import cache_features, wirejson
-from grove.providers.anthropic_request import MESSAGES_PATH, request_body, request_headers
+from grove.providers import wirejson
+from grove.providers.anthropic import PROVIDER
+from grove.providers.anthropic.errors import stream_error
 from grove.providers.base import (
     Completed,
     JSONObject,
-    ProviderName,
-    Request,
     ResponseInfo,
     StopReason,
     StreamEvent,
@@ -31,35 +24,11 @@ from grove.providers.base import (
     Usage,
     UsageUpdate,
 )
-from grove.providers.errors import ProviderHTTPError, ProviderProtocolError, ProviderStreamError
-from grove.providers.http import Endpoint, PreparedRequest
-from grove.providers.retry import retry_after_from_headers
+from grove.providers.errors import ProviderProtocolError
 from grove.providers.secrets import mask
 from grove.providers.sse import ServerSentEvent
 from grove.providers.wirejson import json_int, json_object, json_str
 
-PROVIDER: ProviderName = "anthropic"
-CACHE_FEATURE = "cache_control"
-# Stream error types that describe a passing condition on Anthropic's side.
-RETRYABLE_STREAM_ERRORS = frozenset(
-    {"overloaded_error", "api_error", "rate_limit_error", "timeout_error"}
-)
-# Error types that another attempt cannot fix: identity, money, or the request itself.
-NOT_RETRYABLE_ERRORS = frozenset(
-    {
-        "authentication_error",
-        "permission_error",
-        "billing_error",
-        "invalid_request_error",
-        "not_found_error",
-        "request_too_large",
-    }
-)
-# Spend limits and empty credit balances arrive under several types (even rate_limit_error).
-_MONEY_PATTERN = re.compile(
-    r"spend[ _-]?limit|usage[ _-]?limit|credit[ _-]?balance|billing|quota", re.IGNORECASE
-)
-MAX_MESSAGE_CHARS = 500
 TOOL_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use"})
 # Events read here; content_block_stop, ping and unknown events carry nothing Grove keeps.
 HANDLED_EVENTS = frozenset(
@@ -72,41 +41,6 @@ HANDLED_EVENTS = frozenset(
         "error",
     }
 )
-
-
-class AnthropicWire:
-    """The `Wire` for `POST /v1/messages` with `stream: true`."""
-
-    provider: ProviderName = PROVIDER
-
-    def prepare(self, request: Request, endpoint: Endpoint) -> PreparedRequest:
-        if cache_features.dropped(PROVIDER, endpoint.base_url, CACHE_FEATURE):
-            request = replace(request, cache=None)
-        body, warnings = request_body(request)
-        return PreparedRequest(
-            path=MESSAGES_PATH,
-            headers=request_headers(endpoint.api_key),
-            body=body,
-            warnings=warnings,
-        )
-
-    def new_parser(self) -> AnthropicStreamParser:
-        return AnthropicStreamParser()
-
-    def map_error(self, status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
-        return map_error(status, headers, body)
-
-    async def before_send(self, request: Request) -> None:
-        """Nothing to wait for: this wire's caches need no key of their own."""
-
-    def reply_began(self, began: bool) -> None:
-        """Nothing to release."""
-
-    def refused_feature(self, error: ProviderHTTPError) -> str | None:
-        """`cache_control` when a 400 says the server does not take it (a compatible server)."""
-        if error.status == 400 and CACHE_FEATURE in f"{error} {error.body}":
-            return CACHE_FEATURE
-        return None
 
 
 class AnthropicStreamParser:
@@ -227,60 +161,6 @@ def grove_usage(native: JSONObject) -> Usage:
             json_object(native, "cache_creation"), "ephemeral_1h_input_tokens"
         ),
     )
-
-
-# --- errors --------------------------------------------------------------------------------
-
-
-def stream_error(error: JSONObject) -> ProviderStreamError:
-    """An `error` event after HTTP 200: retried only when Anthropic is overloaded or failing."""
-    kind = json_str(error, "type")
-    message = _clip(json_str(error, "message") or "no message")
-    return ProviderStreamError(
-        f"anthropic: {kind or 'unknown_error'}: {message}",
-        provider=PROVIDER,
-        kind=kind,
-        retryable=kind in RETRYABLE_STREAM_ERRORS,
-    )
-
-
-def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
-    """A non-2xx answer. Identity, billing, spend limits and bad requests are never retried."""
-    text = mask(body.decode("utf-8", "replace"))
-    error = _error_object(text)
-    kind = json_str(error, "type")
-    code = json_str(json_object(error, "details"), "error_code")
-    if error:
-        message = _clip(json_str(error, "message") or "no message")
-    else:
-        message = _clip(text.strip()) or "empty body"
-    money = any(_MONEY_PATTERN.search(value) for value in (kind, code, message) if value)
-    retryable = False if money or kind in NOT_RETRYABLE_ERRORS else None
-    label = f"{status} {kind}" if kind else str(status)
-    if code:
-        label += f" ({code})"
-    return ProviderHTTPError(
-        f"anthropic: {label}: {message}",
-        provider=PROVIDER,
-        status=status,
-        body=text,
-        kind=kind,
-        retry_after=retry_after_from_headers(headers),
-        retryable=retryable,
-    )
-
-
-def _error_object(text: str) -> JSONObject:
-    """The `error` of `{"type": "error", "error": {...}}`, or {} for any other body."""
-    try:
-        data: Any = json.loads(text)
-    except ValueError:
-        return {}
-    return json_object(data, "error") if isinstance(data, dict) else {}
-
-
-def _clip(text: str) -> str:
-    return text[:MAX_MESSAGE_CHARS]
 
 
 # --- reading event JSON --------------------------------------------------------------------
