@@ -24,10 +24,10 @@ def wire_for(provider: ProviderName, openai_api: OpenAIAPI = "responses") -> Wir
         return AnthropicWire()
     if provider == "openai":
         if openai_api == "chat":
-            from grove.providers.openai_chat import OpenAIChatWire
+            from grove.providers.openai.chat import OpenAIChatWire
 
             return OpenAIChatWire()
-        from grove.providers.openai_responses import OpenAIResponsesWire
+        from grove.providers.openai.responses import OpenAIResponsesWire
 
         return OpenAIResponsesWire()
     from grove.providers.google import GoogleWire

@@ -11,7 +11,7 @@ import pytest
 
 from grove.providers.accumulate import TurnAccumulator
 from grove.providers.base import ToolCallPart
-from grove.providers.openai_chat import OpenAIChatWire
+from grove.providers.openai.chat import OpenAIChatWire
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids
 
 API = "openai-chat"

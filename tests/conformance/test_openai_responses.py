@@ -12,7 +12,7 @@ import pytest
 from grove.providers.accumulate import TurnAccumulator
 from grove.providers.base import ThinkingPart
 from grove.providers.errors import ProviderStreamError
-from grove.providers.openai_responses import OpenAIResponsesWire, reasoning_item
+from grove.providers.openai.responses import OpenAIResponsesWire, reasoning_item
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids, parse
 
 API = "openai-responses"

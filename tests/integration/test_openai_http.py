@@ -16,8 +16,8 @@ import pytest
 from grove.providers.base import Finished, Message, Request, Retrying, StreamEvent, ThinkingPart
 from grove.providers.errors import ProviderHTTPError, ProviderStreamError
 from grove.providers.http import Endpoint, HTTPProvider, Wire
-from grove.providers.openai_chat import OpenAIChatWire
-from grove.providers.openai_responses import OpenAIResponsesWire
+from grove.providers.openai.chat import OpenAIChatWire
+from grove.providers.openai.responses import OpenAIResponsesWire
 from grove.providers.retry import RetryPolicy
 from tests.conformance.corpus import CONFORMANCE_DIR
 

@@ -17,9 +17,9 @@ from grove.providers.base import CachePoint, CachePolicy, Message, Request, Text
 from grove.providers.google_cache import cached_content_body
 from grove.providers.google_request import build_body
 from grove.providers.http import Endpoint
-from grove.providers.openai_cache import REQUESTS_PER_KEY_MINUTE, WINDOW_S, CacheKeys, KeySpread
-from grove.providers.openai_chat import OpenAIChatWire
-from grove.providers.openai_responses import OpenAIResponsesWire
+from grove.providers.openai.cache import REQUESTS_PER_KEY_MINUTE, WINDOW_S, CacheKeys, KeySpread
+from grove.providers.openai.chat import OpenAIChatWire
+from grove.providers.openai.responses import OpenAIResponsesWire
 from grove.supervisor.config import CacheSection, ConfigError, load_settings
 from grove.supervisor.store.records import MessageRecord
 

@@ -20,8 +20,8 @@ from grove.providers.base import (
 )
 from grove.providers.google import GoogleWire
 from grove.providers.http import Endpoint
-from grove.providers.openai_chat import OpenAIChatWire
-from grove.providers.openai_responses import OpenAIResponsesWire
+from grove.providers.openai.chat import OpenAIChatWire
+from grove.providers.openai.responses import OpenAIResponsesWire
 
 ENDPOINT = Endpoint(base_url="http://127.0.0.1:1", api_key="test-key-not-real-0000")
 PIXEL = ImageData(media_type="image/png", data="iVBORw0KGgo=")

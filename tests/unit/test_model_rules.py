@@ -23,8 +23,8 @@ from grove.providers.base import (
 from grove.providers.catalog import MODELS, PROVIDER_PREFIXES, model_info
 from grove.providers.google_request import build_body as google_body
 from grove.providers.lifecycle import TODAY_ENV
-from grove.providers.openai_chat import request_body as chat_body
-from grove.providers.openai_responses import request_body as responses_body
+from grove.providers.openai.chat import request_body as chat_body
+from grove.providers.openai.responses import request_body as responses_body
 from grove.providers.simulator import model_rules
 from grove.providers.simulator.model_rules import (
     ADAPTIVE_ONLY,

@@ -17,8 +17,8 @@ from grove.providers.accumulate import TurnAccumulator
 from grove.providers.base import AssistantTurn, ThinkingPart
 from grove.providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
 from grove.providers.http import WireParser
-from grove.providers.openai_chat_parser import ChatParser
-from grove.providers.openai_responses_parser import ResponsesParser
+from grove.providers.openai.chat_stream import ChatParser
+from grove.providers.openai.responses_stream import ResponsesParser
 from grove.providers.sse import ServerSentEvent
 
 

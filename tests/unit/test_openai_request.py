@@ -22,9 +22,9 @@ from grove.providers.base import (
 )
 from grove.providers.errors import ProviderHTTPError
 from grove.providers.http import Endpoint
-from grove.providers.openai_chat import OpenAIChatWire
-from grove.providers.openai_responses import OpenAIResponsesWire
-from grove.providers.openai_shared import map_error, stream_error
+from grove.providers.openai.chat import OpenAIChatWire
+from grove.providers.openai.errors import map_error, stream_error
+from grove.providers.openai.responses import OpenAIResponsesWire
 
 KEY = "sk-test-0123456789abcdef"
 ENDPOINT = Endpoint(base_url="https://api.openai.com", api_key=KEY)

@@ -1,6 +1,6 @@
 """Chat Completions stream chunks translated into Grove stream events, one attempt at a time.
 
-Request bodies live in openai_chat. Only choice 0 is read; other choices (n > 1) are ignored.
+Request bodies live in chat.py. Only choice 0 is read; other choices (n > 1) are ignored.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from grove.providers.base import (
     UsageUpdate,
 )
 from grove.providers.errors import ProviderProtocolError
-from grove.providers.openai_shared import PROVIDER, event_json, stream_error
+from grove.providers.openai import PROVIDER
+from grove.providers.openai.errors import stream_error
+from grove.providers.openai.wire import event_json
 from grove.providers.sse import ServerSentEvent
 from grove.providers.wirejson import json_int, json_object, json_str
 

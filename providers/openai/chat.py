@@ -1,5 +1,5 @@
 """The Chat Completions wire (`POST /v1/chat/completions`, SSE) for OpenAI-compatible servers:
-request bodies and the `Wire`. Stream chunks are read in openai_chat_parser.
+request bodies and the `Wire`. Stream chunks are read in chat_stream.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from grove.providers.base import (
     ToolSpec,
 )
 from grove.providers.catalog import infer_provider
-from grove.providers.openai_chat_parser import ChatParser
-from grove.providers.openai_shared import OpenAIWire, strict_format
+from grove.providers.openai.chat_stream import ChatParser
+from grove.providers.openai.wire import OpenAIWire, strict_format
 from grove.providers.thinking import OPENAI_EFFORTS, openai_effort
 
 

@@ -1,6 +1,6 @@
 """Responses API stream events translated into Grove stream events, one attempt at a time.
 
-Request bodies live in openai_responses. Parts are keyed by `output_index`, never by
+Request bodies live in responses.py. Parts are keyed by `output_index`, never by
 `item_id`: some compatible servers (GitHub Copilot) send a new item_id on every event.
 """
 
@@ -21,7 +21,9 @@ from grove.providers.base import (
     UsageUpdate,
 )
 from grove.providers.errors import ProviderProtocolError, ProviderStreamError
-from grove.providers.openai_shared import PROVIDER, event_json, stream_error
+from grove.providers.openai import PROVIDER
+from grove.providers.openai.errors import stream_error
+from grove.providers.openai.wire import event_json
 from grove.providers.sse import ServerSentEvent
 from grove.providers.wirejson import json_int, json_object, json_str
 

@@ -1,6 +1,6 @@
 """The OpenAI Responses wire (`POST /v1/responses`, SSE): request bodies and the `Wire`.
 
-Stream events are read in openai_responses_parser; error bodies in openai_shared. Grove keeps
+Stream events are read in responses_stream; error bodies in errors.py. Grove keeps
 the conversation itself: every request is stateless (`store: false`) and carries it all.
 """
 
@@ -20,8 +20,9 @@ from grove.providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from grove.providers.openai_responses_parser import ResponsesParser
-from grove.providers.openai_shared import PROVIDER, OpenAIWire, strict_format
+from grove.providers.openai import PROVIDER
+from grove.providers.openai.responses_stream import ResponsesParser
+from grove.providers.openai.wire import OpenAIWire, strict_format
 from grove.providers.thinking import openai_reasoning
 
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
