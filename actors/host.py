@@ -48,7 +48,7 @@ from grove.providers.base import (
     ThinkingDelta,
 )
 from grove.providers.errors import ProviderError
-from grove.providers.google_cache import CachedContent, create_cached_content, delete_cached_content
+from grove.providers.google.cache import CachedContent, create_cached_content, delete_cached_content
 from grove.providers.http import HTTPProvider
 
 # Tells the supervisor what a request of a turn may be billed at most before it is sent, and

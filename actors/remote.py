@@ -38,7 +38,7 @@ from grove.actors.tools.sandbox import SandboxPolicy
 from grove.providers.base import AssistantTurn, CachePolicy, Provider, RateLimitLeft
 from grove.providers.catalog import set_prices
 from grove.providers.factory import create_provider
-from grove.providers.google_cache import CachedContent
+from grove.providers.google.cache import CachedContent
 from grove.providers.http import Endpoint
 from grove.providers.retry import RetryPolicy
 

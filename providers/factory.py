@@ -30,7 +30,7 @@ def wire_for(provider: ProviderName, openai_api: OpenAIAPI = "responses") -> Wir
         from grove.providers.openai.responses import OpenAIResponsesWire
 
         return OpenAIResponsesWire()
-    from grove.providers.google import GoogleWire
+    from grove.providers.google.wire import GoogleWire
 
     return GoogleWire()
 

@@ -27,7 +27,7 @@ from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdo
 from grove.providers.base import AssistantTurn, RateLimitLeft
 from grove.providers.catalog import ModelSpec, set_prices
 from grove.providers.errors import GroveError
-from grove.providers.google_cache import CachedContent
+from grove.providers.google.cache import CachedContent
 from grove.supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from grove.supervisor.agent_tools import tool_call
 from grove.supervisor.approvals import ApprovalDesk

@@ -16,7 +16,7 @@ from grove.actors.output import OutputType
 from grove.actors.steps import INTERRUPTED_FACT
 from grove.actors.transcript import parts_to_data
 from grove.providers.base import AssistantTurn, TextPart
-from grove.providers.google_cache import CachedContent
+from grove.providers.google.cache import CachedContent
 from grove.supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
 from grove.supervisor.store.kinds import TURN_END_KIND
 from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage

@@ -20,9 +20,9 @@ from grove.providers.base import (
     ToolCallStart,
 )
 from grove.providers.errors import ProviderError, ProviderStreamError
-from grove.providers.google import GoogleWire
-from grove.providers.google_request import build_body
-from grove.providers.google_stream import TEXT_SIGNATURE_DATA
+from grove.providers.google.request import build_body
+from grove.providers.google.stream import TEXT_SIGNATURE_DATA
+from grove.providers.google.wire import GoogleWire
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids, expected
 
 API = "gemini-generate"

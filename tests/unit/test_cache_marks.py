@@ -14,8 +14,8 @@ import pytest
 
 from grove.actors.transcript import fork_point, to_messages
 from grove.providers.base import CachePoint, CachePolicy, Message, Request, TextPart, ToolSpec
-from grove.providers.google_cache import cached_content_body
-from grove.providers.google_request import build_body
+from grove.providers.google.cache import cached_content_body
+from grove.providers.google.request import build_body
 from grove.providers.http import Endpoint
 from grove.providers.openai.cache import REQUESTS_PER_KEY_MINUTE, WINDOW_S, CacheKeys, KeySpread
 from grove.providers.openai.chat import OpenAIChatWire

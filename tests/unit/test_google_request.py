@@ -25,9 +25,9 @@ from grove.providers.base import (
     ToolResultPart,
     ToolSpec,
 )
-from grove.providers.google import GoogleWire
-from grove.providers.google_request import SIGNATURE_BYPASS
-from grove.providers.google_stream import TEXT_SIGNATURE_DATA
+from grove.providers.google.request import SIGNATURE_BYPASS
+from grove.providers.google.stream import TEXT_SIGNATURE_DATA
+from grove.providers.google.wire import GoogleWire
 from grove.providers.http import Endpoint, PreparedRequest
 from grove.providers.thinking import CANNOT_DISABLE_WARNING
 

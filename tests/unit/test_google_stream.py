@@ -29,7 +29,7 @@ from grove.providers.base import (
     UsageUpdate,
 )
 from grove.providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
-from grove.providers.google_stream import (
+from grove.providers.google.stream import (
     TEXT_SIGNATURE_DATA,
     GeminiStreamParser,
     assign_partial_arg,

@@ -18,7 +18,7 @@ from grove.providers.base import (
     ToolCallPart,
     ToolResultPart,
 )
-from grove.providers.google import GoogleWire
+from grove.providers.google.wire import GoogleWire
 from grove.providers.http import Endpoint
 from grove.providers.openai.chat import OpenAIChatWire
 from grove.providers.openai.responses import OpenAIResponsesWire

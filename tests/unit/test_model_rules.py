@@ -21,7 +21,7 @@ from grove.providers.base import (
     ThinkingLevel,
 )
 from grove.providers.catalog import MODELS, PROVIDER_PREFIXES, model_info
-from grove.providers.google_request import build_body as google_body
+from grove.providers.google.request import build_body as google_body
 from grove.providers.lifecycle import TODAY_ENV
 from grove.providers.openai.chat import request_body as chat_body
 from grove.providers.openai.responses import request_body as responses_body

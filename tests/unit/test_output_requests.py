@@ -7,7 +7,7 @@ from typing import Any
 
 from grove.providers.anthropic.request import request_body as anthropic_body
 from grove.providers.base import Message, OutputSchema, Request, ToolSpec
-from grove.providers.google_request import build_body as google_body
+from grove.providers.google.request import build_body as google_body
 from grove.providers.openai.chat import request_body as chat_body
 from grove.providers.openai.responses import request_body as responses_body
 from grove.providers.output import OUTPUT_TOOL, TOOL_MODE_INSTRUCTION

@@ -1,7 +1,7 @@
 """Gemini `streamGenerateContent?alt=sse` events -> Grove stream events (one parser per attempt).
 
 Each SSE data line is one GenerateContentResponse; only candidate 0 is read. No I/O here and
-no request building (providers.google_request); assembly is providers.accumulate's job.
+no request building (request.py); assembly is providers.accumulate's job.
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from grove.providers.base import (
     UsageUpdate,
 )
 from grove.providers.errors import ProviderProtocolError, ProviderStreamError
-from grove.providers.google_errors import GoogleError
+from grove.providers.google import PROVIDER
+from grove.providers.google.errors import GoogleError
 from grove.providers.sse import ServerSentEvent
 
-PROVIDER = "google"
 # `provider_data` of a ThinkingSignature whose signature came on a plain (non-thought) text
 # part: the request builder puts it back on that text part.
 TEXT_SIGNATURE_DATA: JSONObject = {"gemini_part": "text"}

@@ -1,18 +1,26 @@
 """Reading Google's error objects (`{"error": {"code", "message", "status", "details"}}`).
 
 Decides retryability and the RetryInfo delay for the Gemini wire; builds no requests and
-raises nothing itself: providers.google and providers.google_stream turn the result into errors.
+raises nothing itself: `map_error` returns the HTTP error, stream.py raises the in-stream one.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import httpx
+
 from grove.providers.base import JSONObject
 from grove.providers.errors import ProviderHTTPError
-from grove.providers.retry import MAX_HONOURED_RETRY_AFTER_S, parse_duration
+from grove.providers.google import PROVIDER
+from grove.providers.retry import (
+    MAX_HONOURED_RETRY_AFTER_S,
+    parse_duration,
+    retry_after_from_headers,
+)
 from grove.providers.secrets import mask
 
 # gRPC statuses worth another attempt: overload, server faults, rate limits, timeouts.
@@ -106,3 +114,32 @@ class GoogleError:
             if self.message
             else f"Gemini API error {head}"
         )
+
+
+def map_error(status: int, headers: httpx.Headers, body: bytes) -> ProviderHTTPError:
+    """Google's error object: RetryInfo before retry-after headers; hard quotas never retry."""
+    text = mask(body.decode("utf-8", "replace"))
+    error = GoogleError.read(_error_object(text))
+    retry_after = error.retry_delay
+    if retry_after is None:
+        retry_after = retry_after_from_headers(headers)
+    return ProviderHTTPError(
+        error.describe(f"HTTP {status}"),
+        provider=PROVIDER,
+        status=status,
+        body=text,
+        kind=error.status,
+        retry_after=retry_after,
+        retryable=error.retryable(status),
+    )
+
+
+def _error_object(text: str) -> Any:
+    """The `error` member of the body; a streaming call may wrap it in a one-item list."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(data, list) and data:
+        data = data[0]
+    return data.get("error") if isinstance(data, dict) else None

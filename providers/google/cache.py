@@ -2,7 +2,7 @@
 tools, contents), made once and named by every request that shares it, deleted after.
 
 Calls through an agent-less `HTTPProvider` of the google wire (its client and credentials);
-the requests that reference an entry are built in google_request.py.
+the requests that reference an entry are built in request.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import httpx
 
 from grove.providers.base import JSONObject, Request
 from grove.providers.errors import ProviderConnectionError, ProviderProtocolError
-from grove.providers.google_request import build_body, prefix_fields
+from grove.providers.google.request import build_body, prefix_fields
 from grove.providers.http import HTTPProvider, join_url
 from grove.providers.wirejson import json_int, json_object, json_str
 

@@ -1,6 +1,6 @@
 """Grove requests -> the Gemini `generateContent` JSON body (contents, tools, generationConfig).
 
-Pure functions, no I/O and no event parsing (providers.google_stream reads the replies).
+Pure functions, no I/O and no event parsing (stream.py reads the replies).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from grove.providers.base import (
 )
 from grove.providers.catalog import model_info
 from grove.providers.errors import UnknownModelError
-from grove.providers.google_stream import TEXT_SIGNATURE_DATA
+from grove.providers.google.stream import TEXT_SIGNATURE_DATA
 from grove.providers.output import output_mode, output_tool, tool_mode_system
 from grove.providers.output_schema import for_provider
 from grove.providers.thinking import google_thinking_config
