@@ -102,7 +102,7 @@ def cli_output_schema(path: Path | None, providers: Iterable[ProviderName]) -> J
     anything starts, for a file that is not a schema they take."""
     if path is None:
         return None
-    from grove.providers.output_schema import OutputSchemaError
+    from grove.providers.errors import OutputSchemaError
     from grove.supervisor.output_files import schema_file
 
     try:

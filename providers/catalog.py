@@ -16,7 +16,6 @@ from functools import lru_cache
 
 from grove.providers.base import THINKING_LEVELS, ProviderName, ThinkingLevel, Usage
 from grove.providers.catalog_data import (
-    CatalogError,
     LongContext,
     ModelInfo,
     PriceChange,
@@ -28,7 +27,6 @@ from grove.providers.catalog_data import (
 from grove.providers.errors import InvalidThinkingLevelError, UnknownModelError
 
 __all__ = [
-    "CatalogError",
     "LongContext",
     "ModelInfo",
     "PriceChange",

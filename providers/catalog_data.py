@@ -13,6 +13,7 @@ from importlib import resources
 from typing import Literal, TypeVar, get_args
 
 from grove.providers.base import ProviderName
+from grove.providers.errors import CatalogError
 
 DATA_FILE = "models.json"
 
@@ -176,10 +177,6 @@ class Catalog:
     defaults: Mapping[ProviderName, str]
     listed: Mapping[ProviderName, tuple[str, ...]]
     models: tuple[ModelInfo, ...]
-
-
-class CatalogError(ValueError):
-    """The data file is malformed; the message names the file, the place and what is wrong."""
 
 
 T = TypeVar("T")

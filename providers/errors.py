@@ -1,11 +1,18 @@
-"""Grove's one error hierarchy (the provider branch lives here, the rest in supervisor.errors).
+"""Grove's one error hierarchy: every provider-layer error class lives here (the supervisor's
+branch in supervisor.errors); each vendor's errors.py maps its wire's errors onto this tree.
 
-    GroveError
+    GroveError                         every error Grove raises on purpose; its text is masked
      +-- ModelSpecError               bad MODEL[/THINKING]: exact user-facing text
      |    +-- UnknownModelError
      |    +-- InvalidThinkingLevelError
+     |    +-- RetiredModelError        a model its vendor no longer serves (lifecycle)
+     |    +-- ClockError               GROVE_TODAY is not a date
+     +-- CatalogError                 the models data file is malformed
+     +-- OutputSchemaError            an output schema Grove or the provider cannot use
+     +-- PatternError                 a pattern RE2 refuses or that is too long
      +-- ProviderError                anything that went wrong talking to a model
      |    +-- MissingCredentialsError  no key: nothing was sent
+     |    +-- ProviderConfigError      a setting that cannot work (a base URL): nothing was sent
      |    +-- ProviderHTTPError        non-2xx: status, body, retry_after
      |    +-- ProviderConnectionError  no HTTP answer (refused, reset, timed out)
      |    +-- ProviderStreamError      an error event inside a 200 stream
@@ -46,6 +53,30 @@ class InvalidThinkingLevelError(ModelSpecError):
     def __init__(self, text: str, level: str) -> None:
         super().__init__(text)
         self.level = level
+
+
+class RetiredModelError(ModelSpecError):
+    """A model its vendor no longer serves; `str()` is the one line the user sees."""
+
+    def __init__(self, text: str, model: str) -> None:
+        super().__init__(text)
+        self.model = model
+
+
+class ClockError(ModelSpecError):
+    """`GROVE_TODAY` is not a date."""
+
+
+class CatalogError(GroveError):
+    """The data file is malformed; the message names the file, the place and what is wrong."""
+
+
+class OutputSchemaError(GroveError):
+    """An output schema Grove cannot use, or a provider cannot take; one line naming why."""
+
+
+class PatternError(GroveError):
+    """A pattern RE2 refuses or that is too long; the text says why (the model is told)."""
 
 
 class ProviderError(GroveError):

@@ -12,24 +12,12 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 from grove.providers.catalog import ModelInfo, ModelSpec, model_info, parse_model_choice
-from grove.providers.errors import ModelSpecError, UnknownModelError
+from grove.providers.errors import ClockError, RetiredModelError, UnknownModelError
 
 TODAY_ENV = "GROVE_TODAY"
 # A model shutting down within this many days runs with a warning.
 WARNING_DAYS = 30
 LIST_HINT = "`grove models` lists the current ones"
-
-
-class RetiredModelError(ModelSpecError):
-    """A model its vendor no longer serves; `str()` is the one line the user sees."""
-
-    def __init__(self, text: str, model: str) -> None:
-        super().__init__(text)
-        self.model = model
-
-
-class ClockError(ModelSpecError):
-    """`GROVE_TODAY` is not a date."""
 
 
 def today() -> date:

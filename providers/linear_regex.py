@@ -12,14 +12,10 @@ from typing import Protocol
 
 import re2
 
-from grove.providers.errors import GroveError
+from grove.providers.errors import PatternError
 
 # What RE2 may spend on one compiled pattern; past it, compiling fails (e.g. `a{1000}{1000}`).
 MAX_PATTERN_MEMORY = 8 << 20
-
-
-class PatternError(GroveError):
-    """A pattern RE2 refuses or that is too long; the text says why (the model is told)."""
 
 
 class CompiledPattern(Protocol):

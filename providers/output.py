@@ -22,8 +22,8 @@ from grove.providers.base import (
     ToolSpec,
 )
 from grove.providers.catalog import model_info
-from grove.providers.errors import GroveError
-from grove.providers.output_schema import OutputSchemaError, for_provider
+from grove.providers.errors import GroveError, OutputSchemaError
+from grove.providers.output_schema import for_provider
 
 OutputMode = Literal["native", "tool"]
 OUTPUT_TOOL = "final_result"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from grove.providers.base import JSONObject, ProviderName
-from grove.providers.errors import GroveError
-from grove.providers.linear_regex import PatternError, compile_re2
+from grove.providers.errors import OutputSchemaError, PatternError
+from grove.providers.linear_regex import compile_re2
 
 MAX_SCHEMA_CHARS = 200_000
 MAX_SCHEMA_DEPTH = 64  # JSON nesting of the schema document itself
@@ -31,10 +31,6 @@ _CHECKED_LOCK = threading.Lock()  # the service checks schemas in several thread
 CHECKED_KEPT = 256
 _NAME_FORBIDDEN = re.compile(r"[^A-Za-z0-9_-]+")
 _LOCAL_DEFINITION = re.compile(r"#/(\$defs|definitions)/([^/]+)")
-
-
-class OutputSchemaError(GroveError):
-    """An output schema Grove cannot use, or a provider cannot take; one line naming why."""
 
 
 # Keywords that only annotate: dropped from what is sent (Grove validates with the schema

@@ -9,9 +9,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from grove.providers.base import JSONObject, ProviderName
+from grove.providers.errors import OutputSchemaError
 from grove.providers.output_schema import (
     MAX_SCHEMA_CHARS,
-    OutputSchemaError,
     checked_schema,
     one_line,
     provider_refusal,

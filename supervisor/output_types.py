@@ -13,13 +13,8 @@ from pydantic import BaseModel, ValidationError
 from grove.actors.agent import TurnResult
 from grove.actors.output import OutputType
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, ProviderName
-from grove.providers.output_schema import (
-    OutputSchemaError,
-    checked_schema,
-    one_line,
-    output_name,
-    provider_refusal,
-)
+from grove.providers.errors import OutputSchemaError
+from grove.providers.output_schema import checked_schema, one_line, output_name, provider_refusal
 
 OutputTypeLike = type[BaseModel] | dict[str, Any]
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import re2
 
-from grove.providers.linear_regex import CompiledPattern, PatternError, compile_re2
+from grove.providers.errors import PatternError
+from grove.providers.linear_regex import CompiledPattern, compile_re2
 
 MAX_PATTERN_CHARS = 2_000
 

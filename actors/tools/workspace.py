@@ -16,8 +16,8 @@ import re2
 
 from grove.actors.tools.bounds import WorkBudget
 from grove.actors.tools.patterns import MAX_PATTERN_CHARS
-from grove.providers.errors import GroveError
-from grove.providers.linear_regex import PatternError, compile_re2
+from grove.providers.errors import GroveError, PatternError
+from grove.providers.linear_regex import compile_re2
 
 BINARY_SNIFF_BYTES = 8192
 SKIPPED_DIRECTORIES = frozenset({".git"})

@@ -17,8 +17,8 @@ from functools import lru_cache
 from typing import Any, Protocol
 
 from grove.providers.catalog import model_info
-from grove.providers.errors import GroveError
-from grove.providers.lifecycle import TODAY_ENV, ClockError, standing_of, today
+from grove.providers.errors import ClockError, GroveError
+from grove.providers.lifecycle import TODAY_ENV, standing_of, today
 from grove.providers.simulator.wire import InvalidRequest, Problem
 
 

@@ -12,7 +12,7 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 
 from grove.actors.agent import TurnResult
-from grove.providers.output_schema import OutputSchemaError
+from grove.providers.errors import OutputSchemaError
 from grove.supervisor import Grove
 
 OPENAI = "gpt-5-mini"

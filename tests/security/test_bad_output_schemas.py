@@ -111,7 +111,7 @@ def test_a_schema_file_that_is_not_utf8_or_too_large(place: Place) -> None:
 
 def test_the_error_texts_name_the_file(tmp_path: Path) -> None:
     """The texts as a user reads them (checked without a process)."""
-    from grove.providers.output_schema import OutputSchemaError
+    from grove.providers.errors import OutputSchemaError
     from grove.supervisor.output_files import schema_file
 
     path = tmp_path / "s.json"

@@ -13,7 +13,7 @@ import pytest
 
 from grove.actors.tools.patterns import MAX_PATTERN_CHARS, compile_pattern
 from grove.actors.tools.readonly import readonly_tools
-from grove.providers.linear_regex import PatternError
+from grove.providers.errors import PatternError
 from grove.supervisor import Grove
 from tests.integration.groves import largest_gap, running_grove, streaming_beside
 

@@ -18,7 +18,8 @@ from ray import cloudpickle
 
 from grove.actors import output as answers
 from grove.actors.output import MAX_ANSWER_DEPTH, AnswerError, OutputType, check_answer, read_answer
-from grove.providers.output_schema import OutputSchemaError, checked_schema
+from grove.providers.errors import OutputSchemaError
+from grove.providers.output_schema import checked_schema
 from grove.supervisor import Grove
 from tests.integration.groves import largest_gap, running_grove, streaming_beside
 

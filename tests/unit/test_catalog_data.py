@@ -19,7 +19,8 @@ from hypothesis import strategies as st
 
 from grove.providers.base import Usage
 from grove.providers.catalog import CATALOG, MODELS, cost_usd, model_info
-from grove.providers.catalog_data import CatalogError, parse_catalog
+from grove.providers.catalog_data import parse_catalog
+from grove.providers.errors import CatalogError
 
 RAW: dict[str, Any] = json.loads(
     resources.files("providers").joinpath("models.json").read_text(encoding="utf-8")

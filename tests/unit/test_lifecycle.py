@@ -17,10 +17,9 @@ from hypothesis import strategies as st
 
 from grove.providers.base import ProviderName
 from grove.providers.catalog import CATALOG, DEFAULT_MODELS, MODELS, PROVIDER_TITLES
+from grove.providers.errors import ClockError, RetiredModelError
 from grove.providers.lifecycle import (
     TODAY_ENV,
-    ClockError,
-    RetiredModelError,
     choose_model,
     chosen_model,
     stale_agents,

@@ -18,9 +18,9 @@ from jsonschema import Draft202012Validator
 from pydantic import BaseModel, Field
 
 from grove.providers.base import OutputSchema, Request
+from grove.providers.errors import OutputSchemaError
 from grove.providers.output import answer_message, output_mode
 from grove.providers.output_schema import (
-    OutputSchemaError,
     checked_schema,
     for_provider,
     provider_refusal,
