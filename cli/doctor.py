@@ -156,7 +156,7 @@ def simulator() -> list[Finding]:
     import httpx
 
     from grove.providers.catalog import DEFAULT_MODELS
-    from grove.providers.simulator import SimulatorConfig, SimulatorThread
+    from grove.simulator import SimulatorConfig, SimulatorThread
 
     try:
         with SimulatorThread(SimulatorConfig(api_key="doctor", tokens=3)) as running:

@@ -84,8 +84,8 @@ def simulate_command(
     """Run the provider simulator until interrupted (Ctrl+C). It caches prompts and bills
     it as each provider does (Anthropic breakpoints, OpenAI and Gemini prefixes, Gemini
     `cachedContents`)."""
-    from grove.providers.simulator import SimulatorConfig, run_forever
-    from grove.providers.simulator.config import CACHE_FEATURES
+    from grove.simulator import SimulatorConfig, run_forever
+    from grove.simulator.config import CACHE_FEATURES
 
     unknown = sorted(set(refuse_cache or ()) - set(CACHE_FEATURES))
     if unknown:

@@ -1,7 +1,7 @@
 """Grove's import root and public API: `from grove import Grove` (SPEC 19).
 
-Every package of Grove's lives under `grove.` (supervisor, actors, providers, cli, server);
-the names below are imported on first use, so `import grove` stays light.
+Every package of Grove's lives under `grove.` (supervisor, actors, providers, simulator, cli,
+server); the names below are imported on first use, so `import grove` stays light.
 """
 
 from __future__ import annotations

@@ -464,7 +464,7 @@ class Grove:
         )
 
     def _start_simulator(self) -> Endpoint:
-        from grove.providers.simulator import SimulatorConfig, SimulatorThread
+        from grove.simulator import SimulatorConfig, SimulatorThread
 
         key = "sim-" + secrets.token_hex(16)
         simulator = self._stack.enter_context(SimulatorThread(SimulatorConfig(port=0, api_key=key)))

@@ -17,9 +17,9 @@ import pytest
 
 from grove.actors.estimates import ESTIMATED
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.script import Inbound
 from grove.providers.thinking import anthropic_thinking
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.script import Inbound
 from grove.supervisor import Budget, Grove
 from grove.supervisor.store import open_store
 from grove.supervisor.store.kinds import SPENT_KIND

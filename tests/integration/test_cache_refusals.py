@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.config import CACHE_FEATURES
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.config import CACHE_FEATURES
 from grove.supervisor import Grove
 from grove.supervisor.store import open_store
 from tests.integration.groves import cli_environment, invoke, running_grove

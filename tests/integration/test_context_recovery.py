@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Grove
 from tests.integration.groves import compactions, running_grove
 

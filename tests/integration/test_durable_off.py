@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove
 from tests.integration.host_kills import finish_all, kill_host

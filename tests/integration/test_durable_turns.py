@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 from grove.actors.steps import interrupted_text
 from grove.actors.tools.python import tool
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Budget, Grove
 from grove.supervisor.errors import BUDGET_EXHAUSTED
 from grove.supervisor.store import open_store

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from grove.providers.simulator import SimulatorThread
+from grove.simulator import SimulatorThread
 from grove.supervisor import Grove
 from tests.integration.test_fleet_limits import RPM, fleet
 

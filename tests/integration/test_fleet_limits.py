@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Grove
 from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove

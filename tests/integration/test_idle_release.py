@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from tests.integration.groves import running_grove
 
 KEY = "sim-idle-pools-key-5120"

@@ -25,9 +25,9 @@ from grove.providers.errors import ProviderHTTPError
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint, HTTPProvider
 from grove.providers.retry import RetryPolicy
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.model_rules import retired
 from grove.providers.thinking import CANNOT_DISABLE_WARNING
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.model_rules import retired
 
 KEY = "sim-model-rules-key-3e1d"
 LEVELS: tuple[ThinkingLevel | None, ...] = (None, "none", "low", "med", "high")

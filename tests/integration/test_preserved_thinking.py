@@ -26,9 +26,9 @@ from grove.providers.base import Finished, Message, ProviderWarning, Request, Te
 from grove.providers.factory import wire_for
 from grove.providers.http import Endpoint, HTTPProvider
 from grove.providers.preserved_thinking import bound, dropped_text
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.thinking_blocks import bound_text, check_request
-from grove.providers.simulator.wire import InvalidRequest
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.thinking_blocks import bound_text, check_request
+from grove.simulator.wire import InvalidRequest
 from grove.supervisor import Grove
 from grove.supervisor.config import McpSection, McpServerSection
 from grove.supervisor.store import open_store

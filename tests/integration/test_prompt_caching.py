@@ -23,7 +23,7 @@ import pytest
 from grove.providers.base import Usage
 from grove.providers.catalog import cost_usd
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Grove
 from grove.supervisor.batch.records import OutputLog, record_results
 from grove.supervisor.batch.summary import Totals

@@ -16,7 +16,7 @@ from grove.providers.errors import ProviderError, ProviderHTTPError, StreamBroke
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint, HTTPProvider
 from grove.providers.retry import RetryPolicy
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sk-canary-7f3a9c2e1b5d4a6f8e0c"
 WireChoice = tuple[str, str, OpenAIAPI]

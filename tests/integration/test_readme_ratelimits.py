@@ -11,7 +11,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from tests.conformance.corpus import REPO_ROOT
 from tests.integration.groves import cli_environment
 

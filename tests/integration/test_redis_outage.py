@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor.store import open_store
 from grove.supervisor.usage import usage_report
 from tests.conftest import _answers_ping, free_loopback_port, required_binary, stop_process

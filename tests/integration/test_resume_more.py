@@ -20,7 +20,7 @@ import ray
 from grove.actors.steps import interrupted_text
 from grove.actors.tools.python import tool
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Budget, Grove
 from grove.supervisor.errors import CommandError
 from grove.supervisor.store import Store, open_store

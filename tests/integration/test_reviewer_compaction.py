@@ -15,7 +15,7 @@ from grove.actors.agent import Agent, ModelChoice
 from grove.providers.base import TextPart
 from grove.providers.factory import create_provider
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-reviewer-key-91aa"
 CHOICE = ModelChoice(provider="anthropic", model="claude-haiku-4-5")

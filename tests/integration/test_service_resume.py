@@ -25,9 +25,9 @@ import pytest
 
 from grove.actors.turn_result import TurnResult
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
 from grove.server.client import healthy
 from grove.server.files import read_state
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import AsyncGrove, Grove
 from grove.supervisor.store import open_store
 from grove.supervisor.turns import calls_tools

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from grove.providers.simulator import Simulator, SimulatorConfig
+from grove.simulator import Simulator, SimulatorConfig
 from tests.integration.test_simulator_http import ANTHROPIC, KEY, raw_request, read_response
 
 TOKENS = 20

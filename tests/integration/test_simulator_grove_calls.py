@@ -11,8 +11,8 @@ import pytest
 from grove.providers.base import AssistantTurn, Message, Request, ToolResultPart, ToolSpec
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.script import generated_words
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.script import generated_words
 
 KEY = "sim-grove-calls-key-64f0"
 TOKENS = 6

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from grove.providers.simulator import Simulator, SimulatorConfig
 from grove.providers.sse import ServerSentEvent, SSEDecoder
+from grove.simulator import Simulator, SimulatorConfig
 
 KEY = "sim-http-test-key-0d9e"
 TOKENS = 6

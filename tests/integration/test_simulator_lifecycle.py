@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from grove.providers.simulator import (
+from grove.simulator import (
     Simulator,
     SimulatorConfig,
     SimulatorThread,

@@ -14,7 +14,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from tests.conformance.corpus import REPO_ROOT
 
 KEY = "sim-ratelimit-key-4c2f"

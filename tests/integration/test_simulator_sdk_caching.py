@@ -17,7 +17,7 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-sdk-caching-key-77c3"
 SCALE = 0.01  # a five-minute entry lives 3 s

@@ -14,8 +14,8 @@ import pytest
 from google import genai
 from google.genai import types as genai_types
 
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.script import generated_words
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.script import generated_words
 
 KEY = "sim-sdk-calls-key-9d21"
 TOKENS = 5

@@ -16,8 +16,8 @@ from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
 from grove.providers.lifecycle import TODAY_ENV
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.model_rules import (
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.model_rules import (
     ADAPTIVE_ONLY,
     LEVEL_AND_BUDGET,
     NO_ADAPTIVE,

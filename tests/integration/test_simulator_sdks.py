@@ -15,8 +15,8 @@ from google import genai
 from google.genai import errors as genai_errors
 from google.genai import types as genai_types
 
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
-from grove.providers.simulator.script import generated_words
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.script import generated_words
 
 KEY = "sim-sdk-test-key-51c0"
 CLAUDE_MODEL = "claude-sonnet-4-6"

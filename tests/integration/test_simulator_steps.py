@@ -12,9 +12,9 @@ from typing import Any, ClassVar
 import httpx
 import pytest
 
-from grove.providers.simulator import Simulator, SimulatorConfig
-from grove.providers.simulator.script import generated_words
 from grove.providers.sse import ServerSentEvent, SSEDecoder
+from grove.simulator import Simulator, SimulatorConfig
+from grove.simulator.script import generated_words
 
 KEY = "sim-steps-test-key-3b8e"
 TOKENS = 7

@@ -18,7 +18,7 @@ from google.genai import errors as genai_errors
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, Field, ValidationError
 
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-structured-key-7f3a"
 

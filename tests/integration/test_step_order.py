@@ -20,7 +20,7 @@ from grove.actors.turn_result import NewEntry
 from grove.providers.base import ToolSpec
 from grove.providers.factory import create_provider
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-step-order-key"
 STORE_S = 0.3  # each store takes this long: a request sent without waiting would overtake it

@@ -20,7 +20,7 @@ from grove.providers.base import ProviderName, ToolSpec
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint
 from grove.providers.output_schema import checked_schema
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sim-typed-turns-key"
 WIRES: list[tuple[ProviderName, str, OpenAIAPI]] = [

@@ -21,7 +21,7 @@ from grove.providers.base import (
 )
 from grove.providers.factory import wire_for
 from grove.providers.http import Endpoint
-from grove.providers.simulator.script import estimate_tokens
+from grove.simulator.script import estimate_tokens
 
 WIRES = [
     ("anthropic", "claude-haiku-4-5"),

@@ -1,6 +1,6 @@
-"""The import structure DESIGN.md asks for: cli -> server -> supervisor -> actors -> providers
-(server/, the service and its client, never imports cli/), with no module importing one of an
-upper layer and no import circle (type-only imports count too).
+"""The import structure DESIGN.md asks for: cli -> server -> supervisor -> actors -> simulator ->
+providers (server/, the service and its client, never imports cli/), with no module importing
+one of an upper layer and no import circle (type-only imports count too).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LAYERS = ("providers", "actors", "supervisor", "server", "cli")
+LAYERS = ("providers", "simulator", "actors", "supervisor", "server", "cli")
 
 
 def module_name(path: Path) -> str:

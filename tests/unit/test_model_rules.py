@@ -25,8 +25,8 @@ from grove.providers.google.request import build_body as google_body
 from grove.providers.lifecycle import TODAY_ENV
 from grove.providers.openai.chat import request_body as chat_body
 from grove.providers.openai.responses import request_body as responses_body
-from grove.providers.simulator import model_rules
-from grove.providers.simulator.model_rules import (
+from grove.simulator import model_rules
+from grove.simulator.model_rules import (
     ADAPTIVE_ONLY,
     NO_ADAPTIVE,
     NO_FORCED_TOOL,
@@ -37,7 +37,7 @@ from grove.providers.simulator.model_rules import (
     refuse_openai,
     rules_for,
 )
-from grove.providers.simulator.wire import InvalidRequest
+from grove.simulator.wire import InvalidRequest
 
 QUESTION: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
 

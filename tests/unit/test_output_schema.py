@@ -26,8 +26,8 @@ from grove.providers.output_schema import (
     provider_refusal,
     without_optional_nulls,
 )
-from grove.providers.simulator.schema_json import json_for, malformed_for
-from grove.providers.simulator.schema_rules import closed_objects_problem, strict_problem
+from grove.simulator.schema_json import json_for, malformed_for
+from grove.simulator.schema_rules import closed_objects_problem, strict_problem
 from grove.supervisor.output_files import schema_file
 
 NAMES = st.text(string.ascii_lowercase, min_size=1, max_size=6)

@@ -10,7 +10,7 @@ import re
 
 from grove.providers.catalog import CATALOG, MODELS
 from grove.providers.lifecycle import choose_model
-from grove.providers.simulator.script import estimate_tokens
+from grove.simulator.script import estimate_tokens
 from tests.conformance.corpus import REPO_ROOT
 
 

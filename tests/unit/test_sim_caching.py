@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grove.providers.simulator.caching import (
+from grove.simulator.caching import (
     LOOKBACK_BLOCKS,
     STEP_TOKENS,
     Breakpoint,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.providers.simulator.directives import (
+from grove.simulator.directives import (
     FAULT_KINDS,
     MAX_STEP,
     Directive,

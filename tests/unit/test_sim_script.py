@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.providers.simulator.config import SimulatorConfig
-from grove.providers.simulator.directives import DirectiveError
-from grove.providers.simulator.script import (
+from grove.simulator.config import SimulatorConfig
+from grove.simulator.directives import DirectiveError
+from grove.simulator.script import (
     Entry,
     Inbound,
     Plan,
@@ -304,7 +304,7 @@ def test_locate_script(entries: list[tuple[Entry, str]], expected: tuple[str, in
 
 
 def test_invalid_output_counts_the_user_messages_after_it() -> None:
-    from grove.providers.simulator.script import invalid_answers_left
+    from grove.simulator.script import invalid_answers_left
 
     asked: tuple[Literal["text"], str] = ("text", "Review. [[sim invalid_output=2]]")
     assert invalid_answers_left([asked]) == 2

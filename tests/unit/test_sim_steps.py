@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from grove.providers.simulator.anthropic import AnthropicMessages
-from grove.providers.simulator.google import GeminiGenerateContent
-from grove.providers.simulator.openai_chat import OpenAIChat
-from grove.providers.simulator.openai_responses import OpenAIResponses
-from grove.providers.simulator.script import Inbound
+from grove.simulator.anthropic import AnthropicMessages
+from grove.simulator.google import GeminiGenerateContent
+from grove.simulator.openai_chat import OpenAIChat
+from grove.simulator.openai_responses import OpenAIResponses
+from grove.simulator.script import Inbound
 
 SCRIPT = "Fan out. [[sim step=2 tool=wait]]"
 

@@ -9,14 +9,14 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grove.providers.simulator.anthropic import AnthropicMessages
-from grove.providers.simulator.config import SimulatorConfig
-from grove.providers.simulator.directives import DirectiveError
-from grove.providers.simulator.google import GeminiGenerateContent
-from grove.providers.simulator.openai_chat import OpenAIChat
-from grove.providers.simulator.openai_responses import OpenAIResponses
-from grove.providers.simulator.script import Planner
-from grove.providers.simulator.wire import InvalidRequest, SimulatedAPI
+from grove.simulator.anthropic import AnthropicMessages
+from grove.simulator.config import SimulatorConfig
+from grove.simulator.directives import DirectiveError
+from grove.simulator.google import GeminiGenerateContent
+from grove.simulator.openai_chat import OpenAIChat
+from grove.simulator.openai_responses import OpenAIResponses
+from grove.simulator.script import Planner
+from grove.simulator.wire import InvalidRequest, SimulatedAPI
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=12),

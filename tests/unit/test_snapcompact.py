@@ -11,7 +11,7 @@ import io
 from PIL import Image
 
 from grove.providers.images import image_tokens, png_size
-from grove.providers.simulator.script import estimate_tokens
+from grove.simulator.script import estimate_tokens
 from grove.supervisor.compaction import chosen_strategy
 from grove.supervisor.snapcompact import (
     SUMMARY_HEADER,

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from grove.providers.catalog import model_info
 from grove.providers.errors import ClockError, GroveError
 from grove.providers.lifecycle import TODAY_ENV, standing_of, today
-from grove.providers.simulator.wire import InvalidRequest, Problem
+from grove.simulator.wire import InvalidRequest, Problem
 
 
 class ModelRules(Protocol):

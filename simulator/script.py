@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from grove.providers.images import image_tokens, png_size
-from grove.providers.simulator.caching import CacheUse, PromptPrefixes
-from grove.providers.simulator.config import SimulatorConfig
-from grove.providers.simulator.directives import (
+from grove.simulator.caching import CacheUse, PromptPrefixes
+from grove.simulator.config import SimulatorConfig
+from grove.simulator.directives import (
     Audience,
     DirectedText,
     Directive,
@@ -27,7 +27,7 @@ from grove.providers.simulator.directives import (
     ScriptedCall,
     parse_directives,
 )
-from grove.providers.simulator.schema_json import json_for, malformed_for
+from grove.simulator.schema_json import json_for, malformed_for
 
 REVIEWER_TOOL = "advise"
 ARGUMENT_CHUNK_CHARS = 8

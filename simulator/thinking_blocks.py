@@ -14,8 +14,8 @@ import json
 from typing import Any
 
 from grove.providers.preserved_thinking import preserves_thinking
-from grove.providers.simulator.script import Inbound, Plan
-from grove.providers.simulator.wire import InvalidRequest
+from grove.simulator.script import Inbound, Plan
+from grove.simulator.wire import InvalidRequest
 
 # The simulator's own signing key: the same in every process and run (a conversation resumed
 # after a restart still checks out), never shown; a block it did not sign never checks out.

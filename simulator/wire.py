@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from grove.providers.ratelimit import Admission
-from grove.providers.simulator.script import Inbound, Plan
+from grove.simulator.script import Inbound, Plan
 
 Problem = Literal[
     "missing_key",

@@ -7,16 +7,16 @@ from __future__ import annotations
 from typing import Any
 
 from grove.providers.ratelimit import Admission
-from grove.providers.simulator.caching import (
+from grove.simulator.caching import (
     PromptPrefixes,
     route_of,
     step_points,
     strings,
     whole_digest,
 )
-from grove.providers.simulator.schema_rules import strict_problem
-from grove.providers.simulator.script import Structured
-from grove.providers.simulator.wire import (
+from grove.simulator.schema_rules import strict_problem
+from grove.simulator.script import Structured
+from grove.simulator.wire import (
     InvalidRequest,
     Problem,
     Reply,

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from grove.providers.simulator.caching import min_tokens
-from grove.providers.simulator.script import estimate_tokens
-from grove.providers.simulator.wire import (
+from grove.simulator.caching import min_tokens
+from grove.simulator.script import estimate_tokens
+from grove.simulator.wire import (
     InvalidRequest,
     Problem,
     Reply,

@@ -3,10 +3,10 @@
 Tests, demos and benchmarks run against it; the vendors' official SDKs are its referees.
 """
 
-from grove.providers.simulator.config import DEFAULT_API_KEY, SimulatorConfig
-from grove.providers.simulator.directives import Directive, DirectiveError, parse_directives
-from grove.providers.simulator.runners import SimulatorThread, base_urls, run_forever
-from grove.providers.simulator.server import Simulator
+from grove.simulator.config import DEFAULT_API_KEY, SimulatorConfig
+from grove.simulator.directives import Directive, DirectiveError, parse_directives
+from grove.simulator.runners import SimulatorThread, base_urls, run_forever
+from grove.simulator.server import Simulator
 
 __all__ = [
     "DEFAULT_API_KEY",

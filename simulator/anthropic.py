@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from grove.providers.ratelimit import Admission
-from grove.providers.simulator import model_rules, thinking_blocks
-from grove.providers.simulator.caching import Breakpoint, PromptPrefixes, block_points
-from grove.providers.simulator.schema_rules import closed_objects_problem
-from grove.providers.simulator.script import (
+from grove.simulator import model_rules, thinking_blocks
+from grove.simulator.caching import Breakpoint, PromptPrefixes, block_points
+from grove.simulator.schema_rules import closed_objects_problem
+from grove.simulator.script import (
     Entry,
     Inbound,
     Plan,
@@ -21,7 +21,7 @@ from grove.providers.simulator.script import (
     invalid_answers_left,
     locate_script,
 )
-from grove.providers.simulator.wire import (
+from grove.simulator.wire import (
     Frame,
     InvalidRequest,
     Problem,

@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from grove.providers.simulator import model_rules, openai_common
-from grove.providers.simulator.script import (
+from grove.simulator import model_rules, openai_common
+from grove.simulator.script import (
     Entry,
     Inbound,
     Plan,
@@ -18,7 +18,7 @@ from grove.providers.simulator.script import (
     invalid_answers_left,
     locate_script,
 )
-from grove.providers.simulator.wire import (
+from grove.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from grove.providers.simulator import model_rules, openai_common
-from grove.providers.simulator.script import (
+from grove.simulator import model_rules, openai_common
+from grove.simulator.script import (
     Entry,
     Inbound,
     Plan,
@@ -19,7 +19,7 @@ from grove.providers.simulator.script import (
     locate_script,
     opaque_token,
 )
-from grove.providers.simulator.wire import (
+from grove.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,

@@ -17,14 +17,14 @@ from typing import Any
 from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError
 from grove.providers.ratelimit import RateLimiter
-from grove.providers.simulator.anthropic import AnthropicMessages
-from grove.providers.simulator.caching import CacheBook
-from grove.providers.simulator.config import SimulatorConfig
-from grove.providers.simulator.directives import STATUS_FAULTS, DirectiveError
-from grove.providers.simulator.gemini_caches import ExplicitCaches
-from grove.providers.simulator.google import PREFIXES as GEMINI_PREFIXES
-from grove.providers.simulator.google import GeminiGenerateContent
-from grove.providers.simulator.http11 import (
+from grove.simulator.anthropic import AnthropicMessages
+from grove.simulator.caching import CacheBook
+from grove.simulator.config import SimulatorConfig
+from grove.simulator.directives import STATUS_FAULTS, DirectiveError
+from grove.simulator.gemini_caches import ExplicitCaches
+from grove.simulator.google import PREFIXES as GEMINI_PREFIXES
+from grove.simulator.google import GeminiGenerateContent
+from grove.simulator.http11 import (
     LAST_CHUNK,
     HTTPRequest,
     MalformedRequest,
@@ -33,10 +33,10 @@ from grove.providers.simulator.http11 import (
     response_head,
     sized_response,
 )
-from grove.providers.simulator.openai_chat import OpenAIChat
-from grove.providers.simulator.openai_responses import OpenAIResponses
-from grove.providers.simulator.script import Inbound, Plan, Planner
-from grove.providers.simulator.wire import (
+from grove.simulator.openai_chat import OpenAIChat
+from grove.simulator.openai_responses import OpenAIResponses
+from grove.simulator.script import Inbound, Plan, Planner
+from grove.simulator.wire import (
     FAULT_PROBLEMS,
     SSE_CONTENT_TYPE,
     InvalidRequest,

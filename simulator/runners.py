@@ -12,8 +12,8 @@ from types import TracebackType
 from typing import Protocol
 
 from grove.providers.base import ProviderName
-from grove.providers.simulator.config import SimulatorConfig
-from grove.providers.simulator.server import Simulator
+from grove.simulator.config import SimulatorConfig
+from grove.simulator.server import Simulator
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0

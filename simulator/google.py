@@ -11,10 +11,10 @@ import re
 from typing import Any
 
 from grove.providers.ratelimit import Admission
-from grove.providers.simulator import model_rules
-from grove.providers.simulator.caching import PromptPrefixes, step_points, strings
-from grove.providers.simulator.gemini_caches import ExplicitCaches
-from grove.providers.simulator.script import (
+from grove.simulator import model_rules
+from grove.simulator.caching import PromptPrefixes, step_points, strings
+from grove.simulator.gemini_caches import ExplicitCaches
+from grove.simulator.script import (
     Entry,
     Inbound,
     Plan,
@@ -23,7 +23,7 @@ from grove.providers.simulator.script import (
     invalid_answers_left,
     locate_script,
 )
-from grove.providers.simulator.wire import (
+from grove.simulator.wire import (
     Frame,
     FrameRole,
     InvalidRequest,
