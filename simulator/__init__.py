@@ -1,6 +1,7 @@
 """The provider simulator: a real HTTP server speaking the Anthropic, OpenAI and Gemini wires.
 
 Tests, demos and benchmarks run against it; the vendors' official SDKs are its referees.
+Each vendor's API lives in a package of its own (anthropic/, openai/, google/), as in providers/.
 """
 
 from grove.simulator.config import DEFAULT_API_KEY, SimulatorConfig

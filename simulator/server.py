@@ -1,7 +1,8 @@
 """`Simulator`: the asyncio HTTP server that answers as Anthropic, OpenAI and Gemini would,
 with pacing, batching of events into writes, and scripted faults.
 
-Routing, auth order and timing live here; each API's JSON lives in its own module.
+Routing, auth order and timing live here (a stream's pacing in pacing.py); each API's JSON
+lives in its vendor's package (anthropic/, openai/, google/).
 """
 
 from __future__ import annotations
@@ -17,28 +18,25 @@ from typing import Any
 from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError
 from grove.providers.ratelimit import RateLimiter
-from grove.simulator.anthropic import AnthropicMessages
+from grove.simulator.anthropic.messages import AnthropicMessages
 from grove.simulator.caching import CacheBook
 from grove.simulator.config import SimulatorConfig
 from grove.simulator.directives import STATUS_FAULTS, DirectiveError
-from grove.simulator.gemini_caches import ExplicitCaches
-from grove.simulator.google import PREFIXES as GEMINI_PREFIXES
-from grove.simulator.google import GeminiGenerateContent
+from grove.simulator.google.caches import ExplicitCaches
+from grove.simulator.google.generate import PREFIXES as GEMINI_PREFIXES
+from grove.simulator.google.generate import GeminiGenerateContent
 from grove.simulator.http11 import (
-    LAST_CHUNK,
     HTTPRequest,
     MalformedRequest,
-    chunk,
     read_request,
-    response_head,
     sized_response,
 )
-from grove.simulator.openai_chat import OpenAIChat
-from grove.simulator.openai_responses import OpenAIResponses
+from grove.simulator.openai.chat import OpenAIChat
+from grove.simulator.openai.responses import OpenAIResponses
+from grove.simulator.pacing import sleep_until, stream_reply
 from grove.simulator.script import Inbound, Plan, Planner
 from grove.simulator.wire import (
     FAULT_PROBLEMS,
-    SSE_CONTENT_TYPE,
     InvalidRequest,
     Reply,
     SimulatedAPI,
@@ -229,7 +227,7 @@ class Simulator:
                     status=error.status, body=error.body, headers=error.headers + limits
                 )
                 return await _send(writer, api, limited, keep_alive)
-        await _sleep_until(received + plan.headers_s)
+        await sleep_until(received + plan.headers_s)
         fault = plan.fault
         if fault is not None and fault.kind in STATUS_FAULTS:
             error = api.error(FAULT_PROBLEMS[fault.kind], retry_after=fault.retry_after)
@@ -255,7 +253,22 @@ class Simulator:
             return await self._answer_whole(
                 writer, api, inbound, plan, received, keep_alive, limits
             )
-        return await self._stream(writer, api, inbound, plan, received, keep_alive, limits)
+        return await stream_reply(
+            writer,
+            api,
+            inbound,
+            plan,
+            received=received,
+            keep_alive=keep_alive,
+            limits=limits,
+            events_per_write=self.config.events_per_write,
+            before_end=self._before_end,
+            bill=lambda output: self._bill(inbound, plan, api, output),
+        )
+
+    def _before_end(self, inbound: Inbound) -> None:
+        if self.before_end is not None:
+            self.before_end(inbound)
 
     def _window(self, model: str) -> int | None:
         """The longest prompt the simulator takes for `model` (None: no limit): the model's
@@ -280,7 +293,7 @@ class Simulator:
     ) -> bool:
         """A non-streamed answer: sent once the whole reply would have been generated."""
         interval = 1.0 / plan.tps if plan.tps > 0 else 0.0
-        await _sleep_until(received + plan.ttft_s + plan.content_events * interval)
+        await sleep_until(received + plan.ttft_s + plan.content_events * interval)
         if plan.fault is not None and plan.fault.kind == "disconnect":
             writer.transport.abort()
             return False
@@ -332,70 +345,6 @@ class Simulator:
         reply = self.explicit.answer(request.method, request.path, body)
         return await _send(writer, gemini, reply, keep_alive)
 
-    async def _stream(
-        self,
-        writer: asyncio.StreamWriter,
-        api: SimulatedAPI,
-        inbound: Inbound,
-        plan: Plan,
-        received: float,
-        keep_alive: bool,
-        limits: tuple[tuple[str, str], ...] = (),
-    ) -> bool:
-        headers = [
-            ("content-type", SSE_CONTENT_TYPE),
-            ("cache-control", "no-cache"),
-            ("transfer-encoding", "chunked"),
-            *api.response_headers(),
-            *limits,
-        ]
-        writer.write(response_head(200, headers, keep_alive=keep_alive))
-        fault = plan.fault
-        if fault is not None and fault.kind == "error_after_200":
-            payload = b"".join(frame.data for frame in api.error_frames(inbound))
-            writer.write(chunk(payload) + LAST_CHUNK)
-            await writer.drain()
-            return keep_alive
-        cut_after = fault.after if fault is not None and fault.kind == "disconnect" else None
-        interval = 1.0 / plan.tps if plan.tps > 0 else 0.0
-        first_content_at = received + plan.ttft_s
-        batch_size = self.config.events_per_write
-        pending: list[bytes] = []
-        due = received
-        content_sent = 0
-        try:
-            for frame in api.frames(plan, inbound):
-                if cut_after is not None and (
-                    frame.role == "terminal"
-                    or (frame.role == "content" and content_sent >= cut_after)
-                ):
-                    break
-                if frame.role == "terminal" and self.before_end is not None:
-                    self.before_end(inbound)
-                if frame.role == "content":
-                    due = max(due, first_content_at + content_sent * interval)
-                    content_sent += 1
-                pending.append(frame.data)
-                if len(pending) >= batch_size:
-                    await _write_at(writer, pending, due)
-                    pending = []
-            if pending:
-                await _write_at(writer, pending, due)
-            if cut_after is not None:
-                await _flush_fully(writer)
-                writer.transport.abort()
-                return False
-            writer.write(LAST_CHUNK)
-            await writer.drain()
-        except ConnectionError:
-            # The client went away mid-answer (before a planned break, if any, struck): billed
-            # its prompt and its reply as far as it was written, as a provider bills a request
-            # it has begun to answer. A break the simulator makes itself raises nothing here.
-            self._bill(inbound, plan, api, content_sent)
-            raise
-        self._bill(inbound, plan, api, plan.content_events)
-        return keep_alive
-
 
 def _billing() -> dict[str, int]:
     return dict.fromkeys(
@@ -418,22 +367,3 @@ async def _send(
     writer.write(sized_response(reply.status, headers, dump(reply.body), keep_alive=keep_alive))
     await writer.drain()
     return keep_alive
-
-
-async def _sleep_until(deadline: float) -> None:
-    delay = deadline - asyncio.get_running_loop().time()
-    if delay > 0:
-        await asyncio.sleep(delay)
-
-
-async def _write_at(writer: asyncio.StreamWriter, frames: list[bytes], due: float) -> None:
-    """Frames sharing one write (one HTTP chunk), sent when the last of them is due."""
-    await _sleep_until(due)
-    writer.write(chunk(b"".join(frames)))
-    await writer.drain()
-
-
-async def _flush_fully(writer: asyncio.StreamWriter) -> None:
-    """Wait until everything written has left the process, so an abort loses nothing."""
-    writer.transport.set_write_buffer_limits(high=0)
-    await writer.drain()

@@ -27,7 +27,7 @@ from grove.providers.factory import wire_for
 from grove.providers.http import Endpoint, HTTPProvider
 from grove.providers.preserved_thinking import bound, dropped_text
 from grove.simulator import SimulatorConfig, SimulatorThread
-from grove.simulator.thinking_blocks import bound_text, check_request
+from grove.simulator.anthropic.thinking_blocks import bound_text, check_request
 from grove.simulator.wire import InvalidRequest
 from grove.supervisor import Grove
 from grove.supervisor.config import McpSection, McpServerSection

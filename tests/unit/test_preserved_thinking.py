@@ -21,7 +21,7 @@ from grove.providers.base import (
 )
 from grove.providers.errors import ProviderHTTPError
 from grove.providers.preserved_thinking import bound, preserves_thinking, stamped, unbound
-from grove.simulator.thinking_blocks import bound_text
+from grove.simulator.anthropic.thinking_blocks import bound_text
 
 MODEL = "claude-sonnet-5-5"
 TOOLS = (ToolSpec(name="now", description="The time.", parameters={"type": "object"}),)

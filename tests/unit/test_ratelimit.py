@@ -4,7 +4,7 @@ continuously, a request taken whole or not at all, and the wait it would need.""
 from __future__ import annotations
 
 from grove.providers.ratelimit import RateLimiter
-from grove.simulator.openai_common import openai_duration
+from grove.simulator.openai.common import openai_duration
 
 
 class Clock:

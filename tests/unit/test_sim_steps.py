@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from grove.simulator.anthropic import AnthropicMessages
-from grove.simulator.google import GeminiGenerateContent
-from grove.simulator.openai_chat import OpenAIChat
-from grove.simulator.openai_responses import OpenAIResponses
+from grove.simulator.anthropic.messages import AnthropicMessages
+from grove.simulator.google.generate import GeminiGenerateContent
+from grove.simulator.openai.chat import OpenAIChat
+from grove.simulator.openai.responses import OpenAIResponses
 from grove.simulator.script import Inbound
 
 SCRIPT = "Fan out. [[sim step=2 tool=wait]]"

@@ -9,12 +9,12 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grove.simulator.anthropic import AnthropicMessages
+from grove.simulator.anthropic.messages import AnthropicMessages
 from grove.simulator.config import SimulatorConfig
 from grove.simulator.directives import DirectiveError
-from grove.simulator.google import GeminiGenerateContent
-from grove.simulator.openai_chat import OpenAIChat
-from grove.simulator.openai_responses import OpenAIResponses
+from grove.simulator.google.generate import GeminiGenerateContent
+from grove.simulator.openai.chat import OpenAIChat
+from grove.simulator.openai.responses import OpenAIResponses
 from grove.simulator.script import Planner
 from grove.simulator.wire import InvalidRequest, SimulatedAPI
 

@@ -8,7 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from grove.simulator import model_rules, openai_common
+from grove.simulator import model_rules
+from grove.simulator.openai import common
 from grove.simulator.script import (
     Entry,
     Inbound,
@@ -36,7 +37,7 @@ _HEX = "0123456789abcdef"
 TEXT_PARTS = ("input_text", "output_text", "text")
 
 
-class OpenAIResponses(openai_common.OpenAIAPI):
+class OpenAIResponses(common.OpenAIAPI):
     name = "openai-responses"
     endpoint = PATH
 
@@ -44,7 +45,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
         return self.error("context_length", param="input")
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
-        model = openai_common.required_model(body)
+        model = common.required_model(body)
         model_rules.check_openai(model, body, "reasoning.effort")
         given = body.get("input")
         items = (
@@ -76,9 +77,9 @@ class OpenAIResponses(openai_common.OpenAIAPI):
         }
         text = body.get("text")
         form = text.get("format") if isinstance(text, dict) else None
-        structured = openai_common.forced_function(body.get("tool_choice"), functions)
+        structured = common.forced_function(body.get("tool_choice"), functions)
         if structured is None and isinstance(form, dict) and form.get("type") == "json_schema":
-            structured = openai_common.json_schema_format(form, "text.format")
+            structured = common.json_schema_format(form, "text.format")
         return Inbound(
             model=model,
             prompt=_last_user_prompt(items),
@@ -86,7 +87,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
             step=step,
             offered_tools=frozenset(functions),
             thinking=summary is not None
-            and openai_common.reasoning_effort_on((reasoning or {}).get("effort")),
+            and common.reasoning_effort_on((reasoning or {}).get("effort")),
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([body.get("instructions"), items, tools], "openai"),
             body=body,
@@ -114,7 +115,7 @@ class OpenAIResponses(openai_common.OpenAIAPI):
     def error_frames(self, inbound: Inbound) -> list[Frame]:
         stream = _Stream(inbound)
         stream.lifecycle_start()
-        error = openai_common.error_object("server_error")
+        error = common.error_object("server_error")
         stream.add("error", {"error": {**error, "code": "server_error"}})
         failed = stream.response("failed", [], None)
         failed["error"] = {"code": "server_error", "message": error["message"]}

@@ -9,7 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from grove.simulator import model_rules, openai_common
+from grove.simulator import model_rules
+from grove.simulator.openai import common
 from grove.simulator.script import (
     Entry,
     Inbound,
@@ -33,7 +34,7 @@ PATH = "/v1/chat/completions"
 DONE = Frame(b"data: [DONE]\n\n", "terminal")
 
 
-class OpenAIChat(openai_common.OpenAIAPI):
+class OpenAIChat(common.OpenAIAPI):
     name = "openai-chat"
     endpoint = PATH
 
@@ -45,7 +46,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
         return self.error("context_length", message, param="messages")
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
-        model = openai_common.required_model(body)
+        model = common.required_model(body)
         model_rules.check_openai(model, body, "reasoning_effort")
         messages = objects(body.get("messages"), "messages")
         if not messages:
@@ -67,9 +68,9 @@ class OpenAIChat(openai_common.OpenAIAPI):
             if isinstance(tool.get("function"), dict)
         }
         form = body.get("response_format")
-        structured = openai_common.forced_function(body.get("tool_choice"), functions)
+        structured = common.forced_function(body.get("tool_choice"), functions)
         if structured is None and isinstance(form, dict) and form.get("type") == "json_schema":
-            structured = openai_common.json_schema_format(
+            structured = common.json_schema_format(
                 form.get("json_schema"), "response_format.json_schema"
             )
         return Inbound(
@@ -78,7 +79,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
             script=script,
             step=step,
             offered_tools=frozenset(functions),
-            thinking=effort is not None and openai_common.reasoning_effort_on(effort),
+            thinking=effort is not None and common.reasoning_effort_on(effort),
             stream=body.get("stream") is True,
             input_tokens=estimate_tokens([messages, tools], "openai"),
             body=body,
@@ -122,7 +123,7 @@ class OpenAIChat(openai_common.OpenAIAPI):
         return frames
 
     def error_frames(self, inbound: Inbound) -> list[Frame]:
-        return [data_event({"error": openai_common.error_object("server_error")})]
+        return [data_event({"error": common.error_object("server_error")})]
 
     def body(self, plan: Plan, inbound: Inbound) -> dict[str, Any]:
         message: dict[str, Any] = {

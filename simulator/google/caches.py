@@ -2,7 +2,7 @@
 (ttl), delete, and the entries that generateContent requests reference by name.
 
 Entries hold contents, a system instruction and tools; one below the model's minimum is
-refused, as an expired or deleted one is when named. No network I/O here (server.py).
+refused, as an expired or deleted one is when named. No network I/O here (simulator/server.py).
 """
 
 from __future__ import annotations

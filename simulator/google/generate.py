@@ -1,24 +1,31 @@
 """The Gemini API as the simulator speaks it: `POST /v1beta/models/{model}:generateContent` and
 `:streamGenerateContent?alt=sse` (also under `/v1/`, which google-genai uses by default).
 
-Reads requests into `Inbound`, writes plans in Gemini JSON; vendor field names only.
+Reads requests into `Inbound` (request.py reads their parts), writes plans in Gemini JSON;
+vendor field names only.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from grove.providers.ratelimit import Admission
 from grove.simulator import model_rules
 from grove.simulator.caching import PromptPrefixes, step_points, strings
-from grove.simulator.gemini_caches import ExplicitCaches
+from grove.simulator.google.caches import ExplicitCaches
+from grove.simulator.google.request import (
+    declared_names,
+    entry_of,
+    field,
+    last_user_prompt,
+    structured_of,
+    thinking_requested,
+    thinking_settings,
+)
 from grove.simulator.script import (
-    Entry,
     Inbound,
     Plan,
-    Structured,
     estimate_tokens,
     invalid_answers_left,
     locate_script,
@@ -110,15 +117,15 @@ class GeminiGenerateContent:
         for index, content in enumerate(contents):
             objects(content.get("parts"), f"contents.{index}.parts")
         version = path.split("/")[1]
-        model_rules.check_gemini(endpoint["model"], version, _thinking_settings(body))
+        model_rules.check_gemini(endpoint["model"], version, thinking_settings(body))
         tools = objects(body.get("tools"), "tools")
         for index, tool in enumerate(tools):
-            declarations = _field(tool, "functionDeclarations", "function_declarations")
+            declarations = field(tool, "functionDeclarations", "function_declarations")
             objects(declarations, f"tools.{index}.functionDeclarations")
-        system = _field(body, "systemInstruction", "system_instruction")
-        cached = _field(body, "cachedContent", "cached_content")
+        system = field(body, "systemInstruction", "system_instruction")
+        cached = field(body, "cachedContent", "cached_content")
         if cached is not None and self.explicit is not None:
-            if system is not None or tools or _field(body, "toolConfig", "tool_config"):
+            if system is not None or tools or field(body, "toolConfig", "tool_config"):
                 raise InvalidRequest(CACHED_WITH_PREFIX)
             stored = self.explicit.find(cached)
             if stored.model != f"models/{endpoint['model']}":
@@ -130,20 +137,20 @@ class GeminiGenerateContent:
             prefixes = PromptPrefixes(explicit=stored.tokens)
         else:
             prefixes = PromptPrefixes(points=step_points(strings([system, tools, contents])))
-        entries = [entry for content in contents if (entry := _entry(content)) is not None]
+        entries = [entry for content in contents if (entry := entry_of(content)) is not None]
         script, step = locate_script(entries)
         return Inbound(
             model=endpoint["model"],
-            prompt=_last_user_prompt(contents),
+            prompt=last_user_prompt(contents),
             script=script,
             step=step,
-            offered_tools=frozenset(_declared_names(tools)),
-            thinking=_thinking_requested(body),
+            offered_tools=frozenset(declared_names(tools)),
+            thinking=thinking_requested(body),
             stream=stream,
             input_tokens=estimate_tokens([system, contents, tools], "google"),
             body=body,
             prefixes=prefixes,
-            structured=_structured(endpoint["model"], body, tools),
+            structured=structured_of(endpoint["model"], body, tools),
             invalid_left=invalid_answers_left(entries),
         )
 
@@ -315,130 +322,3 @@ def _error_body(problem: Problem, message: str | None) -> dict[str, Any]:
             },
         ]
     return {"error": error}
-
-
-def _field(container: object, camel: str, snake: str) -> Any:
-    """A field by its JSON (camelCase) or proto (snake_case) name; the API accepts both."""
-    if not isinstance(container, dict):
-        return None
-    return container.get(camel, container.get(snake))
-
-
-def _last_user_prompt(contents: list[dict[str, Any]]) -> str:
-    """The last user content's text, or its function responses when it holds only those."""
-    for content in reversed(contents):
-        if content.get("role", "user") != "user":
-            continue
-        text = _user_text(content)
-        if text is not None:
-            return text
-        parts: list[dict[str, Any]] = content.get("parts") or []
-        responses = [_field(part, "functionResponse", "function_response") for part in parts]
-        return "\n".join(
-            json.dumps(_field(response, "response", "response"), ensure_ascii=False)
-            for response in responses
-            if response is not None
-        )
-    return ""
-
-
-def _entry(content: dict[str, Any]) -> tuple[Entry, str] | None:
-    """Model contents are replies; a user content is text when it has a text part, else it
-    holds results (function responses)."""
-    role = content.get("role", "user")
-    if role == "model":
-        return "reply", ""
-    if role != "user":
-        return None
-    text = _user_text(content)
-    return ("results", "") if text is None else ("text", text)
-
-
-def _user_text(content: dict[str, Any]) -> str | None:
-    """A user content's text parts joined, or None when it has none."""
-    parts: list[dict[str, Any]] = content.get("parts") or []
-    texts = [str(part["text"]) for part in parts if "text" in part]
-    return "\n".join(texts) if texts else None
-
-
-def _structured(model: str, body: dict[str, Any], tools: list[dict[str, Any]]) -> Structured | None:
-    """Function calling in mode ANY (the first allowed function, else the last declared),
-    else a JSON answer (`responseMimeType` application/json, with `responseJsonSchema` or
-    the OpenAPI-style `responseSchema`). Gemini 2.5 refuses JSON answers with functions."""
-    declarations = {
-        str(declaration.get("name")): declaration
-        for tool in tools
-        for declaration in _field(tool, "functionDeclarations", "function_declarations") or []
-    }
-    calling = _field(
-        _field(body, "toolConfig", "tool_config"),
-        "functionCallingConfig",
-        "function_calling_config",
-    )
-    if _field(calling, "mode", "mode") == "ANY" and declarations:
-        allowed = _field(calling, "allowedFunctionNames", "allowed_function_names") or []
-        name = str(allowed[0]) if allowed else list(declarations)[-1]
-        declaration = declarations.get(name, {})
-        schema = _field(declaration, "parametersJsonSchema", "parameters_json_schema")
-        if schema is None:
-            schema = _openapi_to_json_schema(_field(declaration, "parameters", "parameters"))
-        return Structured(schema=schema if isinstance(schema, dict) else {}, tool=name)
-    config = _field(body, "generationConfig", "generation_config")
-    if _field(config, "responseMimeType", "response_mime_type") != "application/json":
-        return None
-    if declarations and model.startswith("gemini-2"):
-        raise InvalidRequest(
-            "Function calling with a response mime type: 'application/json' is unsupported"
-        )
-    schema = _field(config, "responseJsonSchema", "response_json_schema")
-    if schema is None:
-        schema = _openapi_to_json_schema(_field(config, "responseSchema", "response_schema"))
-    return Structured(schema=schema if isinstance(schema, dict) else {"type": "object"})
-
-
-def _openapi_to_json_schema(schema: Any) -> Any:
-    """Gemini's OpenAPI-style Schema (`"type": "OBJECT"`, `nullable`) as JSON Schema."""
-    if isinstance(schema, list):
-        return [_openapi_to_json_schema(item) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    converted = {
-        key: _openapi_to_json_schema(value) for key, value in schema.items() if key != "nullable"
-    }
-    kind = converted.get("type")
-    if isinstance(kind, str):
-        converted["type"] = kind.lower()
-        if schema.get("nullable") is True:
-            converted["type"] = [kind.lower(), "null"]
-    if "any_of" in converted:
-        converted["anyOf"] = converted.pop("any_of")
-    return converted
-
-
-def _declared_names(tools: list[dict[str, Any]]) -> list[str]:
-    names: list[str] = []
-    for tool in tools:
-        declarations = _field(tool, "functionDeclarations", "function_declarations") or []
-        names += [str(declaration.get("name")) for declaration in declarations]
-    return names
-
-
-def _thinking_settings(body: dict[str, Any]) -> dict[str, Any]:
-    """The request's `thinkingConfig` fields that are set, by their JSON names."""
-    config = _field(
-        _field(body, "generationConfig", "generation_config"), "thinkingConfig", "thinking_config"
-    )
-    fields = {
-        "includeThoughts": _field(config, "includeThoughts", "include_thoughts"),
-        "thinkingBudget": _field(config, "thinkingBudget", "thinking_budget"),
-        "thinkingLevel": _field(config, "thinkingLevel", "thinking_level"),
-    }
-    return {name: value for name, value in fields.items() if value is not None}
-
-
-def _thinking_requested(body: dict[str, Any]) -> bool:
-    settings = _thinking_settings(body)
-    if settings.get("includeThoughts") is not True:
-        return False
-    level = settings.get("thinkingLevel")
-    return settings.get("thinkingBudget") != 0 and str(level).lower() != "minimal"
