@@ -82,7 +82,7 @@ async def test_stop_ends_streams_in_flight_promptly() -> None:
 
 def test_run_forever_prints_its_url_and_stops_cleanly_on_interrupt() -> None:
     script = (
-        "from grove.providers.simulator import SimulatorConfig, run_forever\n"
+        "from grove.simulator import SimulatorConfig, run_forever\n"
         f"run_forever(SimulatorConfig(api_key={KEY!r}), "
         "lambda url: print('listening on', url, flush=True))\n"
         "print('stopped', flush=True)\n"
