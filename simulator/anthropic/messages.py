@@ -10,7 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from grove.providers.ratelimit import Admission
-from grove.simulator import model_rules
 from grove.simulator.anthropic import thinking_blocks
 from grove.simulator.anthropic.request import (
     entry_of,
@@ -19,6 +18,7 @@ from grove.simulator.anthropic.request import (
     structured_of,
     thinking_requested,
 )
+from grove.simulator.anthropic.rules import check_anthropic
 from grove.simulator.script import (
     Inbound,
     Plan,
@@ -98,7 +98,7 @@ class AnthropicMessages:
                 raise InvalidRequest(f"messages.{index}.content: Field required")
             if not isinstance(content, str):
                 objects(content, f"messages.{index}.content")
-        model_rules.check_anthropic(model, body)
+        check_anthropic(model, body)
         tools = objects(body.get("tools"), "tools")
         prefixes = prompt_prefixes(
             body, tools, messages, refuse_cache_control=self.refuse_cache_control

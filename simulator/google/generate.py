@@ -11,7 +11,6 @@ import re
 from typing import Any
 
 from grove.providers.ratelimit import Admission
-from grove.simulator import model_rules
 from grove.simulator.caching import PromptPrefixes, step_points, strings
 from grove.simulator.google.caches import ExplicitCaches
 from grove.simulator.google.request import (
@@ -23,6 +22,7 @@ from grove.simulator.google.request import (
     thinking_requested,
     thinking_settings,
 )
+from grove.simulator.google.rules import check_gemini
 from grove.simulator.script import (
     Inbound,
     Plan,
@@ -117,7 +117,7 @@ class GeminiGenerateContent:
         for index, content in enumerate(contents):
             objects(content.get("parts"), f"contents.{index}.parts")
         version = path.split("/")[1]
-        model_rules.check_gemini(endpoint["model"], version, thinking_settings(body))
+        check_gemini(endpoint["model"], version, thinking_settings(body))
         tools = objects(body.get("tools"), "tools")
         for index, tool in enumerate(tools):
             declarations = field(tool, "functionDeclarations", "function_declarations")

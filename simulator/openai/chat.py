@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from grove.simulator import model_rules
 from grove.simulator.openai import common
+from grove.simulator.openai.rules import check_openai
 from grove.simulator.script import (
     Entry,
     Inbound,
@@ -47,7 +47,7 @@ class OpenAIChat(common.OpenAIAPI):
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = common.required_model(body)
-        model_rules.check_openai(model, body, "reasoning_effort")
+        check_openai(model, body, "reasoning_effort")
         messages = objects(body.get("messages"), "messages")
         if not messages:
             raise InvalidRequest("Missing required parameter: 'messages'.", param="messages")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from grove.simulator import model_rules
 from grove.simulator.openai import common
+from grove.simulator.openai.rules import check_openai
 from grove.simulator.script import (
     Entry,
     Inbound,
@@ -46,7 +46,7 @@ class OpenAIResponses(common.OpenAIAPI):
 
     def read(self, path: str, query: dict[str, str], body: dict[str, Any]) -> Inbound:
         model = common.required_model(body)
-        model_rules.check_openai(model, body, "reasoning.effort")
+        check_openai(model, body, "reasoning.effort")
         given = body.get("input")
         items = (
             [{"role": "user", "content": given}]

@@ -17,15 +17,14 @@ from google.genai import types as genai_types
 
 from grove.providers.lifecycle import TODAY_ENV
 from grove.simulator import SimulatorConfig, SimulatorThread
-from grove.simulator.model_rules import (
+from grove.simulator.anthropic.rules import (
     ADAPTIVE_ONLY,
-    LEVEL_AND_BUDGET,
     NO_ADAPTIVE,
     NO_FORCED_TOOL,
-    NO_LEVELS,
     NO_PREFILL,
     USE_BETWEEN_TOOLS,
 )
+from grove.simulator.google.rules import LEVEL_AND_BUDGET, NO_LEVELS
 
 KEY = "sim-sdk-refusals-key-8b2e"
 QUESTION: list[Any] = [{"role": "user", "content": "Where is the Louvre?"}]
