@@ -19,6 +19,8 @@ branch in supervisor.errors); each vendor's errors.py maps its wire's errors ont
      |    +-- StreamBroken             the stream ended before the API's terminal signal
      |    +-- ProviderProtocolError    a stream Grove cannot read
      +-- CommandError, StoreError, SupervisorError   (supervisor.errors)
+     +-- InvalidRequest, MalformedRequest, DirectiveError   (the simulator's: a request its
+                                      APIs refuse, bytes that are no HTTP, a bad [[sim]] line)
 
 `retryable` says whether the provider base may try again; it never holds for auth, quota or
 spend-limit errors. No error text ever contains an API key.

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from grove.providers import wirejson
+from grove.providers.errors import GroveError
 
 Audience = Literal["agent", "reviewer"]
 FaultKind = Literal["429", "500", "503", "529", "error_after_200", "disconnect"]
@@ -80,7 +81,7 @@ _TOOL_NAME_RULE = "a tool name (letters, digits, _ . : -)"
 _CALL_KEYS = ("name", "args")
 
 
-class DirectiveError(ValueError):
+class DirectiveError(GroveError):
     """A malformed or inconsistent `[[sim ...]]` directive; the text says what and where."""
 
 

@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import parse_qsl, urlsplit
 
+from grove.providers.errors import GroveError
+
 MAX_HEAD_BYTES = 64 * 1024
 MAX_BODY_BYTES = 64 * 1024 * 1024
 
 
-class MalformedRequest(Exception):
+class MalformedRequest(GroveError):
     """The bytes are not an HTTP/1.1 request this server can read; `status` says why."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -14,6 +14,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from grove.providers.errors import GroveError
 from grove.providers.ratelimit import Admission
 from grove.simulator.script import Inbound, Plan
 
@@ -62,7 +63,7 @@ class Reply:
     headers: tuple[tuple[str, str], ...] = field(default=())
 
 
-class InvalidRequest(Exception):
+class InvalidRequest(GroveError):
     """The request body is not what the API accepts; the text is the API's message, `problem`
     the kind of refusal (a 400 unless it names another status)."""
 
