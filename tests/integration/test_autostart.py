@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from grove.cli.context import NO_SERVICE_ENV
-from grove.providers.simulator.config import SimulatorConfig
-from grove.providers.simulator.runners import SimulatorThread
 from grove.server.client import RemoteGrove
 from grove.server.files import process_alive, read_state
+from grove.simulator.config import SimulatorConfig
+from grove.simulator.runners import SimulatorThread
 from tests.integration.groves import cli_environment
 
 pytestmark = pytest.mark.own_ray  # the commands' Ray is the service's, or their own

@@ -16,7 +16,7 @@ import ray
 from grove.actors.collector import THRESHOLDS
 from grove.providers.catalog import near_miss_text
 from grove.providers.http import Endpoint
-from grove.providers.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Grove
 from grove.supervisor.errors import CommandError
 from grove.supervisor.rules import NO_MODEL_TEXT, STREAMING_SWITCH_TEXT
