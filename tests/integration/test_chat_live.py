@@ -82,7 +82,8 @@ def mid_stream_commands(term: Terminal) -> None:
         ("/context", "Context: "),
         ("/usage", "requests"),
         ("/fork", "Forked child"),  # no prompt: the focus stays
-        ("/history", "Unknown command: /history. Type /help for the list."),
+        ("/history", "] user"),  # the conversation so far, while the reply streams
+        ("/histroy", "Unknown command: /histroy. Type /help for the list."),
     ):
         term.type(f"{command}\r")
         term.expect(shown)
