@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from grove.actors.turn_result import TurnResult
+from grove.cli.context import NO_SERVICE_ENV
 from grove.providers.http import Endpoint
 from grove.server.client import healthy
 from grove.server.files import read_state
@@ -209,7 +210,9 @@ def test_a_batch_goes_on_through_restarts_of_the_service(tmp_path: Path) -> None
     the store: the cut-off turns resume from their last stored step, and `grove batch`
     follows the batch through both to its end. The root's cut-off turn resumes and ends
     before its next prompt."""
-    env = {**cli_environment(tmp_path), "GROVE_HOSTS__COUNT": "1"}  # its turns wait on tools
+    # Its turns wait on tools; `grove batch` follows the service (the suite's default runs
+    # commands in-process).
+    env = {**cli_environment(tmp_path), "GROVE_HOSTS__COUNT": "1", NO_SERVICE_ENV: "0"}
     port = free_loopback_port()
     effects = [tmp_path / f"effects{n}.txt" for n in range(4)]
     chat_effects = tmp_path / "chat-effects.txt"
