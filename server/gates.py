@@ -21,6 +21,8 @@ from grove.server.files import token_matches
 OPEN_PATHS = frozenset({"/healthz"})
 MAX_JSON_BYTES = 16 * 1024 * 1024  # a prompt at its limit, escaped, with room to spare
 LOOPBACK_NAMES = frozenset({"localhost"})
+# A command's presence (server/idle.py) is no dashboard stream: its token goes in the header.
+HEADER_TOKEN_STREAMS = frozenset({"/api/presence/stream"})
 
 
 def is_stream(scope: Scope) -> bool:
@@ -30,6 +32,8 @@ def is_stream(scope: Scope) -> bool:
 
 def takes_query_token(scope: Scope) -> bool:
     """The dashboard's page and its event streams, which browsers cannot give headers to."""
+    if scope["path"] in HEADER_TOKEN_STREAMS:
+        return False
     return scope["method"] == "GET" and (scope["path"] == "/" or is_stream(scope))
 
 
