@@ -17,6 +17,22 @@ from pathlib import Path
 import pyte
 
 COLUMNS, ROWS = 120, 40
+
+
+def terminal_env(tmp_path: Path) -> dict[str, str]:
+    """What a `grove chat` on a terminal runs with in a test: an xterm, its own store, config
+    and data under `tmp_path`, no service (the suite's default, tests/conftest.py)."""
+    return dict(
+        os.environ,
+        PYTHONPATH=str(Path(__file__).resolve().parents[1]),
+        TERM="xterm",
+        GROVE_STORE=f"sqlite:///{tmp_path / 'grove.sqlite3'}",
+        GROVE_CONFIG_FILE=str(tmp_path / "none.toml"),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+    )
+
+
 CURSOR_POSITION_REQUEST = b"\x1b[6n"
 
 

@@ -6,7 +6,6 @@ service up.
 
 from __future__ import annotations
 
-import os
 import re
 import sys
 import time
@@ -17,9 +16,8 @@ import pytest
 
 from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
 from grove.supervisor.store import open_store
-from tests.conformance.corpus import REPO_ROOT
 from tests.integration.services import ONE_HOST, grove_service
-from tests.terminal import Terminal
+from tests.terminal import Terminal, terminal_env
 
 MODEL = "claude-haiku-4-5"
 STREAMING_SWITCH_TEXT = (  # the reference's text, spec/commands-model-fork.md
@@ -128,18 +126,9 @@ def forked_mid_stream(term: Terminal) -> None:
 
 
 def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
-    store = f"sqlite:///{tmp_path / 'grove.sqlite3'}"
     (tmp_path / "workspace").mkdir()
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(REPO_ROOT),
-        TERM="xterm",
-        GROVE_STORE=store,
-        GROVE_NO_SERVICE="1",
-        GROVE_CONFIG_FILE=str(tmp_path / "none.toml"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
+    env = {**terminal_env(tmp_path), "GROVE_NO_SERVICE": "1"}
+    store = env["GROVE_STORE"]
     argv = [
         sys.executable,
         "-m",

@@ -5,7 +5,6 @@ are typed as a person would type them.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -14,26 +13,17 @@ from pathlib import Path
 import pytest
 
 from grove.supervisor.store import open_store
-from tests.conformance.corpus import REPO_ROOT
-from tests.terminal import Terminal
+from tests.terminal import Terminal, terminal_env
 
 
 @pytest.fixture
 def chat(tmp_path: Path) -> Iterator[Callable[..., tuple[Terminal, str]]]:
     """Starts `grove chat` on a pty with extra options, in a workspace of its own; returns the
     terminal and the store's URL."""
-    store = f"sqlite:///{tmp_path / 'grove.sqlite3'}"
     workspace = tmp_path / "workspace"
     workspace.mkdir()
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(REPO_ROOT),
-        TERM="xterm",
-        GROVE_STORE=store,
-        GROVE_CONFIG_FILE=str(tmp_path / "none.toml"),
-        XDG_DATA_HOME=str(tmp_path / "data"),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-    )
+    env = terminal_env(tmp_path)
+    store = env["GROVE_STORE"]
     argv = [
         sys.executable,
         "-m",
