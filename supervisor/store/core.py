@@ -1,70 +1,40 @@
-"""`StoreCore`: the rules both stores share (validation, prefix resolution, fork assembly, leases)
-written once over a few storage primitives that sqlite.py and redis.py implement.
-
-No storage calls here: anything that touches SQLite or Redis belongs to a backend module.
+"""`StoreCore`: the rules both stores share (prefix resolution, fork assembly, holders, leases)
+over storage primitives that sqlite.py and redis.py implement; no SQLite or Redis calls here.
 """
 
 from __future__ import annotations
 
-import json
 import math
-import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from grove.supervisor.errors import CommandError, StoreError
 from grove.supervisor.store.base import CLEAR_KIND, COMPACTION_KIND
-from grove.supervisor.store.codec import decode_json, describe, encode_json, utf8_size
+from grove.supervisor.store.codec import decode_json, describe
 from grove.supervisor.store.lease import Lease, LeaseQueue, hold_lease
 from grove.supervisor.store.records import (
     IMMUTABLE_AGENT_FIELDS,
-    AgentId,
     AgentRecord,
-    EventKind,
     EventRecord,
     MessageRecord,
     NewMessage,
 )
+from grove.supervisor.store.write_checks import (
+    PreparedEvent,
+    PreparedMessage,
+    check_encodable,
+    checked_id,
+    prepare_event,
+    prepare_messages,
+    revalidate_agent,
+)
 
 # How many candidates an ambiguous prefix lists.
 _AMBIGUOUS_SHOWN = 10
-_EVENT_KIND: TypeAdapter[str] = TypeAdapter(EventKind)
-_AGENT_ID: TypeAdapter[str] = TypeAdapter(AgentId)
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreparedEvent:
-    """A checked event with its payload already encoded and its time taken."""
-
-    kind: str
-    payload_json: str
-    created_at: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreparedMessage:
-    """A checked NewMessage with its data already encoded and its time taken."""
-
-    message: NewMessage
-    data_json: str
-    created_at: float
-
-    def record(self, message_id: int) -> MessageRecord:
-        """The stored form, data decoded from the exact JSON that was written."""
-        return MessageRecord(
-            id=message_id,
-            agent_uuid=self.message.agent_uuid,
-            kind=self.message.kind,
-            content=self.message.content,
-            data=json.loads(self.data_json),
-            created_at=self.created_at,
-            ticket=self.message.ticket,
-        )
 
 
 class StoreCore(ABC):
@@ -166,7 +136,7 @@ class StoreCore(ABC):
     def create_agents(
         self, records: Sequence[AgentRecord], messages: Sequence[NewMessage] = ()
     ) -> list[MessageRecord]:
-        checked = [_revalidate(record) for record in records]
+        checked = [revalidate_agent(record) for record in records]
         batch_ids: set[str] = set()
         referenced: set[str] = set()
         for record in checked:
@@ -192,7 +162,7 @@ class StoreCore(ABC):
                     f"Agent {record.uuid} forks at message {record.fork_message_id}, after the "
                     f"last message {latest}; nothing was written"
                 )
-        return self._write(checked, self._prepare(messages))
+        return self._write(checked, prepare_messages(messages, self.max_message_bytes))
 
     def resolve_agent(self, prefix: str, *, include_ended: bool = True) -> AgentRecord:
         wanted = prefix.strip()
@@ -234,7 +204,7 @@ class StoreCore(ABC):
             raise StoreError(
                 f"Invalid update of agent {uuid}: {describe(exc)}; nothing was written"
             ) from exc
-        _check_encodable(updated)
+        check_encodable(updated)
         watched = changes.get("watched_uuid")
         if watched is not None and not self._existing_agent_ids([watched]):
             raise StoreError(f"Unknown agent {watched} to watch; nothing was written")
@@ -268,7 +238,7 @@ class StoreCore(ABC):
         return self.append_messages([message])[0]
 
     def append_messages(self, messages: Sequence[NewMessage]) -> list[MessageRecord]:
-        prepared = self._prepare(messages)
+        prepared = prepare_messages(messages, self.max_message_bytes)
         owners = {item.message.agent_uuid for item in prepared}
         missing = sorted(owners - self._existing_agent_ids(owners))
         if missing:
@@ -338,7 +308,9 @@ class StoreCore(ABC):
         return self.append_events([(kind, payload)])[0]
 
     def append_events(self, events: Sequence[tuple[str, dict[str, Any]]]) -> list[EventRecord]:
-        prepared = [self._prepare_event(kind, payload) for kind, payload in events]
+        prepared = [
+            prepare_event(kind, payload, self.max_message_bytes) for kind, payload in events
+        ]
         ids = self._write_events(prepared) if prepared else []
         return [
             EventRecord(
@@ -360,15 +332,15 @@ class StoreCore(ABC):
     def renew_holder(self, holder: str, ttl_s: float) -> bool:
         if not (math.isfinite(ttl_s) and ttl_s > 0):
             raise StoreError(f"A holder's time to live must be positive, not {ttl_s!r}")
-        return self._renew_holder(_checked_id(holder, "holder"), ttl_s)
+        return self._renew_holder(checked_id(holder, "holder"), ttl_s)
 
     def drop_holder(self, holder: str) -> None:
-        self._drop_holder(_checked_id(holder, "holder"))
+        self._drop_holder(checked_id(holder, "holder"))
 
     def hold_trees(self, holder: str, roots: Collection[str]) -> None:
-        checked = [_checked_id(root, "root") for root in roots]
+        checked = [checked_id(root, "root") for root in roots]
         if checked:
-            self._hold_trees(_checked_id(holder, "holder"), checked)
+            self._hold_trees(checked_id(holder, "holder"), checked)
 
     @abstractmethod
     def _renew_holder(self, holder: str, ttl_s: float) -> bool:
@@ -395,37 +367,6 @@ class StoreCore(ABC):
             raise StoreError(f"Unknown agent {uuid}")
         return agent
 
-    def _prepare(self, messages: Sequence[NewMessage]) -> list[PreparedMessage]:
-        now = time.time()
-        prepared = []
-        for message in messages:
-            checked = _revalidate_message(message)
-            data_json = encode_json(checked.data, "Message data")
-            size = utf8_size(checked.content, "Message content") + len(data_json.encode())
-            if size > self.max_message_bytes:
-                raise StoreError(
-                    f"Message of {size:,} bytes exceeds the store's limit of "
-                    f"{self.max_message_bytes:,} bytes; nothing was written"
-                )
-            prepared.append(PreparedMessage(message=checked, data_json=data_json, created_at=now))
-        return prepared
-
-    def _prepare_event(self, kind: str, payload: dict[str, Any]) -> PreparedEvent:
-        """A new event, checked and encoded."""
-        try:
-            _EVENT_KIND.validate_python(kind)
-        except ValidationError as exc:
-            raise StoreError(f"Invalid event kind: {describe(exc)}; nothing was written") from exc
-        if not isinstance(payload, dict):
-            raise StoreError(f"The payload of event {kind} is not a dict; nothing was written")
-        payload_json = encode_json(payload, f"Payload of event {kind}")
-        if len(payload_json.encode()) > self.max_message_bytes:
-            raise StoreError(
-                f"Event payload exceeds the store's limit of {self.max_message_bytes:,} bytes; "
-                "nothing was written"
-            )
-        return PreparedEvent(kind=kind, payload_json=payload_json, created_at=time.time())
-
 
 def read_or_note(
     read: Callable[[], AgentRecord], unreadable: list[str] | None
@@ -439,55 +380,6 @@ def read_or_note(
             raise
         unreadable.append(str(exc))
         return None
-
-
-def ticketed(existing: MessageRecord, agent_uuid: str) -> MessageRecord:
-    """The message stored under a ticket, if it is this agent's; a ticket is never shared."""
-    if existing.agent_uuid != agent_uuid:
-        raise StoreError(
-            f"Ticket {existing.ticket} already belongs to a message of agent "
-            f"{existing.agent_uuid}; nothing was written"
-        )
-    return existing
-
-
-def _checked_id(value: str, what: str) -> str:
-    """A holder's or a root's id: the alphabet of agent ids (it ends up in key names)."""
-    try:
-        return _AGENT_ID.validate_python(value)
-    except ValidationError as exc:
-        raise StoreError(f"Invalid {what} id: {describe(exc)}; nothing was written") from exc
-
-
-def _revalidate(record: AgentRecord) -> AgentRecord:
-    """Check a record again: model_construct or a subclass could have skipped validation."""
-    try:
-        checked = AgentRecord.model_validate(dict(record))
-    except (ValidationError, TypeError) as exc:
-        reason = describe(exc) if isinstance(exc, ValidationError) else "not an agent record"
-        raise StoreError(f"Invalid agent record: {reason}; nothing was written") from exc
-    _check_encodable(checked)
-    return checked
-
-
-def _check_encodable(record: AgentRecord) -> None:
-    """Refuse what validation lets through but no store can hold (sets, unpaired surrogates)."""
-    encode_json(record.metadata, f"Metadata of agent {record.uuid}")
-    for field, value in (
-        ("name", record.name),
-        ("provider", record.provider),
-        ("model", record.model),
-    ):
-        if value is not None:
-            utf8_size(value, f"The {field} of agent {record.uuid}")
-
-
-def _revalidate_message(message: NewMessage) -> NewMessage:
-    try:
-        return NewMessage.model_validate(dict(message))
-    except (ValidationError, TypeError) as exc:
-        reason = describe(exc) if isinstance(exc, ValidationError) else "not a message"
-        raise StoreError(f"Invalid message: {reason}; nothing was written") from exc
 
 
 def _last_boundary(messages: list[MessageRecord], compacted: bool) -> int | None:

@@ -25,15 +25,10 @@ from grove.supervisor.store.base import (
     DEFAULT_MAX_MESSAGE_BYTES,
 )
 from grove.supervisor.store.codec import decode_json, encode_json, validate_record
-from grove.supervisor.store.core import (
-    PreparedEvent,
-    PreparedMessage,
-    StoreCore,
-    read_or_note,
-    ticketed,
-)
+from grove.supervisor.store.core import StoreCore, read_or_note
 from grove.supervisor.store.lease import LeaseQueue
 from grove.supervisor.store.records import AgentRecord, EventRecord, MessageRecord
+from grove.supervisor.store.write_checks import PreparedEvent, PreparedMessage, ticketed
 
 SCHEMA_VERSION = 1
 EVENT_POLL_S = 0.02
