@@ -1,0 +1,54 @@
+"""Session lease tickets of a SQLite store, one row each: the queue that lease.py waits on.
+A row whose expires_at has passed is a dead holder's ticket; nothing else lives here.
+"""
+
+from __future__ import annotations
+
+import time
+
+from grove.supervisor.store.sqlite_db import SqliteDatabase
+
+_LEASE_HEAD = "SELECT MIN(ticket) FROM lease_tickets WHERE session_id = ? AND expires_at > ?"
+
+
+class SqliteLeaseQueue:
+    """Lease tickets as rows; a row whose expires_at has passed is a dead holder's ticket."""
+
+    def __init__(self, db: SqliteDatabase, ttl_s: float) -> None:
+        self._db = db
+        self.ttl_s = ttl_s
+
+    def take(self, session_id: str) -> tuple[int, int | None]:
+        now = time.time()
+        with self._db.transaction("take a lease ticket") as conn:
+            conn.execute(
+                "DELETE FROM lease_tickets WHERE session_id = ? AND expires_at <= ?",
+                (session_id, now),
+            )
+            (ticket,) = conn.execute(
+                "INSERT INTO lease_tickets (session_id, expires_at) VALUES (?, ?) RETURNING ticket",
+                (session_id, now + self.ttl_s),
+            ).fetchone()
+            (head,) = conn.execute(_LEASE_HEAD, (session_id, now)).fetchone()
+        return int(ticket), int(head)
+
+    def renew(self, session_id: str, ticket: int) -> bool:
+        now = time.time()
+        with self._db.transaction("renew a lease ticket") as conn:
+            cursor = conn.execute(
+                "UPDATE lease_tickets SET expires_at = ? "
+                "WHERE ticket = ? AND session_id = ? AND expires_at > ?",
+                (now + self.ttl_s, ticket, session_id, now),
+            )
+            return cursor.rowcount == 1
+
+    def head(self, session_id: str) -> int | None:
+        rows = self._db.query("read the lease queue", _LEASE_HEAD, (session_id, time.time()))
+        return None if rows[0][0] is None else int(rows[0][0])
+
+    def release(self, session_id: str, ticket: int) -> None:
+        with self._db.transaction("release a lease ticket") as conn:
+            conn.execute(
+                "DELETE FROM lease_tickets WHERE ticket = ? AND session_id = ?",
+                (ticket, session_id),
+            )
