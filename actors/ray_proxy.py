@@ -8,7 +8,7 @@ is raised here as itself, and a dead actor is reported before its caller sees th
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator
 from typing import Any, Generic, TypeVar, cast
 
 import ray
@@ -87,7 +87,7 @@ class RayCall(Generic[Result]):
         self.timeout_s = seconds
         return self
 
-    def __await__(self) -> Iterator[Any]:
+    def __await__(self) -> Generator[Any, None, Result]:
         return self._proxy.awaited(self).__await__()
 
 
