@@ -10,7 +10,7 @@ import uuid as uuidlib
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
-from grove.supervisor.config import RESERVE_OUTPUT_TOKENS
+from grove.supervisor.config_agents import RESERVE_OUTPUT_TOKENS
 
 LIMITS = ("tokens", "cost_usd", "seconds", "turns")
 HARD_STOPS = ("finish", "cancel")

@@ -1,7 +1,8 @@
-"""The supervisor's branch of Grove's error hierarchy: command, store and supervisor errors.
+"""The supervisor's branch of Grove's error hierarchy: command, config, store and supervisor errors.
 
     GroveError                  (providers.errors)
      +-- CommandError           a command the user cannot run as asked: exact user-facing text
+     +-- ConfigError            the config file or a GROVE_* variable cannot be used
      +-- StoreError             the store refused a write, holds a record it cannot read, or is down
      |    +-- NoStoreError      no store where the URL points (a reader never makes one)
      +-- SupervisorError        the control plane could not do its job (timeouts, lost leases...)
@@ -24,6 +25,10 @@ class CommandError(GroveError):
     def __init__(self, text: str) -> None:
         super().__init__(text)
         self.text = text
+
+
+class ConfigError(GroveError):
+    """The config file or a GROVE_* variable cannot be used; the text says where and why."""
 
 
 class StoreError(GroveError):

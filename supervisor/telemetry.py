@@ -14,7 +14,8 @@ from urllib.parse import unquote
 
 from grove.actors.telemetry import TRACES_PATH, TelemetrySettings
 from grove.providers.credentials import base_url_problem
-from grove.supervisor.config import ConfigError, TelemetrySection
+from grove.supervisor.config_service import TelemetrySection
+from grove.supervisor.errors import ConfigError
 
 DEFAULT_ENDPOINT = "http://localhost:4318"  # the OTLP/HTTP default, when only asked for
 PROTOCOL = "http/protobuf"

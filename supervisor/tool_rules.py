@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from grove.actors.tools.grant import MCP_PREFIX, ShippedTool, ToolGrant, mcp_server_grant
 from grove.providers.base import ToolSpec
-from grove.supervisor.config import GroveSettings, McpServerSection
+from grove.supervisor.config import GroveSettings
+from grove.supervisor.config_tools import McpServerSection
 from grove.supervisor.errors import CommandError
 
 if TYPE_CHECKING:  # the MCP client is loaded where servers start: command lines stay quick

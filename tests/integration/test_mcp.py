@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from grove.supervisor import AsyncGrove, Grove
-from grove.supervisor.config import McpSection, McpServerSection
+from grove.supervisor.config_tools import McpSection, McpServerSection
 from grove.supervisor.tool_rules import grant_of
 from tests.integration.groves import running_grove
 from tests.integration.groves import sim_call as call

@@ -30,7 +30,7 @@ from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.simulator.anthropic.thinking_blocks import bound_text, check_request
 from grove.simulator.wire import InvalidRequest
 from grove.supervisor import Grove
-from grove.supervisor.config import McpSection, McpServerSection
+from grove.supervisor.config_tools import McpSection, McpServerSection
 from grove.supervisor.store import open_store
 from grove.supervisor.turns import step_events
 from tests.integration.groves import (

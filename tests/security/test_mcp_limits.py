@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from grove.supervisor import Grove
-from grove.supervisor.config import ConfigError, load_settings
+from grove.supervisor.config import load_settings
+from grove.supervisor.errors import ConfigError
 from tests.integration.groves import running_grove, sim_call, tool_results
 from tests.mcp_servers import running, served_over_http
 

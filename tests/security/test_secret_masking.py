@@ -127,7 +127,8 @@ def test_configured_headers_and_server_environments_are_never_in_a_repr() -> Non
     """An MCP server's env and headers, and the telemetry table's headers, hold tokens: a
     settings object written into a log line or an error text must not carry them."""
     from grove.actors.tools.mcp import McpServerConfig
-    from grove.supervisor.config import McpServerSection, TelemetrySection
+    from grove.supervisor.config_service import TelemetrySection
+    from grove.supervisor.config_tools import McpServerSection
 
     token = "CANARYHEADER" + secrets.token_hex(8)
     shown = [

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from grove.supervisor.config import ConfigError, load_settings
+from grove.supervisor.config import load_settings
+from grove.supervisor.errors import ConfigError
 
 
 def refused(config: Path, text: str) -> str:

@@ -20,7 +20,9 @@ from grove.providers.http import Endpoint
 from grove.providers.openai.cache import REQUESTS_PER_KEY_MINUTE, WINDOW_S, CacheKeys, KeySpread
 from grove.providers.openai.chat import OpenAIChatWire
 from grove.providers.openai.responses import OpenAIResponsesWire
-from grove.supervisor.config import CacheSection, ConfigError, load_settings
+from grove.supervisor.config import load_settings
+from grove.supervisor.config_providers import CacheSection
+from grove.supervisor.errors import ConfigError
 from grove.supervisor.store.records import MessageRecord
 
 ENDPOINT = Endpoint(base_url="https://api.openai.com", api_key="sk-test-key-0123456789")

@@ -30,8 +30,8 @@ from grove.supervisor.advice import AdvisorPlan
 from grove.supervisor.batch.tasks import read_tasks
 from grove.supervisor.commands.builtin import advisor_status_text
 from grove.supervisor.commands.parsing import parse_fork_args
-from grove.supervisor.config import ConfigError, config_path, load_settings
-from grove.supervisor.errors import CommandError
+from grove.supervisor.config import config_path, load_settings
+from grove.supervisor.errors import CommandError, ConfigError
 from grove.supervisor.rules import NO_MODEL_TEXT, no_model_flag_text
 
 DAY = date(2026, 12, 4)

@@ -13,7 +13,7 @@ import typer
 
 from grove.cli.preflight import checked_model
 from grove.providers.credentials import signed_in
-from grove.supervisor.config import McpServerSection
+from grove.supervisor.config_tools import McpServerSection
 from grove.supervisor.tool_rules import mcp_problems
 
 

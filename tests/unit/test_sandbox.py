@@ -90,7 +90,8 @@ def test_secrets_are_hidden_after_the_root_is_mounted(tmp_path: Path) -> None:
 
 def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from grove.supervisor import Grove
-    from grove.supervisor.config import ConfigError, load_settings
+    from grove.supervisor.config import load_settings
+    from grove.supervisor.errors import ConfigError
 
     monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "config.toml"))
     (tmp_path / "config.toml").write_text(

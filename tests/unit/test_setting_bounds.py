@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from grove.supervisor.config import SandboxSection, load_settings
+from grove.supervisor.config import load_settings
+from grove.supervisor.config_tools import SandboxSection
 from tests.unit.settings_files import refused
 
 

@@ -13,7 +13,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grove.actors.telemetry import NO_TRACING, TraceParent, start_tracing
-from grove.supervisor.config import ConfigError, TelemetrySection
+from grove.supervisor.config_service import TelemetrySection
+from grove.supervisor.errors import ConfigError
 from grove.supervisor.telemetry import telemetry_settings
 from tests.conformance.corpus import REPO_ROOT
 
