@@ -23,12 +23,8 @@ from pydantic import BaseModel, ValidationError
 
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES, JSONObject, OutputSchema
 from grove.providers.linear_regex import CompiledPattern, compile_re2
-from grove.providers.output_schema import (
-    MAX_SCHEMA_DEPTH,
-    nesting_depth,
-    one_line,
-    without_optional_nulls,
-)
+from grove.providers.output_dialects import without_optional_nulls
+from grove.providers.output_schema import MAX_SCHEMA_DEPTH, nesting_depth, one_line
 
 MAX_PROBLEMS_SHOWN = 8
 # An answer nested deeper is refused before it is checked (a recursive schema checks one

@@ -23,7 +23,7 @@ from grove.providers.base import (
 )
 from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError, OutputSchemaError
-from grove.providers.output_schema import for_provider
+from grove.providers.output_dialects import for_provider
 
 OutputMode = Literal["native", "tool"]
 OUTPUT_TOOL = "final_result"

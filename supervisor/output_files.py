@@ -10,12 +10,8 @@ from pathlib import Path
 
 from grove.providers.base import JSONObject, ProviderName
 from grove.providers.errors import OutputSchemaError
-from grove.providers.output_schema import (
-    MAX_SCHEMA_CHARS,
-    checked_schema,
-    one_line,
-    provider_refusal,
-)
+from grove.providers.output_dialects import provider_refusal
+from grove.providers.output_schema import MAX_SCHEMA_CHARS, checked_schema, one_line
 from grove.supervisor.text_files import read_text_file
 
 MAX_SCHEMA_FILE_BYTES = 4 * MAX_SCHEMA_CHARS  # room for indentation and escapes

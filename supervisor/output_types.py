@@ -14,7 +14,8 @@ from grove.actors.agent import TurnResult
 from grove.actors.output import OutputType
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, ProviderName
 from grove.providers.errors import OutputSchemaError
-from grove.providers.output_schema import checked_schema, one_line, output_name, provider_refusal
+from grove.providers.output_dialects import provider_refusal
+from grove.providers.output_schema import checked_schema, one_line, output_name
 
 OutputTypeLike = type[BaseModel] | dict[str, Any]
 

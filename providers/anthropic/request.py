@@ -25,7 +25,7 @@ from grove.providers.base import (
 from grove.providers.catalog import DEFAULT_MODELS, model_info
 from grove.providers.errors import UnknownModelError
 from grove.providers.output import OUTPUT_TOOL, output_mode, output_tool, tool_mode_system
-from grove.providers.output_schema import for_provider
+from grove.providers.output_dialects import for_provider
 from grove.providers.thinking import anthropic_fields, anthropic_plan
 
 ANTHROPIC_VERSION = "2023-06-01"

@@ -22,7 +22,7 @@ from grove.providers.catalog import model_info
 from grove.providers.errors import UnknownModelError
 from grove.providers.google.stream import TEXT_SIGNATURE_DATA
 from grove.providers.output import output_mode, output_tool, tool_mode_system
-from grove.providers.output_schema import for_provider
+from grove.providers.output_dialects import for_provider
 from grove.providers.thinking import google_thinking_config
 
 # Gemini 3 rejects a model turn whose first functionCall carries no thoughtSignature. Calls

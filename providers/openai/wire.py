@@ -17,7 +17,7 @@ from grove.providers.http import Endpoint, PreparedRequest
 from grove.providers.openai import PROVIDER
 from grove.providers.openai.cache import FEATURE, CacheKeys
 from grove.providers.openai.errors import map_error
-from grove.providers.output_schema import for_provider
+from grove.providers.output_dialects import for_provider
 from grove.providers.secrets import mask
 from grove.providers.sse import ServerSentEvent
 from grove.providers.thinking import openai_warning

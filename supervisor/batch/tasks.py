@@ -16,7 +16,8 @@ from typing import Any, BinaryIO, Literal
 from grove.providers.base import JSONObject
 from grove.providers.catalog import parse_model_spec
 from grove.providers.errors import ModelSpecError, OutputSchemaError
-from grove.providers.output_schema import checked_schema, provider_refusal
+from grove.providers.output_dialects import provider_refusal
+from grove.providers.output_schema import checked_schema
 from grove.supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
 from grove.supervisor.text_files import UTF8_BOM, read_text_file
 

@@ -20,12 +20,8 @@ from pydantic import BaseModel, Field
 from grove.providers.base import OutputSchema, Request
 from grove.providers.errors import OutputSchemaError
 from grove.providers.output import answer_message, output_mode
-from grove.providers.output_schema import (
-    checked_schema,
-    for_provider,
-    provider_refusal,
-    without_optional_nulls,
-)
+from grove.providers.output_dialects import for_provider, provider_refusal, without_optional_nulls
+from grove.providers.output_schema import checked_schema
 from grove.simulator.schema_json import json_for, malformed_for
 from grove.simulator.schema_rules import closed_objects_problem, strict_problem
 from grove.supervisor.output_files import schema_file
