@@ -42,6 +42,16 @@ class SimulatorConfig:
     # (0: the time to first token does not depend on the prompt), as caching shortens it.
     prefill_tps: float = 0.0
     refuse: frozenset[str] = frozenset()  # of CACHE_FEATURES
+    # Provider batches (Anthropic Message Batches, OpenAI Batch, Gemini batch mode): the
+    # seconds a batch is processed before it ends, the shares of its requests that end errored
+    # and expired, and the seed of those draws and of the results' order (a run repeats itself).
+    batch_delay_s: float = 0.0
+    batch_errored: float = 0.0
+    batch_expired: float = 0.0
+    # The share of flex requests (OpenAI and Gemini `service_tier: "flex"`) refused as each
+    # vendor refuses one it has no capacity for, spread evenly over the requests.
+    flex_unavailable: float = 0.0
+    seed: int = 0
 
     def __post_init__(self) -> None:
         if not 0 <= self.port <= 65_535:
@@ -68,5 +78,16 @@ class SimulatorConfig:
             raise ValueError(
                 f"refuse takes {', '.join(CACHE_FEATURES)}; unknown: {', '.join(unknown)}"
             )
+        if not self.batch_delay_s >= 0:
+            raise ValueError(f"batch_delay_s must be 0 or more, got {self.batch_delay_s}")
+        for name, share in (
+            ("batch_errored", self.batch_errored),
+            ("batch_expired", self.batch_expired),
+            ("flex_unavailable", self.flex_unavailable),
+        ):
+            if not 0 <= share <= 1:
+                raise ValueError(f"{name} must be between 0 and 1, got {share}")
+        if self.batch_errored + self.batch_expired > 1:
+            raise ValueError("batch_errored and batch_expired must add up to 1 or less")
         if self.events_per_write < 1:
             raise ValueError(f"events_per_write must be 1 or more, got {self.events_per_write}")

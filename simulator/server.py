@@ -18,10 +18,15 @@ from typing import Any
 from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError
 from grove.providers.ratelimit import RateLimiter
+from grove.simulator.anthropic.batches import AnthropicBatches
 from grove.simulator.anthropic.messages import AnthropicMessages
+from grove.simulator.batches import BatchBook, BatchWire, batch_route_answer
+from grove.simulator.billing import Billing
 from grove.simulator.caching import CacheBook
 from grove.simulator.config import SimulatorConfig
 from grove.simulator.directives import STATUS_FAULTS, DirectiveError
+from grove.simulator.flex import FlexGate, flex_requested, unavailable
+from grove.simulator.google.batches import GeminiBatches
 from grove.simulator.google.caches import ExplicitCaches
 from grove.simulator.google.generate import PREFIXES as GEMINI_PREFIXES
 from grove.simulator.google.generate import GeminiGenerateContent
@@ -31,12 +36,15 @@ from grove.simulator.http11 import (
     read_request,
     sized_response,
 )
+from grove.simulator.openai.batches import OpenAIBatches
 from grove.simulator.openai.chat import OpenAIChat
+from grove.simulator.openai.files import OpenAIFiles
 from grove.simulator.openai.responses import OpenAIResponses
 from grove.simulator.pacing import sleep_until, stream_reply
 from grove.simulator.script import Inbound, Plan, Planner
 from grove.simulator.wire import (
     FAULT_PROBLEMS,
+    JSON_CONTENT_TYPE,
     InvalidRequest,
     Reply,
     SimulatedAPI,
@@ -45,7 +53,6 @@ from grove.simulator.wire import (
 
 _log = logging.getLogger(__name__)
 LISTEN_BACKLOG = 4096
-JSON_CONTENT_TYPE = ("content-type", "application/json")
 
 
 RECEIVED_KEPT = 64
@@ -62,14 +69,8 @@ class Simulator:
         rpm, tpm = self.config.rpm, self.config.tpm
         self._limiter = RateLimiter(rpm, tpm) if rpm or tpm else None
         self.rate_limited = 0  # requests answered 429 for being over --rpm / --tpm
-        # What the answers it began reported, as a provider bills: requests, input and output
-        # tokens, prompt tokens read from caches and written to them, and the requests that
-        # wrote with nothing read ("cold": a prefix written anew), in all and by API. Every
-        # request read in full is billed its prompt, in whichever phase its client goes away;
-        # a stream whose client went away is billed the reply tokens written until then; one
-        # the simulator broke itself (a fault) is not billed, nor an error answer.
-        self.billed = _billing()
-        self.billed_by_api: dict[str, dict[str, int]] = {}
+        self.billing = Billing()
+        self.billed, self.billed_by_api = self.billing.total, self.billing.by_api
         refuse = self.config.refuse
         self.caches = CacheBook(self.config.cache_ttl_scale)
         self._gemini = GeminiGenerateContent()
@@ -79,12 +80,22 @@ class Simulator:
             refuse="cached_contents" in refuse,
         )
         self._openai_chat = OpenAIChat(refuse_cache_key="prompt_cache_key" in refuse)
+        anthropic = AnthropicMessages(refuse_cache_control="cache_control" in refuse)
         self._apis: tuple[SimulatedAPI, ...] = (
-            AnthropicMessages(refuse_cache_control="cache_control" in refuse),
+            anthropic,
             OpenAIResponses(refuse_cache_key="prompt_cache_key" in refuse),
             self._openai_chat,
             self._gemini,
         )
+        self.batches = BatchBook(self.config, self._answer_batched)
+        files = OpenAIFiles(self._openai_chat)
+        self._batch_wires: tuple[BatchWire, ...] = (
+            AnthropicBatches(anthropic, self.batches),
+            files,
+            OpenAIBatches(self._openai_chat, self.batches, files),
+            GeminiBatches(self._gemini, self.batches),
+        )
+        self.flex = FlexGate(self.config.flex_unavailable)
         self._server: asyncio.Server | None = None
         # The newest request bodies, for tests that check what a client sent.
         self.received: deque[dict[str, Any]] = deque(maxlen=RECEIVED_KEPT)
@@ -145,9 +156,8 @@ class Simulator:
                     request = await read_request(reader, writer)
                 except MalformedRequest as exc:
                     body = dump({"error": {"message": exc.message, "type": "malformed_request"}})
-                    writer.write(
-                        sized_response(exc.status, [JSON_CONTENT_TYPE], body, keep_alive=False)
-                    )
+                    headers = [("content-type", JSON_CONTENT_TYPE)]
+                    writer.write(sized_response(exc.status, headers, body, keep_alive=False))
                     await writer.drain()
                     break
                 if request is None or not await self._respond(request, writer):
@@ -174,13 +184,14 @@ class Simulator:
         received = asyncio.get_running_loop().time()
         keep_alive = request.keep_alive
         if request.path == STATS_PATH and request.method == "GET":
-            writer.write(
-                sized_response(200, [JSON_CONTENT_TYPE], dump(self.stats()), keep_alive=keep_alive)
-            )
-            await writer.drain()
-            return keep_alive
+            stats = Reply(status=200, body=self.stats())
+            return await _send(writer, self._openai_chat, stats, keep_alive)
         if self.explicit.handles(request.path):
             return await self._cached_contents(request, writer)
+        wire = next((wire for wire in self._batch_wires if wire.handles(request.path)), None)
+        if wire is not None:
+            reply = batch_route_answer(wire, request, self.config.api_key)
+            return await _send(writer, wire.api, reply, keep_alive)
         api = next((api for api in self._apis if api.handles(request.path)), None)
         if api is None:
             fallback = (
@@ -216,6 +227,9 @@ class Simulator:
         if window is not None and inbound.input_tokens > window:
             overflow = api.context_overflow(inbound.input_tokens, window)
             return await _send(writer, api, overflow, keep_alive)
+        flex = flex_requested(api.name, body)
+        if flex and self.flex.refuses():
+            return await _send(writer, api, unavailable(api.name), keep_alive)
         limits: tuple[tuple[str, str], ...] = ()
         if self._limiter is not None:
             admission = self._limiter.admit(inbound.input_tokens)
@@ -249,9 +263,10 @@ class Simulator:
             lambda read: received + max(first_token(read), plan.headers_s),
         )
         plan = replace(plan, cache=use, ttft_s=first_token(use.read))
+        tier = "flex" if flex else "standard"
         if not inbound.stream:
             return await self._answer_whole(
-                writer, api, inbound, plan, received, keep_alive, limits
+                writer, api, inbound, plan, received, keep_alive, limits, tier
             )
         return await stream_reply(
             writer,
@@ -263,7 +278,7 @@ class Simulator:
             limits=limits,
             events_per_write=self.config.events_per_write,
             before_end=self._before_end,
-            bill=lambda output: self._bill(inbound, plan, api, output),
+            bill=lambda output: self.billing.record(api.name, tier, inbound, plan, output),
         )
 
     def _before_end(self, inbound: Inbound) -> None:
@@ -289,7 +304,8 @@ class Simulator:
         plan: Plan,
         received: float,
         keep_alive: bool,
-        limits: tuple[tuple[str, str], ...] = (),
+        limits: tuple[tuple[str, str], ...],
+        tier: str,
     ) -> bool:
         """A non-streamed answer: sent once the whole reply would have been generated."""
         interval = 1.0 / plan.tps if plan.tps > 0 else 0.0
@@ -300,18 +316,34 @@ class Simulator:
         if plan.fault is not None and plan.fault.kind == "error_after_200":
             return await _send(writer, api, api.error("overloaded"), keep_alive)
         reply = Reply(status=200, body=api.body(plan, inbound), headers=limits)
-        self._bill(inbound, plan, api, plan.content_events)  # generated: billed, read or not
+        # Generated: billed, read or not.
+        self.billing.record(api.name, tier, inbound, plan, plan.content_events)
         return await _send(writer, api, reply, keep_alive)
 
-    def _bill(self, inbound: Inbound, plan: Plan, api: SimulatedAPI, output: int) -> None:
-        """A request answered (`output`: the reply's tokens generated)."""
-        for billed in (self.billed, self.billed_by_api.setdefault(api.name, _billing())):
-            billed["requests"] += 1
-            billed["input_tokens"] += inbound.input_tokens
-            billed["output_tokens"] += output
-            billed["cache_read_tokens"] += plan.cache.read
-            billed["cache_write_tokens"] += plan.cache.written
-            billed["cold_writes"] += bool(plan.cache.written and not plan.cache.read)
+    def _answer_batched(self, path: str, body: dict[str, Any]) -> Reply:
+        """A batched request's answer: the one it would get sent alone, whole (no pacing and no
+        rate limit: batches have their own), billed on the batch tier."""
+        api = next((api for api in self._apis if api.handles(path)), None)
+        if api is None:
+            return self._openai_chat.error("not_found", f"Invalid URL (POST {path})")
+        self.received.append(body)
+        try:
+            inbound = api.read(path, {}, body)
+            plan = self._planner.plan(inbound)
+        except InvalidRequest as exc:
+            return api.error(exc.problem, exc.message, param=exc.param)
+        except DirectiveError as exc:
+            return api.error("invalid_request", f"invalid [[sim]] directive: {exc}")
+        window = self._window(inbound.model)
+        if window is not None and inbound.input_tokens > window:
+            return api.context_overflow(inbound.input_tokens, window)
+        if plan.fault is not None and plan.fault.kind in STATUS_FAULTS:
+            return api.error(FAULT_PROBLEMS[plan.fault.kind])
+        now = asyncio.get_running_loop().time()
+        use = self.caches.bill(api.name, inbound.model, inbound.prefixes, now, now)
+        plan = replace(plan, cache=use)
+        self.billing.record(api.name, "batch", inbound, plan, plan.content_events)
+        return Reply(status=200, body=api.body(plan, inbound))
 
     def stats(self) -> dict[str, Any]:
         """What `GET /_simulator/stats` answers."""
@@ -319,6 +351,8 @@ class Simulator:
             "rate_limited": self.rate_limited,
             "billed": self.billed,
             "billed_by_api": self.billed_by_api,
+            "billed_by_tier": self.billing.by_tier,
+            "flex_refused": self.flex.refused,
             "open_connections": len(self._connections),
             "cached_contents": {
                 "created": self.explicit.created,
@@ -346,24 +380,11 @@ class Simulator:
         return await _send(writer, gemini, reply, keep_alive)
 
 
-def _billing() -> dict[str, int]:
-    return dict.fromkeys(
-        (
-            "requests",
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "cold_writes",
-        ),
-        0,
-    )
-
-
 async def _send(
     writer: asyncio.StreamWriter, api: SimulatedAPI, reply: Reply, keep_alive: bool
 ) -> bool:
-    headers = [JSON_CONTENT_TYPE, *api.response_headers(), *reply.headers]
-    writer.write(sized_response(reply.status, headers, dump(reply.body), keep_alive=keep_alive))
+    headers = [("content-type", reply.content_type), *api.response_headers(), *reply.headers]
+    payload = dump(reply.body) if reply.raw is None else reply.raw
+    writer.write(sized_response(reply.status, headers, payload, keep_alive=keep_alive))
     await writer.drain()
     return keep_alive

@@ -42,6 +42,8 @@ FAULT_PROBLEMS: dict[str, Problem] = {
     "529": "overloaded",
 }
 SSE_CONTENT_TYPE = "text/event-stream; charset=utf-8"
+JSON_CONTENT_TYPE = "application/json"
+BINARY_CONTENT_TYPE = "application/octet-stream"
 ALPHANUMERIC = string.ascii_letters + string.digits
 
 
@@ -56,11 +58,14 @@ class Frame:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Reply:
-    """A complete, non-streamed answer."""
+    """A complete, non-streamed answer: `body` as JSON, or `raw` bytes (a file, JSONL results)
+    of `content_type`."""
 
     status: int
     body: dict[str, Any]
     headers: tuple[tuple[str, str], ...] = field(default=())
+    raw: bytes | None = None
+    content_type: str = JSON_CONTENT_TYPE
 
 
 class InvalidRequest(GroveError):

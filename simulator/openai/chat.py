@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from grove.simulator.flex import openai_tier
 from grove.simulator.openai import common
 from grove.simulator.openai.rules import check_openai
 from grove.simulator.script import (
@@ -157,7 +158,7 @@ class OpenAIChat(common.OpenAIAPI):
                 }
             ],
             "usage": _usage(plan, inbound),
-            "service_tier": "default",
+            "service_tier": openai_tier(inbound.body),
             "system_fingerprint": random_id("fp_", 10, "0123456789abcdef"),
         }
 
@@ -171,7 +172,7 @@ class _ChunkMaker:
             "object": "chat.completion.chunk",
             "created": int(time.time()),
             "model": inbound.model,
-            "service_tier": "default",
+            "service_tier": openai_tier(inbound.body),
             "system_fingerprint": random_id("fp_", 10, "0123456789abcdef"),
         }
         self.include_usage = include_usage

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from grove.simulator.flex import openai_tier
 from grove.simulator.openai import common
 from grove.simulator.openai.rules import check_openai
 from grove.simulator.script import (
@@ -181,7 +182,7 @@ class _Stream:
             "parallel_tool_calls": True,
             "previous_response_id": body.get("previous_response_id"),
             "reasoning": {"effort": reasoning.get("effort"), "summary": reasoning.get("summary")},
-            "service_tier": "default",
+            "service_tier": openai_tier(body),
             "store": body.get("store", True),
             "temperature": 1.0,
             "text": {"format": {"type": "text"}, "verbosity": "medium", **_text_config(body)},
