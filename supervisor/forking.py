@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from grove.actors.telemetry import TRACE_KEY
-from grove.providers.catalog import ModelSpec
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor.children import child_records
 from grove.supervisor.tool_rules import narrowed
 from grove.supervisor.turns import fork_end
 
 if TYPE_CHECKING:
     from grove.supervisor.service import SupervisorCore
+
     from grove.supervisor.store.records import AgentRecord
     from grove.supervisor.turns import TurnTicket
 

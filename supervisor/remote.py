@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
+from grove.supervisor.mail import route_mail
+from grove.supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
+from grove.supervisor.turn_batch import begin_turns
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from grove.actors.advisor import ReviewerSpec, ReviewReport
@@ -25,9 +28,10 @@ from grove.actors.remote import AgentHost, HostSettings
 from grove.actors.telemetry import start_tracing
 from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from grove.providers.base import AssistantTurn, RateLimitLeft
-from grove.providers.catalog import ModelSpec, set_prices
 from grove.providers.errors import GroveError
 from grove.providers.google.cache import CachedContent
+from grove.providers.model_specs import ModelSpec
+from grove.providers.pricing import set_prices
 from grove.supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
 from grove.supervisor.agent_tools import tool_call
 from grove.supervisor.approvals import ApprovalDesk
@@ -41,13 +45,10 @@ from grove.supervisor.errors import CommandError, HostDiedError, StoreError
 from grove.supervisor.fleet import FleetLimiter, ProviderLimits
 from grove.supervisor.forking import fork_child
 from grove.supervisor.holding import HOLDER_RENEW_S, TreeHolding, new_holder
-from grove.supervisor.mail import route_mail
-from grove.supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
 from grove.supervisor.store import open_store
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy
 from grove.supervisor.toolbox import decode_source
-from grove.supervisor.turn_batch import begin_turns
 from grove.supervisor.turns import Begun, TurnTicket
 from grove.supervisor.worktrees import Workspaces
 
