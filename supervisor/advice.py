@@ -20,8 +20,7 @@ from grove.actors.advisor import (
     render_delta,
 )
 from grove.actors.agent import ModelChoice
-from grove.providers.catalog import model_info
-from grove.providers.model_specs import ModelSpec
+from grove.providers.catalog import ModelSpec, model_info
 from grove.supervisor.billing import spent_message
 from grove.supervisor.budget_rules import BUDGET_KEYS, budgeted
 from grove.supervisor.errors import CommandError
@@ -75,7 +74,7 @@ class _Watch:
 
 
 class AdvisorCore(Protocol):
-    """What the desk uses of the supervisor core (supervisor/service.py's `SupervisorCore`),
+    """What the desk uses of the supervisor core (supervisor/core/'s `SupervisorCore`),
     named here so that this module does not import the core that owns it."""
 
     store: Store

@@ -20,7 +20,7 @@ from grove.supervisor.rules import checked_seconds
 from grove.supervisor.store.records import AgentRecord
 
 if TYPE_CHECKING:
-    from grove.supervisor.service import SupervisorCore
+    from grove.supervisor.core import SupervisorCore
 
 DEFAULT_TOOL_WAIT_S = 300.0
 

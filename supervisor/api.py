@@ -25,8 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from grove.supervisor.service import Limits
-from grove.supervisor.turn_batch import TurnRequest
 from pydantic import BaseModel
 from ray._raylet import _set_future_helper as set_future_result
 
@@ -39,10 +37,10 @@ from grove.actors.tools.grant import MCP_PREFIX
 from grove.actors.tools.mcp import ListedTool, McpServerConfig, list_server_tools
 from grove.actors.tools.sandbox import SandboxPolicy
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.providers.catalog import ModelSpec
 from grove.providers.errors import GroveError, ModelSpecError
 from grove.providers.http import Endpoint
 from grove.providers.lifecycle import chosen_model
-from grove.providers.model_specs import ModelSpec
 from grove.supervisor import bridge
 from grove.supervisor.advice import AdvisorPlan, ReviewerConfig
 from grove.supervisor.approvals import ApprovalRequest
@@ -60,6 +58,7 @@ from grove.supervisor.model_table import model_rows
 from grove.supervisor.output_types import OutputTypeLike, model_of, typed
 from grove.supervisor.output_types import output_type as make_output
 from grove.supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
+from grove.supervisor.core.parts import Limits
 from grove.supervisor.store import open_store, store_files
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy
@@ -67,6 +66,7 @@ from grove.supervisor.telemetry import telemetry_settings
 from grove.supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from grove.supervisor.toolbox import resolve_tools
 from grove.supervisor.trace_printer import printing_spans
+from grove.supervisor.core.coalesced_turns import TurnRequest
 from grove.supervisor.turn_results import TurnResults
 from grove.supervisor.turns import Begun
 from grove.supervisor.worktrees import WorktreeRow, worktree_rows
@@ -652,7 +652,7 @@ class Grove:
 
     def _begin_turn(self, agent: str, text: str, output: OutputType | None) -> Begun:
         """The supervisor's `begin_turn`. For an asyncio caller, the asks its loop makes at
-        once share one `begin_turns` call (supervisor/turn_batch.py); one alone, or one
+        once share one `begin_turns` call (supervisor/core/coalesced_turns.py); one alone, or one
         whose agent is busy, goes as before."""
         if bridge.bridged():
             begun: Begun | Exception | None = bridge.awaited(

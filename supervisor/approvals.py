@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from grove.supervisor.tool_rules import refusal_text
 
 if TYPE_CHECKING:
-    from grove.supervisor.service import SupervisorCore
+    from grove.supervisor.core import SupervisorCore
 
 ANSWERS = {"y": "approved", "n": "refused", "a": "approved for the session"}
 # Answered before the host's own wait for the call (actors/remote.py) gives up.

@@ -26,7 +26,7 @@ from grove.supervisor.store.records import MessageRecord
 from grove.supervisor.turns import choice_of
 
 if TYPE_CHECKING:
-    from grove.supervisor.service import SupervisorCore
+    from grove.supervisor.core import SupervisorCore
 
 SUMMARY_MAX_TOKENS = 8_192
 MIN_SUMMARY_INPUT_CHARS = 20_000

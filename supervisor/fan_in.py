@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from grove.supervisor.service import SupervisorCore
+    from grove.supervisor.core import SupervisorCore
 
 
 async def wait_for(

@@ -58,7 +58,7 @@ class _Made:
 
 
 class ForkCore(Protocol):
-    """What of the supervisor's core this module uses (service.py's SupervisorCore)."""
+    """What of the supervisor's core this module uses (supervisor/core/)."""
 
     cache: CachePolicy | None
     store: Store

@@ -8,14 +8,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from grove.actors.telemetry import TRACE_KEY
-from grove.providers.model_specs import ModelSpec
+from grove.providers.catalog import ModelSpec
 from grove.supervisor.children import child_records
 from grove.supervisor.tool_rules import narrowed
 from grove.supervisor.turns import fork_end
 
 if TYPE_CHECKING:
-    from grove.supervisor.service import SupervisorCore
-
+    from grove.supervisor.core import SupervisorCore
     from grove.supervisor.store.records import AgentRecord
     from grove.supervisor.turns import TurnTicket
 
@@ -43,8 +42,7 @@ async def fork_child(
     parent's directory) or "worktree" (a git worktree of its own); default: the config's.
     `trace`: the traceparent of the span that forks it (a `fork` tool call's), under which
     its turns' spans go instead of under its parent's context."""
-    if core.budget_check is not None:
-        core.budget_check(parent, False)
+    core.budgets.before_turn(parent, False)
     (child,) = child_records(parent, model, fork_end(core.store, parent), 1)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)

@@ -1,6 +1,6 @@
 """The Ray face of supervisor/: the `Supervisor` named actor and its host clients.
 
-All Ray calls of supervisor/ are here; the logic lives in service.py and commands/.
+All Ray calls of supervisor/ are here; the logic lives in core/ and commands/.
 """
 
 from __future__ import annotations
@@ -14,9 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
-from grove.supervisor.mail import route_mail
-from grove.supervisor.service import HOST_CALL_TIMEOUT_S, Limits, SupervisorCore
-from grove.supervisor.turn_batch import begin_turns
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from grove.actors.advisor import ReviewerSpec, ReviewReport
@@ -28,11 +25,10 @@ from grove.actors.remote import AgentHost, HostSettings
 from grove.actors.telemetry import start_tracing
 from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from grove.providers.base import AssistantTurn, RateLimitLeft
+from grove.providers.catalog import ModelSpec, set_prices
 from grove.providers.errors import GroveError
 from grove.providers.google.cache import CachedContent
-from grove.providers.model_specs import ModelSpec
-from grove.providers.pricing import set_prices
-from grove.supervisor.advice import AdvisorDesk, AdvisorPlan, ReviewerConfig
+from grove.supervisor.advice import AdvisorPlan, ReviewerConfig
 from grove.supervisor.agent_tools import tool_call
 from grove.supervisor.approvals import ApprovalDesk
 from grove.supervisor.budget import BUDGET_POLL_S, BudgetDesk, BudgetExhausted, Hold
@@ -41,10 +37,13 @@ from grove.supervisor.commands.bus import dispatch
 from grove.supervisor.commands.registry import CommandOutcome
 from grove.supervisor.compaction import recover
 from grove.supervisor.context import CompactionPlan
+from grove.supervisor.core import SupervisorCore
+from grove.supervisor.core.coalesced_turns import begin_turns
+from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S, CoreParts, Limits
 from grove.supervisor.errors import CommandError, HostDiedError, StoreError
 from grove.supervisor.fleet import FleetLimiter, ProviderLimits
 from grove.supervisor.forking import fork_child
-from grove.supervisor.holding import HOLDER_RENEW_S, TreeHolding, new_holder
+from grove.supervisor.holding import HOLDER_RENEW_S, new_holder
 from grove.supervisor.store import open_store
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy
@@ -209,35 +208,41 @@ class Supervisor:
             self.clients[host_id] = RayHostClient(host_id, self._new_host(host_id), self._host_died)
         self._death_lock = asyncio.Lock()
         self._monitor: asyncio.Task[None] | None = None
-        hosts = list(self.clients.values())
         self.core = SupervisorCore(
-            open_store(settings.store_url),
-            hosts,
-            self._spawn_host,
-            share=ray.put,
-            limits=settings.limits,
-            restart_policy=settings.restart_policy,
+            CoreParts(
+                store=open_store(settings.store_url),
+                hosts=list(self.clients.values()),
+                spawn_host=self._spawn_host,
+                share=ray.put,
+                limits=settings.limits,
+                restart_policy=settings.restart_policy,
+                advisor=settings.advisor,
+                compaction=settings.compaction,
+                cache=settings.host_settings.cache,
+                tracing=start_tracing(settings.host_settings.telemetry),
+                workspaces=Workspaces(settings.host_settings.workspace, settings.fork_workspace),
+                holder=settings.holder,
+            ),
+            budgets=self._budget_desk,
         )
-        self.advisors = self.core.advisors = AdvisorDesk(self.core, settings.advisor)
-        self.core.compaction = settings.compaction
-        self.core.tracing = start_tracing(settings.host_settings.telemetry)
-        self.core.cache = settings.host_settings.cache
-        self.core.workspaces = Workspaces(settings.host_settings.workspace, settings.fork_workspace)
-        self.budgets = BudgetDesk(self.core)
+        advisors = self.core.advisors
+        assert advisors is not None  # built from `settings.advisor`, which is always given
+        self.advisors = advisors
         self.fleet = FleetLimiter(settings.rate_limits)
-        self.core.budget_check = self.budgets.before_turn
-        self.core.release_holds = self.budgets.release
         self.approvals = ApprovalDesk(self.core)
-        self.holding = self.core.holding = TreeHolding(
-            self.core.store, settings.holder, self.core.event
-        )
+        self.holding = self.core.holding
         self.holding.renew()
         self._holding: asyncio.Task[None] | None = None
+
+    def _budget_desk(self, core: SupervisorCore) -> BudgetDesk:
+        """The core's budgets, kept here too for the hosts' budget calls."""
+        self.budgets = BudgetDesk(core)
+        return self.budgets
 
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
         # A name of this supervisor's own: after a restart, the old hosts' names may linger.
         name = f"grove-{host_id}-{self._run_id}-{incarnation}"
-        return AgentHost.options(  # type: ignore[attr-defined]
+        return AgentHost.options(
             name=name,
             namespace=NAMESPACE,
             scheduling_strategy=self._spread(host_id),
@@ -442,7 +447,7 @@ class Supervisor:
     async def begin_turns(
         self, requests: list[tuple[str, str, OutputType | None]]
     ) -> list[Begun | Exception | None]:
-        """Many turns begun at once (concurrent asks: supervisor/turn_batch.py): for each
+        """Many turns begun at once (concurrent asks: supervisor/core/coalesced_turns.py): for each
         request its turn, the error it met, or None: begin it alone."""
         self._wake()
         outcomes = await begin_turns(self.core, requests)
@@ -608,7 +613,7 @@ class Supervisor:
         return await state.host.cancel(uuid)
 
     async def route_mail(self, batch: list[tuple[str, str, str]]) -> list[int]:
-        return await route_mail(self.core, batch)
+        return await self.core.route_mail(batch)
 
     async def dispatch(self, session: str, line: str, origin: str) -> CommandOutcome:
         self._wake()

@@ -21,7 +21,7 @@ from grove.supervisor.commands.registry import (
 )
 from grove.supervisor.commands.reports import REPORT_COMMANDS
 from grove.supervisor.errors import CommandError
-from grove.supervisor.service import SupervisorCore
+from grove.supervisor.core import SupervisorCore
 
 LEASE_TIMEOUT_S = 120.0
 logger = logging.getLogger(__name__)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from grove.supervisor.errors import CommandError, SupervisorError
 
 if TYPE_CHECKING:
-    from grove.supervisor.service import SupervisorCore
+    from grove.supervisor.core import SupervisorCore
 
 ENTRY_POINT_GROUP = "grove.commands"
 

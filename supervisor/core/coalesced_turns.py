@@ -16,7 +16,7 @@ from grove.actors.agent import ModelChoice
 from grove.actors.host import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
-from grove.supervisor.service import HOST_CALL_TIMEOUT_S
+from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S
 from grove.supervisor.store.records import AgentRecord, NewMessage
 from grove.supervisor.turns import (
     HostClient,
@@ -28,7 +28,7 @@ from grove.supervisor.turns import (
 )
 
 if TYPE_CHECKING:
-    from grove.supervisor.service import SupervisorCore
+    from grove.supervisor.core import SupervisorCore
 
 # (agent, its message, the answer's type) for each turn to begin.
 TurnRequest = tuple[str, str, OutputType | None]
