@@ -52,9 +52,10 @@ from grove.providers.base import (
     ToolSpec,
     Usage,
 )
-from grove.providers.catalog import cache_saving_usd, model_info
+from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError, ProviderError, is_context_overflow
 from grove.providers.output import answer_message
+from grove.providers.pricing import cache_saving_usd
 from grove.providers.secrets import mask
 
 MAX_STEPS_PER_TURN = 50

@@ -18,7 +18,7 @@ from grove.providers.base import (
     ToolCallArgumentsDelta,
     Usage,
 )
-from grove.providers.catalog import cost_usd
+from grove.providers.pricing import cost_usd
 
 CHARS_PER_TOKEN = 4  # how a streamed reply's tokens are estimated until usage is reported
 # A reply past its hold asks for this many tokens more at a time (or half its hold, if more).

@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 from grove.providers.base import ProviderName, Request, Usage
-from grove.providers.catalog import cost_usd, model_info
+from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError
+from grove.providers.pricing import cost_usd
 from grove.providers.thinking import DEFAULT_MAX_TOKENS, anthropic_thinking
 
 # In a bill's data: an estimate (the request's input as estimated, its reply as reserved),

@@ -29,10 +29,10 @@ from grove.actors.tools.mcp import McpServerConfig
 from grove.actors.tools.readonly import readonly_tools
 from grove.actors.tools.sandbox import SandboxPolicy
 from grove.providers.base import AssistantTurn, CachePolicy, Provider
-from grove.providers.catalog import set_prices
 from grove.providers.factory import create_provider
 from grove.providers.google.cache import CachedContent
 from grove.providers.http import Endpoint
+from grove.providers.pricing import set_prices
 from grove.providers.retry import RetryPolicy
 
 

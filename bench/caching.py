@@ -26,7 +26,8 @@ import httpx2  # the anthropic SDK's own HTTP client
 from harness import ExternalSimulator, Pacing, running_grove, simulator_process
 
 from grove.providers.base import Usage
-from grove.providers.catalog import DEFAULT_MODELS, cost_usd
+from grove.providers.catalog import DEFAULT_MODELS
+from grove.providers.pricing import cost_usd
 from grove.supervisor.batch.records import OutputLog, record_results
 from grove.supervisor.batch.summary import Totals
 from grove.supervisor.batch.tasks import Task

@@ -41,7 +41,7 @@ from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
     from grove.providers.base import JSONObject, ProviderName
-    from grove.providers.catalog import ModelSpec
+    from grove.providers.model_specs import ModelSpec
     from grove.server.client import RemoteGrove
     from grove.supervisor.api import Grove
     from grove.supervisor.batch import OutputLog, PreviousRun, Task, TaskFile, Totals
@@ -296,7 +296,7 @@ def plan_batch(
 
 def unschemed_providers(tasks: list[Task], root_model: ModelSpec | None) -> set[ProviderName]:
     """The providers the tasks without a schema of their own run on."""
-    from grove.providers.catalog import parse_model_spec
+    from grove.providers.model_specs import parse_model_spec
 
     found: set[ProviderName] = set()
     for task in tasks:
@@ -384,8 +384,8 @@ def resolve_root_model(
     text: str | None, aliases: dict[str, str], tasks: Iterable[Task]
 ) -> ModelSpec | None:
     """The root's model; None is fine only when every task to run names its own."""
-    from grove.providers.catalog import parse_model_spec
     from grove.providers.errors import ModelSpecError
+    from grove.providers.model_specs import parse_model_spec
 
     if not text:
         if any(task.model is None for task in tasks):

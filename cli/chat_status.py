@@ -10,8 +10,8 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from grove.providers.base import Usage
-from grove.providers.catalog import cost_usd
 from grove.providers.errors import GroveError
+from grove.providers.pricing import cost_usd
 from grove.supervisor.context import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:

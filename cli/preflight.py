@@ -14,8 +14,8 @@ from grove.cli.context import fail
 from grove.providers.errors import GroveError
 
 if TYPE_CHECKING:
-    from grove.providers.catalog import ModelSpec
     from grove.providers.lifecycle import Choice
+    from grove.providers.model_specs import ModelSpec
     from grove.supervisor.budget_rules import Budget
     from grove.supervisor.command_defaults import CommandDefaults
 
@@ -111,7 +111,7 @@ def check_cost_budget(
     defaults: CommandDefaults, specs: list[ModelSpec], budget: Budget | None
 ) -> None:
     """A cost budget needs the price of every model it pays for."""
-    from grove.providers.catalog import priced
+    from grove.providers.pricing import priced
 
     limits = budget.as_dict() if budget is not None else defaults.budget
     if not limits or limits.get("cost_usd") is None:

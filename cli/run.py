@@ -36,7 +36,7 @@ from grove.providers.plurals import counted
 
 if TYPE_CHECKING:
     from grove.actors.turn_result import TurnResult
-    from grove.providers.catalog import ModelSpec
+    from grove.providers.model_specs import ModelSpec
     from grove.supervisor.command_defaults import CommandDefaults
 
 
@@ -154,8 +154,8 @@ def invalid_output_text(result: TurnResult) -> str:
 
 def resolve_model(flag: str | None, defaults: CommandDefaults) -> ModelSpec:
     """The flag, else the config's default; the reference's texts when neither works."""
-    from grove.providers.catalog import parse_model_spec
     from grove.providers.errors import ModelSpecError
+    from grove.providers.model_specs import parse_model_spec
 
     text = flag or defaults.model
     if not text:

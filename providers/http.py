@@ -30,13 +30,13 @@ from grove.providers.base import (
     Sending,
     StreamEvent,
 )
-from grove.providers.catalog import cost_usd
 from grove.providers.errors import (
     ProviderConnectionError,
     ProviderError,
     ProviderHTTPError,
     StreamBroken,
 )
+from grove.providers.pricing import cost_usd
 from grove.providers.ratelimit import remaining_from_headers
 from grove.providers.retry import RetryPolicy
 from grove.providers.sse import ServerSentEvent, SSEDecoder

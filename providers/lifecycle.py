@@ -11,8 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from grove.providers.catalog import ModelInfo, ModelSpec, model_info, parse_model_choice
+from grove.providers.catalog import model_info
 from grove.providers.errors import ClockError, RetiredModelError, UnknownModelError
+from grove.providers.model_records import ModelInfo
+from grove.providers.model_specs import ModelSpec, parse_model_choice
 
 TODAY_ENV = "GROVE_TODAY"
 # A model shutting down within this many days runs with a warning.

@@ -13,7 +13,8 @@ from functools import lru_cache
 from typing import Any
 
 from grove.providers.base import JSONObject, ThinkingLevel
-from grove.providers.catalog import ModelInfo, model_info
+from grove.providers.catalog import model_info
+from grove.providers.model_records import ModelInfo
 
 CANNOT_DISABLE_WARNING = "This model does not support disabling thinking"
 # Models keep a few thousand mappings (ids times levels) at most; ids from a config are few.

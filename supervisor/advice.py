@@ -20,7 +20,8 @@ from grove.actors.advisor import (
     render_delta,
 )
 from grove.actors.agent import ModelChoice
-from grove.providers.catalog import ModelSpec, model_info
+from grove.providers.catalog import model_info
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor.billing import spent_message
 from grove.supervisor.budget_rules import BUDGET_KEYS, budgeted
 from grove.supervisor.errors import CommandError

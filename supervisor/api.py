@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 import ray
+from grove.supervisor.core.parts import Limits
+from grove.supervisor.core.coalesced_turns import TurnRequest
 from pydantic import BaseModel
 from ray._raylet import _set_future_helper as set_future_result
 
@@ -37,10 +39,10 @@ from grove.actors.tools.grant import MCP_PREFIX
 from grove.actors.tools.mcp import ListedTool, McpServerConfig, list_server_tools
 from grove.actors.tools.sandbox import SandboxPolicy
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
-from grove.providers.catalog import ModelSpec
 from grove.providers.errors import GroveError, ModelSpecError
 from grove.providers.http import Endpoint
 from grove.providers.lifecycle import chosen_model
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor import bridge
 from grove.supervisor.advice import AdvisorPlan, ReviewerConfig
 from grove.supervisor.approvals import ApprovalRequest
@@ -58,7 +60,6 @@ from grove.supervisor.model_table import model_rows
 from grove.supervisor.output_types import OutputTypeLike, model_of, typed
 from grove.supervisor.output_types import output_type as make_output
 from grove.supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
-from grove.supervisor.core.parts import Limits
 from grove.supervisor.store import open_store, store_files
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy
@@ -66,7 +67,6 @@ from grove.supervisor.telemetry import telemetry_settings
 from grove.supervisor.tool_rules import is_mcp, mcp_servers, policy_for
 from grove.supervisor.toolbox import resolve_tools
 from grove.supervisor.trace_printer import printing_spans
-from grove.supervisor.core.coalesced_turns import TurnRequest
 from grove.supervisor.turn_results import TurnResults
 from grove.supervisor.turns import Begun
 from grove.supervisor.worktrees import WorktreeRow, worktree_rows

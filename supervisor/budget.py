@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from grove.providers import catalog
+from grove.providers import pricing
 from grove.providers.base import CachePolicy, Usage
 from grove.providers.errors import GroveError
 from grove.supervisor.budget_rules import LIMITS, Budget
@@ -209,7 +209,7 @@ class BudgetDesk:
             scope, spend = pairs[rooms.index(room)]
             raise BudgetExhausted(refusal_text(scope.budget, spend, model, tokens, max(output, 1)))
         need_tokens = tokens + output
-        need_cost = catalog.cost_usd(model, replace(prompt, output_tokens=output))
+        need_cost = pricing.cost_usd(model, replace(prompt, output_tokens=output))
         for _, spend in pairs:
             spend.take(need_tokens, need_cost)
             spend.holds += 1
@@ -231,7 +231,7 @@ class BudgetDesk:
         has the room; else BudgetExhausted (the reply is to stop). Never waits."""
         scopes = self.scopes(uuid)
         spends = [self._spend(scope) for scope in scopes]
-        cost = catalog.reply_cost_usd(model, more, hold.tokens - hold.output)
+        cost = pricing.reply_cost_usd(model, more, hold.tokens - hold.output)
         for spend, scope in zip(spends, scopes, strict=True):
             tokens_left, cost_left = spend.room(scope.budget)
             if more > tokens_left or cost > cost_left:
@@ -298,8 +298,8 @@ def output_room(spend: TreeSpend, budget: Budget, model: str, prompt: Usage) -> 
     tokens_left, cost_left = spend.room(budget)
     room = tokens_left - prompt.input_tokens
     if budget.cost_usd is not None:
-        input_cost = catalog.cost_usd(model, prompt)
-        per_output = catalog.reply_cost_usd(model, 1_000_000, prompt.input_tokens) / 1_000_000
+        input_cost = pricing.cost_usd(model, prompt)
+        per_output = pricing.reply_cost_usd(model, 1_000_000, prompt.input_tokens) / 1_000_000
         room = min(room, math.floor((cost_left - input_cost) / per_output))
     return room
 
@@ -314,12 +314,12 @@ def refuse_oversized(budget: Budget, model: str, tokens: int) -> None:
         )
     if budget.cost_usd is None:
         return
-    if not catalog.priced(model):
+    if not pricing.priced(model):
         raise BudgetExhausted(
             f"{BUDGET_EXHAUSTED}cost_usd cannot be kept: {model} has no price in the catalog; "
             "set one in [models.prices] or use a token budget"
         )
-    cost = catalog.cost_usd(model, Usage(input_tokens=tokens))
+    cost = pricing.cost_usd(model, Usage(input_tokens=tokens))
     if cost > budget.cost_usd:
         raise BudgetExhausted(
             f"{BUDGET_EXHAUSTED}cost_usd: this request's input costs about ${cost:,.4g}, more "
@@ -338,7 +338,7 @@ def refusal_text(budget: Budget, spend: TreeSpend, model: str, tokens: int, outp
             f"{output:,} for its reply, more than the whole budget of {budget.tokens:,}; "
             f"nothing was sent{SMALLER_HOLD}"
         )
-    held = catalog.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
+    held = pricing.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
     return (
         f"{BUDGET_EXHAUSTED}cost_usd: this request and the {output:,} reply tokens it holds "
         f"cost about ${held:,.4g}, more than the whole budget of ${budget.cost_usd or 0:,.4g}; "

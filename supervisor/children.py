@@ -11,7 +11,7 @@ from typing import Any
 
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TRACE_KEY
-from grove.providers.catalog import ModelSpec
+from grove.providers.model_specs import ModelSpec
 from grove.providers.preserved_thinking import preserves_thinking
 from grove.supervisor.budget_rules import BUDGET_KEYS, Budget, group_entry
 from grove.supervisor.store.records import AgentRecord

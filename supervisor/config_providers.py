@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from grove.providers.base import CachePolicy, ProviderName
-from grove.providers.catalog import checked_prices
+from grove.providers.pricing import checked_prices
 from grove.providers.retry import RetryPolicy
 from grove.supervisor.config_fields import ConfigSection, UsableUrl, checked_model_spec
 

@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from grove.providers.catalog import ModelSpec
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor.store.base import COMPACTION_KIND
 from grove.supervisor.store.records import MessageRecord
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from grove.actors.output import OutputType
     from grove.actors.turn_result import TurnResult
-    from grove.providers.catalog import ModelSpec
+    from grove.providers.model_specs import ModelSpec
     from grove.supervisor.approvals import ApprovalRequest
     from grove.supervisor.batch.runner import Step
     from grove.supervisor.batch.tasks import Task

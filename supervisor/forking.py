@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from grove.actors.telemetry import TRACE_KEY
-from grove.providers.catalog import ModelSpec
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor.children import child_records
 from grove.supervisor.tool_rules import narrowed
 from grove.supervisor.turns import fork_end

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from grove.providers.base import JSONObject
-from grove.providers.catalog import parse_model_spec
 from grove.providers.errors import ModelSpecError, OutputSchemaError
+from grove.providers.model_specs import parse_model_spec
 from grove.providers.output_dialects import provider_refusal
 from grove.providers.output_schema import checked_schema
 from grove.supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES

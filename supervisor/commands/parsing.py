@@ -9,9 +9,9 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from grove.providers.catalog import ModelSpec
 from grove.providers.errors import ModelSpecError
 from grove.providers.lifecycle import choose_model
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor.errors import CommandError
 
 QUOTES = "\"'"

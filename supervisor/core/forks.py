@@ -11,7 +11,7 @@ from grove.actors.agent import TurnResult
 from grove.actors.host import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
-from grove.providers.catalog import ModelSpec
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor.budget_rules import Budget
 from grove.supervisor.children import child_records, instructed
 from grove.supervisor.core.recovery import Recovery

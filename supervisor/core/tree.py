@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from grove.actors.telemetry import TRACE_KEY
-from grove.providers.catalog import ModelSpec
+from grove.providers.model_specs import ModelSpec
 from grove.supervisor.core.state import CoreState
 from grove.supervisor.store.records import AgentRecord
 

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 
 from grove.providers.base import Usage
-from grove.providers.catalog import cost_usd
 from grove.providers.http import Endpoint
+from grove.providers.pricing import cost_usd
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Grove
 from grove.supervisor.batch.records import OutputLog, record_results

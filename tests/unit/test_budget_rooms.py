@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from grove.providers.base import Usage
-from grove.providers.catalog import cost_usd, reply_cost_usd
+from grove.providers.pricing import cost_usd, reply_cost_usd
 from grove.supervisor.budget import TreeSpend, output_room
 from grove.supervisor.budget_rules import Budget
 

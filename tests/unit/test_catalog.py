@@ -19,19 +19,15 @@ from grove.providers.catalog import (
     MAX_NEAR_MISS_CHARS,
     MODELS,
     SUPPORTED_MODELS,
-    ModelSpec,
-    cache_saving_usd,
     completions,
-    cost_usd,
     infer_provider,
     model_info,
     near_miss,
-    parse_model_choice,
-    parse_model_spec,
-    set_prices,
 )
 from grove.providers.errors import InvalidThinkingLevelError, UnknownModelError
 from grove.providers.http import join_url
+from grove.providers.model_specs import ModelSpec, parse_model_choice, parse_model_spec
+from grove.providers.pricing import cache_saving_usd, cost_usd, set_prices
 
 REFERENCE_UNKNOWN_MODEL = """\
 Unknown model: unknown-model

@@ -1,4 +1,4 @@
-"""Tests of the catalog's data file (providers/models.json) and its reader, catalog_data.py.
+"""Tests of the catalog's data file (providers/models.json) and its reader, catalog_file.py.
 
 The figures checked here are those issue 37 names, each as the vendor's page gives it.
 """
@@ -18,9 +18,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from grove.providers.base import Usage
-from grove.providers.catalog import CATALOG, MODELS, cost_usd, model_info
-from grove.providers.catalog_data import parse_catalog
+from grove.providers.catalog import CATALOG, MODELS, model_info
+from grove.providers.catalog_file import parse_catalog
 from grove.providers.errors import CatalogError
+from grove.providers.pricing import cost_usd
 
 RAW: dict[str, Any] = json.loads(
     resources.files("providers").joinpath("models.json").read_text(encoding="utf-8")

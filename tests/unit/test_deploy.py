@@ -26,8 +26,8 @@ import yaml  # type: ignore[import-untyped]
 from pydantic import BaseModel
 
 from grove.cli.app import app
-from grove.providers.catalog import parse_model_spec
 from grove.providers.credentials import API_KEY_ENV
+from grove.providers.model_specs import parse_model_spec
 from grove.supervisor.batch.tasks import read_tasks
 from grove.supervisor.config import GroveSettings, load_settings
 from tests.conformance.corpus import REPO_ROOT
