@@ -34,18 +34,12 @@ from grove.providers.accumulate import INVALID_ARGUMENTS
 from grove.providers.base import (
     AssistantTurn,
     CachePolicy,
-    Finished,
     ImageData,
     Message,
     Part,
     Provider,
     ProviderName,
-    ProviderWarning,
-    RateLimitLeft,
     Request,
-    Retrying,
-    Sending,
-    StreamEvent,
     ThinkingLevel,
     ToolCallPart,
     ToolResultPart,
@@ -57,6 +51,14 @@ from grove.providers.errors import GroveError, ProviderError, is_context_overflo
 from grove.providers.output import answer_message
 from grove.providers.pricing import cache_saving_usd
 from grove.providers.secrets import mask
+from grove.providers.stream_events import (
+    Finished,
+    ProviderWarning,
+    RateLimitLeft,
+    Retrying,
+    Sending,
+    StreamEvent,
+)
 
 MAX_STEPS_PER_TURN = 50
 

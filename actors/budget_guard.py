@@ -6,19 +6,14 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from grove.providers.base import (
-    AssistantTurn,
-    Message,
-    ProviderName,
-    Request,
+from grove.providers.base import AssistantTurn, Message, ProviderName, Request, TextPart, Usage
+from grove.providers.pricing import cost_usd
+from grove.providers.stream_events import (
     StreamEvent,
     TextDelta,
-    TextPart,
     ThinkingDelta,
     ToolCallArgumentsDelta,
-    Usage,
 )
-from grove.providers.pricing import cost_usd
 
 CHARS_PER_TOKEN = 4  # how a streamed reply's tokens are estimated until usage is reported
 # A reply past its hold asks for this many tokens more at a time (or half its hold, if more).

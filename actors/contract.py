@@ -14,8 +14,9 @@ from grove.actors.advisor import ReviewerSpec, ReviewReport
 from grove.actors.agent import ModelChoice, NewEntry, TurnResult
 from grove.actors.host import Activation, Ticket
 from grove.actors.ray_proxy import repeatable, streamed, timeout
-from grove.providers.base import AssistantTurn, RateLimitLeft
+from grove.providers.base import AssistantTurn
 from grove.providers.google.cache import CachedContent
+from grove.providers.stream_events import RateLimitLeft
 
 # A host's calls that hold nothing long (the proxy's default for HostAPI).
 HOST_CALL_TIMEOUT_S = 30.0

@@ -34,22 +34,18 @@ from grove.actors.tools.grant import ToolGrant
 from grove.actors.tools.grove_git import WorktreeError
 from grove.actors.tools.worktrees import Worktree, missing_text, settle
 from grove.actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
-from grove.providers.base import (
+from grove.providers.base import AssistantTurn, CachePolicy, Message, Provider, Request
+from grove.providers.errors import ProviderError
+from grove.providers.google.cache import CachedContent, create_cached_content, delete_cached_content
+from grove.providers.http import HTTPProvider
+from grove.providers.stream_events import (
     CONTENT_EVENT_KINDS,
-    AssistantTurn,
-    CachePolicy,
-    Message,
-    Provider,
     ProviderWarning,
-    Request,
     Retrying,
     StreamEvent,
     TextDelta,
     ThinkingDelta,
 )
-from grove.providers.errors import ProviderError
-from grove.providers.google.cache import CachedContent, create_cached_content, delete_cached_content
-from grove.providers.http import HTTPProvider
 
 # Tells the supervisor what a request of a turn may be billed at most before it is sent, and
 # what it was billed as soon as it ends: (ticket id, agent, the data its reply is stored with,

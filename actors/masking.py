@@ -12,8 +12,8 @@ from dataclasses import replace
 from typing import Any
 
 from grove.actors.turn_result import NewEntry
-from grove.providers.base import StreamEvent, TextDelta, ThinkingDelta
 from grove.providers.secrets import StreamMask, mask
+from grove.providers.stream_events import StreamEvent, TextDelta, ThinkingDelta
 
 
 def masked_entry(entry: NewEntry) -> NewEntry:

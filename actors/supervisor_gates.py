@@ -23,8 +23,8 @@ from grove.actors.host import Ticket
 from grove.actors.ray_proxy import RayProxy, waited
 from grove.actors.telemetry import Tracing
 from grove.actors.tools.fanout import WAIT_CAP_S
-from grove.providers.base import RateLimitLeft
 from grove.providers.errors import GroveError
+from grove.providers.stream_events import RateLimitLeft
 
 # What a lost record upward may meet: its call timed out, the supervisor is gone or refused it.
 LOST_CALL_ERRORS = (TimeoutError, ray.exceptions.RayError, GroveError)

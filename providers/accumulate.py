@@ -12,28 +12,30 @@ from typing import Any
 from grove.providers import wirejson
 from grove.providers.base import (
     AssistantTurn,
-    Completed,
     JSONObject,
     Message,
     Part,
     ProviderName,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+)
+from grove.providers.errors import ProviderProtocolError
+from grove.providers.stream_events import (
+    Completed,
     ProviderWarning,
     ResponseInfo,
     StopReason,
     StreamEvent,
     TextDelta,
-    TextPart,
     ThinkingDelta,
-    ThinkingPart,
     ThinkingSignature,
     ToolCallArguments,
     ToolCallArgumentsDelta,
-    ToolCallPart,
     ToolCallStart,
-    Usage,
     UsageUpdate,
 )
-from grove.providers.errors import ProviderProtocolError
 
 # The key under which a tool call whose arguments were not a JSON object says why.
 INVALID_ARGUMENTS = "__invalid_arguments__"

@@ -20,16 +20,7 @@ import httpx
 from grove.providers import cache_features, preserved_thinking
 from grove.providers.accumulate import TurnAccumulator
 from grove.providers.aionet import AsyncioTransport
-from grove.providers.base import (
-    AssistantTurn,
-    Finished,
-    ProviderName,
-    ProviderWarning,
-    Request,
-    Retrying,
-    Sending,
-    StreamEvent,
-)
+from grove.providers.base import AssistantTurn, ProviderName, Request
 from grove.providers.errors import (
     ProviderConnectionError,
     ProviderError,
@@ -40,6 +31,7 @@ from grove.providers.pricing import cost_usd
 from grove.providers.ratelimit import remaining_from_headers
 from grove.providers.retry import RetryPolicy
 from grove.providers.sse import ServerSentEvent, SSEDecoder
+from grove.providers.stream_events import Finished, ProviderWarning, Retrying, Sending, StreamEvent
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
 _instance_numbers = itertools.count(1)

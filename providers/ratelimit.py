@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from grove.providers.base import RateLimitLeft
+from grove.providers.stream_events import RateLimitLeft
 
 SECONDS_PER_MINUTE = 60.0
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from grove.providers.base import RateLimitLeft
 from grove.providers.ratelimit import RateLimiter
+from grove.providers.stream_events import RateLimitLeft
 
 # The fleet's buckets refill at the configured rates but hold a little less than the
 # provider's: a request admitted here reaches the provider a few milliseconds later, and the

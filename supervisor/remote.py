@@ -24,11 +24,12 @@ from grove.actors.output import OutputType
 from grove.actors.remote import AgentHost, HostSettings
 from grove.actors.telemetry import start_tracing
 from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
-from grove.providers.base import AssistantTurn, RateLimitLeft
+from grove.providers.base import AssistantTurn
 from grove.providers.errors import GroveError
 from grove.providers.google.cache import CachedContent
 from grove.providers.model_specs import ModelSpec
 from grove.providers.pricing import set_prices
+from grove.providers.stream_events import RateLimitLeft
 from grove.supervisor.advice import AdvisorPlan, ReviewerConfig
 from grove.supervisor.agent_tools import tool_call
 from grove.supervisor.approvals import ApprovalDesk

@@ -9,9 +9,12 @@ from typing import Any
 from grove.providers import wirejson
 from grove.providers.anthropic import PROVIDER
 from grove.providers.anthropic.errors import stream_error
-from grove.providers.base import (
+from grove.providers.base import JSONObject, Usage
+from grove.providers.errors import ProviderProtocolError
+from grove.providers.secrets import mask
+from grove.providers.sse import ServerSentEvent
+from grove.providers.stream_events import (
     Completed,
-    JSONObject,
     ResponseInfo,
     StopReason,
     StreamEvent,
@@ -21,12 +24,8 @@ from grove.providers.base import (
     ToolCallArguments,
     ToolCallArgumentsDelta,
     ToolCallStart,
-    Usage,
     UsageUpdate,
 )
-from grove.providers.errors import ProviderProtocolError
-from grove.providers.secrets import mask
-from grove.providers.sse import ServerSentEvent
 from grove.providers.wirejson import json_int, json_object, json_str
 
 TOOL_CALL_BLOCKS = frozenset({"tool_use", "server_tool_use"})

@@ -13,9 +13,13 @@ from itertools import pairwise
 from typing import Any, Literal
 
 from grove.providers import wirejson
-from grove.providers.base import (
+from grove.providers.base import JSONObject, Usage
+from grove.providers.errors import ProviderProtocolError, ProviderStreamError
+from grove.providers.google import PROVIDER
+from grove.providers.google.errors import GoogleError
+from grove.providers.sse import ServerSentEvent
+from grove.providers.stream_events import (
     Completed,
-    JSONObject,
     ResponseInfo,
     StopReason,
     StreamEvent,
@@ -24,13 +28,8 @@ from grove.providers.base import (
     ThinkingSignature,
     ToolCallArguments,
     ToolCallStart,
-    Usage,
     UsageUpdate,
 )
-from grove.providers.errors import ProviderProtocolError, ProviderStreamError
-from grove.providers.google import PROVIDER
-from grove.providers.google.errors import GoogleError
-from grove.providers.sse import ServerSentEvent
 
 # `provider_data` of a ThinkingSignature whose signature came on a plain (non-thought) text
 # part: the request builder puts it back on that text part.

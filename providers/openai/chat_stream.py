@@ -5,9 +5,14 @@ Request bodies live in chat.py. Only choice 0 is read; other choices (n > 1) are
 
 from __future__ import annotations
 
-from grove.providers.base import (
+from grove.providers.base import JSONObject, Usage
+from grove.providers.errors import ProviderProtocolError
+from grove.providers.openai import PROVIDER
+from grove.providers.openai.errors import stream_error
+from grove.providers.openai.wire import event_json
+from grove.providers.sse import ServerSentEvent
+from grove.providers.stream_events import (
     Completed,
-    JSONObject,
     ResponseInfo,
     StopReason,
     StreamEvent,
@@ -15,14 +20,8 @@ from grove.providers.base import (
     ThinkingDelta,
     ToolCallArgumentsDelta,
     ToolCallStart,
-    Usage,
     UsageUpdate,
 )
-from grove.providers.errors import ProviderProtocolError
-from grove.providers.openai import PROVIDER
-from grove.providers.openai.errors import stream_error
-from grove.providers.openai.wire import event_json
-from grove.providers.sse import ServerSentEvent
 from grove.providers.wirejson import json_int, json_object, json_str
 
 # Grove part indexes: the reasoning first, then the text, then each tool call in wire order.

@@ -6,9 +6,14 @@ Request bodies live in responses.py. Parts are keyed by `output_index`, never by
 
 from __future__ import annotations
 
-from grove.providers.base import (
+from grove.providers.base import JSONObject, Usage
+from grove.providers.errors import ProviderProtocolError, ProviderStreamError
+from grove.providers.openai import PROVIDER
+from grove.providers.openai.errors import stream_error
+from grove.providers.openai.wire import event_json
+from grove.providers.sse import ServerSentEvent
+from grove.providers.stream_events import (
     Completed,
-    JSONObject,
     ResponseInfo,
     StopReason,
     StreamEvent,
@@ -17,14 +22,8 @@ from grove.providers.base import (
     ThinkingSignature,
     ToolCallArgumentsDelta,
     ToolCallStart,
-    Usage,
     UsageUpdate,
 )
-from grove.providers.errors import ProviderProtocolError, ProviderStreamError
-from grove.providers.openai import PROVIDER
-from grove.providers.openai.errors import stream_error
-from grove.providers.openai.wire import event_json
-from grove.providers.sse import ServerSentEvent
 from grove.providers.wirejson import json_int, json_object, json_str
 
 

@@ -11,18 +11,17 @@ from typing import Any
 import pytest
 
 from grove.providers.accumulate import TurnAccumulator
-from grove.providers.base import (
-    Message,
-    Request,
+from grove.providers.base import Message, Request
+from grove.providers.errors import ProviderError, ProviderStreamError
+from grove.providers.google.request import build_body
+from grove.providers.google.stream import TEXT_SIGNATURE_DATA
+from grove.providers.google.wire import GoogleWire
+from grove.providers.stream_events import (
     ResponseInfo,
     StreamEvent,
     ThinkingSignature,
     ToolCallStart,
 )
-from grove.providers.errors import ProviderError, ProviderStreamError
-from grove.providers.google.request import build_body
-from grove.providers.google.stream import TEXT_SIGNATURE_DATA
-from grove.providers.google.wire import GoogleWire
 from tests.conformance.corpus import assert_conforms, body, decode_all, entries, entry_ids, expected
 
 API = "gemini-generate"

@@ -9,22 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from grove.providers.base import (
-    Finished,
-    Message,
-    OutputSchema,
-    ProviderWarning,
-    Request,
-    StreamEvent,
-    TextPart,
-    ThinkingLevel,
-    ToolSpec,
-)
+from grove.providers.base import Message, OutputSchema, Request, TextPart, ThinkingLevel, ToolSpec
 from grove.providers.catalog import MODELS
 from grove.providers.errors import ProviderHTTPError
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint, HTTPProvider
 from grove.providers.retry import RetryPolicy
+from grove.providers.stream_events import Finished, ProviderWarning, StreamEvent
 from grove.providers.thinking import CANNOT_DISABLE_WARNING
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.simulator.model_rules import retired

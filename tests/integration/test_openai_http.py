@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
-from grove.providers.base import Finished, Message, Request, Retrying, StreamEvent, ThinkingPart
+from grove.providers.base import Message, Request, ThinkingPart
 from grove.providers.errors import ProviderHTTPError, ProviderStreamError
 from grove.providers.http import Endpoint, HTTPProvider, Wire
 from grove.providers.openai.chat import OpenAIChatWire
 from grove.providers.openai.responses import OpenAIResponsesWire
 from grove.providers.retry import RetryPolicy
+from grove.providers.stream_events import Finished, Retrying, StreamEvent
 from tests.conformance.corpus import CONFORMANCE_DIR
 
 KEY = "sk-loopback-test-key"

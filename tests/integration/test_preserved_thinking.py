@@ -22,10 +22,11 @@ from typing import Any
 import pytest
 
 from grove.actors.agent import NewEntry, TurnResult, reply_data
-from grove.providers.base import Finished, Message, ProviderWarning, Request, TextPart, ThinkingPart
+from grove.providers.base import Message, Request, TextPart, ThinkingPart
 from grove.providers.factory import wire_for
 from grove.providers.http import Endpoint, HTTPProvider
 from grove.providers.preserved_thinking import bound, dropped_text
+from grove.providers.stream_events import Finished, ProviderWarning
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.simulator.anthropic.thinking_blocks import bound_text, check_request
 from grove.simulator.wire import InvalidRequest

@@ -11,11 +11,12 @@ from collections.abc import Iterator
 
 import pytest
 
-from grove.providers.base import Finished, Message, Request, Retrying, StreamEvent, ToolSpec
+from grove.providers.base import Message, Request, ToolSpec
 from grove.providers.errors import ProviderError, ProviderHTTPError, StreamBroken
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint, HTTPProvider
 from grove.providers.retry import RetryPolicy
+from grove.providers.stream_events import Finished, Retrying, StreamEvent
 from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sk-canary-7f3a9c2e1b5d4a6f8e0c"

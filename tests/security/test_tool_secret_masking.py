@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 
 from grove.actors.masking import MaskedEmit, masked_entry
 from grove.actors.turn_result import NewEntry
-from grove.providers.base import TextDelta, ThinkingDelta
 from grove.providers.secrets import MASK, Secrets, StreamMask
+from grove.providers.stream_events import TextDelta, ThinkingDelta
 from grove.supervisor import Grove
 from tests.integration.groves import running_grove
 from tests.integration.services import service_in_process

@@ -13,19 +13,11 @@ from hypothesis import strategies as st
 
 from grove.providers.accumulate import TurnAccumulator
 from grove.providers.anthropic.wire import AnthropicWire
-from grove.providers.base import (
-    JSONObject,
-    Message,
-    Request,
-    StreamEvent,
-    TextPart,
-    ThinkingPart,
-    Usage,
-    UsageUpdate,
-)
+from grove.providers.base import JSONObject, Message, Request, TextPart, ThinkingPart, Usage
 from grove.providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
 from grove.providers.http import Endpoint
 from grove.providers.sse import SSEDecoder
+from grove.providers.stream_events import StreamEvent, UsageUpdate
 
 START = {
     "type": "message_start",

@@ -13,21 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from grove.providers.accumulate import TurnAccumulator
-from grove.providers.base import (
-    Completed,
-    JSONObject,
-    StopReason,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ThinkingPart,
-    ThinkingSignature,
-    ToolCallArguments,
-    ToolCallPart,
-    ToolCallStart,
-    Usage,
-    UsageUpdate,
-)
+from grove.providers.base import JSONObject, ThinkingPart, ToolCallPart, Usage
 from grove.providers.errors import ProviderError, ProviderProtocolError, ProviderStreamError
 from grove.providers.google.stream import (
     TEXT_SIGNATURE_DATA,
@@ -37,6 +23,17 @@ from grove.providers.google.stream import (
     parse_json_path,
 )
 from grove.providers.sse import ServerSentEvent
+from grove.providers.stream_events import (
+    Completed,
+    StopReason,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ThinkingSignature,
+    ToolCallArguments,
+    ToolCallStart,
+    UsageUpdate,
+)
 
 
 def chunk(*parts: JSONObject, finish: str | None = None, **top: Any) -> ServerSentEvent:

@@ -7,7 +7,7 @@ import asyncio
 
 from grove.actors.agent import ModelChoice, TurnResult
 from grove.actors.host import AgentHostCore, Ticket, TurnRun
-from grove.providers.base import TextDelta
+from grove.providers.stream_events import TextDelta
 
 
 async def _no_report(ticket: Ticket, result: TurnResult) -> None:
