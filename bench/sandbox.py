@@ -22,7 +22,8 @@ from typing import Any
 
 from harness import MODEL, REPO_ROOT, Pacing, percentile, running_grove, simulator_process
 
-from grove.actors.tools.sandbox import SandboxPolicy, run_process
+from grove.actors.tools.sandbox import SandboxPolicy
+from grove.actors.tools.sandbox_run import run_process
 
 GOAL_ADDED_MS = 20.0
 WARMUP = 10

@@ -180,7 +180,7 @@ def simulator() -> list[Finding]:
 def sandbox(settings: GroveSettings) -> list[Finding]:
     """Whether bubblewrap can sandbox the processes tools start (bash)."""
     from grove.actors.sandbox_limits import processes_limited
-    from grove.actors.tools.sandbox import sandbox_problem
+    from grove.actors.tools.sandbox_check import sandbox_problem
 
     if settings.tools.sandbox.mode == "off":
         fix = 'set [tools.sandbox] mode = "workspace-write" to sandbox them'

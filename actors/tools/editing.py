@@ -15,7 +15,8 @@ from pathlib import Path
 
 from grove.actors.agent import Tool, ToolError
 from grove.actors.tools.python import capped, python_tool, tool
-from grove.actors.tools.sandbox import KILL_GRACE_S, SandboxPolicy, run_process
+from grove.actors.tools.sandbox import SandboxPolicy
+from grove.actors.tools.sandbox_run import KILL_GRACE_S, run_process
 from grove.actors.tools.workspace import Workspace, WorkspaceError
 
 MAX_WRITE_BYTES = 10 * 1024 * 1024

@@ -19,14 +19,8 @@ import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 
-from grove.actors.tools.sandbox import (
-    UPGRADE_BWRAP,
-    SandboxPolicy,
-    SandboxProblem,
-    lacked,
-    sandbox_problem,
-    secret_paths,
-)
+from grove.actors.tools.sandbox import SandboxPolicy, secret_paths
+from grove.actors.tools.sandbox_check import UPGRADE_BWRAP, SandboxProblem, lacked, sandbox_problem
 from grove.providers.errors import GroveError
 
 GIT_TIMEOUT_S = 120.0

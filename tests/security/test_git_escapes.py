@@ -29,7 +29,7 @@ from grove.actors.tools.grove_git import (
     git,
     git_sandbox_problem,
 )
-from grove.actors.tools.sandbox import (
+from grove.actors.tools.sandbox_check import (
     SANDBOX_OPTIONS,
     lacking_text,
     missing_options,

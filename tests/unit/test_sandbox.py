@@ -14,7 +14,8 @@ import pytest
 from grove.actors.agent import ToolError
 from grove.actors.sandbox_limits import SandboxLimits
 from grove.actors.tools.editing import editing_tools
-from grove.actors.tools.sandbox import SandboxPolicy, bwrap_arguments, sandbox_problem
+from grove.actors.tools.sandbox import SandboxPolicy, bwrap_arguments
+from grove.actors.tools.sandbox_check import sandbox_problem
 from tests.conftest import bwrap_version, bwrap_without, path_without
 
 
@@ -116,7 +117,7 @@ async def test_a_command_cannot_make_the_workspace_a_repository_of_its_own(
     without `.git` has a read-only empty one (git looks past it, to the repository above);
     the last command to end takes it away, so the workspace is not left looking like a
     repository (WATCHDOG.md discovery stops at a `.git`)."""
-    from grove.actors.tools.sandbox import run_process
+    from grove.actors.tools.sandbox_run import run_process
 
     root = tmp_path / "root"
     root.mkdir()
