@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from grove.actors.advisor import ReviewerSpec, ReviewReport
+from grove.actors.advisor_messages import ReviewerSpec, ReviewReport
 from grove.actors.agent import ModelChoice, NewEntry, TurnResult
 from grove.actors.host import Activation, Ticket
 from grove.actors.ray_proxy import repeatable, streamed, timeout

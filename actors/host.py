@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove.actors.advisor import RETRY_DELAY_S, Report, Reviewer, ReviewerSpec
+from grove.actors.advisor import RETRY_DELAY_S, Reviewer
+from grove.actors.advisor_messages import Report, ReviewerSpec
 from grove.actors.agent import (
     MAX_STEPS_PER_TURN,
     Agent,

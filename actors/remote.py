@@ -15,7 +15,8 @@ from typing import Any
 
 import ray
 
-from grove.actors.advisor import RETRY_DELAY_S, ReviewerSpec, advise_tool
+from grove.actors.advisor import RETRY_DELAY_S
+from grove.actors.advisor_messages import ReviewerSpec, advise_tool
 from grove.actors.agent import MAX_STEPS_PER_TURN, ModelChoice, NewEntry, TurnResult
 from grove.actors.collector import tune_collector
 from grove.actors.contract import SupervisorAPI

@@ -14,7 +14,7 @@ from typing import Any
 
 import ray
 
-from grove.actors.advisor import ReviewReport
+from grove.actors.advisor_messages import ReviewReport
 from grove.actors.agent import NewEntry, ToolError, TurnResult
 from grove.actors.budget_guard import BudgetStop
 from grove.actors.coalesce import Coalescer

@@ -11,7 +11,7 @@ from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from grove.actors.advisor import (
+from grove.actors.advisor_messages import (
     ADVISOR_SYSTEM,
     BOUNDED_TRANSCRIPT_CHARS,
     ReviewerSpec,

@@ -16,7 +16,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from grove.actors.advisor import ReviewerSpec, ReviewReport
+from grove.actors.advisor_messages import ReviewerSpec, ReviewReport
 from grove.actors.agent import ModelChoice, NewEntry, TurnResult
 from grove.actors.collector import tune_collector
 from grove.actors.host import Activation, Ticket

@@ -10,7 +10,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from grove.actors.advisor import Reviewer, ReviewReport
+from grove.actors.advisor import Reviewer
+from grove.actors.advisor_messages import ReviewReport
 from grove.actors.agent import Agent, ModelChoice
 from grove.providers.base import TextPart
 from grove.providers.factory import create_provider
