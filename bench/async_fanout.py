@@ -33,7 +33,7 @@ from typing import Any
 from fanout import CONTEXT, TURN_TIMEOUT_S, check, collect, median, prompts
 from harness import MODEL, Pacing, cpu_s, grove_pids, running_grove, simulator_process
 
-from grove.supervisor import AsyncGrove
+from grove.supervisor import AsyncGrove, Grove
 
 
 class Driver:
@@ -104,8 +104,14 @@ async def asks_round(
         "begin_s": begun - forked,
         "asks_s": asked - forked,
         "results": dict(zip(children, answers, strict=True)),
-        "results_calls": aio.grove._loop_turns().results.calls,
+        "results_calls": local(aio)._loop_turns().results.calls,
     }
+
+
+def local(aio: AsyncGrove) -> Grove:
+    """The Grove this bench runs on: its own, in this process."""
+    assert isinstance(aio.grove, Grove)
+    return aio.grove
 
 
 async def fork_many_round(aio: AsyncGrove, root: str, texts: list[str]) -> dict[str, Any]:

@@ -31,9 +31,8 @@ from grove.providers.errors import GroveError
 from grove.supervisor.errors import CommandError
 
 if TYPE_CHECKING:
-    from grove.server.client import RemoteGrove, RemoteTurn
-    from grove.supervisor.api import Grove, Turn
     from grove.supervisor.budget_rules import Budget
+    from grove.supervisor.contract import GroveAPI, TurnAPI
 
 
 def chat_command(
@@ -96,7 +95,7 @@ def chat_command(
 
 
 def open_session(
-    grove: Grove | RemoteGrove,
+    grove: GroveAPI,
     model: str | None,
     resume: str | None,
     tools: list[str],
@@ -136,7 +135,7 @@ class ScriptedRepl(Repl):
     """stdin is not a terminal: the lines run in order as if typed at the prompt, each turn a
     line starts (a prompt's, a /fork's with a prompt) streamed to its end before the next."""
 
-    def __init__(self, grove: Grove | RemoteGrove, session: str, out: TextIO) -> None:
+    def __init__(self, grove: GroveAPI, session: str, out: TextIO) -> None:
         self.grove = grove
         self.session = session
         self.writer = TurnWriter(out, styles=False)
@@ -184,7 +183,7 @@ class ScriptedRepl(Repl):
             return
         self._follow(turn)
 
-    def _follow(self, turn: Turn | RemoteTurn) -> None:
+    def _follow(self, turn: TurnAPI) -> None:
         """Print the turn's reply to its end, as a person at the prompt would see it."""
         try:
             self.writer.stream(turn)

@@ -31,9 +31,8 @@ from grove.providers.plurals import counted
 from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
 
 if TYPE_CHECKING:
-    from grove.server.client import RemoteGrove
-    from grove.supervisor.api import Grove
     from grove.supervisor.approvals import ApprovalRequest
+    from grove.supervisor.contract import GroveAPI
 
 PROMPT = "> "
 ORIGIN = "repl-interactive"
@@ -73,7 +72,7 @@ class LiveRepl(Repl):
     """A terminal: a prompt_toolkit prompt with Tab completion that stays live during turns,
     which a TurnRunner streams on a thread of its own."""
 
-    def __init__(self, grove: Grove | RemoteGrove, session: str) -> None:
+    def __init__(self, grove: GroveAPI, session: str) -> None:
         from grove.cli.completion import chat_completer
         from grove.providers.catalog import completions
         from grove.supervisor.commands.bus import registry

@@ -16,8 +16,7 @@ from grove.supervisor.context import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
     from grove.actors.turn_result import TurnResult
-    from grove.server.client import RemoteGrove
-    from grove.supervisor.api import Grove
+    from grove.supervisor.contract import GroveAPI
 
 SHORT_ID = 8
 # Streamed kinds that are the model's own output (what its reply is billed for).
@@ -66,9 +65,7 @@ class StatusLine:
     """The status of the session's focused agent, read again after each turn and command, and
     counted up as a turn streams; `changed` is told each time (it redraws, throttled)."""
 
-    def __init__(
-        self, grove: Grove | RemoteGrove, session: str, changed: Callable[[], None]
-    ) -> None:
+    def __init__(self, grove: GroveAPI, session: str, changed: Callable[[], None]) -> None:
         self._grove = grove
         self._session = session
         self._changed = changed

@@ -14,8 +14,7 @@ from grove.providers.plurals import counted
 if TYPE_CHECKING:
     from grove.cli.chat_status import StatusLine
     from grove.cli.render import TurnWriter
-    from grove.server.client import RemoteGrove, RemoteTurn
-    from grove.supervisor.api import Grove, Turn
+    from grove.supervisor.contract import GroveAPI, TurnAPI
 
 SHOWN_CHARS = 60  # of a queued prompt, when it is sent
 
@@ -33,7 +32,7 @@ class TurnRunner:
     next; turns a command started (`/fork PROMPT`) are followed before queued prompts."""
 
     def __init__(
-        self, grove: Grove | RemoteGrove, session: str, writer: TurnWriter, status: StatusLine
+        self, grove: GroveAPI, session: str, writer: TurnWriter, status: StatusLine
     ) -> None:
         self._grove = grove
         self._session = session
@@ -41,8 +40,8 @@ class TurnRunner:
         self._status = status
         self._work = threading.Condition()
         self._prompts: deque[tuple[str, bool]] = deque()  # (prompt, whether it waited)
-        self._begun: deque[Turn | RemoteTurn] = deque()
-        self._current: Turn | RemoteTurn | None = None
+        self._begun: deque[TurnAPI] = deque()
+        self._current: TurnAPI | None = None
         self._working = False  # a prompt is being sent or a turn followed
         self._cancelling = False
         self._stopping = False
@@ -72,7 +71,7 @@ class TurnRunner:
         self._status.queued(self.queued)
         return place
 
-    def follow(self, turn: Turn | RemoteTurn) -> None:
+    def follow(self, turn: TurnAPI) -> None:
         with self._work:
             self._begun.append(turn)
             self._work.notify()
@@ -127,7 +126,7 @@ class TurnRunner:
             with self._work:
                 self._working = False
 
-    def _send(self, text: str, waited: bool) -> Turn | RemoteTurn | None:
+    def _send(self, text: str, waited: bool) -> TurnAPI | None:
         if waited:
             self._writer.line(f"Sending: {shortened(text)}")
         try:
@@ -136,7 +135,7 @@ class TurnRunner:
             self._writer.line(str(exc), error=True)
             return None
 
-    def _follow(self, turn: Turn | RemoteTurn) -> None:
+    def _follow(self, turn: TurnAPI) -> None:
         with self._work:
             self._current = turn
             self._cancelling = False

@@ -25,11 +25,12 @@ from grove.providers.errors import GroveError
 if TYPE_CHECKING:  # the rest is imported where it is used: `grove --help` stays quick
     from grove.providers.base import JSONObject, ProviderName
     from grove.server.client import RemoteGrove
+    from grove.server.files import ServiceState
     from grove.supervisor.api import Grove
     from grove.supervisor.budget_rules import Budget
     from grove.supervisor.command_defaults import CommandDefaults
     from grove.supervisor.config import GroveSettings
-    from grove.supervisor.reads import StoreReads
+    from grove.supervisor.contract import GroveAPI, ReadsAPI
 
 ToolsOption = Annotated[
     list[str] | None,
@@ -190,8 +191,8 @@ class CliContext:
             keep_local_ray_on_loopback(self._settings.address)
         return self._settings
 
-    def remote(self, *, simulate: bool = False, hosts: int | None = None) -> RemoteGrove | None:
-        """The running service's Grove, unless none is up or this command runs in-process
+    def service(self, *, simulate: bool = False, hosts: int | None = None) -> ServiceState | None:
+        """The running service to use, unless none is up or this command runs in-process
         (--store / --address given, --no-service); with --simulate or --hosts, only a service
         started the same way (`grove up --simulate`, `--hosts N`)."""
         if self.own or self.no_service or self.prints_traces():
@@ -202,6 +203,13 @@ class CliContext:
         if state is None or (simulate and not state.simulate):
             return None
         if hosts is not None and hosts != state.hosts:
+            return None
+        return state
+
+    def remote(self, *, simulate: bool = False, hosts: int | None = None) -> RemoteGrove | None:
+        """The Grove of the service to use (see `service`), if any."""
+        state = self.service(simulate=simulate, hosts=hosts)
+        if state is None:
             return None
         from grove.server.client import RemoteGrove
 
@@ -248,7 +256,7 @@ class CliContext:
 
     def grove(
         self, *, simulate: bool = False, hosts: int | None = None, own_hosts: int | None = None
-    ) -> Grove | RemoteGrove:
+    ) -> GroveAPI:
         """The Grove of a command that needs Ray and found no service to use (`remote`): a
         service it starts in the background (cli/autostart.py) when it may (`[service]
         autostart`; not with --simulate, --hosts, --store, --address, --no-service, printed
@@ -283,7 +291,7 @@ class CliContext:
         return settings
 
     @contextmanager
-    def catalog(self) -> Iterator[Grove | RemoteGrove]:
+    def catalog(self) -> Iterator[GroveAPI]:
         """What `grove models` asks: the service, or a Grove of this command's own, not started
         (the catalog needs no Ray and no store)."""
         remote = self.remote()
@@ -297,12 +305,15 @@ class CliContext:
             yield grove
 
     @contextmanager
-    def reads(self) -> Iterator[StoreReads | RemoteGrove]:
+    def reads(self) -> Iterator[ReadsAPI]:
         """What agents, history, events and usage read: the service, or the store itself
         (no Ray): exit 2 when no store is there, 1 when it cannot be read."""
-        remote = self.remote()
-        if remote is not None:
-            with remote:
+        state = self.service()
+        if state is not None:
+            from grove.server.remote_reads import RemoteReads
+            from grove.server.service_link import ServiceLink
+
+            with RemoteReads(ServiceLink(state)) as remote:
                 yield remote
             return
         from grove.supervisor.errors import NoStoreError

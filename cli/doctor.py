@@ -211,8 +211,8 @@ def git_sandbox() -> list[Finding]:
 
 
 def service() -> list[Finding]:
-    from grove.server.client import healthy
     from grove.server.files import read_state
+    from grove.server.service_link import healthy
 
     state = read_state()
     if state is None:

@@ -17,8 +17,7 @@ from grove.providers.errors import GroveError
 from grove.providers.plurals import counted
 
 if TYPE_CHECKING:
-    from grove.server.client import RemoteGrove
-    from grove.supervisor.reads import StoreReads
+    from grove.supervisor.contract import ReadsAPI
 
 FOLLOW_WAIT_S = 1.0
 PAGE = 1000
@@ -28,7 +27,7 @@ def event_line(event: dict[str, Any]) -> str:
     return json.dumps(event, sort_keys=True)
 
 
-def print_events(reads: StoreReads | RemoteGrove, after: int, follow: bool) -> None:
+def print_events(reads: ReadsAPI, after: int, follow: bool) -> None:
     """The events after `after`, a page at a time; then, following, each as it comes."""
     while page := reads.events(after, PAGE):
         sys.stdout.write("".join(event_line(event) + "\n" for event in page))

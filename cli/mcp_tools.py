@@ -19,10 +19,9 @@ if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
     from grove.actors.turn_result import TurnResult
-    from grove.server.client import RemoteGrove
-    from grove.supervisor.api import Grove
     from grove.supervisor.batch.tasks import Task
     from grove.supervisor.command_defaults import CommandDefaults
+    from grove.supervisor.contract import GroveAPI
 
 MAX_PROMPTS = 1000
 MAX_WAIT_S = 3600.0
@@ -67,7 +66,7 @@ class Fleet:
         self.defaults: CommandDefaults = context.defaults(self.remote)
         self.allow = list(allow)
         self.reach = Reach(self.rows, self.defaults.policy, self.allow, granted)
-        self.grove: Grove | RemoteGrove = self.remote or context.local_grove(
+        self.grove: GroveAPI = self.remote or context.local_grove(
             simulate=simulate, hosts=hosts or 1
         )
 
@@ -130,13 +129,16 @@ class Fleet:
         """Every agent's row in the store of the Grove the tools run on, as `grove agents` has
         them (this command's own Grove: read from the store, not from the service)."""
         if self.remote is not None:
-            found: list[dict[str, Any]] = self.remote.agents(include_ended)["agents"]
+            from grove.server.remote_reads import RemoteReads
+
+            reads = RemoteReads(self.remote.link)  # closed with the Grove
+            found: list[dict[str, Any]] = reads.agents(include_ended)["agents"]
             return found
         from grove.supervisor.reads import StoreReads
 
         settings = self.context.settings()
-        with StoreReads(settings.store, keep_days=settings.events.keep_days) as reads:
-            listed: list[dict[str, Any]] = reads.agents(include_ended)["agents"]
+        with StoreReads(settings.store, keep_days=settings.events.keep_days) as opened:
+            listed: list[dict[str, Any]] = opened.agents(include_ended)["agents"]
             return listed
 
 

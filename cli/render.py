@@ -14,8 +14,7 @@ from grove.cli.styles import DIM, RED, YELLOW, styled
 
 if TYPE_CHECKING:
     from grove.actors.turn_result import TurnResult
-    from grove.server.client import RemoteTurn
-    from grove.supervisor.api import Turn
+    from grove.supervisor.contract import TurnAPI
 
 
 TOOL_MARKS = {"tool_call": "→", "tool_result": "←"}
@@ -83,9 +82,7 @@ class TurnWriter:
                 self._write("\n")
             self._last_kind = None
 
-    def stream(
-        self, turn: Turn | RemoteTurn, seen: Callable[[str, str], None] | None = None
-    ) -> TurnResult:
+    def stream(self, turn: TurnAPI, seen: Callable[[str, str], None] | None = None) -> TurnResult:
         """Print a whole turn: its deltas (each told to `seen` too), then its error or
         cancellation if any; its result."""
         for kind, text in turn:

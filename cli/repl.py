@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 from grove.providers.errors import GroveError
 
 if TYPE_CHECKING:
-    from grove.server.client import RemoteGrove
-    from grove.supervisor.api import Grove
+    from grove.supervisor.contract import GroveAPI
 
 
-def edit_todo(grove: Grove | RemoteGrove, session: str) -> tuple[str, bool]:
+def edit_todo(grove: GroveAPI, session: str) -> tuple[str, bool]:
     """`/todo edit`: the focused agent's list as markdown in $EDITOR, read back when the
     editor exits; (what happened, whether it worked)."""
     shown = grove.dispatch(session, "/todo", "repl")
@@ -45,7 +44,7 @@ def edit_todo(grove: Grove | RemoteGrove, session: str) -> tuple[str, bool]:
 class Repl(ABC):
     """What both REPLs share: a line is a command when it starts with `/`, else a prompt."""
 
-    grove: Grove | RemoteGrove
+    grove: GroveAPI
     session: str
 
     def handle(self, line: str) -> bool:

@@ -84,7 +84,7 @@ def up_command(
         state = wait_until_up(starting)
     except ServiceStartError as exc:
         fail(str(exc))
-    from grove.server.client import dashboard_url
+    from grove.server.service_link import dashboard_url
 
     sys.stdout.write(f"Grove is up (pid {state.pid}). Dashboard and API:\n{dashboard_url(state)}\n")
 
@@ -103,8 +103,10 @@ def status_command(
     """Whether a Grove service is up: its address (with the token), pid, agents, how it was
     started, its clients and what runs in it. Exit 1 when none is up or it does not answer.
     Asking is not being a client: it keeps no service up."""
-    from grove.server.client import RemoteError, RemoteGrove, dashboard_url, healthy
+    from grove.server.client import RemoteGrove
     from grove.server.files import service_token
+    from grove.server.remote_reads import RemoteReads
+    from grove.server.service_link import RemoteError, dashboard_url, healthy
 
     state = read_state()
     if state is None:
@@ -114,7 +116,8 @@ def status_command(
     activity: dict[str, Any] = dict.fromkeys(ACTIVITY)
     try:
         with RemoteGrove(state, observer=True) as remote:
-            agents: int | None = len(remote.agents(include_ended=True)["agents"])
+            reads = RemoteReads(remote.link)  # closed with the Grove
+            agents: int | None = len(reads.agents(include_ended=True)["agents"])
             activity.update(remote.activity())
     except RemoteError:
         agents = None

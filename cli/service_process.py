@@ -81,7 +81,7 @@ def wait_until_up(
     """The service's record once it answers /healthz (`waited` told the seconds so far at each
     look meanwhile); ServiceStartError with its log's last line if it exits, or when it has
     not answered within UP_TIMEOUT_S (then it is stopped)."""
-    from grove.server.client import healthy
+    from grove.server.service_link import healthy
 
     process = starting.process
     began = time.monotonic()

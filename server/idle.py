@@ -10,13 +10,10 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from fastapi import APIRouter
-from sse_starlette.event import ServerSentEvent
-from sse_starlette.sse import EventSourceResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from grove.server.wire import OBSERVER_HEADER
@@ -103,25 +100,3 @@ async def stop_when_idle(server: Stoppable, clients: Clients, idle_stop_s: float
                 "([service] idle_stop_s)\n"
             )
             server.should_exit = True
-
-
-def clients_router(clients: Clients) -> APIRouter:
-    """`/api/service`: the activity `grove status` shows; `/api/presence/stream`: held open by a
-    client that may sit idle between requests (a chat), which keeps the service up meanwhile."""
-    router = APIRouter()
-
-    @router.get("/api/service")
-    def service() -> dict[str, Any]:
-        return clients.activity()
-
-    @router.get("/api/presence/stream")
-    async def presence() -> EventSourceResponse:
-        async def held() -> AsyncIterator[bytes]:
-            yield ServerSentEvent(event="held", data="{}").encode()
-            # Never set: EventSourceResponse ends the stream when its client leaves, or the
-            # service stops.
-            await asyncio.Event().wait()
-
-        return EventSourceResponse(held())
-
-    return router

@@ -1,15 +1,15 @@
-"""`AsyncGrove`: every `Grove` method as a coroutine (or an async iterator), generated from
-`Grove` itself and run by supervisor/bridge.py, so both share one implementation (`ask` is
-its own `send` then `result`, a turn's result awaited on the caller's loop).
+"""`AsyncGrove`: every `Grove` method as a coroutine (or an async iterator, or for a turn an
+`AsyncTurn`), made from `Grove`'s own methods with their signatures and run by
+supervisor/bridge.py, so both share one implementation (`ask` is its own `send` then `result`,
+a turn's result awaited on the caller's loop).
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import inspect
-from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Generator, Iterator
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 import ray
 
@@ -20,7 +20,12 @@ from grove.supervisor.errors import TurnTimeout
 
 if TYPE_CHECKING:
     from grove.actors.agent import TurnResult
+    from grove.supervisor.contract import GroveAPI
     from grove.supervisor.output_types import OutputTypeLike
+
+P = ParamSpec("P")
+R = TypeVar("R")
+T = TypeVar("T")
 
 
 class AsyncTurn:
@@ -100,48 +105,44 @@ class AsyncTurn:
         return await bridge(turn.result, timeout_s)  # what else `Turn.result` does
 
 
-def kind_of(method: Callable[..., Any]) -> str:
-    """How `method`'s twin hands back what it returns: "iterator" (an async iterator),
-    "turn" (an AsyncTurn) or "value"."""
-    returns = str(inspect.signature(method).return_annotation)
-    if returns.startswith("Iterator["):
-        return "iterator"
-    return "turn" if returns.split(" | ")[0] == "Turn" else "value"
+def twin(
+    method: Callable[Concatenate[Grove, P], R],
+) -> Callable[Concatenate[AsyncGrove, P], Coroutine[Any, Any, R]]:
+    """The async twin of Grove's `method`, with its signature: the same method of the wrapped
+    Grove (or RemoteGrove), its waits awaited on the caller's loop."""
+    name = method.__name__
 
-
-def public_methods() -> dict[str, Callable[..., Any]]:
-    """Grove's public methods: what AsyncGrove has a twin of."""
-    return {
-        name: member
-        for name, member in vars(Grove).items()
-        if not name.startswith("_") and inspect.isfunction(member)
-    }
-
-
-def twin(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
-    """The async twin of Grove's `method`: the same signature, calling the same method on
-    the wrapped Grove with its waits awaited on the caller's loop; a coroutine, or an async
-    iterator, or for a turn an AsyncTurn (iterate it, or await it)."""
-    kind = kind_of(method)
-    if kind == "iterator":
-
-        def iterate(self: AsyncGrove, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
-            items: Iterator[Any] = getattr(self.grove, name)(*args, **kwargs)
-            return bridged_iterator(items)
-
-        return functools.wraps(method)(iterate)
-
-    if kind == "turn":
-
-        def turn(self: AsyncGrove, *args: Any, **kwargs: Any) -> AsyncTurn:
-            return AsyncTurn(functools.partial(bridge, getattr(self.grove, name), *args, **kwargs))
-
-        return functools.wraps(method)(turn)
-
-    async def call(self: AsyncGrove, *args: Any, **kwargs: Any) -> Any:
-        return await bridge(getattr(self.grove, name), *args, **kwargs)
+    async def call(self: AsyncGrove, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        result: R = await bridge(getattr(self.grove, name), *args, **kwargs)
+        return result
 
     return functools.wraps(method)(call)
+
+
+def iterator_twin(
+    method: Callable[Concatenate[Grove, P], Iterator[T]],
+) -> Callable[Concatenate[AsyncGrove, P], AsyncIterator[T]]:
+    """The async twin of Grove's iterator `method`: its items for `async for`."""
+    name = method.__name__
+
+    def iterate(self: AsyncGrove, /, *args: P.args, **kwargs: P.kwargs) -> AsyncIterator[T]:
+        items: Iterator[T] = getattr(self.grove, name)(*args, **kwargs)
+        return bridged_iterator(items)
+
+    return functools.wraps(method)(iterate)
+
+
+def turn_twin(
+    method: Callable[Concatenate[Grove, P], Turn | None],
+) -> Callable[Concatenate[AsyncGrove, P], AsyncTurn]:
+    """The async twin of Grove's `method` that starts a turn: an AsyncTurn (iterate it, or
+    await it), started on first use."""
+    name = method.__name__
+
+    def turn(self: AsyncGrove, /, *args: P.args, **kwargs: P.kwargs) -> AsyncTurn:
+        return AsyncTurn(functools.partial(bridge, getattr(self.grove, name), *args, **kwargs))
+
+    return functools.wraps(method)(turn)
 
 
 class AsyncGrove:
@@ -150,12 +151,12 @@ class AsyncGrove:
     Given a `Grove`, or a service's `RemoteGrove` (`AsyncGrove(RemoteGrove.running())`), it
     runs on that one."""
 
-    def __init__(self, grove: Grove | Any = None, **options: Any) -> None:
-        """`grove`: a Grove or a RemoteGrove (server/ sits above this layer, hence Any);
-        `options` are Grove's (settings, simulate, hosts, endpoint), without `grove`."""
+    def __init__(self, grove: GroveAPI | None = None, **options: Any) -> None:
+        """`grove`: a Grove or a RemoteGrove; `options` are Grove's (settings, simulate, hosts,
+        endpoint), without `grove`."""
         if grove is not None and options:
             raise TypeError("give AsyncGrove a Grove or Grove's options, not both")
-        self.grove = grove if grove is not None else Grove(**options)
+        self.grove: GroveAPI = grove if grove is not None else Grove(**options)
 
     async def __aenter__(self) -> AsyncGrove:
         await self.start()
@@ -175,18 +176,41 @@ class AsyncGrove:
     ) -> TurnResult:
         # What `Grove.ask` is, `send` then `result`, of their twins: the result is awaited
         # on the loop (an AsyncTurn's), not in a bridged call kept for the whole turn.
-        typed = {"output_type": output_type, "output_retries": output_retries}
-        turn = await self.send(agent, text, **(typed if output_type is not None else {}))
-        result: TurnResult = await turn.result(timeout_s)
-        return result
+        turn = self.send(agent, text, output_type=output_type, output_retries=output_retries)
+        return await turn.result(timeout_s)
 
     ask.__doc__ = Grove.ask.__doc__
 
-    if TYPE_CHECKING:  # the other twins are made below, from Grove's own methods
-
-        def __getattr__(self, name: str) -> Any: ...
-
-
-for _name, _method in public_methods().items():
-    if _name not in vars(AsyncGrove):
-        setattr(AsyncGrove, _name, twin(_name, _method))
+    start = twin(Grove.start)
+    flush_telemetry = twin(Grove.flush_telemetry)
+    close = twin(Grove.close)
+    create_root = twin(Grove.create_root)
+    send = turn_twin(Grove.send)
+    set_approver = twin(Grove.set_approver)
+    attend_approvals = twin(Grove.attend_approvals)
+    answer_approval = twin(Grove.answer_approval)
+    command_turn = turn_twin(Grove.command_turn)
+    fork_many = twin(Grove.fork_many)
+    fork = twin(Grove.fork)
+    worktrees = twin(Grove.worktrees)
+    models = twin(Grove.models)
+    release_caches = twin(Grove.release_caches)
+    seed = twin(Grove.seed)
+    answered = twin(Grove.answered)
+    run_batch = iterator_twin(Grove.run_batch)
+    set_todo = twin(Grove.set_todo)
+    advice = twin(Grove.advice)
+    wait_reviews = twin(Grove.wait_reviews)
+    wait_any = twin(Grove.wait_any)
+    route_mail = twin(Grove.route_mail)
+    dispatch = twin(Grove.dispatch)
+    focus = twin(Grove.focus)
+    agent = twin(Grove.agent)
+    history = twin(Grove.history)
+    streaming = twin(Grove.streaming)
+    turns_in_flight = twin(Grove.turns_in_flight)
+    watch = iterator_twin(Grove.watch)
+    cancel = twin(Grove.cancel)
+    wait_turn = twin(Grove.wait_turn)
+    host_pids = twin(Grove.host_pids)
+    provider_identity = twin(Grove.provider_identity)

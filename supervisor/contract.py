@@ -1,6 +1,7 @@
-"""The two surfaces of supervisor/ that cross a boundary, declared once as Protocols: `GroveAPI`
+"""The surfaces of supervisor/ that cross a boundary, declared once as Protocols: `GroveAPI`
 (what `Grove`, the service's `RemoteGrove` and, awaited, `AsyncGrove` offer the command line
-and programs) and `SupervisorService` (what a Grove asks of the `Supervisor` Ray actor).
+and programs), `ReadsAPI` (the store's reads, local or served) and `SupervisorService` (what
+a Grove asks of the `Supervisor` Ray actor).
 
 mypy checks each implementation against them; the Ray actor is called only through
 `RayProxy[SupervisorService]`, never by a method name in a string. The HTTP side imports this
@@ -10,10 +11,11 @@ for its types only (it loads Ray): a command through the service starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from grove.actors.ray_proxy import repeatable
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
+from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:
     import threading
@@ -77,6 +79,8 @@ class GroveAPI(Protocol):
     """The Grove interface: what a command runs on, local (`Grove`) or served (`RemoteGrove`).
     `AsyncGrove` offers the same methods as coroutines (a turn as an `AsyncTurn`)."""
 
+    def __enter__(self) -> Self: ...
+    def __exit__(self, *exc: object) -> None: ...
     def start(self) -> None: ...
     def close(self) -> None: ...
     def models(self, include_retired: bool = False, provider: str | None = None) -> list[Any]: ...
@@ -138,7 +142,7 @@ class GroveAPI(Protocol):
         root: str,
         tasks: list[Task],
         *,
-        concurrency: int = ...,  # supervisor/batch/runner.py's DEFAULT_CONCURRENCY
+        concurrency: int = DEFAULT_CONCURRENCY,
         advisor: str | None = None,
         key: str = "",
         workspace: str | None = None,
@@ -146,6 +150,20 @@ class GroveAPI(Protocol):
         output_type: OutputSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> Iterator[Step]: ...
+
+
+class ReadsAPI(Protocol):
+    """What `grove agents`, `history`, `events`, `usage` and `worktrees` read: the store itself
+    (`StoreReads`) or a running service (`RemoteReads`), in one JSON shape."""
+
+    def close(self) -> None: ...
+    def agents(self, include_ended: bool) -> dict[str, Any]: ...
+    def history(self, agent: str) -> dict[str, Any]: ...
+    def events(self, after: int = 0, limit: int = 1000) -> list[dict[str, Any]]: ...
+    def follow_events(self, after: int, wait_s: float) -> Iterator[list[dict[str, Any]]]: ...
+    def usage(self, agent: str | None, by: str) -> dict[str, Any]: ...
+    def trim_events(self) -> dict[str, Any]: ...
+    def worktrees(self, repository: str, prune: bool = False) -> list[dict[str, Any]]: ...
 
 
 class SupervisorService(Protocol):

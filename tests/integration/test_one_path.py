@@ -30,7 +30,8 @@ import pytest
 from typer.testing import CliRunner
 
 from grove.cli.app import app
-from grove.server.client import RemoteGrove, RemoteTurn
+from grove.server.client import RemoteGrove
+from grove.server.remote_turn import RemoteTurn
 from grove.supervisor import Grove
 from tests.integration.groves import cli_environment, running_grove
 from tests.integration.services import TIMEOUT_S, Service, service_in_process

@@ -26,8 +26,8 @@ import pytest
 from grove.actors.turn_result import TurnResult
 from grove.cli.context import NO_SERVICE_ENV
 from grove.providers.http import Endpoint
-from grove.server.client import healthy
 from grove.server.files import read_state
+from grove.server.service_link import healthy
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import AsyncGrove, Grove
 from grove.supervisor.store import open_store

@@ -9,15 +9,16 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from grove.supervisor import bridge
 from grove.supervisor.api import Grove
-from grove.supervisor.async_api import AsyncGrove, AsyncTurn, kind_of, public_methods
+from grove.supervisor.async_api import AsyncGrove, AsyncTurn
 
 
 def slow_sum(values: list[float]) -> float:
@@ -124,6 +125,24 @@ async def test_a_bridged_iterator_steps_a_sync_generator() -> None:
     assert [n async for n in bridge.bridged_iterator(counted())] == [0, 1, 2]
 
 
+def public_methods() -> dict[str, Callable[..., Any]]:
+    """Grove's public methods: what AsyncGrove has a twin of."""
+    return {
+        name: member
+        for name, member in vars(Grove).items()
+        if not name.startswith("_") and inspect.isfunction(member)
+    }
+
+
+def kind_of(method: Callable[..., Any]) -> str:
+    """How `method`'s twin hands back what it returns: "iterator" (an async iterator),
+    "turn" (an AsyncTurn) or "value"."""
+    returns = str(inspect.signature(method).return_annotation)
+    if returns.startswith("Iterator["):
+        return "iterator"
+    return "turn" if returns.split(" | ")[0] == "Turn" else "value"
+
+
 def test_every_public_grove_method_has_an_async_twin_with_its_signature() -> None:
     methods = public_methods()
     assert {"ask", "send", "fork_many", "wait_any", "run_batch", "watch", "start"} <= set(methods)
@@ -206,8 +225,9 @@ def test_a_batch_follower_follows_a_stopping_service_again_and_gives_up_on_one_t
     """A stopping service ends its streams while it still answers: the follower follows the
     same service again after a second; one that ended the stream early five times in a row,
     nothing new between, is an error."""
-    from grove.server.client import EARLY_ENDS_ALLOWED, RemoteError, RemoteGrove
+    from grove.server.client import EARLY_ENDS_ALLOWED, RemoteGrove
     from grove.server.files import ServiceState, write_state
+    from grove.server.service_link import RemoteError
 
     class Healthy(http.server.BaseHTTPRequestHandler):
         def do_GET(self) -> None:

@@ -1,0 +1,34 @@
+"""What the routers share: the limits of the texts and names a request carries, and the store's
+reads on the service's Grove.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator, Field
+
+from grove.supervisor.api import Grove
+from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
+from grove.supervisor.reads import StoreReads
+
+MAX_NAME_CHARS = 200
+MAX_NAMES = 256
+
+
+def _within_text_limit(text: str) -> str:
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > MAX_TEXT_BYTES:
+        raise ValueError(f"is {size:,} bytes; the limit is {MAX_TEXT_BYTES:,}")
+    return text
+
+
+# Every text a root or a prompt takes: a prompt's size (as a batch task's), or a name's.
+Text = Annotated[str, AfterValidator(_within_text_limit)]
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
+Names = Annotated[list[Name], Field(max_length=MAX_NAMES)]
+
+
+def store_reads(grove: Grove) -> StoreReads:
+    """The reads of the store `grove` keeps its agents in (to close after use)."""
+    return StoreReads(grove.settings.store, keep_days=grove.settings.events.keep_days)
