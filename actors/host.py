@@ -152,6 +152,8 @@ class TurnRun:
 
 ToolsFactory = Callable[[str, ToolGrant, str | None], dict[str, Tool]]
 ReportResult = Callable[[Ticket, TurnResult], Awaitable[None]]
+# A reviewer's tools (the read-only workspace tools and `advise`, say), built for its spec.
+ReviewerTools = Callable[[ReviewerSpec], dict[str, Tool]]
 
 
 class AgentHostCore:
@@ -176,8 +178,12 @@ class AgentHostCore:
         steps: StepStore | None = None,
         tracing: Tracing = NO_TRACING,
         review_retry_s: float = RETRY_DELAY_S,
+        reviewer_tools: ReviewerTools | None = None,
+        reviewed: Report | None = None,
     ) -> None:
         self.host_id = host_id
+        self._reviewer_tools = reviewer_tools
+        self._reviewed = reviewed
         self._review_retry_s = review_retry_s  # a reviewer's wait after a failed review
         self._steps = steps
         self.tracing = tracing  # the spans of its agents' turns
@@ -200,6 +206,26 @@ class AgentHostCore:
         self.reviewers: dict[str, Reviewer] = {}
         # Each agent's own workspace (None: the host's) and worktree, if it has them.
         self._workspaces: dict[str, tuple[str | None, Worktree | None]] = {}
+        self._janitor: asyncio.Task[None] | None = None
+
+    def _keep_releasing(self) -> None:
+        """Start the idle-release loop on the running event loop, once (a Ray actor's loop is
+        not there yet when it is built)."""
+        if self._janitor is None:
+            self._janitor = asyncio.get_running_loop().create_task(self._release_idle_forever())
+
+    async def _release_idle_forever(self) -> None:
+        interval = max(self.idle_release_s / 4, 0.05)
+        while True:
+            await asyncio.sleep(interval)
+            await self.release_idle()
+
+    async def ping(self) -> dict[str, Any]:
+        return {"host": self.host_id, "pid": os.getpid(), "agents": len(self.agents)}
+
+    async def flush_telemetry(self) -> None:
+        """Export the spans this host has ended (before Grove stops it)."""
+        await asyncio.to_thread(self.tracing.flush)
 
     def activate(self, activation: Activation, prefix: Sequence[Message] = ()) -> None:
         """Build the agent from its record and conversation (replacing a stale copy).
@@ -233,8 +259,13 @@ class AgentHostCore:
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 
-    def add_reviewer(self, spec: ReviewerSpec, tools: dict[str, Tool], report: Report) -> None:
-        """Start (or restart) a reviewer with its own agent, provider and tools."""
+    async def add_reviewer(self, spec: ReviewerSpec) -> None:
+        """Start (or restart) a reviewer with its own agent, provider and tools; its reports
+        go to `reviewed`."""
+        if self._reviewer_tools is None or self._reviewed is None:
+            raise RuntimeError(f"host {self.host_id} runs no reviewers")
+        self._keep_releasing()
+        tools = self._reviewer_tools(spec)
         agent = Agent(
             spec.uuid,
             spec.choice,
@@ -249,17 +280,24 @@ class AgentHostCore:
         self.reviewers[spec.uuid] = Reviewer(
             spec.uuid,
             agent,
-            report,
+            self._reviewed,
             context_window=spec.context_window,
             retry_delay_s=self._review_retry_s,
         )
 
-    def review(self, uuid: str, delta: str) -> tuple[int, int]:
+    async def review(self, uuid: str, delta: str) -> tuple[int, int]:
         """Queue a delta for a reviewer; its (version, backlog) after that."""
         return self.reviewers[uuid].update(delta)
 
-    def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]:
+    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]:
         return self.reviewers[uuid].reset(primer)
+
+    async def reviewer_view(self, uuid: str, what: str) -> Any:
+        """`status` (a dict), `dump` or `dump raw` (text)."""
+        reviewer = self.reviewers[uuid]
+        if what == "status":
+            return reviewer.status()
+        return reviewer.dump(raw=what == "dump raw")
 
     async def drop_reviewer(self, uuid: str) -> None:
         reviewer = self.reviewers.pop(uuid, None)
@@ -281,6 +319,7 @@ class AgentHostCore:
         """Hold the agent on `choice` with its provider built and its credentials resolved;
         MissingCredentialsError when there is no key (nothing is sent). `prefix`: as
         `activate`'s."""
+        self._keep_releasing()
         if activation is not None:
             self.activate(activation, prefix)
         agent = self.agents[uuid]
@@ -290,7 +329,8 @@ class AgentHostCore:
         if resolve is not None:
             resolve()
 
-    def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
+    async def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
+        self._keep_releasing()
         if activation is not None or ticket.uuid not in self.agents:
             if activation is None:
                 raise KeyError(f"agent {ticket.uuid} is not active on host {self.host_id}")
@@ -315,19 +355,19 @@ class AgentHostCore:
                 errors.append(None)
         return errors
 
-    def start_turns(self, tickets: Sequence[Ticket]) -> list[Exception | None]:
+    async def start_turns(self, tickets: Sequence[Ticket]) -> list[Exception | None]:
         """Start the turns of agents held here already: each one's error, or None."""
         errors: list[Exception | None] = []
         for ticket in tickets:
             try:
-                self.start_turn(ticket)
+                await self.start_turn(ticket)
             except Exception as exc:
                 errors.append(exc)
             else:
                 errors.append(None)
         return errors
 
-    def start_many(
+    async def start_many(
         self,
         items: Sequence[tuple[Ticket, Activation]],
         prefix: Sequence[Entry],
@@ -335,6 +375,7 @@ class AgentHostCore:
     ) -> None:
         """Activate and start many forked agents that share one inherited `prefix`, which
         ends at their fork point (`cached_content`: a provider-side copy of it, by name)."""
+        self._keep_releasing()
         shared = inherited(prefix, cached_content)
         for ticket, activation in items:
             self.activate(activation, shared)
@@ -480,7 +521,7 @@ class AgentHostCore:
     def forget(self, ticket_id: str) -> None:
         self.runs.pop(ticket_id, None)
 
-    def announce(self, uuid: str, kind: str, text: str) -> bool:
+    async def announce(self, uuid: str, kind: str, text: str) -> bool:
         """Put a line of `kind` (an approval request, say) into the agent's running turn's
         stream; False when it runs none."""
         for run in self.runs.values():
@@ -503,16 +544,16 @@ class AgentHostCore:
         if agent is not None:
             await agent.switch_model(choice)
 
-    def steer(self, uuid: str, entry: NewEntry) -> bool:
+    async def steer(self, uuid: str, entry: NewEntry) -> bool:
         agent = self.agents.get(uuid)
         if agent is None:
             return False
         agent.steer(entry)
         return True
 
-    def steer_many(self, entries: Sequence[tuple[str, NewEntry]]) -> int:
+    async def steer_many(self, entries: Sequence[tuple[str, NewEntry]]) -> int:
         """`steer` for many `(uuid, entry)` pairs; how many reached an agent held here."""
-        return sum(self.steer(uuid, entry) for uuid, entry in entries)
+        return sum([await self.steer(uuid, entry) for uuid, entry in entries])
 
     async def drop(self, uuid: str) -> None:
         """Stop holding an agent (killed or reaped): cancel its turn, close its provider."""
@@ -603,14 +644,16 @@ class AgentHostCore:
         finally:
             await provider.aclose()
 
-    def provider_identity(self, uuid: str) -> dict[str, Any]:
-        """For tests and diagnostics: which provider instance and client an agent holds."""
+    async def provider_identity(self, uuid: str) -> dict[str, Any]:
+        """For tests and diagnostics: the host's process, and which provider instance and
+        client an agent holds."""
         agent = self.agents[uuid]
         if not agent.has_provider:
-            return {"provider": None, "client": None}
+            return {"pid": os.getpid(), "provider": None, "client": None}
         provider = agent.provider
         client = getattr(provider, "_client", None)
         return {
+            "pid": os.getpid(),
             "provider": getattr(provider, "instance", id(provider)),
             "client": None if client is None else id(client),
         }

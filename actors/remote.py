@@ -6,9 +6,6 @@ it everything else through `RayProxy[SupervisorAPI]` (actors/supervisor_gates.py
 
 from __future__ import annotations
 
-import asyncio
-import os
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -17,10 +14,10 @@ import ray
 
 from grove.actors.advisor import RETRY_DELAY_S
 from grove.actors.advisor_messages import ReviewerSpec, advise_tool
-from grove.actors.agent import MAX_STEPS_PER_TURN, ModelChoice, NewEntry, TurnResult
+from grove.actors.agent import MAX_STEPS_PER_TURN, ModelChoice, Tool
 from grove.actors.collector import tune_collector
 from grove.actors.contract import SupervisorAPI
-from grove.actors.host import DEFAULT_IDLE_POOLS, Activation, AgentHostCore, Ticket
+from grove.actors.host import DEFAULT_IDLE_POOLS, AgentHostCore, ReviewerTools
 from grove.actors.ray_proxy import RayProxy
 from grove.actors.reports import ReportBatcher
 from grove.actors.supervisor_gates import BudgetGate, FleetGate, ToolGate, TurnRecords
@@ -29,9 +26,8 @@ from grove.actors.tools.kit import ToolKit
 from grove.actors.tools.mcp import McpServerConfig
 from grove.actors.tools.readonly import readonly_tools
 from grove.actors.tools.sandbox import SandboxPolicy
-from grove.providers.base import AssistantTurn, CachePolicy, Provider
+from grove.providers.base import CachePolicy, Provider
 from grove.providers.factory import create_provider
-from grove.providers.google.cache import CachedContent
 from grove.providers.http import Endpoint
 from grove.providers.pricing import set_prices
 from grove.providers.retry import RetryPolicy
@@ -84,24 +80,36 @@ def _ray_files() -> list[str]:
     return [node.get_temp_dir_path()] if node is not None else []
 
 
-@ray.remote
-class AgentHost:
-    """Hosts many agents; a few of these run per node."""
+def reviewer_tools(tools: ToolGate) -> ReviewerTools:
+    """A reviewer's tools: the read-only workspace tools and `advise`, which goes to the
+    supervisor."""
+
+    def build(spec: ReviewerSpec) -> dict[str, Tool]:
+        async def send_advice(arguments: dict[str, Any]) -> str:
+            return await tools.advise(spec.uuid, arguments)
+
+        return {**readonly_tools(Path(spec.workspace)), "advise": advise_tool(send_advice)}
+
+    return build
+
+
+class HostActor(AgentHostCore):
+    """Hosts many agents; a few of these run per node. Only builds its parts: the supervisor
+    behind its contract, the tools, the gates and the records its turns send up."""
 
     def __init__(self, host_id: str, settings: HostSettings, reporter: Any) -> None:
         tune_collector()
         set_prices(settings.prices)
         supervisor = RayProxy[SupervisorAPI](reporter, SupervisorAPI)
         sandbox = replace(settings.sandbox, hidden=(*settings.sandbox.hidden, *_ray_files()))
-        self.tracing = start_tracing(settings.telemetry)
-        self._tools = ToolGate(supervisor, self.tracing)
-        kit = ToolKit(self._tools, Path(settings.workspace), settings.mcp_servers, sandbox)
-        self._records = TurnRecords(supervisor)
-        self._reports = ReportBatcher(self._records.send_reports)
-        self.core = AgentHostCore(
+        tracing = start_tracing(settings.telemetry)
+        tools = ToolGate(supervisor, tracing)
+        kit = ToolKit(tools, Path(settings.workspace), settings.mcp_servers, sandbox)
+        records = TurnRecords(supervisor)
+        super().__init__(
             host_id,
             provider_factory(settings),
-            self._reports.report,
+            ReportBatcher(records.send_reports).report,
             make_tools=kit.build,
             idle_release_s=settings.idle_release_s,
             idle_pools=settings.idle_pools,
@@ -110,144 +118,14 @@ class AgentHost:
             compaction_threshold=settings.compaction_threshold,
             budget=BudgetGate(supervisor),
             fleet=FleetGate(supervisor, settings.limited_providers),
-            billed=self._records.billed,
+            billed=records.billed,
             cache=settings.cache,
-            steps=self._records.store_steps if settings.durable_steps else None,
-            tracing=self.tracing,
+            steps=records.store_steps if settings.durable_steps else None,
+            tracing=tracing,
             review_retry_s=settings.review_retry_s,
+            reviewer_tools=reviewer_tools(tools),
+            reviewed=records.reviewed,
         )
-        self._janitor: asyncio.Task[None] | None = None
 
-    def _ensure_janitor(self) -> None:
-        """Start the idle-release loop on the actor's own event loop (not there in __init__)."""
-        if self._janitor is None:
-            self._janitor = asyncio.get_running_loop().create_task(self._release_idle_forever())
 
-    async def _release_idle_forever(self) -> None:
-        interval = max(self.core.idle_release_s / 4, 0.05)
-        while True:
-            await asyncio.sleep(interval)
-            await self.core.release_idle()
-
-    async def flush_telemetry(self) -> None:
-        """Export the spans this host has ended (before Grove stops it)."""
-        await asyncio.to_thread(self.tracing.flush)
-
-    async def ping(self) -> dict[str, Any]:
-        return {"host": self.core.host_id, "pid": os.getpid(), "agents": len(self.core.agents)}
-
-    async def prepare(
-        self, uuid: str, choice: ModelChoice, activation: Activation | None = None
-    ) -> None:
-        self._ensure_janitor()
-        await self.core.prepare(uuid, choice, activation)
-
-    async def start_turn(self, ticket: Ticket, activation: Activation | None = None) -> None:
-        self._ensure_janitor()
-        self.core.start_turn(ticket, activation)
-
-    async def prepare_many(
-        self, items: list[tuple[str, ModelChoice, Activation | None]], prefix: list[Any]
-    ) -> list[Exception | None]:
-        """`prefix` arrives from the object store, as `start_many`'s."""
-        self._ensure_janitor()
-        return await self.core.prepare_many(items, prefix)
-
-    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:
-        self._ensure_janitor()
-        return self.core.start_turns(tickets)
-
-    async def start_many(
-        self,
-        items: list[tuple[Ticket, Activation]],
-        prefix: list[Any],
-        cached_content: str | None = None,
-    ) -> None:
-        """`prefix` arrives from the object store: put there once, read by every host."""
-        self._ensure_janitor()
-        self.core.start_many(items, prefix, cached_content)
-
-    async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
-        return await self.core.wait_started(ticket_id, timeout_s)
-
-    async def create_cache(
-        self, activation: Activation, prefix: list[Any], ttl_s: int
-    ) -> CachedContent:
-        return await self.core.create_cache(activation, prefix, ttl_s)
-
-    async def drop_cache(self, choice: ModelChoice, name: str) -> None:
-        await self.core.drop_cache(choice, name)
-
-    async def activate(self, activation: Activation) -> None:
-        self.core.activate(activation)
-
-    async def stream(self, ticket_id: str) -> AsyncIterator[list[tuple[str, str]]]:
-        async for chunk in self.core.stream(ticket_id):
-            yield chunk
-
-    async def watch(
-        self, uuid: str, ticket_id: str | None = None
-    ) -> AsyncIterator[list[tuple[str, str]]]:
-        async for chunk in self.core.watch(uuid, ticket_id):
-            yield chunk
-
-    async def result(self, ticket_id: str) -> TurnResult:
-        return await self.core.result(ticket_id)
-
-    async def results(
-        self, ticket_ids: list[str], timeout_s: float
-    ) -> dict[str, TurnResult | None]:
-        return await self.core.results(ticket_ids, timeout_s)
-
-    async def cancel(self, uuid: str) -> bool:
-        return await self.core.cancel(uuid)
-
-    async def announce(self, uuid: str, kind: str, text: str) -> bool:
-        return self.core.announce(uuid, kind, text)
-
-    async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
-        await self.core.switch_model(uuid, choice)
-
-    async def steer(self, uuid: str, entry: NewEntry) -> bool:
-        return self.core.steer(uuid, entry)
-
-    async def steer_many(self, entries: list[tuple[str, NewEntry]]) -> int:
-        return self.core.steer_many(entries)
-
-    async def drop(self, uuid: str) -> None:
-        await self.core.drop(uuid)
-
-    async def add_reviewer(self, spec: ReviewerSpec) -> None:
-        """A reviewer with the read-only workspace tools and `advise`, which goes to the
-        supervisor; its reports go there too."""
-        self._ensure_janitor()
-
-        async def send_advice(arguments: dict[str, Any]) -> str:
-            return await self._tools.advise(spec.uuid, arguments)
-
-        tools = {**readonly_tools(Path(spec.workspace)), "advise": advise_tool(send_advice)}
-        self.core.add_reviewer(spec, tools, self._records.reviewed)
-
-    async def review(self, uuid: str, delta: str) -> tuple[int, int]:
-        return self.core.review(uuid, delta)
-
-    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]:
-        return self.core.reset_reviewer(uuid, primer)
-
-    async def drop_reviewer(self, uuid: str) -> None:
-        await self.core.drop_reviewer(uuid)
-
-    async def reviewer_view(self, uuid: str, what: str) -> Any:
-        """`status` (a dict), `dump` or `dump raw` (text)."""
-        reviewer = self.core.reviewers[uuid]
-        if what == "status":
-            return reviewer.status()
-        return reviewer.dump(raw=what == "dump raw")
-
-    async def complete(
-        self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
-    ) -> AssistantTurn:
-        return await self.core.complete(choice, system, prompt, max_tokens)
-
-    async def provider_identity(self, uuid: str) -> dict[str, Any]:
-        return {"pid": os.getpid(), **self.core.provider_identity(uuid)}
+AgentHost = ray.remote(HostActor)
