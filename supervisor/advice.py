@@ -29,8 +29,9 @@ from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.turns import choice_of, turn_open
 
 if TYPE_CHECKING:
+    from grove.actors.contract import HostAPI
     from grove.supervisor.store.base import Store
-    from grove.supervisor.turns import HostClient, LiveAgent
+    from grove.supervisor.turns import LiveAgent
 
 SYNC_WAIT_CAP_S = 30.0
 INTERRUPTING = ("concern", "blocker")
@@ -64,7 +65,7 @@ class _Watch:
     name: str
     watched: str
     model: ModelSpec
-    host: HostClient
+    host: HostAPI
     spec: ReviewerSpec
     cursor: int
     backlog: int = 0
@@ -205,7 +206,7 @@ class AdvisorDesk:
                     "AdvisorLost", agent=watched.uuid, reviewer=reviewer.name, error=str(exc)
                 )
 
-    async def host_replaced(self, host: HostClient) -> None:
+    async def host_replaced(self, host: HostAPI) -> None:
         """The reviewers that lived on a replaced host start again there, with empty queues."""
         for watch in self.watches.values():
             if watch.host is host:

@@ -16,7 +16,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from grove.actors.agent import ModelChoice
+from grove.actors.contract import HOST_CALL_TIMEOUT_S, HostAPI
 from grove.actors.host import Activation, Ticket
+from grove.actors.ray_proxy import RayCall
 from grove.providers.base import CachePolicy
 from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError
@@ -24,7 +26,7 @@ from grove.supervisor.context import estimate_tokens
 from grove.supervisor.prefixes import ConversationTokens
 from grove.supervisor.store.base import Store
 from grove.supervisor.store.records import AgentRecord
-from grove.supervisor.turns import HostClient, LiveAgent, TurnTicket, choice_of
+from grove.supervisor.turns import LiveAgent, TurnTicket, choice_of
 
 # The longest the other children wait for the first one's reply to begin.
 WARM_WAIT_S = 30.0
@@ -32,7 +34,7 @@ WARM_WAIT_S = 30.0
 WARM_SHARE = 0.8
 # An explicit entry is made again when less than this share of its lifetime is left.
 RENEW_SHARE = 0.5
-HOST_CALL_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 60.0  # a host's start_many and create_cache, as this module waits for them
 T = TypeVar("T")
 Started = list[tuple[str, list[tuple[Ticket, Activation]], BaseException | None]]
 
@@ -53,7 +55,7 @@ class _Made:
     name: str
     parent: str
     choice: ModelChoice
-    host: HostClient
+    host: HostAPI
     renew_at: float
 
 
@@ -161,7 +163,7 @@ class ForkCaches:
 
         async def started(turn: TurnTicket) -> object:
             host = self._core.live(child.uuid).host
-            return await host.wait_started(turn.ticket.ticket_id, self.wait_s)
+            return await _started(host, turn.ticket.ticket_id, self.wait_s)
 
         return await self.warm_start(prefix, begin, started)
 
@@ -173,7 +175,7 @@ class ForkCaches:
         self,
         prefix: SharedPrefix | None,
         by_host: dict[str, list[tuple[Ticket, Activation]]],
-        hosts: dict[str, HostClient],
+        hosts: dict[str, HostAPI],
         shared: Any,
     ) -> Started:
         """Start forked children, one call per host (the first child alone first, when its
@@ -182,7 +184,7 @@ class ForkCaches:
 
         async def call(host_id: str, items: list[tuple[Ticket, Activation]]) -> None:
             await asyncio.wait_for(
-                hosts[host_id].start_many(items, shared, cached), HOST_CALL_TIMEOUT_S
+                hosts[host_id].start_many(items, shared, cached), START_TIMEOUT_S
             )
 
         outcomes: Started = []
@@ -200,7 +202,7 @@ class ForkCaches:
             else:
                 with contextlib.suppress(Exception):
                     ticket = first[0][0].ticket_id
-                    await hosts[first_host].wait_started(ticket, self.wait_s)
+                    await _started(hosts[first_host], ticket, self.wait_s)
             finally:
                 self._release(prefix.key, warming, failed is None)
             outcomes.append((first_host, first, failed))
@@ -215,7 +217,7 @@ class ForkCaches:
         self,
         prefix: SharedPrefix | None,
         by_host: dict[str, list[tuple[Ticket, Activation]]],
-        hosts: dict[str, HostClient],
+        hosts: dict[str, HostAPI],
         shared: Any,
     ) -> str | None:
         """The name of a Gemini `cachedContents` entry for `prefix`, made by the first child's
@@ -237,7 +239,7 @@ class ForkCaches:
         try:
             entry = await asyncio.wait_for(
                 hosts[host_id].create_cache(activation, shared, self.policy.seconds),
-                HOST_CALL_TIMEOUT_S,
+                START_TIMEOUT_S,
             )
         except (GroveError, TimeoutError) as exc:
             self._refused.add((choice.provider, choice.model))
@@ -273,3 +275,12 @@ class ForkCaches:
                 await asyncio.wait_for(made.host.drop_cache(made.choice, made.name), 30.0)
             self._core.event("CachedContentDeleted", parent=made.parent, name=made.name)
         return len(gone)
+
+
+def _started(host: HostAPI, ticket_id: str, wait_s: float) -> Awaitable[bool]:
+    """`host.wait_started`: through a RayProxy, the call is given the `wait_s` it waits
+    besides its own timeout (as the contract asks of its callers)."""
+    call = host.wait_started(ticket_id, wait_s)
+    if isinstance(call, RayCall):
+        return call.within(wait_s + HOST_CALL_TIMEOUT_S)
+    return call

@@ -1,4 +1,4 @@
-"""The Ray face of supervisor/: the `Supervisor` named actor and its host clients.
+"""The Ray face of supervisor/: the `Supervisor` named actor and its hosts (RayProxy[HostAPI]).
 
 All Ray calls of supervisor/ are here; the logic lives in core/ and commands/.
 """
@@ -9,24 +9,23 @@ import asyncio
 import contextlib
 import os
 import secrets
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from grove.actors.advisor_messages import ReviewerSpec, ReviewReport
-from grove.actors.agent import ModelChoice, NewEntry, TurnResult
+from grove.actors.advisor_messages import ReviewReport
+from grove.actors.agent import NewEntry, TurnResult
 from grove.actors.collector import tune_collector
-from grove.actors.host import Activation, Ticket
+from grove.actors.contract import HostAPI
+from grove.actors.host import Ticket
 from grove.actors.output import OutputType
+from grove.actors.ray_proxy import RayProxy, waited
 from grove.actors.remote import AgentHost, HostSettings
 from grove.actors.telemetry import start_tracing
 from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
-from grove.providers.base import AssistantTurn
 from grove.providers.errors import GroveError
-from grove.providers.google.cache import CachedContent
 from grove.providers.model_specs import ModelSpec
 from grove.providers.pricing import set_prices
 from grove.providers.stream_events import RateLimitLeft
@@ -57,7 +56,6 @@ NAMESPACE = "grove"
 HOST_PING_INTERVAL_S = 1.0
 HOST_PING_TIMEOUT_S = 10.0
 SUPERVISOR_NAME = "grove-supervisor"
-ONE_REQUEST_TIMEOUT_S = 900.0  # a summary of a long history may stream for minutes
 RESUME_POLL_S = 0.05  # how often a reader asks whether a resumed turn has begun
 
 
@@ -77,123 +75,6 @@ class SupervisorSettings:
     holder: str = field(default_factory=new_holder)
 
 
-class RayHostClient:
-    """A HostClient over a Ray actor handle; every call has a timeout. When the actor dies
-    the supervisor is told (`on_death`) and the handle is swapped for a new actor's."""
-
-    def __init__(
-        self,
-        host_id: str,
-        handle: Any,
-        on_death: Callable[[RayHostClient, int], Awaitable[None]] | None = None,
-    ) -> None:
-        self.host_id = host_id
-        self.handle = handle
-        self.incarnation = 0
-        self.on_death = on_death
-
-    async def _call(self, method: str, *args: Any, timeout_s: float = HOST_CALL_TIMEOUT_S) -> Any:
-        """One host call with a timeout; a Grove error raised there is raised here as itself,
-        a dead host is reported (replaced before this returns) and becomes HostDiedError."""
-        incarnation = self.incarnation
-        ref = getattr(self.handle, method).remote(*args)
-        try:
-            return await asyncio.wait_for(ref, timeout_s)
-        except ray.exceptions.RayTaskError as exc:
-            if isinstance(exc.cause, GroveError):
-                raise exc.cause from None
-            raise
-        except ray.exceptions.RayActorError as exc:
-            if self.on_death is not None:
-                await self.on_death(self, incarnation)
-            raise HostDiedError(
-                f"host {self.host_id} died; its agents are rebuilt on their next message"
-            ) from exc
-
-    async def prepare(self, uuid: str, choice: ModelChoice, activation: Activation | None) -> None:
-        await self._call("prepare", uuid, choice, activation)
-
-    async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None:
-        await self._call("start_turn", ticket, activation)
-
-    async def start_many(
-        self, items: list[tuple[Ticket, Activation]], prefix: Any, cached_content: str | None
-    ) -> None:
-        await self._call("start_many", items, prefix, cached_content)
-
-    async def prepare_many(
-        self, items: list[tuple[str, ModelChoice, Activation | None]], prefix: Any
-    ) -> list[Exception | None]:
-        errors: list[Exception | None] = await self._call("prepare_many", items, prefix)
-        return errors
-
-    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]:
-        errors: list[Exception | None] = await self._call("start_turns", tickets)
-        return errors
-
-    async def wait_started(self, ticket_id: str, timeout_s: float) -> bool:
-        started: bool = await self._call(
-            "wait_started", ticket_id, timeout_s, timeout_s=timeout_s + HOST_CALL_TIMEOUT_S
-        )
-        return started
-
-    async def create_cache(self, activation: Activation, prefix: Any, ttl_s: int) -> CachedContent:
-        entry: CachedContent = await self._call(
-            "create_cache", activation, prefix, ttl_s, timeout_s=ONE_REQUEST_TIMEOUT_S
-        )
-        return entry
-
-    async def drop_cache(self, choice: ModelChoice, name: str) -> None:
-        await self._call("drop_cache", choice, name)
-
-    async def switch_model(self, uuid: str, choice: ModelChoice) -> None:
-        await self._call("switch_model", uuid, choice)
-
-    async def steer(self, uuid: str, entry: NewEntry) -> bool:
-        result: bool = await self._call("steer", uuid, entry)
-        return result
-
-    async def steer_many(self, entries: list[tuple[str, NewEntry]]) -> int:
-        result: int = await self._call("steer_many", entries)
-        return result
-
-    async def cancel(self, uuid: str) -> bool:
-        result: bool = await self._call("cancel", uuid)
-        return result
-
-    async def announce(self, uuid: str, kind: str, text: str) -> bool:
-        result: bool = await self._call("announce", uuid, kind, text)
-        return result
-
-    async def drop(self, uuid: str) -> None:
-        await self._call("drop", uuid)
-
-    async def add_reviewer(self, spec: ReviewerSpec) -> None:
-        await self._call("add_reviewer", spec)
-
-    async def review(self, uuid: str, delta: str) -> tuple[int, int]:
-        state: tuple[int, int] = await self._call("review", uuid, delta)
-        return state
-
-    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]:
-        state: tuple[int, int] = await self._call("reset_reviewer", uuid, primer)
-        return state
-
-    async def drop_reviewer(self, uuid: str) -> None:
-        await self._call("drop_reviewer", uuid)
-
-    async def complete(
-        self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
-    ) -> AssistantTurn:
-        turn: AssistantTurn = await self._call(
-            "complete", choice, system, prompt, max_tokens, timeout_s=ONE_REQUEST_TIMEOUT_S
-        )
-        return turn
-
-    async def reviewer_view(self, uuid: str, what: str) -> Any:
-        return await self._call("reviewer_view", uuid, what)
-
-
 @ray.remote
 class Supervisor:
     """One per deployment, named `grove-supervisor` in the `grove` namespace."""
@@ -203,17 +84,17 @@ class Supervisor:
         set_prices(settings.host_settings.prices)
         self.settings = settings
         self._run_id = secrets.token_hex(3)
-        self.clients: dict[str, RayHostClient] = {}
         self._host_nodes: dict[str, str] = {}  # host id -> the Ray node it was placed on
+        # Every host, by id, behind its contract: the shared ones and those of an agent's own.
+        self.hosts: dict[str, RayProxy[HostAPI]] = {}
         for index in range(settings.hosts):
-            host_id = f"host-{index}"
-            self.clients[host_id] = RayHostClient(host_id, self._new_host(host_id), self._host_died)
+            self._add_host(f"host-{index}")
         self._death_lock = asyncio.Lock()
         self._monitor: asyncio.Task[None] | None = None
         self.core = SupervisorCore(
             CoreParts(
                 store=open_store(settings.store_url),
-                hosts=list(self.clients.values()),
+                hosts={host_id: proxy.call for host_id, proxy in self.hosts.items()},
                 spawn_host=self._spawn_host,
                 share=ray.put,
                 limits=settings.limits,
@@ -262,46 +143,60 @@ class Supervisor:
         self._host_nodes[host_id] = node_id
         return NodeAffinitySchedulingStrategy(node_id, soft=True)
 
-    def _spawn_host(self, uuid: str) -> RayHostClient:
+    def _add_host(self, host_id: str) -> RayProxy[HostAPI]:
+        """A new host actor behind its contract: when it dies under a call, it is replaced
+        (`_host_died`) before the caller gets HostDiedError."""
+
+        async def died(proxy: RayProxy[HostAPI], incarnation: int) -> None:
+            await self._host_died(host_id, proxy, incarnation)
+
+        def death_error(_: BaseException) -> Exception:
+            return HostDiedError(
+                f"host {host_id} died; its agents are rebuilt on their next message"
+            )
+
+        proxy = RayProxy[HostAPI](
+            self._new_host(host_id), HostAPI, on_death=died, death_error=death_error
+        )
+        self.hosts[host_id] = proxy
+        return proxy
+
+    def _spawn_host(self, uuid: str) -> tuple[str, HostAPI]:
         """A host process of the agent's own (`isolation = "process"`)."""
         host_id = f"solo-{uuid}"
-        client = RayHostClient(host_id, self._new_host(host_id), self._host_died)
-        self.clients[host_id] = client
-        return client
+        return host_id, self._add_host(host_id).call
 
-    async def _host_died(self, client: RayHostClient, incarnation: int) -> None:
+    async def _host_died(self, host_id: str, proxy: RayProxy[HostAPI], incarnation: int) -> None:
         """Replace a dead host once, however many callers noticed its death."""
         async with self._death_lock:
-            if client.incarnation != incarnation:
+            if proxy.incarnation != incarnation:
                 return  # already replaced
 
             async def replace() -> None:
-                client.incarnation += 1
-                client.handle = self._new_host(client.host_id, client.incarnation)
-                await asyncio.wait_for(client.handle.ping.remote(), HOST_CALL_TIMEOUT_S * 2)
+                proxy.replace(self._new_host(host_id, proxy.incarnation + 1))
+                await asyncio.wait_for(waited(proxy.call.ping()).ref(), HOST_CALL_TIMEOUT_S * 2)
 
             try:
-                await self.core.host_died(client, replace)
+                await self.core.host_died(host_id, proxy.call, replace)
             except (TimeoutError, ray.exceptions.RayError):
                 # The replacement died too: that counts as the next death of this host.
-                client.incarnation += 1
-                self.core.background(self._host_died(client, client.incarnation))
+                self.core.background(self._host_died(host_id, proxy, proxy.incarnation))
 
     async def _watch_hosts(self) -> None:
         """Every second, ping each host; a dead one is replaced (supervision never dies
         from one failed step)."""
         while True:
             await asyncio.sleep(HOST_PING_INTERVAL_S)
-            for client in list(self.clients.values()):
-                if client.host_id in self.core.given_up:
+            for host_id, proxy in list(self.hosts.items()):
+                if host_id in self.core.given_up:
                     continue
-                incarnation = client.incarnation
+                incarnation = proxy.incarnation
                 try:
-                    await asyncio.wait_for(client.handle.ping.remote(), HOST_PING_TIMEOUT_S)
+                    await asyncio.wait_for(waited(proxy.call.ping()).ref(), HOST_PING_TIMEOUT_S)
                 except ray.exceptions.RayActorError:
-                    await self._host_died(client, incarnation)
+                    await self._host_died(host_id, proxy, incarnation)
                 except (TimeoutError, ray.exceptions.RayError) as exc:
-                    self.core.event("HostSlow", host=client.host_id, error=repr(exc))
+                    self.core.event("HostSlow", host=host_id, error=repr(exc))
 
     async def _keep_holding(self) -> None:
         """Every few seconds, tell the store this Grove lives on (a store that cannot be
@@ -333,18 +228,18 @@ class Supervisor:
 
     async def ready(self) -> dict[str, Any]:
         self._wake()
-        pings = await asyncio.gather(*(c.handle.ping.remote() for c in self.clients.values()))
+        pings = await asyncio.gather(*(waited(p.call.ping()).ref() for p in self.hosts.values()))
         return {"pid": os.getpid(), "hosts": pings}
 
     def host(self, host_id: str) -> Any:
-        return self.clients[host_id].handle
+        return self.hosts[host_id].handle
 
     async def flush_telemetry(self) -> None:
         """Export the spans every live host and this supervisor have ended (before Grove
         stops them: a killed process's spans in waiting would be lost)."""
-        live = [c for host_id, c in self.clients.items() if host_id not in self.core.given_up]
+        live = [p for host_id, p in self.hosts.items() if host_id not in self.core.given_up]
         await asyncio.gather(
-            *(asyncio.wait_for(c.handle.flush_telemetry.remote(), 30) for c in live),
+            *(asyncio.wait_for(waited(p.call.flush_telemetry()).ref(), 30) for p in live),
             return_exceptions=True,
         )
         await asyncio.to_thread(self.core.tracing.flush)
@@ -353,10 +248,11 @@ class Supervisor:
         """For operators and tests: the process id of each live host."""
         self._wake()
         pings = {}
-        for host_id, client in self.clients.items():
+        for host_id, proxy in self.hosts.items():
             if host_id not in self.core.given_up:
                 with contextlib.suppress(ray.exceptions.RayError, TimeoutError):
-                    pings[host_id] = (await asyncio.wait_for(client.handle.ping.remote(), 5))["pid"]
+                    ping = await asyncio.wait_for(waited(proxy.call.ping()).ref(), 5)
+                    pings[host_id] = ping["pid"]
         return pings
 
     async def create_root(
@@ -658,7 +554,7 @@ class Supervisor:
         while not state.turn_done.is_set():
             ticket = state.ticket_id
             if ticket is not None and ticket != dead and state.started == ticket:
-                return self.host(state.host.host_id), ticket
+                return self.host(state.host_id), ticket
             if asyncio.get_running_loop().time() > deadline:
                 return None
             await asyncio.sleep(RESUME_POLL_S)
@@ -666,6 +562,5 @@ class Supervisor:
 
     async def provider_identity(self, uuid: str) -> dict[str, Any]:
         state = self.core.live(uuid)
-        handle = self.host(state.host.host_id)
-        identity: dict[str, Any] = await handle.provider_identity.remote(uuid)
-        return {"host": state.host.host_id, **identity}
+        identity = await state.host.provider_identity(uuid)
+        return {"host": state.host_id, **identity}

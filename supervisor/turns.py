@@ -1,5 +1,5 @@
-"""The supervisor's side of a turn: the host protocol, an agent's live (unstored) state, and
-what a finished turn leaves in the store.
+"""The supervisor's side of a turn: an agent's live (unstored) state and what a finished turn
+leaves in the store.
 """
 
 from __future__ import annotations
@@ -7,16 +7,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from grove.actors.advisor import ReviewerSpec
 from grove.actors.agent import STORED, ModelChoice, NewEntry, TurnResult
-from grove.actors.host import Activation, Ticket
+from grove.actors.contract import HostAPI
+from grove.actors.host import Ticket
 from grove.actors.output import OutputType
 from grove.actors.steps import INTERRUPTED_FACT
 from grove.actors.transcript import parts_to_data
-from grove.providers.base import AssistantTurn, TextPart
-from grove.providers.google.cache import CachedContent
+from grove.providers.base import TextPart
 from grove.supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
 from grove.supervisor.store.kinds import TURN_END_KIND
 from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
@@ -24,62 +23,6 @@ from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessag
 # The parent's newest messages `fork_end` reads first (a tool loop running past them: more).
 NEWEST_READ = 8
 SEEDED = "seeded"  # in a seeded user message's data: context, not a turn's prompt
-
-
-class HostClient(Protocol):
-    """The supervisor's view of one AgentHost (supervisor/remote.py wraps a Ray handle)."""
-
-    host_id: str
-
-    async def prepare(
-        self, uuid: str, choice: ModelChoice, activation: Activation | None
-    ) -> None: ...
-
-    async def start_turn(self, ticket: Ticket, activation: Activation | None) -> None: ...
-
-    async def start_many(
-        self, items: list[tuple[Ticket, Activation]], prefix: Any, cached_content: str | None
-    ) -> None: ...
-
-    async def prepare_many(
-        self, items: list[tuple[str, ModelChoice, Activation | None]], prefix: Any
-    ) -> list[Exception | None]: ...
-
-    async def start_turns(self, tickets: list[Ticket]) -> list[Exception | None]: ...
-
-    async def wait_started(self, ticket_id: str, timeout_s: float) -> bool: ...
-
-    async def create_cache(
-        self, activation: Activation, prefix: Any, ttl_s: int
-    ) -> CachedContent: ...
-
-    async def drop_cache(self, choice: ModelChoice, name: str) -> None: ...
-
-    async def switch_model(self, uuid: str, choice: ModelChoice) -> None: ...
-
-    async def steer(self, uuid: str, entry: NewEntry) -> bool: ...
-
-    async def steer_many(self, entries: list[tuple[str, NewEntry]]) -> int: ...
-
-    async def cancel(self, uuid: str) -> bool: ...
-
-    async def add_reviewer(self, spec: ReviewerSpec) -> None: ...
-
-    async def review(self, uuid: str, delta: str) -> tuple[int, int]: ...
-
-    async def complete(
-        self, choice: ModelChoice, system: str, prompt: str, max_tokens: int
-    ) -> AssistantTurn: ...
-
-    async def reset_reviewer(self, uuid: str, primer: str) -> tuple[int, int]: ...
-
-    async def drop_reviewer(self, uuid: str) -> None: ...
-
-    async def reviewer_view(self, uuid: str, what: str) -> Any: ...
-
-    async def drop(self, uuid: str) -> None: ...
-
-    async def announce(self, uuid: str, kind: str, text: str) -> bool: ...
 
 
 # What a caller of `begin_turn` gets: the turn's ticket id, its agent and its host (a handle),
@@ -99,7 +42,8 @@ class TurnTicket:
 class LiveAgent:
     """Live state of one agent (not stored): where it runs and what it is doing."""
 
-    host: HostClient
+    host_id: str
+    host: HostAPI  # the host's contract (through a RayProxy, or a host core in process)
     active: bool = False  # the host holds the agent with its current conversation
     ready_for: ModelChoice | None = None  # the model whose provider the host has prepared
     begin_lock: asyncio.Lock = field(default_factory=asyncio.Lock)

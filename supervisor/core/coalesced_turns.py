@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from grove.actors.agent import ModelChoice
+from grove.actors.contract import HostAPI
 from grove.actors.host import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
 from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S
 from grove.supervisor.store.records import AgentRecord, NewMessage
 from grove.supervisor.turns import (
-    HostClient,
     LiveAgent,
     TurnTicket,
     prompt_data,
@@ -119,7 +119,7 @@ async def begin_turns(core: SupervisorCore, requests: Sequence[TurnRequest]) -> 
             assert ticket is not None
             if error is None:
                 item.state.started = ticket.ticket_id
-                outcomes[item.index] = TurnTicket(ticket=ticket, host_id=item.state.host.host_id)
+                outcomes[item.index] = TurnTicket(ticket=ticket, host_id=item.state.host_id)
                 core.event("TurnStarted", agent=item.record.uuid, ticket=ticket.ticket_id)
                 continue
             outcomes[item.index] = error
@@ -165,7 +165,7 @@ async def _prepared(
         inherited = prefixes.get(item.record.uuid)
         return None if inherited is None else inherited[0]
 
-    def prepare(host: HostClient, group: list[_Begun]) -> Awaitable[list[Exception | None]]:
+    def prepare(host: HostAPI, group: list[_Begun]) -> Awaitable[list[Exception | None]]:
         inherited = prefixes.get(group[0].record.uuid)
         return host.prepare_many(items(group), [] if inherited is None else inherited[1])
 
@@ -200,14 +200,14 @@ def _fork_prefixes(
 
 async def _per_host(
     batch: list[_Begun],
-    call: Callable[[HostClient, list[_Begun]], Awaitable[list[Exception | None]]],
+    call: Callable[[HostAPI, list[_Begun]], Awaitable[list[Exception | None]]],
     part: Callable[[_Begun], object] = lambda item: None,
 ) -> list[tuple[_Begun, Exception | None]]:
     """`call` once per host (and `part` of the batch) with those items, all at once: each
     item with its error (None: done); a failed call is the error of all its items."""
     groups: dict[tuple[str, object], list[_Begun]] = {}
     for item in batch:
-        groups.setdefault((item.state.host.host_id, part(item)), []).append(item)
+        groups.setdefault((item.state.host_id, part(item)), []).append(item)
 
     async def one(group: list[_Begun]) -> list[Exception | None]:
         host = group[0].state.host

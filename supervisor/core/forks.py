@@ -8,6 +8,7 @@ import uuid as uuidlib
 from collections.abc import Awaitable, Callable, Sequence
 
 from grove.actors.agent import TurnResult
+from grove.actors.contract import HostAPI
 from grove.actors.host import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
@@ -19,7 +20,7 @@ from grove.supervisor.errors import CommandError, HostDiedError
 from grove.supervisor.rules import NO_MODEL_TEXT
 from grove.supervisor.store.records import AgentRecord, NewMessage
 from grove.supervisor.tool_rules import grant_of
-from grove.supervisor.turns import HostClient, choice_of, fork_end, stored_entry
+from grove.supervisor.turns import choice_of, fork_end, stored_entry
 
 
 class Forks(Recovery):
@@ -99,7 +100,7 @@ class Forks(Recovery):
             parent.uuid, records[0].fork_message_id, lambda: self.store.conversation(parent.uuid)
         )
         by_host: dict[str, list[tuple[Ticket, Activation]]] = {}
-        hosts: dict[str, HostClient] = {}
+        hosts: dict[str, HostAPI] = {}
         # Siblings inherit the same tools: one grant object, which each host call pickles once.
         grant = grant_of(records[0].metadata)
         trace = TraceParent.from_metadata(records[0].metadata)
@@ -118,8 +119,8 @@ class Forks(Recovery):
             state.turn_done.clear()
             state.active = True
             activation = self.activation(record, history=[], tools=grant)
-            by_host.setdefault(state.host.host_id, []).append((ticket, activation))
-            hosts[state.host.host_id] = state.host
+            by_host.setdefault(state.host_id, []).append((ticket, activation))
+            hosts[state.host_id] = state.host
         await self.children_created(records)
         if before_start is not None:
             await before_start(records)

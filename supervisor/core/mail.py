@@ -8,11 +8,12 @@ import asyncio
 from collections.abc import Sequence
 
 from grove.actors.agent import NewEntry
+from grove.actors.contract import HostAPI
 from grove.supervisor.core.forks import Forks
 from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S
 from grove.supervisor.errors import CommandError
 from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
-from grove.supervisor.turns import HostClient, stored_entry
+from grove.supervisor.turns import stored_entry
 
 MAX_BATCH = 100_000
 
@@ -76,13 +77,13 @@ class Mail(Forks):
                 for sender, recipient, text in batch
             ]
         )
-        steering: dict[str, tuple[HostClient, list[tuple[str, NewEntry]]]] = {}
+        steering: dict[str, tuple[HostAPI, list[tuple[str, NewEntry]]]] = {}
         for message in stored:
             state = self.live(message.agent_uuid)
             if state.active:
                 entry = stored_entry(message)
-                host = state.host
-                steering.setdefault(host.host_id, (host, []))[1].append((message.agent_uuid, entry))
+                steered = steering.setdefault(state.host_id, (state.host, []))[1]
+                steered.append((message.agent_uuid, entry))
             state.mail.put_nowait(message)
         await asyncio.gather(
             *(

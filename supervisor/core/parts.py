@@ -4,10 +4,11 @@ and constants every job of the core shares. No logic lives here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from grove.actors.contract import HostAPI
 from grove.actors.telemetry import NO_TRACING, Tracing
 from grove.providers.base import CachePolicy
 from grove.supervisor.advice import AdvisorPlan
@@ -15,7 +16,6 @@ from grove.supervisor.context import CompactionPlan
 from grove.supervisor.store.base import Store
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy
-from grove.supervisor.turns import HostClient
 from grove.supervisor.worktrees import Workspaces
 
 HOST_CALL_TIMEOUT_S = 30.0
@@ -55,8 +55,9 @@ class CoreParts:
     start one of an agent's own), its settings and the tracing of roots' `create_agent`."""
 
     store: Store
-    hosts: Sequence[HostClient]
-    spawn_host: Callable[[str], HostClient] | None = None
+    hosts: Mapping[str, HostAPI]  # the shared hosts, by id
+    # A host of the agent's own (`isolation = "process"`): its id and contract.
+    spawn_host: Callable[[str], tuple[str, HostAPI]] | None = None
     # Puts a value where every host can read it (the object store), once per fork point.
     share: Callable[[list[MessageRecord]], Any] = _unshared
     limits: Limits = field(default_factory=Limits)

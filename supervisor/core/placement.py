@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 
+from grove.actors.contract import HostAPI
 from grove.supervisor.core.parts import ISOLATION_PROCESS
 from grove.supervisor.core.tree import AgentTree
 from grove.supervisor.errors import SupervisorError
 from grove.supervisor.store.records import AgentRecord
-from grove.supervisor.turns import HostClient, LiveAgent
+from grove.supervisor.turns import LiveAgent
 
 
 class Placement(AgentTree):
@@ -23,23 +24,24 @@ class Placement(AgentTree):
         state = self._live.get(uuid)
         if state is None:
             record = record or self.store.get_agent(uuid)
-            state = self._live[uuid] = LiveAgent(host=self._place(uuid, record))
+            host_id, host = self._place(uuid, record)
+            state = self._live[uuid] = LiveAgent(host_id=host_id, host=host)
             state.turn_done.set()
             if record is not None:
                 self.hold(record)
         return state
 
-    def _place(self, uuid: str, record: AgentRecord | None) -> HostClient:
+    def _place(self, uuid: str, record: AgentRecord | None) -> tuple[str, HostAPI]:
         if record is not None and record.metadata.get("isolation") == ISOLATION_PROCESS:
             if self._spawn_host is None:
                 raise SupervisorError("this supervisor cannot start hosts of their own")
             return self._spawn_host(uuid)
-        usable = [h for h in self.hosts if h.host_id not in self.given_up]
+        usable = [host_id for host_id in self.hosts if host_id not in self.given_up]
         if not usable:
             raise SupervisorError("every agent host has failed; see `grove events`")
-        host = min(usable, key=lambda h: self._load[h.host_id])
-        self._load[host.host_id] += 1
-        return host
+        host_id = min(usable, key=lambda known: self._load[known])
+        self._load[host_id] += 1
+        return host_id, self.hosts[host_id]
 
     def in_flight(self, uuid: str) -> bool:
         """Whether the agent has a turn in flight: on its host, or between hosts until it

@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from grove.actors.agent import NewEntry, TurnResult
+from grove.actors.contract import HostAPI
 from grove.actors.estimates import ESTIMATED
 from grove.actors.host import Ticket
 from grove.actors.output import OutputType
@@ -18,7 +19,7 @@ from grove.supervisor.errors import HostDiedError
 from grove.supervisor.holding import unheld_agents
 from grove.supervisor.store.records import AgentRecord
 from grove.supervisor.supervision import RestartIntensity, given_up_text
-from grove.supervisor.turns import HostClient, LiveAgent, TurnTicket, turn_open
+from grove.supervisor.turns import LiveAgent, TurnTicket, turn_open
 
 
 class Recovery(TurnProtocol):
@@ -39,28 +40,31 @@ class Recovery(TurnProtocol):
             await self._finish_cut_off(uuid)
         return await super().begin_turn(uuid, text, entry=entry, output=output, resumed=resumed)
 
-    async def host_died(self, host: HostClient, replace: Callable[[], Awaitable[None]]) -> None:
-        """A host is gone: replace it (within the restart intensity) and rebuild its agents on
-        their next message. Turns it was running are reported interrupted and resume on the new
-        host from their last stored step, so their result is still stored exactly once."""
-        affected = [(uuid, state) for uuid, state in self._live.items() if state.host is host]
-        intensity = self._intensity.setdefault(host.host_id, RestartIntensity(self.restart_policy))
+    async def host_died(
+        self, host_id: str, host: HostAPI, replace: Callable[[], Awaitable[None]]
+    ) -> None:
+        """The host `host_id` is gone: replace it (within the restart intensity; `host`, its
+        contract, then calls the new one) and rebuild its agents on their next message. Turns
+        it was running are reported interrupted and resume on the new host from their last
+        stored step, so their result is still stored exactly once."""
+        affected = [(uuid, state) for uuid, state in self._live.items() if state.host_id == host_id]
+        intensity = self._intensity.setdefault(host_id, RestartIntensity(self.restart_policy))
         if not intensity.allow():
-            self.given_up.add(host.host_id)
-            text = given_up_text(host.host_id, self.restart_policy)
-            self.event("HostGivenUp", host=host.host_id, error=text)
+            self.given_up.add(host_id)
+            text = given_up_text(host_id, self.restart_policy)
+            self.event("HostGivenUp", host=host_id, error=text)
             for uuid, state in affected:
                 self._lost_with_host(uuid, state)
                 self._interrupted(uuid, state, text)
             return
         await replace()
-        self.event("HostRestarted", host=host.host_id, agents=len(affected))
+        self.event("HostRestarted", host=host_id, agents=len(affected))
         for uuid, state in affected:
             state.active, state.ready_for = False, None
             self._lost_with_host(uuid, state)
             if state.ticket_id is None:
                 continue
-            self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host.host_id)
+            self.event("TurnInterrupted", agent=uuid, ticket=state.ticket_id, host=host_id)
             state.ticket_id = None  # waiters keep waiting: the resumed turn is this turn's end
             self._schedule_retry(uuid, state)
         if self.advisors is not None:

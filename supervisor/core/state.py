@@ -38,7 +38,7 @@ class CoreState:
         self.store = parts.store
         self.event_log = EventLog(parts.store)
         self.billing = InFlightBilling()  # requests billed by turns not stored yet
-        self.hosts = list(parts.hosts)
+        self.hosts = dict(parts.hosts)
         self._spawn_host = parts.spawn_host
         self.prefixes = SharedPrefixes(parts.share)
         self.limits = parts.limits
@@ -54,7 +54,7 @@ class CoreState:
         self._live: dict[str, LiveAgent] = {}
         # Agents made here (roots, forked children): no turn of theirs was cut off.
         self._created: set[str] = set()
-        self._load: dict[str, int] = {host.host_id: 0 for host in self.hosts}
+        self._load: dict[str, int] = dict.fromkeys(self.hosts, 0)
         self._session_locks: dict[str, asyncio.Lock] = {}
         # The trees this Grove holds, as the store tells every reader.
         self.holding = TreeHolding(parts.store, parts.holder, self.event)

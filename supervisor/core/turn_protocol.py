@@ -59,8 +59,8 @@ class TurnProtocol(Placement):
         if not resumed:
             self.budgets.before_turn(record, True)
         state = self.live(record.uuid, record)
-        if state.host.host_id in self.given_up:
-            raise SupervisorError(given_up_text(state.host.host_id, self.restart_policy))
+        if state.host_id in self.given_up:
+            raise SupervisorError(given_up_text(state.host_id, self.restart_policy))
         return record, choice, state
 
     async def begin_turn(
@@ -122,7 +122,7 @@ class TurnProtocol(Placement):
                     state.turn_done.set()
                 raise
         self.event("TurnStarted", agent=record.uuid, ticket=ticket.ticket_id)
-        return TurnTicket(ticket=ticket, host_id=state.host.host_id)
+        return TurnTicket(ticket=ticket, host_id=state.host_id)
 
     def seed(self, uuid: str, entries: Sequence[tuple[str, str]]) -> list[MessageRecord]:
         """Append `(kind, content)` user and assistant messages to an agent's history in one
