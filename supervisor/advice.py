@@ -9,7 +9,7 @@ import time
 import uuid as uuidlib
 from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from grove.actors.advisor_messages import (
     ADVISOR_SYSTEM,
@@ -22,6 +22,7 @@ from grove.actors.advisor_messages import (
 from grove.actors.agent import ModelChoice
 from grove.providers.catalog import model_info
 from grove.providers.model_specs import ModelSpec
+from grove.supervisor.advisor_plan import AdvisorPlan, ReviewerConfig
 from grove.supervisor.billing import spent_message
 from grove.supervisor.budget_rules import BUDGET_KEYS, budgeted
 from grove.supervisor.errors import CommandError
@@ -35,26 +36,6 @@ if TYPE_CHECKING:
 
 SYNC_WAIT_CAP_S = 30.0
 INTERRUPTING = ("concern", "blocker")
-SyncBacklog = Literal["off", 1, 3, 5]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ReviewerConfig:
-    name: str
-    model: ModelSpec
-    prompt: str = ""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class AdvisorPlan:
-    """The deployment's advisor settings, resolved: who reviews, where, and how strictly."""
-
-    enabled: bool = False
-    subagents: bool = False
-    sync_backlog: SyncBacklog = "off"
-    reviewers: tuple[ReviewerConfig, ...] = ()
-    workspace: str = "."
-    watchdog: str = ""
 
 
 @dataclass(kw_only=True, slots=True)

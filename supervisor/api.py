@@ -25,15 +25,13 @@ from pathlib import Path
 from typing import Any
 
 import ray
-from grove.supervisor.core.parts import Limits
-from grove.supervisor.core.coalesced_turns import TurnRequest
+from grove.actors.remote import HostSettings
 from pydantic import BaseModel
 from ray._raylet import _set_future_helper as set_future_result
 
 from grove.actors.agent import TurnResult
 from grove.actors.coalesce import Coalescer
 from grove.actors.output import OutputType
-from grove.actors.remote import HostSettings
 from grove.actors.telemetry import caller_traceparent
 from grove.actors.tools.grant import MCP_PREFIX
 from grove.actors.tools.mcp import ListedTool, McpServerConfig, list_server_tools
@@ -44,7 +42,7 @@ from grove.providers.http import Endpoint
 from grove.providers.lifecycle import chosen_model
 from grove.providers.model_specs import ModelSpec
 from grove.supervisor import bridge
-from grove.supervisor.advice import AdvisorPlan, ReviewerConfig
+from grove.supervisor.advisor_plan import AdvisorPlan, ReviewerConfig
 from grove.supervisor.approvals import ApprovalRequest
 from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
 from grove.supervisor.batch.tasks import Task
@@ -52,6 +50,8 @@ from grove.supervisor.budget_rules import Budget
 from grove.supervisor.commands.registry import CommandOutcome
 from grove.supervisor.config import GroveSettings, load_settings
 from grove.supervisor.context import CompactionPlan
+from grove.supervisor.core.coalesced_turns import TurnRequest
+from grove.supervisor.core.parts import Limits
 from grove.supervisor.errors import CommandError, SupervisorError, TurnTimeout
 from grove.supervisor.fleet import ProviderLimits
 from grove.supervisor.host_deaths import host_died_notice

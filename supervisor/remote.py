@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import ray
+from grove.actors.remote import AgentHost, HostSettings
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from grove.actors.advisor_messages import ReviewReport
@@ -22,14 +23,13 @@ from grove.actors.contract import HostAPI
 from grove.actors.host import Ticket
 from grove.actors.output import OutputType
 from grove.actors.ray_proxy import RayProxy, waited
-from grove.actors.remote import AgentHost, HostSettings
 from grove.actors.telemetry import start_tracing
 from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from grove.providers.errors import GroveError
 from grove.providers.model_specs import ModelSpec
 from grove.providers.pricing import set_prices
 from grove.providers.stream_events import RateLimitLeft
-from grove.supervisor.advice import AdvisorPlan, ReviewerConfig
+from grove.supervisor.advisor_plan import AdvisorPlan, ReviewerConfig
 from grove.supervisor.agent_tools import tool_call
 from grove.supervisor.approvals import ApprovalDesk
 from grove.supervisor.budget import BUDGET_POLL_S, BudgetDesk, BudgetExhausted, Hold

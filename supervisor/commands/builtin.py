@@ -15,7 +15,7 @@ from grove.providers.errors import ModelSpecError
 from grove.providers.lifecycle import choose_model, standing
 from grove.providers.plurals import counted
 from grove.providers.thinking import describe_thinking
-from grove.supervisor.advice import AdvisorPlan
+from grove.supervisor.advisor_plan import AdvisorPlan
 from grove.supervisor.commands.parsing import parse_fork_args, split_words
 from grove.supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from grove.supervisor.compaction import usage_of

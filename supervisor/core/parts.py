@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from grove.actors.contract import HostAPI
 from grove.actors.telemetry import NO_TRACING, Tracing
 from grove.providers.base import CachePolicy
-from grove.supervisor.advice import AdvisorPlan
+from grove.supervisor.advisor_plan import AdvisorPlan
 from grove.supervisor.context import CompactionPlan
 from grove.supervisor.store.base import Store
 from grove.supervisor.store.records import AgentRecord, MessageRecord

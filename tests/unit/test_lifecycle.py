@@ -26,7 +26,7 @@ from grove.providers.lifecycle import (
     standing,
     today,
 )
-from grove.supervisor.advice import AdvisorPlan
+from grove.supervisor.advisor_plan import AdvisorPlan
 from grove.supervisor.batch.tasks import read_tasks
 from grove.supervisor.commands.builtin import advisor_status_text
 from grove.supervisor.commands.parsing import parse_fork_args
