@@ -2,7 +2,7 @@
 OpenAI's strict mode (every object closed, every property required, its keyword subset) and
 Anthropic's structured outputs (every object closed).
 
-Written apart from Grove's own conversion (providers/output_schema.py), which it referees.
+Written apart from Grove's own conversion (providers/output_dialects.py), which it referees.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Waiting on a child process without blocking the event loop: what its pipes carry, its end,
-and killing its whole process group (for actors/tools/sandbox.py, which starts them).
+and killing its whole process group (for actors/tools/sandbox_run.py, which starts them).
 """
 
 from __future__ import annotations

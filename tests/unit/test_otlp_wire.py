@@ -53,7 +53,7 @@ def traced(resource: Resource) -> tuple[trace.Tracer, InMemorySpanExporter]:
 def turn_span(
     name: str, parent: SpanContext, attributes: dict[str, Any], **more: Any
 ) -> ReadableSpan:
-    """A span made as the hosts make a turn's (actors/telemetry.py `ended`)."""
+    """A span made as the hosts make a turn's (actors/telemetry_otel.py `ended`)."""
     context = SpanContext(parent.trace_id, 0x1234_5678_9ABC_DEF0, is_remote=False)
     return ReadableSpan(
         name,

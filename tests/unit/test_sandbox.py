@@ -1,4 +1,4 @@
-"""The sandbox's launcher (actors/tools/sandbox.py): without a working bubblewrap, `bash` refuses
+"""The sandbox (actors/tools/sandbox*.py): without a working bubblewrap, `bash` refuses
 and says how to install it or turn the sandbox off; the policy's mounts come in the order that
 makes them hold (fresh /tmp, then the root, then the secrets over everything).
 """

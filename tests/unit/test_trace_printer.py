@@ -25,7 +25,7 @@ PARENT = SpanContext(TRACE, 0xB7AD6B7169203331, is_remote=False, trace_flags=Tra
 
 
 def chat_span(**more: object) -> ReadableSpan:
-    """A span as a host makes a turn's `chat` span (actors/telemetry.py `ended`)."""
+    """A span as a host makes a turn's `chat` span (actors/telemetry_otel.py `ended`)."""
     return ReadableSpan(
         "chat claude-sonnet-5-5",
         SpanContext(TRACE, 0x1234_5678_9ABC_DEF0, is_remote=False, trace_flags=TraceFlags(1)),
