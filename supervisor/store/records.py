@@ -1,7 +1,5 @@
-"""Grove's stored records (agents, messages, events) as frozen, strictly validated pydantic models.
-
-Only shapes and per-record rules live here; how a store lays records out is sqlite.py's and
-redis.py's business, and decoding untrusted bytes into these models is codec.py's.
+"""Grove's stored records (agents, messages, events) as frozen, strictly validated pydantic models;
+shapes and per-record rules only (layouts: sqlite_rows.py, redis_values.py; decoding: codec.py).
 """
 
 from __future__ import annotations
