@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from grove.actors.advisor_messages import ReviewerSpec, ReviewReport
 from grove.actors.agent import ModelChoice, NewEntry, TurnResult
-from grove.actors.host import Activation, Ticket
+from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.ray_proxy import repeatable, streamed, timeout
 from grove.providers.base import AssistantTurn
 from grove.providers.google.cache import CachedContent

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from grove.supervisor.core import SupervisorCore
 
 ANSWERS = {"y": "approved", "n": "refused", "a": "approved for the session"}
-# Answered before the host's own wait for the call (actors/remote.py) gives up.
+# Answered before the host's own wait for the call (actors/contract.py) gives up.
 ANSWER_TIMEOUT_S = 540.0
 ARGUMENTS_SHOWN_CHARS = 2_000
 ANNOUNCE_TIMEOUT_S = 30.0

@@ -17,7 +17,7 @@ from typing import Any, Protocol, TypeVar
 
 from grove.actors.agent import ModelChoice
 from grove.actors.contract import HOST_CALL_TIMEOUT_S, HostAPI
-from grove.actors.host import Activation, Ticket
+from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.ray_proxy import RayCall
 from grove.providers.base import CachePolicy
 from grove.providers.catalog import model_info

@@ -11,7 +11,7 @@ from typing import Any
 
 from grove.actors.agent import STORED, ModelChoice, NewEntry, TurnResult
 from grove.actors.contract import HostAPI
-from grove.actors.host import Ticket
+from grove.actors.host.tickets import Ticket
 from grove.actors.output import OutputType
 from grove.actors.steps import INTERRUPTED_FACT
 from grove.actors.transcript import parts_to_data

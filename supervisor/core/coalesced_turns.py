@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from grove.actors.agent import ModelChoice
 from grove.actors.contract import HostAPI
-from grove.actors.host import Activation, Ticket
+from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
 from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S

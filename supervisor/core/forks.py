@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from grove.actors.agent import TurnResult
 from grove.actors.contract import HostAPI
-from grove.actors.host import Activation, Ticket
+from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
 from grove.providers.model_specs import ModelSpec

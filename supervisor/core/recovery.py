@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from grove.actors.agent import NewEntry, TurnResult
 from grove.actors.contract import HostAPI
 from grove.actors.estimates import ESTIMATED
-from grove.actors.host import Ticket
+from grove.actors.host.tickets import Ticket
 from grove.actors.output import OutputType
 from grove.providers.base import Usage
 from grove.supervisor.core.parts import RECOVERING

@@ -9,7 +9,7 @@ import uuid as uuidlib
 from collections.abc import Sequence
 
 from grove.actors.agent import ModelChoice, NewEntry, TurnResult
-from grove.actors.host import Activation, Ticket
+from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
 from grove.actors.tools.grant import ToolGrant

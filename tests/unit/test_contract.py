@@ -9,10 +9,10 @@ import inspect
 import pytest
 
 from grove.actors.contract import HostAPI, SupervisorAPI
-from grove.actors.host import AgentHostCore
+from grove.actors.host.actor import HostActor
+from grove.actors.host.core import AgentHostCore
 from grove.actors.ray_proxy import RayCall, RayProxy, RayStream
-from grove.actors.remote import HostActor
-from grove.supervisor.remote import Supervisor
+from grove.supervisor.actor import Supervisor
 
 UNDECLARED = -1.0  # the proxy's default here: a call left with it declared no timeout
 

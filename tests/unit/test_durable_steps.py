@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from grove.actors.agent import ModelChoice, TurnResult
-from grove.actors.host import Ticket
+from grove.actors.host.tickets import Ticket
 from grove.actors.steps import INTERRUPTED_FACT, open_calls
 from grove.actors.tools.todo import reads_only
 from grove.actors.transcript import parts_to_data

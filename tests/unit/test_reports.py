@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 
 from grove.actors.agent import ModelChoice, TurnResult
-from grove.actors.host import Ticket
-from grove.actors.reports import Finished, ReportBatcher
+from grove.actors.host.reports import Finished, ReportBatcher
+from grove.actors.host.tickets import Ticket
 
 CHOICE = ModelChoice(provider="anthropic", model="claude-sonnet-4-5")
 

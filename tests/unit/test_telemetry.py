@@ -176,7 +176,8 @@ def test_tracing_off_imports_nothing_of_the_sdk() -> None:
     SDK loads it)."""
     code = (
         "import sys, tempfile\n"
-        "import grove.actors.remote, grove.supervisor.remote, grove.supervisor.api, grove.cli.app\n"
+        "import grove.actors.host.actor, grove.supervisor.actor, grove.supervisor.api\n"
+        "import grove.cli.app\n"
         "from grove.actors.telemetry import start_tracing, caller_traceparent\n"
         "from grove.supervisor.store import open_store\n"
         "with tempfile.TemporaryDirectory() as d:\n"

@@ -1,4 +1,4 @@
-"""A turn's stream on its host (AgentHostCore.stream) ends with every delta: those pushed while
+"""A turn's stream on its host (TurnRuns.stream) ends with every delta: those pushed while
 a chunk was on its way to the reader, just before the turn ended, come in a last chunk."""
 
 from __future__ import annotations
@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from grove.actors.agent import ModelChoice, TurnResult
-from grove.actors.host import AgentHostCore, Ticket, TurnRun
+from grove.actors.host.core import AgentHostCore, HostParts
+from grove.actors.host.runs import TurnRun
+from grove.actors.host.tickets import Ticket
 from grove.providers.stream_events import TextDelta
 
 
@@ -16,7 +18,8 @@ async def _no_report(ticket: Ticket, result: TurnResult) -> None:
 
 def test_deltas_pushed_while_a_chunk_is_read_are_not_lost_at_the_end() -> None:
     async def scenario() -> str:
-        core = AgentHostCore("h", lambda choice: None, _no_report)  # type: ignore[arg-type, return-value]
+        parts = HostParts(make_provider=lambda choice: None, report=_no_report)  # type: ignore[arg-type, return-value]
+        core = AgentHostCore("h", parts)
         choice = ModelChoice(provider="anthropic", model="claude-haiku-4-5")
         run = TurnRun(ticket=Ticket(ticket_id="t", uuid="a", user=None, choice=choice))
         core.runs["t"] = run

@@ -1,65 +1,39 @@
-"""The Ray face of actors/: `AgentHost` as an async Ray actor.
+"""`AgentHost`, the Ray actor of a host: `AgentHostCore` built with its parts from the host's
+settings, and nothing else (no method of its own).
 
 It reports finished turns to whatever `reporter` actor it was given (the supervisor), and asks
-it everything else through `RayProxy[SupervisorAPI]` (actors/supervisor_gates.py).
+it everything else through `RayProxy[SupervisorAPI]` (supervisor_gates.py).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import ray
 
-from grove.actors.advisor import RETRY_DELAY_S
 from grove.actors.advisor_messages import ReviewerSpec, advise_tool
-from grove.actors.agent import MAX_STEPS_PER_TURN, ModelChoice, Tool
+from grove.actors.agent import ModelChoice, Tool
 from grove.actors.collector import tune_collector
 from grove.actors.contract import SupervisorAPI
-from grove.actors.host import DEFAULT_IDLE_POOLS, AgentHostCore, ReviewerTools
+from grove.actors.host.core import AgentHostCore, HostParts, ReviewerTools
+from grove.actors.host.provider_jobs import ProviderFactory
+from grove.actors.host.reports import ReportBatcher
+from grove.actors.host.settings import HostSettings
+from grove.actors.host.supervisor_gates import BudgetGate, FleetGate, ToolGate, TurnRecords
 from grove.actors.ray_proxy import RayProxy
-from grove.actors.reports import ReportBatcher
-from grove.actors.supervisor_gates import BudgetGate, FleetGate, ToolGate, TurnRecords
-from grove.actors.telemetry import TelemetrySettings, start_tracing
+from grove.actors.telemetry import start_tracing
 from grove.actors.tools.kit import ToolKit
-from grove.actors.tools.mcp import McpServerConfig
 from grove.actors.tools.readonly import readonly_tools
-from grove.actors.tools.sandbox import SandboxPolicy
-from grove.providers.base import CachePolicy, Provider
+from grove.providers.base import Provider
 from grove.providers.factory import create_provider
-from grove.providers.http import Endpoint
 from grove.providers.pricing import set_prices
-from grove.providers.retry import RetryPolicy
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class HostSettings:
-    """Where each provider is reached from a host. `simulator` fixes URL and key for all."""
+def provider_factory(settings: HostSettings) -> ProviderFactory:
+    """Each agent's own provider, reached as the host's settings say."""
 
-    base_urls: dict[str, str | None] = field(default_factory=dict)
-    openai_api: str = "responses"
-    simulator: Endpoint | None = None
-    retry: RetryPolicy = field(default_factory=RetryPolicy)  # `[providers.retry]`
-    idle_release_s: float = 120.0
-    idle_pools: int = DEFAULT_IDLE_POOLS  # `[hosts] idle_pools`
-    tool_steps: int = MAX_STEPS_PER_TURN
-    durable_steps: bool = True  # `[hosts] durable_steps`: each finished step stored as it ends
-    workspace: str = "."  # the root of the workspace tools: the caller's working directory
-    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)  # `[tools.sandbox]`
-    mcp_servers: dict[str, McpServerConfig] = field(default_factory=dict)
-    # `[compaction] threshold` when automatic compaction is on: a turn ending past this share
-    # of its model's window asks the supervisor to compact before it ends.
-    compaction_threshold: float | None = None
-    # Providers whose requests wait for the supervisor's fleet limits first.
-    limited_providers: frozenset[str] = frozenset()
-    prices: dict[str, list[float]] = field(default_factory=dict)  # `[models] prices`
-    cache: CachePolicy | None = field(default_factory=CachePolicy)  # `[cache]`; None: off
-    telemetry: TelemetrySettings | None = None  # where spans go (None: tracing off)
-    review_retry_s: float = RETRY_DELAY_S  # `[advisor] retry_delay_s`
-
-
-def provider_factory(settings: HostSettings) -> Any:
     def make(choice: ModelChoice) -> Provider:
         return create_provider(
             choice.provider,
@@ -106,26 +80,26 @@ class HostActor(AgentHostCore):
         tools = ToolGate(supervisor, tracing)
         kit = ToolKit(tools, Path(settings.workspace), settings.mcp_servers, sandbox)
         records = TurnRecords(supervisor)
-        super().__init__(
-            host_id,
-            provider_factory(settings),
-            ReportBatcher(records.send_reports).report,
+        parts = HostParts(
+            make_provider=provider_factory(settings),
+            report=ReportBatcher(records.send_reports).report,
             make_tools=kit.build,
-            idle_release_s=settings.idle_release_s,
-            idle_pools=settings.idle_pools,
-            tool_steps=settings.tool_steps,
             recover=supervisor.call.recover_context,
-            compaction_threshold=settings.compaction_threshold,
             budget=BudgetGate(supervisor),
             fleet=FleetGate(supervisor, settings.limited_providers),
             billed=records.billed,
-            cache=settings.cache,
             steps=records.store_steps if settings.durable_steps else None,
             tracing=tracing,
-            review_retry_s=settings.review_retry_s,
             reviewer_tools=reviewer_tools(tools),
             reviewed=records.reviewed,
+            cache=settings.cache,
+            idle_release_s=settings.idle_release_s,
+            idle_pools=settings.idle_pools,
+            tool_steps=settings.tool_steps,
+            compaction_threshold=settings.compaction_threshold,
+            review_retry_s=settings.review_retry_s,
         )
+        super().__init__(host_id, parts)
 
 
 AgentHost = ray.remote(HostActor)

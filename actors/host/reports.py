@@ -1,6 +1,6 @@
 """`ReportBatcher`: a host's finished turns go to the supervisor together, one call per batch.
 
-Plain asyncio; actors/remote.py supplies the call itself (a Ray call with a timeout).
+Plain asyncio; actors/host/actor.py supplies the call itself (a Ray call with a timeout).
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from grove.actors.agent import TurnResult
-from grove.actors.host import Ticket
+from grove.actors.host.tickets import Ticket
 
 REPORT_ATTEMPTS = 5
 REPORT_BACKOFF_S = 0.2

@@ -19,7 +19,7 @@ from grove.actors.agent import NewEntry, ToolError, TurnResult
 from grove.actors.budget_guard import BudgetStop
 from grove.actors.coalesce import Coalescer
 from grove.actors.contract import TOOL_CALL_TIMEOUT_S, SupervisorAPI
-from grove.actors.host import Ticket
+from grove.actors.host.tickets import Ticket
 from grove.actors.ray_proxy import RayProxy, waited
 from grove.actors.telemetry import Tracing
 from grove.actors.tools.fanout import WAIT_CAP_S
