@@ -92,8 +92,8 @@ class Simulator:
         self._batch_wires: tuple[BatchWire, ...] = (
             AnthropicBatches(anthropic, self.batches),
             files,
+            GeminiBatches(self._gemini, self.batches),  # before OpenAI's `/v1/batches`
             OpenAIBatches(self._openai_chat, self.batches, files),
-            GeminiBatches(self._gemini, self.batches),
         )
         self.flex = FlexGate(self.config.flex_unavailable)
         self._server: asyncio.Server | None = None
@@ -188,7 +188,7 @@ class Simulator:
             return await _send(writer, self._openai_chat, stats, keep_alive)
         if self.explicit.handles(request.path):
             return await self._cached_contents(request, writer)
-        wire = next((wire for wire in self._batch_wires if wire.handles(request.path)), None)
+        wire = next((wire for wire in self._batch_wires if wire.handles(request)), None)
         if wire is not None:
             reply = batch_route_answer(wire, request, self.config.api_key)
             return await _send(writer, wire.api, reply, keep_alive)

@@ -34,8 +34,8 @@ class AnthropicBatches:
         self.api = api
         self._book = book
 
-    def handles(self, path: str) -> bool:
-        return _ROUTE.fullmatch(path) is not None
+    def handles(self, request: HTTPRequest) -> bool:
+        return _ROUTE.fullmatch(request.path) is not None
 
     def answer(self, request: HTTPRequest, body: Any) -> Reply:
         route = _ROUTE.fullmatch(request.path)

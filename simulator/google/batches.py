@@ -33,8 +33,13 @@ class GeminiBatches:
         self.api = api
         self._book = book
 
-    def handles(self, path: str) -> bool:
-        return _CREATE.fullmatch(path) is not None or _BATCH.fullmatch(path) is not None
+    def handles(self, request: HTTPRequest) -> bool:
+        """Batch creation, and `batches/...` asked with a Gemini key (OpenAI's Batch API has
+        `/v1/batches/...` too)."""
+        if _CREATE.fullmatch(request.path) is not None:
+            return True
+        keyed = "x-goog-api-key" in request.headers or "key" in request.query
+        return _BATCH.fullmatch(request.path) is not None and keyed
 
     def answer(self, request: HTTPRequest, body: Any) -> Reply:
         create = _CREATE.fullmatch(request.path)
@@ -93,7 +98,7 @@ class GeminiBatches:
             requests.append(BatchedRequest(str(index), path, request, item.get("metadata")))
         details = {"model": f"models/{model}", "displayName": batch_body.get("displayName")}
         batch_id = random_id("", 24, _ID_ALPHABET)
-        batch = self._book.create(self.vendor, f"batches/{batch_id}", requests, details)
+        batch = self._book.create(self.vendor, batch_id, requests, details)
         return Reply(status=200, body=self._json(batch))
 
     def _json(self, batch: Batch) -> dict[str, Any]:
@@ -114,9 +119,9 @@ class GeminiBatches:
             "updateTime": _time(updated),
             "batchStats": stats,
             "state": state,
-            "name": batch.id,
+            "name": f"batches/{batch.id}",
         }
-        operation: dict[str, Any] = {"name": batch.id, "metadata": metadata}
+        operation: dict[str, Any] = {"name": f"batches/{batch.id}", "metadata": metadata}
         if batch.ended:
             metadata["endTime"] = _time(batch.ended_at)
             operation["done"] = True

@@ -49,8 +49,8 @@ class OpenAIBatches:
         self._book = book
         self._files = files
 
-    def handles(self, path: str) -> bool:
-        return _ROUTE.fullmatch(path) is not None
+    def handles(self, request: HTTPRequest) -> bool:
+        return _ROUTE.fullmatch(request.path) is not None
 
     def answer(self, request: HTTPRequest, body: Any) -> Reply:
         route = _ROUTE.fullmatch(request.path)

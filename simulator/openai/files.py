@@ -59,8 +59,8 @@ class OpenAIFiles:
         self._files: dict[str, StoredFile] = {}
         self._lock = threading.Lock()
 
-    def handles(self, path: str) -> bool:
-        return _ROUTE.fullmatch(path) is not None
+    def handles(self, request: HTTPRequest) -> bool:
+        return _ROUTE.fullmatch(request.path) is not None
 
     def add(self, filename: str, purpose: str, data: bytes) -> StoredFile:
         stored = StoredFile(

@@ -6,12 +6,17 @@ expired; cancel stops one; unknown ids and malformed input get the vendors' refu
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar
 
 import anthropic
+import openai
 import pytest
+from google import genai
+from google.genai import errors as genai_errors
+from google.genai import types as genai_types
 
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.simulator.script import generated_words
@@ -46,6 +51,12 @@ def plain() -> Iterator[SimulatorThread]:
 def shares() -> Iterator[SimulatorThread]:
     """A quarter of each batch errored, a quarter expired, drawn from a fixed seed."""
     yield from running(batch_errored=0.25, batch_expired=0.25, seed=11)
+
+
+@pytest.fixture(scope="module")
+def errors() -> Iterator[SimulatorThread]:
+    """Half of each batch errored, nothing expired."""
+    yield from running(batch_errored=0.5, seed=5)
 
 
 @pytest.fixture(scope="module")
@@ -190,3 +201,253 @@ def test_anthropic_batch_with_a_repeated_custom_id_is_refused(plain: SimulatorTh
     with pytest.raises(anthropic.BadRequestError) as raised:
         claude(plain).messages.batches.create(requests=requests)
     assert "same" in str(raised.value)
+
+
+# --- OpenAI -------------------------------------------------------------------------------------
+
+
+def gpt(simulator: SimulatorThread) -> openai.OpenAI:
+    return openai.OpenAI(api_key=KEY, base_url=simulator.base_url + "/v1", max_retries=0)
+
+
+def chat_line(custom_id: str, prompt: str) -> str:
+    body = {"model": GPT, "messages": [{"role": "user", "content": prompt}]}
+    line = {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions", "body": body}
+    return json.dumps(line)
+
+
+def gpt_batch(client: openai.OpenAI, lines: list[str], endpoint: Any) -> Any:
+    uploaded = client.files.create(
+        file=("requests.jsonl", "\n".join(lines).encode()), purpose="batch"
+    )
+    assert uploaded.purpose == "batch" and uploaded.bytes > 0
+    return client.batches.create(
+        input_file_id=uploaded.id, endpoint=endpoint, completion_window="24h"
+    )
+
+
+def jsonl(client: openai.OpenAI, file_id: str | None) -> list[dict[str, Any]]:
+    assert file_id is not None
+    return [json.loads(line) for line in client.files.content(file_id).text.splitlines()]
+
+
+def test_openai_batch_completes_with_each_answer_under_its_custom_id(
+    plain: SimulatorThread,
+) -> None:
+    client = gpt(plain)
+    lines = [chat_line(custom_id, prompt) for custom_id, prompt in PROMPTS.items()]
+    created = gpt_batch(client, lines, "/v1/chat/completions")
+    assert created.status == "in_progress"
+    assert created.output_file_id is None
+    done = poll(lambda: client.batches.retrieve(created.id), lambda b: b.status == "completed")
+    assert done.status == "completed"
+    assert done.request_counts is not None
+    assert (done.request_counts.total, done.request_counts.completed) == (8, 8)
+    assert done.error_file_id is None
+    output = jsonl(client, done.output_file_id)
+    assert sorted(line["custom_id"] for line in output) == sorted(PROMPTS)
+    assert [line["custom_id"] for line in output] != list(PROMPTS)  # shuffled
+    for line in output:
+        assert line["error"] is None
+        assert line["response"]["status_code"] == 200
+        completion = openai.types.chat.ChatCompletion.model_validate(line["response"]["body"])
+        assert completion.choices[0].message.content == answer(PROMPTS[line["custom_id"]])
+    assert done.output_file_id is not None
+    assert client.files.retrieve(done.output_file_id).purpose == "batch_output"
+
+
+def test_openai_batch_of_responses_requests(plain: SimulatorThread) -> None:
+    client = gpt(plain)
+    body = {"model": GPT, "input": "Name a river"}
+    line = {"custom_id": "only", "method": "POST", "url": "/v1/responses", "body": body}
+    created = gpt_batch(client, [json.dumps(line)], "/v1/responses")
+    done = poll(lambda: client.batches.retrieve(created.id), lambda b: b.status == "completed")
+    [output] = jsonl(client, done.output_file_id)
+    response = openai.types.responses.Response.model_validate(output["response"]["body"])
+    assert response.output_text == answer("Name a river")
+
+
+def test_openai_batch_errored_and_expired_shares(shares: SimulatorThread) -> None:
+    client = gpt(shares)
+    lines = [chat_line(custom_id, prompt) for custom_id, prompt in PROMPTS.items()]
+    created = gpt_batch(client, lines, "/v1/chat/completions")
+    done = poll(lambda: client.batches.retrieve(created.id), lambda b: b.status != "in_progress")
+    assert done.status == "expired"  # some requests did not run within the window
+    assert done.request_counts is not None
+    assert (done.request_counts.completed, done.request_counts.failed) == (4, 4)
+    output = jsonl(client, done.output_file_id)
+    failed = jsonl(client, done.error_file_id)
+    assert sorted(line["custom_id"] for line in output + failed) == sorted(PROMPTS)
+    assert len(output) == 4
+    refused = [line for line in failed if line["response"] is not None]
+    expired = [line for line in failed if line["error"] is not None]
+    assert [line["response"]["status_code"] for line in refused] == [500, 500]
+    assert [line["error"]["code"] for line in expired] == ["batch_expired"] * 2
+
+
+def test_openai_batch_cancel(slow: SimulatorThread) -> None:
+    client = gpt(slow)
+    lines = [chat_line(custom_id, prompt) for custom_id, prompt in PROMPTS.items()]
+    created = gpt_batch(client, lines, "/v1/chat/completions")
+    assert client.batches.cancel(created.id).status == "cancelling"
+    cancelled = client.batches.retrieve(created.id)
+    assert cancelled.status == "cancelled"
+    assert cancelled.output_file_id is None
+    codes = {line["error"]["code"] for line in jsonl(client, cancelled.error_file_id)}
+    assert codes == {"batch_cancelled"}
+
+
+def test_openai_batch_with_a_malformed_line_fails_validation(plain: SimulatorThread) -> None:
+    client = gpt(plain)
+    lines = [chat_line("first", "Name a river"), '{"custom_id": "second", "method": "PO']
+    failed = gpt_batch(client, lines, "/v1/chat/completions")
+    assert failed.status == "failed"
+    assert failed.errors is not None and failed.errors.data is not None
+    [error] = failed.errors.data
+    assert (error.code, error.line) == ("invalid_json_line", 2)
+    assert failed.output_file_id is None and failed.error_file_id is None
+
+
+def test_openai_unknown_batch_and_file_are_not_found(plain: SimulatorThread) -> None:
+    client = gpt(plain)
+    with pytest.raises(openai.NotFoundError) as batch:
+        client.batches.retrieve("batch_nosuchbatch")
+    assert "batch_nosuchbatch" in str(batch.value)
+    with pytest.raises(openai.NotFoundError) as file:
+        client.files.content("file-nosuchfile")
+    assert "No such File object: file-nosuchfile" in str(file.value)
+
+
+def test_openai_flex_is_echoed_and_a_share_refused(flex: SimulatorThread) -> None:
+    client = gpt(flex)
+    answered: list[str | None] = []
+    refused: list[openai.RateLimitError] = []
+    for number in range(4):
+        try:
+            completion = client.chat.completions.create(
+                model=GPT,
+                messages=[{"role": "user", "content": f"Name river {number}"}],
+                service_tier="flex",
+            )
+            answered.append(completion.service_tier)
+        except openai.RateLimitError as exc:
+            refused.append(exc)
+    assert answered == ["flex", "flex"]
+    assert [exc.status_code for exc in refused] == [429, 429]
+    assert all("Resource Unavailable" in exc.message for exc in refused)
+    standard = client.responses.create(model=GPT, input="Name a lake")
+    assert standard.service_tier == "default"  # a request not on flex is never refused
+    flex_response = poll(lambda: _flex_response(client), lambda response: response is not None)
+    assert flex_response is not None and flex_response.service_tier == "flex"
+    assert flex.simulator.stats()["flex_refused"] >= 2
+
+
+def _flex_response(client: openai.OpenAI) -> Any:
+    try:
+        return client.responses.create(model=GPT, input="Name a sea", service_tier="flex")
+    except openai.RateLimitError:
+        return None
+
+
+# --- Gemini -------------------------------------------------------------------------------------
+
+
+def gemini(simulator: SimulatorThread) -> genai.Client:
+    options = genai_types.HttpOptions(base_url=simulator.base_url)
+    return genai.Client(api_key=KEY, http_options=options)
+
+
+def inline_requests(prompts: dict[str, str]) -> list[Any]:
+    return [
+        {
+            "contents": [{"role": "user", "parts": [{"text": prompt}]}],
+            "metadata": {"key": custom_id},
+        }
+        for custom_id, prompt in prompts.items()
+    ]
+
+
+def ended_job(client: genai.Client, name: str) -> genai_types.BatchJob:
+    running_states = (
+        genai_types.JobState.JOB_STATE_RUNNING,
+        genai_types.JobState.JOB_STATE_PENDING,
+    )
+    return poll(lambda: client.batches.get(name=name), lambda job: job.state not in running_states)
+
+
+def test_gemini_batch_succeeds_with_answers_inline_in_request_order(
+    plain: SimulatorThread,
+) -> None:
+    client = gemini(plain)
+    job = client.batches.create(
+        model=GEMINI, src=inline_requests(PROMPTS), config={"display_name": "rivers"}
+    )
+    assert job.name is not None and job.name.startswith("batches/")
+    assert job.state == genai_types.JobState.JOB_STATE_RUNNING
+    assert job.display_name == "rivers"
+    done = ended_job(client, job.name)
+    assert done.state == genai_types.JobState.JOB_STATE_SUCCEEDED
+    assert done.end_time is not None
+    assert done.dest is not None and done.dest.inlined_responses is not None
+    keys = [inline.metadata["key"] for inline in done.dest.inlined_responses if inline.metadata]
+    assert keys == list(PROMPTS)  # the API keeps the requests' order
+    for inline in done.dest.inlined_responses:
+        assert inline.error is None and inline.response is not None and inline.metadata
+        assert inline.response.text == answer(PROMPTS[inline.metadata["key"]])
+
+
+def test_gemini_batch_with_expired_requests_expires_whole(shares: SimulatorThread) -> None:
+    client = gemini(shares)
+    job = client.batches.create(model=GEMINI, src=inline_requests(PROMPTS))
+    assert job.name is not None
+    done = ended_job(client, job.name)
+    assert done.state == genai_types.JobState.JOB_STATE_EXPIRED
+    assert done.dest is None or not done.dest.inlined_responses
+
+
+def test_gemini_batch_errored_share_inline(errors: SimulatorThread) -> None:
+    client = gemini(errors)
+    job = client.batches.create(model=GEMINI, src=inline_requests(PROMPTS))
+    assert job.name is not None
+    done = ended_job(client, job.name)
+    assert done.state == genai_types.JobState.JOB_STATE_SUCCEEDED
+    assert done.dest is not None and done.dest.inlined_responses is not None
+    inlined = done.dest.inlined_responses
+    failed = [inline for inline in inlined if inline.error is not None]
+    assert len(inlined) == 8 and len(failed) == 4
+    assert {inline.error.code for inline in failed if inline.error} == {500}
+    for inline in inlined:
+        if inline.error is None:
+            assert inline.response is not None and inline.metadata
+            assert inline.response.text == answer(PROMPTS[inline.metadata["key"]])
+
+
+def test_gemini_batch_cancel_and_unknown_batch(slow: SimulatorThread) -> None:
+    client = gemini(slow)
+    job = client.batches.create(model=GEMINI, src=inline_requests(PROMPTS))
+    assert job.name is not None
+    client.batches.cancel(name=job.name)
+    assert client.batches.get(name=job.name).state == genai_types.JobState.JOB_STATE_CANCELLED
+    with pytest.raises(genai_errors.ClientError) as raised:
+        client.batches.get(name="batches/nosuchbatch")
+    assert raised.value.code == 404
+
+
+def test_gemini_flex_share_refused_with_resource_exhausted(flex: SimulatorThread) -> None:
+    client = gemini(flex)
+    config = genai_types.GenerateContentConfig(service_tier=genai_types.ServiceTier.FLEX)
+    codes: list[int] = []
+    texts: dict[int, str | None] = {}
+    for number in range(4):
+        try:
+            reply = client.models.generate_content(
+                model=GEMINI, contents=f"Name lake {number}", config=config
+            )
+            texts[number] = reply.text
+        except genai_errors.ClientError as exc:
+            codes.append(exc.code)
+            assert exc.status == "RESOURCE_EXHAUSTED"
+    assert codes == [429, 429]  # every other flex request, wherever the count stood
+    assert len(texts) == 2
+    assert all(text == answer(f"Name lake {number}") for number, text in texts.items())
+    assert flex.simulator.received[-1]["serviceTier"].lower() == "flex"
