@@ -80,6 +80,45 @@ def simulate_command(
             "(Anthropic), prompt_cache_key (OpenAI) or cached_contents (Gemini). Repeatable.",
         ),
     ] = None,
+    batch_delay_s: Annotated[
+        float,
+        typer.Option(
+            "--batch-delay-s",
+            min=0,
+            help="Seconds a provider batch (Anthropic, OpenAI, Gemini) is processed before it "
+            "ends.",
+        ),
+    ] = 0.0,
+    batch_errored: Annotated[
+        float,
+        typer.Option(
+            "--batch-errored",
+            min=0,
+            max=1,
+            help="Share of each batch's requests that end errored (the vendor's server error).",
+        ),
+    ] = 0.0,
+    batch_expired: Annotated[
+        float,
+        typer.Option(
+            "--batch-expired",
+            min=0,
+            max=1,
+            help="Share of each batch's requests that end expired.",
+        ),
+    ] = 0.0,
+    flex_unavailable: Annotated[
+        float,
+        typer.Option(
+            "--flex-unavailable",
+            min=0,
+            max=1,
+            help="Share of flex requests (OpenAI, Gemini) refused for want of capacity (429).",
+        ),
+    ] = 0.0,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed of the batch shares and the results' order.")
+    ] = 0,
 ) -> None:
     """Run the provider simulator until interrupted (Ctrl+C). It caches prompts and bills
     it as each provider does (Anthropic breakpoints, OpenAI and Gemini prefixes, Gemini
@@ -87,6 +126,9 @@ def simulate_command(
     from grove.simulator import SimulatorConfig, run_forever
     from grove.simulator.config import CACHE_FEATURES
 
+    if batch_errored + batch_expired > 1:
+        sys.stderr.write("--batch-errored and --batch-expired must add up to 1 or less\n")
+        raise typer.Exit(2)
     unknown = sorted(set(refuse_cache or ()) - set(CACHE_FEATURES))
     if unknown:
         sys.stderr.write(
@@ -108,6 +150,11 @@ def simulate_command(
         cache_ttl_scale=cache_ttl_scale,
         prefill_tps=prefill_tps,
         refuse=frozenset(refuse_cache or ()),
+        batch_delay_s=batch_delay_s,
+        batch_errored=batch_errored,
+        batch_expired=batch_expired,
+        flex_unavailable=flex_unavailable,
+        seed=seed,
     )
 
     def ready(url: str) -> None:

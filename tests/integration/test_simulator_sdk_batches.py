@@ -7,8 +7,11 @@ expired; cancel stops one; unknown ids and malformed input get the vendors' refu
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import anthropic
@@ -29,6 +32,7 @@ CLAUDE = "claude-sonnet-4-6"
 GPT = "gpt-5-mini"
 GEMINI = "gemini-2.5-flash-lite"
 Polled = TypeVar("Polled")
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def answer(prompt: str) -> str:
@@ -173,6 +177,32 @@ def test_anthropic_batch_request_the_api_refuses_is_an_errored_result(
     assert refused.type == "errored"
     assert refused.error.error.type == "invalid_request_error"
     assert "budget_tokens" in refused.error.error.message
+
+
+def test_anthropic_batch_keeps_cache_marks(plain: SimulatorThread) -> None:
+    """Batched requests sharing a marked prefix: the first written, the rest read from it."""
+    client = claude(plain)
+    guide = " ".join(
+        f"Rule {number}: keep the river banks clear of debris." for number in range(400)
+    )
+    requests = claude_requests({f"cached-{n}": f"Which rule is {n}?" for n in range(3)})
+    for request in requests:
+        request["params"]["system"] = [
+            {"type": "text", "text": guide, "cache_control": {"type": "ephemeral"}}
+        ]
+    created = client.messages.batches.create(requests=requests)
+    poll(
+        lambda: client.messages.batches.retrieve(created.id),
+        lambda batch: batch.processing_status == "ended",
+    )
+    usages = [
+        result.result.message.usage  # type: ignore[union-attr]
+        for result in client.messages.batches.results(created.id)
+    ]
+    written = sorted(usage.cache_creation_input_tokens or 0 for usage in usages)
+    read = sorted(usage.cache_read_input_tokens or 0 for usage in usages)
+    assert written[:2] == [0, 0] and written[2] > 1024
+    assert read[0] == 0 and read[1] == read[2] == written[2]
 
 
 def test_anthropic_batch_cancel(slow: SimulatorThread) -> None:
@@ -451,3 +481,37 @@ def test_gemini_flex_share_refused_with_resource_exhausted(flex: SimulatorThread
     assert len(texts) == 2
     assert all(text == answer(f"Name lake {number}") for number, text in texts.items())
     assert flex.simulator.received[-1]["serviceTier"].lower() == "flex"
+
+
+# --- the command line ---------------------------------------------------------------------------
+
+
+def test_grove_simulate_takes_the_batch_settings_and_refuses_bad_shares() -> None:
+    refused = subprocess.run(
+        [sys.executable, "-m", "grove.cli.app", "simulate", "--batch-errored", "0.7",
+         "--batch-expired", "0.5"],
+        capture_output=True, text=True, cwd=REPO_ROOT, timeout=60, check=False,
+    )  # fmt: skip
+    assert refused.returncode == 2 and "--batch-expired" in refused.stderr
+    delay_s = 1.5
+    served = subprocess.Popen(
+        [sys.executable, "-m", "grove.cli.app", "simulate", "--port", "0", "--api-key", KEY,
+         "--batch-delay-s", str(delay_s), "--batch-expired", "0.5", "--seed", "3"],
+        stdout=subprocess.PIPE, text=True, cwd=REPO_ROOT,
+    )  # fmt: skip
+    try:
+        assert served.stdout is not None
+        base_url = served.stdout.readline().split("listening on ", 1)[1].strip()
+        client = anthropic.Anthropic(api_key=KEY, base_url=base_url, max_retries=0)
+        started = time.monotonic()
+        created = client.messages.batches.create(requests=claude_requests(PROMPTS))
+        ended = poll(
+            lambda: client.messages.batches.retrieve(created.id),
+            lambda batch: batch.processing_status == "ended",
+        )
+        assert ended.processing_status == "ended"
+        assert time.monotonic() - started >= delay_s
+        assert (ended.request_counts.succeeded, ended.request_counts.expired) == (4, 4)
+    finally:
+        served.terminate()
+        served.wait(timeout=10)
