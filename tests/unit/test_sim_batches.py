@@ -64,10 +64,12 @@ def test_a_batch_waits_its_delay_and_a_cancel_ends_it_unanswered() -> None:
 
     book = BatchBook(SimulatorConfig(batch_delay_s=3600), counting)
     batch = book.create("google", "slow", requests(3))
-    assert book.find("google", "slow") is batch and not batch.ended
+    assert book.find("google", "slow") is batch
+    assert batch.ended_at is None
     assert book.find("anthropic", "slow") is None  # another vendor's id space
     book.cancel(batch)
-    assert book.find("google", "slow") is batch and batch.ended
+    assert book.find("google", "slow") is batch
+    assert batch.ended_at is not None
     assert [result.outcome for result in batch.results] == ["canceled"] * 3
     assert answered == []
 
