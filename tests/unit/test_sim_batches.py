@@ -68,9 +68,9 @@ def test_a_batch_waits_its_delay_and_a_cancel_ends_it_unanswered() -> None:
     assert batch.ended_at is None
     assert book.find("anthropic", "slow") is None  # another vendor's id space
     book.cancel(batch)
-    assert book.find("google", "slow") is batch
-    assert batch.ended_at is not None
-    assert [result.outcome for result in batch.results] == ["canceled"] * 3
+    canceled = book.find("google", "slow")
+    assert canceled is not None and canceled.ended_at is not None
+    assert [result.outcome for result in canceled.results] == ["canceled"] * 3
     assert answered == []
 
 
