@@ -23,6 +23,7 @@ MAX_REQUESTS = 100_000
 MAX_BYTES = 256 * 1024 * 1024
 EXPIRES_AFTER = timedelta(hours=24)
 DEFAULT_PAGE = 20
+MAX_PAGE = 1000
 
 
 class AnthropicBatches:
@@ -117,7 +118,12 @@ class AnthropicBatches:
         if after is not None:
             ids = [batch.id for batch in batches]
             batches = batches[ids.index(after) + 1 :] if after in ids else []
-        limit = int(request.query.get("limit", DEFAULT_PAGE))
+        limit_text = request.query.get("limit", str(DEFAULT_PAGE))
+        limit = int(limit_text) if limit_text.isdigit() else 0
+        if not 1 <= limit <= MAX_PAGE:
+            return self.api.error(
+                "invalid_request", f"limit: Input should be between 1 and {MAX_PAGE}"
+            )
         page = batches[:limit]
         return Reply(
             status=200,

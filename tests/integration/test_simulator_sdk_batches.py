@@ -224,6 +224,8 @@ def test_anthropic_unknown_batch_is_not_found(plain: SimulatorThread) -> None:
         claude(plain).messages.batches.retrieve("msgbatch_01NoSuchBatch")
     assert raised.value.status_code == 404
     assert raised.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
+    with pytest.raises(anthropic.BadRequestError):
+        claude(plain).messages.batches.list(limit=0)
 
 
 def test_anthropic_batch_with_a_repeated_custom_id_is_refused(plain: SimulatorThread) -> None:
