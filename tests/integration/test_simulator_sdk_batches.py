@@ -292,11 +292,17 @@ def test_openai_batch_of_responses_requests(plain: SimulatorThread) -> None:
     client = gpt(plain)
     body = {"model": GPT, "input": "Name a river"}
     line = {"custom_id": "only", "method": "POST", "url": "/v1/responses", "body": body}
-    created = gpt_batch(client, [json.dumps(line)], "/v1/responses")
+    bad = {"model": GPT, "input": "Name a lake", "reasoning": {"effort": "ultra"}}
+    refused = {"custom_id": "refused", "method": "POST", "url": "/v1/responses", "body": bad}
+    created = gpt_batch(client, [json.dumps(line), json.dumps(refused)], "/v1/responses")
     done = poll(lambda: client.batches.retrieve(created.id), lambda b: b.status == "completed")
     [output] = jsonl(client, done.output_file_id)
     response = openai.types.responses.Response.model_validate(output["response"]["body"])
     assert response.output_text == answer("Name a river")
+    [failed] = jsonl(client, done.error_file_id)  # refused as the request alone would be
+    assert failed["custom_id"] == "refused"
+    assert failed["response"]["status_code"] == 400
+    assert failed["response"]["body"]["error"]["code"] == "unsupported_value"
 
 
 def test_openai_batch_errored_and_expired_shares(shares: SimulatorThread) -> None:
