@@ -2,7 +2,8 @@
 with pacing, batching of events into writes, and scripted faults.
 
 Routing, auth order and timing live here (a stream's pacing in pacing.py); each API's JSON
-lives in its vendor's package (anthropic/, openai/, google/).
+lives in its vendor's package (anthropic/, openai/, google/), provider batches in batches.py
+and each vendor's batch routes, the flex tier in flex.py.
 """
 
 from __future__ import annotations

@@ -134,6 +134,9 @@ def test_anthropic_batch_ends_with_each_answer_under_its_custom_id(
     assert plain.simulator.billing.by_tier["batch"]["requests"] >= len(PROMPTS)
     listed = [batch.id for batch in client.messages.batches.list(limit=20)]
     assert created.id in listed
+    assert client.messages.batches.delete(created.id).type == "message_batch_deleted"
+    with pytest.raises(anthropic.NotFoundError):
+        client.messages.batches.retrieve(created.id)
 
 
 def test_anthropic_batch_errored_and_expired_shares(shares: SimulatorThread) -> None:
@@ -208,6 +211,8 @@ def test_anthropic_batch_keeps_cache_marks(plain: SimulatorThread) -> None:
 def test_anthropic_batch_cancel(slow: SimulatorThread) -> None:
     client = claude(slow)
     created = client.messages.batches.create(requests=claude_requests(PROMPTS))
+    with pytest.raises(anthropic.BadRequestError):
+        client.messages.batches.delete(created.id)  # in progress: cancel first
     canceling = client.messages.batches.cancel(created.id)
     assert canceling.processing_status == "canceling"
     assert canceling.cancel_initiated_at is not None
