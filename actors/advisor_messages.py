@@ -9,7 +9,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove.actors.agent import ModelChoice, Tool
+from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.tool import Tool
 from grove.actors.transcript import Entry
 from grove.providers.base import ToolSpec
 

@@ -11,9 +11,10 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from grove.actors.advisor_messages import ReviewerSpec, ReviewReport
-from grove.actors.agent import ModelChoice, NewEntry, TurnResult
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.ray_proxy import repeatable, streamed, timeout
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import AssistantTurn
 from grove.providers.google.cache import CachedContent
 from grove.providers.stream_events import RateLimitLeft

@@ -25,7 +25,7 @@ class TurnResult:
     text: str = ""
     usage: Usage = field(default_factory=Usage)
     cost_usd: float = 0.0
-    saved_usd: float = 0.0  # what provider caching saved (see actors.agent.reply_data)
+    saved_usd: float = 0.0  # what provider caching saved (see actors/agent/metering.py reply_data)
     stop_reason: str | None = None
     error: str | None = None
     cancelled: bool = False

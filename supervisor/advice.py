@@ -19,7 +19,7 @@ from grove.actors.advisor_messages import (
     advice_card,
     render_delta,
 )
-from grove.actors.agent import ModelChoice
+from grove.actors.agent.choice import ModelChoice
 from grove.providers.catalog import model_info
 from grove.providers.model_specs import ModelSpec
 from grove.supervisor.advisor_plan import AdvisorPlan, ReviewerConfig

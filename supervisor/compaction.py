@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grove.actors.agent import ModelChoice
+from grove.actors.agent.choice import ModelChoice
 from grove.providers.catalog import model_info
 from grove.supervisor.context import (
     CHARS_PER_TOKEN,

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from grove.actors.agent import ModelChoice
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.contract import HOST_CALL_TIMEOUT_S, HostAPI
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.ray_proxy import RayCall

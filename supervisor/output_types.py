@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from grove.actors.agent import TurnResult
 from grove.actors.output import OutputType
+from grove.actors.turn_result import TurnResult
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, ProviderName
 from grove.providers.errors import OutputSchemaError
 from grove.providers.output_dialects import provider_refusal

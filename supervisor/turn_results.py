@@ -9,7 +9,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from grove.actors.agent import TurnResult
+    from grove.actors.turn_result import TurnResult
 
 # A host's `results` call answers at the latest after this (empty), and is made again.
 RESULTS_SLICE_S = 30.0

@@ -9,12 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove.actors.agent import STORED, ModelChoice, NewEntry, TurnResult
+from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.steps import INTERRUPTED_FACT, STORED
 from grove.actors.contract import HostAPI
 from grove.actors.host.tickets import Ticket
 from grove.actors.output import OutputType
-from grove.actors.steps import INTERRUPTED_FACT
 from grove.actors.transcript import parts_to_data
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import TextPart
 from grove.supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
 from grove.supervisor.store.kinds import TURN_END_KIND

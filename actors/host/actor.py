@@ -14,11 +14,11 @@ from typing import Any
 import ray
 
 from grove.actors.advisor_messages import ReviewerSpec, advise_tool
-from grove.actors.agent import ModelChoice, Tool
+from grove.actors.agent.choice import ModelChoice, ProviderFactory
+from grove.actors.agent.tool import Tool
 from grove.actors.collector import tune_collector
 from grove.actors.contract import SupervisorAPI
 from grove.actors.host.core import AgentHostCore, HostParts, ReviewerTools
-from grove.actors.host.provider_jobs import ProviderFactory
 from grove.actors.host.reports import ReportBatcher
 from grove.actors.host.settings import HostSettings
 from grove.actors.host.supervisor_gates import BudgetGate, FleetGate, ToolGate, TurnRecords

@@ -15,25 +15,21 @@ from typing import Any
 
 from grove.actors.advisor import RETRY_DELAY_S, Reviewer
 from grove.actors.advisor_messages import Report, ReviewerSpec
-from grove.actors.agent import (
-    MAX_STEPS_PER_TURN,
-    Agent,
-    FleetPort,
-    ModelChoice,
-    NewEntry,
-    Recover,
-    Tool,
-    TurnResult,
-)
+from grove.actors.agent.choice import ModelChoice, ProviderFactory
+from grove.actors.agent.compaction import Recover
+from grove.actors.agent.metering import FleetPort
+from grove.actors.agent.tool import Tool
+from grove.actors.agent.turn_loop import MAX_STEPS_PER_TURN, Agent
 from grove.actors.budget_guard import BudgetPort
 from grove.actors.host.pools import DEFAULT_IDLE_POOLS, DEFAULT_IDLE_RELEASE_S, IdlePools
-from grove.actors.host.provider_jobs import ProviderFactory, ProviderJobs, ToolsFactory
+from grove.actors.host.provider_jobs import ProviderJobs, ToolsFactory
 from grove.actors.host.runs import TurnRun, TurnRuns
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.telemetry import NO_TRACING, Tracing
 from grove.actors.tools.grove_git import WorktreeError
 from grove.actors.tools.worktrees import Worktree, missing_text, settle
 from grove.actors.transcript import Entry, add_part, fork_point, join_messages, to_messages
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import AssistantTurn, CachePolicy, Message
 from grove.providers.google.cache import CachedContent
 
@@ -41,7 +37,7 @@ from grove.providers.google.cache import CachedContent
 # what it was billed as soon as it ends: (ticket id, agent, the data its reply is stored with,
 # without its parts; an estimate's is marked `estimated`, actors/estimates.py).
 Billed = Callable[[str, str, dict[str, Any]], Awaitable[None]]
-# Stores finished steps of a turn as they end (actors/steps.py StoreSteps, for this ticket).
+# Stores finished steps of a turn as they end (actors/agent/steps.py StoreSteps, for this ticket).
 StepStore = Callable[[Ticket, list[tuple[int, NewEntry]]], Awaitable[list[int] | None]]
 ReportResult = Callable[[Ticket, TurnResult], Awaitable[None]]
 # A reviewer's tools (the read-only workspace tools and `advise`, say), built for its spec.

@@ -9,7 +9,7 @@ import itertools
 import time
 from collections.abc import Callable
 
-from grove.actors.agent import Agent
+from grove.actors.agent.turn_loop import Agent
 
 DEFAULT_IDLE_RELEASE_S = 120.0
 # Agents of a host that may keep an idle connection pool open; beyond it, the least recently

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from grove.actors.agent import ModelChoice, Tool
+from grove.actors.agent.choice import ModelChoice, ProviderFactory
+from grove.actors.agent.tool import Tool
 from grove.actors.host.tickets import Activation
 from grove.actors.tools.grant import ToolGrant
 from grove.actors.transcript import Entry, to_messages
-from grove.providers.base import AssistantTurn, Message, Provider, Request
+from grove.providers.base import AssistantTurn, Message, Request
 from grove.providers.errors import ProviderError
 from grove.providers.google.cache import CachedContent, create_cached_content, delete_cached_content
 from grove.providers.http import HTTPProvider
 
-ProviderFactory = Callable[[ModelChoice], Provider]
 # An agent's tools from its grant, on its own workspace (None: the host's).
 ToolsFactory = Callable[[str, ToolGrant, str | None], dict[str, Tool]]
 

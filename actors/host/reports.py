@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from grove.actors.agent import TurnResult
 from grove.actors.host.tickets import Ticket
+from grove.actors.turn_result import TurnResult
 
 REPORT_ATTEMPTS = 5
 REPORT_BACKOFF_S = 0.2

@@ -8,8 +8,9 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
-from grove.actors.agent import ToolActivity, TurnResult
+from grove.actors.agent.tool import ToolActivity
 from grove.actors.host.tickets import Ticket
+from grove.actors.turn_result import TurnResult
 from grove.providers.stream_events import (
     CONTENT_EVENT_KINDS,
     ProviderWarning,

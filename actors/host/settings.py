@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from grove.actors.advisor import RETRY_DELAY_S
-from grove.actors.agent import MAX_STEPS_PER_TURN
+from grove.actors.agent.turn_loop import MAX_STEPS_PER_TURN
 from grove.actors.host.pools import DEFAULT_IDLE_POOLS
 from grove.actors.telemetry import TelemetrySettings
 from grove.actors.tools.mcp import McpServerConfig

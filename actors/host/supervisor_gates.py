@@ -15,7 +15,7 @@ from typing import Any
 import ray
 
 from grove.actors.advisor_messages import ReviewReport
-from grove.actors.agent import NewEntry, ToolError, TurnResult
+from grove.actors.agent.tool import ToolError
 from grove.actors.budget_guard import BudgetStop
 from grove.actors.coalesce import Coalescer
 from grove.actors.contract import TOOL_CALL_TIMEOUT_S, SupervisorAPI
@@ -23,6 +23,7 @@ from grove.actors.host.tickets import Ticket
 from grove.actors.ray_proxy import RayProxy, waited
 from grove.actors.telemetry import Tracing
 from grove.actors.tools.fanout import WAIT_CAP_S
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.errors import GroveError
 from grove.providers.stream_events import RateLimitLeft
 

@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grove.actors.agent import ModelChoice, NewEntry
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
 from grove.actors.tools.grant import ToolGrant
 from grove.actors.tools.worktrees import Worktree
 from grove.actors.transcript import Entry
+from grove.actors.turn_result import NewEntry
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from grove.actors.agent import Tool
+from grove.actors.agent.tool import Tool
 from grove.actors.tools.todo import TODO_SPEC, reads_only
 from grove.providers.base import ToolSpec
 

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from grove.actors.agent import Tool, ToolOutput
+from grove.actors.agent.tool import Tool, ToolOutput
 from grove.actors.tools.editing import EDITING_TOOL_NAMES, editing_tools
 from grove.actors.tools.fanout import ToolPort, fanout_tools
 from grove.actors.tools.grant import ShippedTool, ToolGrant

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from grove.actors.agent import Tool
+from grove.actors.agent.tool import Tool
 from grove.actors.tools.bounds import WorkBudget, WorkStopped
 from grove.actors.tools.patterns import compile_pattern
 from grove.actors.tools.workspace import (

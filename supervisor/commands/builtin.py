@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from grove.actors.agent import ModelChoice
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.tools.grant import MCP_PREFIX
 from grove.actors.tools.todo import from_data, to_data, to_markdown
 from grove.providers.catalog import PROVIDER_TITLES, model_info

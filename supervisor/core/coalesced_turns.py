@@ -12,7 +12,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grove.actors.agent import ModelChoice
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.contract import HostAPI
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType

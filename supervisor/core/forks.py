@@ -7,11 +7,11 @@ from __future__ import annotations
 import uuid as uuidlib
 from collections.abc import Awaitable, Callable, Sequence
 
-from grove.actors.agent import TurnResult
 from grove.actors.contract import HostAPI
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
+from grove.actors.turn_result import TurnResult
 from grove.providers.model_specs import ModelSpec
 from grove.supervisor.budget_rules import Budget
 from grove.supervisor.children import child_records, instructed

@@ -7,11 +7,11 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
-from grove.actors.agent import NewEntry, TurnResult
 from grove.actors.contract import HostAPI
 from grove.actors.estimates import ESTIMATED
 from grove.actors.host.tickets import Ticket
 from grove.actors.output import OutputType
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import Usage
 from grove.supervisor.core.parts import RECOVERING
 from grove.supervisor.core.turn_protocol import TurnProtocol

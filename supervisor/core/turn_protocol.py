@@ -8,11 +8,12 @@ import asyncio
 import uuid as uuidlib
 from collections.abc import Sequence
 
-from grove.actors.agent import ModelChoice, NewEntry, TurnResult
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
 from grove.actors.tools.grant import ToolGrant
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import Usage
 from grove.supervisor.budget_rules import budgeted
 from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S

@@ -9,7 +9,7 @@ import signal
 import time
 from collections.abc import Sequence
 
-from grove.actors.agent import TurnResult
+from grove.actors.turn_result import TurnResult
 from grove.supervisor import Grove
 from grove.supervisor.host_deaths import NOTICE
 from grove.supervisor.store import Store

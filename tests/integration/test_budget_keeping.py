@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from grove.actors.agent import TurnResult
+from grove.actors.turn_result import TurnResult
 from grove.supervisor import Budget, Grove
 from grove.supervisor.store import open_store
 from grove.supervisor.store.kinds import TURN_END_KIND

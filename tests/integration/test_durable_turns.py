@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel, Field
 
-from grove.actors.steps import interrupted_text
+from grove.actors.agent.steps import interrupted_text
 from grove.actors.tools.python import tool
 from grove.providers.http import Endpoint
 from grove.simulator import SimulatorConfig, SimulatorThread

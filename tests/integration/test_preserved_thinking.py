@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from grove.actors.agent import NewEntry, TurnResult, reply_data
+from grove.actors.agent.metering import reply_data
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import Message, Request, TextPart, ThinkingPart
 from grove.providers.factory import wire_for
 from grove.providers.http import Endpoint, HTTPProvider

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import ray
 
-from grove.actors.steps import interrupted_text
+from grove.actors.agent.steps import interrupted_text
 from grove.actors.tools.python import tool
 from grove.providers.http import Endpoint
 from grove.simulator import SimulatorConfig, SimulatorThread

@@ -12,7 +12,8 @@ import pytest
 
 from grove.actors.advisor import Reviewer
 from grove.actors.advisor_messages import ReviewReport
-from grove.actors.agent import Agent, ModelChoice
+from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.turn_loop import Agent
 from grove.providers.base import TextPart
 from grove.providers.factory import create_provider
 from grove.providers.http import Endpoint

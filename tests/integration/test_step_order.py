@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 
-from grove.actors.agent import Agent, ModelChoice, Tool, TurnResult, user_entry
+from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.tool import Tool
+from grove.actors.agent.turn_loop import Agent, user_entry
 from grove.actors.estimates import ESTIMATED, is_bill
-from grove.actors.turn_result import NewEntry
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import ToolSpec
 from grove.providers.factory import create_provider
 from grove.providers.http import Endpoint

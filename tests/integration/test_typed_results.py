@@ -11,7 +11,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, Field, field_validator
 
-from grove.actors.agent import TurnResult
+from grove.actors.turn_result import TurnResult
 from grove.providers.errors import OutputSchemaError
 from grove.supervisor import Grove
 

@@ -14,8 +14,11 @@ import pytest
 from pydantic import BaseModel, Field, field_validator
 from ray import cloudpickle
 
-from grove.actors.agent import Agent, ModelChoice, Tool, TurnResult, user_entry
+from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.tool import Tool
+from grove.actors.agent.turn_loop import Agent, user_entry
 from grove.actors.output import RETRY_KIND, OutputType
+from grove.actors.turn_result import TurnResult
 from grove.providers.base import ProviderName, ToolSpec
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint

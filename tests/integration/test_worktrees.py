@@ -23,7 +23,6 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from grove.actors.agent import TurnResult
 from grove.actors.tools.grove_git import LOCK_FILE, WorktreeError, worktrees_locked
 from grove.actors.tools.grove_git import git as grove_git
 from grove.actors.tools.worktrees import (
@@ -33,6 +32,7 @@ from grove.actors.tools.worktrees import (
     make_worktree,
     remove_worktree,
 )
+from grove.actors.turn_result import TurnResult
 from grove.cli.app import app
 from grove.supervisor import Grove
 from grove.supervisor.errors import CommandError

@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from grove.actors.agent import TurnResult
+from grove.actors.turn_result import TurnResult
 from grove.cli.batch_progress import PlainProgress
 from grove.providers.base import Usage
 from grove.server.batch_files import BatchFiles, described_batches, read_recorded

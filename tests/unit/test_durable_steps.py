@@ -9,12 +9,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grove.actors.agent import ModelChoice, TurnResult
+from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.steps import INTERRUPTED_FACT, open_calls
 from grove.actors.host.tickets import Ticket
-from grove.actors.steps import INTERRUPTED_FACT, open_calls
 from grove.actors.tools.todo import reads_only
 from grove.actors.transcript import parts_to_data
-from grove.actors.turn_result import NewEntry
+from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import Message, TextPart, ToolCallPart, ToolResultPart
 from grove.supervisor.billing import InFlightBilling
 from grove.supervisor.holding import new_holder, unheld_agents

@@ -1,6 +1,6 @@
-"""A request's input estimate (actors/agent.py estimated_input) is on the high side of what the
-simulator bills for it on every wire: text, tool calls with their arguments, tool results and
-the tools offered, so a request whose host died is never recorded below its bill."""
+"""A request's input estimate (actors/agent/metering.py estimated_input) is on the high side of
+what the simulator bills for it on every wire: text, tool calls with their arguments, tool
+results and the tools offered, so a request whose host died is never recorded below its bill."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.actors.agent import estimated_input
+from grove.actors.agent.metering import estimated_input
 from grove.providers.base import (
     Message,
     Request,

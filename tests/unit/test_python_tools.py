@@ -14,7 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
-from grove.actors.agent import Agent, ModelChoice, Tool, ToolError, TurnResult
+from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.tool import Tool, ToolError
+from grove.actors.agent.turn_loop import Agent
 from grove.actors.tools.python import (
     RESULT_CAP_CHARS,
     ToolDefinitionError,
@@ -23,6 +25,7 @@ from grove.actors.tools.python import (
     python_tool,
     tool,
 )
+from grove.actors.turn_result import TurnResult
 from grove.providers.accumulate import parse_arguments
 from grove.providers.base import Provider, ToolCallPart
 from tests.unit.loop_checks import with_ticks

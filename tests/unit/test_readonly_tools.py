@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grove.actors.agent import Tool
+from grove.actors.agent.tool import Tool
 from grove.actors.tools.bounds import WorkBudget
 from grove.actors.tools.readonly import (
     FIND_MAX_PATHS,

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
-from grove.actors.agent import ModelChoice, TurnResult
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.host.reports import Finished, ReportBatcher
 from grove.actors.host.tickets import Ticket
+from grove.actors.turn_result import TurnResult
 
 CHOICE = ModelChoice(provider="anthropic", model="claude-sonnet-4-5")
 

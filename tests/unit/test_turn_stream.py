@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
-from grove.actors.agent import ModelChoice, TurnResult
+from grove.actors.agent.choice import ModelChoice
 from grove.actors.host.core import AgentHostCore, HostParts
 from grove.actors.host.runs import TurnRun
 from grove.actors.host.tickets import Ticket
+from grove.actors.turn_result import TurnResult
 from grove.providers.stream_events import TextDelta
 
 

@@ -14,7 +14,7 @@ import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from grove.actors.agent import ModelChoice
+from grove.actors.agent.choice import ModelChoice
 from grove.providers.base import CachePolicy
 from grove.supervisor.fork_cache import ForkCaches, SharedPrefix
 

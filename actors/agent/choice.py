@@ -1,0 +1,20 @@
+"""`ModelChoice`: which provider, model and thinking level an agent runs on (plain frozen data,
+sent across Ray with turns and activations), and the factory of a provider for one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from grove.providers.base import Provider, ProviderName, ThinkingLevel
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ModelChoice:
+    provider: ProviderName
+    model: str
+    thinking: ThinkingLevel | None = None
+
+
+ProviderFactory = Callable[[ModelChoice], Provider]
