@@ -30,7 +30,7 @@ from grove.supervisor.local_ray import keep_local_ray_on_loopback, prepare_local
 keep_local_ray_on_loopback(None)
 import ray
 from grove.supervisor.api import Grove
-from grove.supervisor.remote import NAMESPACE
+from grove.supervisor.actor import NAMESPACE
 if mode == "ray.init":
     prepare_local_ray()
     ray.init(namespace=NAMESPACE, include_dashboard=False, log_to_driver=False,

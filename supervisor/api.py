@@ -59,7 +59,7 @@ from grove.supervisor.local_ray import LocalRay, start_ray
 from grove.supervisor.model_table import model_rows
 from grove.supervisor.output_types import OutputTypeLike, model_of, typed
 from grove.supervisor.output_types import output_type as make_output
-from grove.supervisor.remote import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
+from grove.supervisor.actor import NAMESPACE, SUPERVISOR_NAME, Supervisor, SupervisorSettings
 from grove.supervisor.store import open_store, store_files
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy

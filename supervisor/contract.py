@@ -167,7 +167,7 @@ class ReadsAPI(Protocol):
 
 
 class SupervisorService(Protocol):
-    """What a Grove asks of the `Supervisor` Ray actor (supervisor/remote.py), its methods'
+    """What a Grove asks of the `Supervisor` Ray actor (supervisor/actor.py), its methods'
     signatures as the actor has them. `@repeatable`: a call that changes nothing, or is
     idempotent (fork_many with keys), repeated after a supervisor restart instead of failing."""
 

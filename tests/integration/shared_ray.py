@@ -20,7 +20,7 @@ class SharedRay:
         keep_local_ray_on_loopback(None)  # before Ray is imported
         import ray
 
-        from grove.supervisor.remote import NAMESPACE
+        from grove.supervisor.actor import NAMESPACE
 
         if ray.is_initialized():
             return

@@ -18,7 +18,7 @@ import pytest
 import ray
 
 from grove.supervisor.host_deaths import host_died_text
-from grove.supervisor.remote import NAMESPACE, SUPERVISOR_NAME
+from grove.supervisor.actor import NAMESPACE, SUPERVISOR_NAME
 from tests.integration.groves import REPO_ROOT, cli_environment
 from tests.integration.shared_ray import SHARED_RAY
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import ray
 
 from grove.supervisor import Grove
-from grove.supervisor.remote import NAMESPACE
+from grove.supervisor.actor import NAMESPACE
 from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove
 
