@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from grove.actors.advisor_messages import Report, ReviewReport
+from grove.actors.agent.estimates import is_bill
 from grove.actors.agent.metering import reply_data
 from grove.actors.agent.turn_loop import Agent
-from grove.actors.estimates import is_bill
 from grove.actors.transcript import COMPACTION_TEXT
 from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import (

@@ -83,8 +83,8 @@ from harness import (
     simulator_stats,
 )
 
+from grove.actors.agent.estimates import ESTIMATED
 from grove.actors.agent.steps import INTERRUPTED_FACT
-from grove.actors.estimates import ESTIMATED
 from grove.providers.errors import GroveError
 from grove.supervisor.batch.done import read_previous
 from grove.supervisor.batch.records import OutputLog, record_results

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from grove.actors.estimates import ESTIMATED, UNBILLED
+from grove.actors.agent.estimates import ESTIMATED, UNBILLED
 from grove.supervisor.store.base import SPENT_KIND
 from grove.supervisor.store.records import NewMessage
 

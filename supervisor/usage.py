@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from grove.actors.estimates import ESTIMATED
+from grove.actors.agent.estimates import ESTIMATED
 from grove.supervisor.store.base import COMPACTION_KIND, SPENT_KIND, Store
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 

@@ -14,8 +14,10 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from grove.actors.agent.budget_guard import BudgetCut, BudgetPort
 from grove.actors.agent.choice import ModelChoice, ProviderFactory
 from grove.actors.agent.compaction import ContextRecovery, ContextRecoveryError, Recover
+from grove.actors.agent.masking import MaskedEmit, masked_entry
 from grove.actors.agent.metering import (
     FleetPort,
     RequestMeter,
@@ -28,8 +30,6 @@ from grove.actors.agent.metering import (
 from grove.actors.agent.steps import StoreSteps, TurnSteps, open_calls
 from grove.actors.agent.tool import Emit, Tool, ToolActivity, preview
 from grove.actors.agent.tool_runner import ToolRunner
-from grove.actors.budget_guard import BudgetCut, BudgetPort
-from grove.actors.masking import MaskedEmit, masked_entry
 from grove.actors.output import RETRY_KIND, AnswerError, OutputType, check_answer, retry_text
 from grove.actors.telemetry import NO_TRACING, TraceParent, Tracing
 from grove.actors.transcript import entry_to_message, parts_to_data
@@ -147,7 +147,7 @@ class Agent:
     ) -> TurnResult:
         """Run one turn to its end. Failures are reported in the result, never raised.
         `billed` is told what each request may be billed at most before it is sent, and what
-        it used as soon as it ends (actors/estimates.py); `output` makes the final
+        it used as soon as it ends (estimates.py); `output` makes the final
         answer typed: checked, and sent back with its problems up to its retries. `steps`
         stores each finished step as it ends (a reply that calls tools, each tool result), so
         that a turn cut off resumes from there: calls of the last stored reply that never

@@ -15,12 +15,12 @@ from typing import Any
 
 from grove.actors.advisor import RETRY_DELAY_S, Reviewer
 from grove.actors.advisor_messages import Report, ReviewerSpec
+from grove.actors.agent.budget_guard import BudgetPort
 from grove.actors.agent.choice import ModelChoice, ProviderFactory
 from grove.actors.agent.compaction import Recover
 from grove.actors.agent.metering import FleetPort
 from grove.actors.agent.tool import Tool
 from grove.actors.agent.turn_loop import MAX_STEPS_PER_TURN, Agent
-from grove.actors.budget_guard import BudgetPort
 from grove.actors.host.pools import DEFAULT_IDLE_POOLS, DEFAULT_IDLE_RELEASE_S, IdlePools
 from grove.actors.host.provider_jobs import ProviderJobs, ToolsFactory
 from grove.actors.host.runs import TurnRun, TurnRuns
@@ -35,7 +35,7 @@ from grove.providers.google.cache import CachedContent
 
 # Tells the supervisor what a request of a turn may be billed at most before it is sent, and
 # what it was billed as soon as it ends: (ticket id, agent, the data its reply is stored with,
-# without its parts; an estimate's is marked `estimated`, actors/estimates.py).
+# without its parts; an estimate's is marked `estimated`, actors/agent/estimates.py).
 Billed = Callable[[str, str, dict[str, Any]], Awaitable[None]]
 # Stores finished steps of a turn as they end (actors/agent/steps.py StoreSteps, for this ticket).
 StepStore = Callable[[Ticket, list[tuple[int, NewEntry]]], Awaitable[list[int] | None]]

@@ -15,8 +15,8 @@ from typing import Any
 import ray
 
 from grove.actors.advisor_messages import ReviewReport
+from grove.actors.agent.budget_guard import BudgetStop
 from grove.actors.agent.tool import ToolError
-from grove.actors.budget_guard import BudgetStop
 from grove.actors.coalesce import Coalescer
 from grove.actors.contract import TOOL_CALL_TIMEOUT_S, SupervisorAPI
 from grove.actors.host.tickets import Ticket

@@ -7,8 +7,8 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable, Sequence
 
+from grove.actors.agent.estimates import ESTIMATED
 from grove.actors.contract import HostAPI
-from grove.actors.estimates import ESTIMATED
 from grove.actors.host.tickets import Ticket
 from grove.actors.output import OutputType
 from grove.actors.turn_result import NewEntry, TurnResult

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from grove.actors.estimates import ESTIMATED
+from grove.actors.agent.estimates import ESTIMATED
 from grove.providers.http import Endpoint
 from grove.providers.thinking import anthropic_thinking
 from grove.simulator import SimulatorConfig, SimulatorThread

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from grove.actors.agent.choice import ModelChoice
+from grove.actors.agent.estimates import ESTIMATED, is_bill
 from grove.actors.agent.tool import Tool
 from grove.actors.agent.turn_loop import Agent, user_entry
-from grove.actors.estimates import ESTIMATED, is_bill
 from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import ToolSpec
 from grove.providers.factory import create_provider

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.actors.masking import MaskedEmit, masked_entry
+from grove.actors.agent.masking import MaskedEmit, masked_entry
 from grove.actors.turn_result import NewEntry
 from grove.providers.secrets import MASK, Secrets, StreamMask
 from grove.providers.stream_events import TextDelta, ThinkingDelta

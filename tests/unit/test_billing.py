@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from grove.actors.estimates import ESTIMATED, UNBILLED, estimated_bill, is_bill
+from grove.actors.agent.estimates import ESTIMATED, UNBILLED, estimated_bill, is_bill
 from grove.providers.base import Message, Request, TextPart
 from grove.providers.catalog import model_info
 from grove.providers.thinking import DEFAULT_MAX_TOKENS
