@@ -1,5 +1,5 @@
-"""`AgentHost`, the Ray actor of a host: `AgentHostCore` built with its parts from the host's
-settings, and nothing else (no method of its own).
+"""`AgentHost`, the class of a host's Ray actor (`AgentHostActor`): `AgentHostCore` built with
+its parts from the host's settings, and nothing else (no method of its own).
 
 It reports finished turns to whatever `reporter` actor it was given (the supervisor), and asks
 it everything else through `RayProxy[SupervisorAPI]` (supervisor_gates.py).
@@ -67,7 +67,7 @@ def reviewer_tools(tools: ToolGate) -> ReviewerTools:
     return build
 
 
-class HostActor(AgentHostCore):
+class AgentHost(AgentHostCore):
     """Hosts many agents; a few of these run per node. Only builds its parts: the supervisor
     behind its contract, the tools, the gates and the records its turns send up."""
 
@@ -102,4 +102,5 @@ class HostActor(AgentHostCore):
         super().__init__(host_id, parts)
 
 
-AgentHost = ray.remote(HostActor)
+# Ray names the actor, in its logs and state, after the class: `AgentHost`.
+AgentHostActor = ray.remote(AgentHost)

@@ -9,7 +9,7 @@ import inspect
 import pytest
 
 from grove.actors.contract import HostAPI, SupervisorAPI
-from grove.actors.host.actor import HostActor
+from grove.actors.host.actor import AgentHost
 from grove.actors.host.core import AgentHostCore
 from grove.actors.ray_proxy import RayCall, RayProxy, RayStream
 from grove.supervisor.actor import Supervisor
@@ -45,7 +45,7 @@ def test_each_call_declares_its_timeout(contract: type) -> None:
 def test_the_host_actor_offers_each_call_as_the_proxy_sends_it() -> None:
     proxy = RayProxy[HostAPI](None, HostAPI)
     for name in contract_methods(HostAPI):
-        method = getattr(HostActor, name)
+        method = getattr(AgentHost, name)
         if isinstance(proxy.method(name)(), RayStream):
             assert inspect.isasyncgenfunction(method), name
         else:
