@@ -14,7 +14,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from grove.actors.contract import HOST_CALL_TIMEOUT_S, HostAPI
-from grove.actors.host.actor import AgentHost
+from grove.actors.host.actor import AgentHostActor
 from grove.actors.host.settings import HostSettings
 from grove.actors.ray_proxy import RayProxy, waited
 from grove.supervisor.errors import HostDiedError
@@ -147,7 +147,7 @@ class RayHosts:
     def _new_host(self, host_id: str, incarnation: int = 0) -> Any:
         # A name of this supervisor's own: after a restart, the old hosts' names may linger.
         name = f"grove-{host_id}-{self._run_id}-{incarnation}"
-        return AgentHost.options(
+        return AgentHostActor.options(
             name=name,
             namespace=self._namespace,
             scheduling_strategy=self._spread(host_id),
