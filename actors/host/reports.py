@@ -1,6 +1,6 @@
 """`ReportBatcher`: a host's finished turns go to the supervisor together, one call per batch.
 
-Plain asyncio; actors/host/actor.py supplies the call itself (a Ray call with a timeout).
+Plain asyncio; `TurnRecords.send_reports` (supervisor_gates.py) is the call itself.
 """
 
 from __future__ import annotations
