@@ -104,7 +104,7 @@ async def asks_round(
         "begin_s": begun - forked,
         "asks_s": asked - forked,
         "results": dict(zip(children, answers, strict=True)),
-        "results_calls": local(aio)._loop_turns().results.calls,
+        "results_calls": local(aio).turn_starts.loop_turns().results.calls,
     }
 
 

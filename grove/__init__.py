@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from grove.actors.tools.python import tool
     from grove.providers.errors import GroveError
-    from grove.supervisor.api import Grove, Turn
+    from grove.supervisor.api import Grove
+    from grove.supervisor.api_turn import Turn
     from grove.supervisor.async_api import AsyncGrove, AsyncTurn
     from grove.supervisor.budget_rules import Budget
     from grove.supervisor.errors import CommandError

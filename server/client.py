@@ -98,6 +98,11 @@ class RemoteGrove:
         return self.link.url
 
     @property
+    def attended(self) -> bool:
+        """Whether a session has an approver here (its turns' streams are read for it)."""
+        return bool(self.approvers)
+
+    @property
     def started(self) -> float:
         """Which start of the service this follows."""
         return self.link.started

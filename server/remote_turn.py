@@ -6,14 +6,28 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from grove.supervisor.errors import TurnTimeout
 from grove.supervisor.results import result_from_json
 
 if TYPE_CHECKING:
     from grove.actors.turn_result import TurnResult
-    from grove.server.client import RemoteGrove
+    from grove.server.service_link import ServiceLink
+
+
+class TurnSource(Protocol):
+    """What a RemoteTurn asks of the RemoteGrove that made it."""
+
+    @property
+    def link(self) -> ServiceLink: ...
+    @property
+    def attended(self) -> bool:
+        """Whether a session has an approver here (its turns' streams are read for it)."""
+
+    def approve(self, notice: str) -> None: ...
+    def begin_turn(self, agent: str, text: str, typed: dict[str, Any] | None = None) -> None: ...
+    def wait_turn(self, agent: str, timeout_s: float = 3600.0) -> TurnResult | None: ...
 
 
 class RemoteTurn:
@@ -23,7 +37,7 @@ class RemoteTurn:
 
     def __init__(
         self,
-        grove: RemoteGrove,
+        grove: TurnSource,
         agent: str,
         prompt: str | None = None,
         typed: dict[str, Any] | None = None,
@@ -56,7 +70,7 @@ class RemoteTurn:
     def result(self, timeout_s: float = 3600.0) -> TurnResult:
         """The turn's result; TurnTimeout when it has not ended within `timeout_s` (it goes
         on). With an approver, as for a local `Turn`, the stream is read first, to its end."""
-        if self._result is None and not self._read and self._grove.approvers:
+        if self._result is None and not self._read and self._grove.attended:
             for _ in self:  # the prompt is sent, and approvals come, by reading the stream
                 pass
         if self._result is None and not self._read and self._prompt is not None:

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 import ray
 
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
-from grove.supervisor.api import Grove, Turn
+from grove.supervisor.api import Grove
+from grove.supervisor.api_turn import Turn
 from grove.supervisor.bridge import bridge, bridged_iterator
 from grove.supervisor.errors import TurnTimeout
 
 if TYPE_CHECKING:
-    from grove.actors.agent import TurnResult
+    from grove.actors.turn_result import TurnResult
     from grove.supervisor.contract import GroveAPI
     from grove.supervisor.output_types import OutputTypeLike
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from grove.actors.agent import TurnResult
+from grove.actors.turn_result import TurnResult
 from grove.providers.base import Usage
 from grove.server.client import RemoteGrove
 from grove.supervisor import AsyncGrove, Grove, bridge
@@ -132,7 +132,7 @@ async def test_asks_to_forked_children_at_once_are_answered_through_few_host_cal
     turns = [aio.send(child, f"Task {n}: name a risk.") for n, child in enumerate(children)]
     await asyncio.gather(*turns)
     results = await asyncio.gather(*(turn.result() for turn in turns))
-    asked = grove._loop_turns().results.calls
+    asked = grove.turn_starts.loop_turns().results.calls
     for n, (child, result) in enumerate(zip(children, results, strict=True)):
         history = await aio.history(child)
         assert [m.content for m in history[-2:]] == [f"Task {n}: name a risk.", result.text]
@@ -198,7 +198,7 @@ async def test_results_awaited_at_once_hold_no_greenlet_each(grove: Grove) -> No
     slow = (await aio.create_root("claude-sonnet-5-5")).uuid
     await aio.send(slow, "[[sim tokens=60 tps=2]] thirty seconds")
     with pytest.raises(TimeoutError):  # however busy the machine, the turn is under way
-        await bridge.bridge(grove._call, "wait_turn", slow, ASK_S * 20, timeout_s=0.2)
+        await bridge.bridge(grove._answer, grove._service.wait_turn(slow, ASK_S * 20), 0.2)
     assert await aio.cancel(slow)
 
 

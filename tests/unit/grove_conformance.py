@@ -8,7 +8,8 @@ from __future__ import annotations
 from grove.server.client import RemoteGrove, RemoteMessage, RemoteRecord
 from grove.server.remote_reads import RemoteReads
 from grove.server.remote_turn import RemoteTurn
-from grove.supervisor.api import Grove, Turn
+from grove.supervisor.api import Grove
+from grove.supervisor.api_turn import Turn
 from grove.supervisor.contract import AgentView, GroveAPI, MessageView, ReadsAPI, TurnAPI
 from grove.supervisor.reads import StoreReads
 from grove.supervisor.store.records import AgentRecord, MessageRecord

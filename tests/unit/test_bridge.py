@@ -127,11 +127,8 @@ async def test_a_bridged_iterator_steps_a_sync_generator() -> None:
 
 def public_methods() -> dict[str, Callable[..., Any]]:
     """Grove's public methods: what AsyncGrove has a twin of."""
-    return {
-        name: member
-        for name, member in vars(Grove).items()
-        if not name.startswith("_") and inspect.isfunction(member)
-    }
+    members = inspect.getmembers(Grove, inspect.isfunction)
+    return {name: member for name, member in members if not name.startswith("_")}
 
 
 def kind_of(method: Callable[..., Any]) -> str:

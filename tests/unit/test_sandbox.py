@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grove.actors.agent import ToolError
+from grove.actors.agent.tool import ToolError
 from grove.actors.sandbox_limits import SandboxLimits
 from grove.actors.tools.editing import editing_tools
 from grove.actors.tools.sandbox import SandboxPolicy, bwrap_arguments
@@ -90,8 +90,8 @@ def test_secrets_are_hidden_after_the_root_is_mounted(tmp_path: Path) -> None:
 
 
 def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from grove.supervisor import Grove
     from grove.supervisor.config import load_settings
+    from grove.supervisor.deployment import sandbox_policy
     from grove.supervisor.errors import ConfigError
 
     monkeypatch.setenv("GROVE_CONFIG_FILE", str(tmp_path / "config.toml"))
@@ -100,7 +100,7 @@ def test_the_config_sets_the_hosts_policy(tmp_path: Path, monkeypatch: pytest.Mo
         'cpu_s = 30\nenv = ["PROJECT_FLAG"]\n'
     )
     store = tmp_path / "grove.sqlite3"
-    policy = Grove(settings=load_settings(store=f"sqlite:///{store}"))._sandbox_policy()
+    policy = sandbox_policy(load_settings(store=f"sqlite:///{store}"))
     assert policy.mode == "read-only" and policy.network and policy.writable == ()
     assert policy.limits == SandboxLimits(cpu_s=30) and policy.env == ("PROJECT_FLAG",)
     assert policy.hidden == ("/srv/keys", str(store), f"{store}-wal", f"{store}-shm")
