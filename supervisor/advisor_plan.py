@@ -1,5 +1,5 @@
 """The deployment's advisor settings, resolved once: which reviewers watch, on which models,
-where and how strictly; the desk that runs them is advice.py's.
+where and how strictly; the desk that runs them is advisor_desk.py's.
 """
 
 from __future__ import annotations

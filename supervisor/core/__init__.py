@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from grove.supervisor.advice import AdvisorDesk
+from grove.supervisor.advisor_desk import AdvisorDesk
 from grove.supervisor.core.mail import Mail
 from grove.supervisor.core.parts import BudgetGuard, CoreParts
 from grove.supervisor.fork_cache import ForkCaches

@@ -19,7 +19,7 @@ from grove.supervisor.supervision import RestartIntensity
 from grove.supervisor.turns import LiveAgent
 
 if TYPE_CHECKING:
-    from grove.supervisor.advice import AdvisorDesk
+    from grove.supervisor.advisor_desk import AdvisorDesk
     from grove.supervisor.fork_cache import ForkCaches
 
 
