@@ -1,1 +1,3 @@
-"""The HTTP API's routes, one router per resource; server/app.py assembles them."""
+"""The HTTP API's routes, one router per resource, each a function of what it serves;
+server/app.py assembles them. No route is defined anywhere else.
+"""

@@ -57,6 +57,8 @@ class CommandIn(BaseModel):
 
 
 class ForkIn(BaseModel):
+    """`fork_many`'s parameters: each field but prompts, model and budget goes as it is."""
+
     prompts: list[Text] = Field(min_length=1, max_length=MAX_FORKS)
     model: Name | None = None
     system: Text | None = Field(default=None, description="the children's, not the parent's")
@@ -123,19 +125,10 @@ def agents_router(grove: Grove) -> APIRouter:
 
     @router.post("/api/agents/{agent}/fork", status_code=201)
     def fork(agent: str, body: ForkIn) -> dict[str, list[str]]:
+        options = body.model_dump(exclude={"prompts", "model", "budget"})  # fork_many's own
+        parent = grove.agent(agent).uuid
         budget = budget_of(body.budget)
-        children = grove.fork_many(
-            grove.agent(agent).uuid,
-            body.prompts,
-            body.model,
-            system=body.system,
-            advisor=body.advisor,
-            keys=body.keys,
-            budget=budget,
-            workspace=body.workspace,
-            output_type=body.output_type,
-            output_retries=body.output_retries,
-        )
+        children = grove.fork_many(parent, body.prompts, body.model, budget=budget, **options)
         return {"children": children}
 
     @router.post("/api/agents/{agent}/kill")
