@@ -37,9 +37,8 @@ from grove.providers.errors import GroveError
 from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
-    from grove.server.client import RemoteGrove
-    from grove.supervisor.api import Grove
     from grove.supervisor.batch import OutputLog
+    from grove.supervisor.contract import GroveAPI
 
 EXIT_INTERRUPTED = 130
 
@@ -211,7 +210,7 @@ class Ending:
 
 
 def run_plan(
-    grove: Grove | RemoteGrove,
+    grove: GroveAPI,
     plan: BatchPlan,
     log: OutputLog,
     root_options: dict[str, Any],
