@@ -1,4 +1,4 @@
-"""`SupervisorCore`: the control plane's logic, one job a module: the tree (tree.py), placement,
+"""`SupervisorCore`: the control plane's logic, one job a module: state, the tree, placement,
 the turn protocol, recovery, forks and mail, each class building on the one before it.
 """
 
@@ -15,7 +15,8 @@ from grove.supervisor.fork_cache import ForkCaches
 class SupervisorCore(Mail):
     """The whole core: its state and every job's methods, with the desks that take it whole
     (reviewers, fork caches, and the budgets, which `budgets` makes from it: budget.py reads
-    the core, so the core does not import it). Plain asyncio; the Ray actor wraps it."""
+    the core, so the core does not import it). Plain asyncio: what Grove and the hosts ask
+    reaches it through lifecycle.py and the surfaces beside it, which the Ray actor is."""
 
     def __init__(self, parts: CoreParts, budgets: Callable[[SupervisorCore], BudgetGuard]) -> None:
         super().__init__(parts)
