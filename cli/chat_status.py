@@ -90,9 +90,8 @@ class StatusLine:
             context = self._grove.dispatch(self._session, "/context", STATUS_ORIGIN)
         except GroveError:  # the line keeps what it showed; the chat goes on
             return
-        name = getattr(record, "name", None)
         self._update(
-            agent=name or focus[:SHORT_ID],
+            agent=record.name or focus[:SHORT_ID],
             model=record.model,
             thinking=record.thinking_level,
             used=int(context.data.get("used", 0)) if context.ok else 0,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -210,11 +210,11 @@ def mcp_server(fleet: Fleet) -> MCPServer:
         lifespan=started,
     )
 
-    async def on_fleet(method: str, *args: Any) -> dict[str, Any]:
+    async def on_fleet(method: Callable[..., dict[str, Any]], *args: Any) -> dict[str, Any]:
         """A Fleet method in a worker thread (the protocol's loop goes on meanwhile); Grove's
         refusals and bad arguments come back as the tool's error."""
         try:
-            found: dict[str, Any] = await to_thread.run_sync(getattr(fleet, method), *args)
+            found = await to_thread.run_sync(method, *args)
         except (GroveError, ValueError) as exc:  # the caller's to read: said as it is
             raise ToolError(str(exc)) from exc
         return found
@@ -225,7 +225,7 @@ def mcp_server(fleet: Fleet) -> MCPServer:
     ) -> dict[str, Any]:
         """Run one prompt through a new root agent and return its answer: `text` (or `error`),
         usage, cost and the root's id in `agent` (to fork from or read later)."""
-        return await on_fleet("run", prompt, model, system)
+        return await on_fleet(fleet.run, prompt, model, system)
 
     @server.tool()
     async def grove_fork(
@@ -236,7 +236,7 @@ def mcp_server(fleet: Fleet) -> MCPServer:
         """Fork one child of `agent` per prompt (each starts from the agent's conversation so
         far) and start them all at once; returns the children's ids, in order, without
         waiting: read their answers with grove_wait."""
-        return await on_fleet("fork", agent, prompts, model)
+        return await on_fleet(fleet.fork, agent, prompts, model)
 
     @server.tool()
     async def grove_wait(
@@ -245,13 +245,13 @@ def mcp_server(fleet: Fleet) -> MCPServer:
     ) -> dict[str, Any]:
         """Wait for the agents' turns to end, at most `timeout_s` seconds in all; `results`
         holds each finished agent's answer by id, `pending` the ids still running."""
-        return await on_fleet("wait", agents, timeout_s)
+        return await on_fleet(fleet.wait, agents, timeout_s)
 
     @server.tool()
     async def grove_agents() -> dict[str, Any]:
         """The running and stopped agents of the sessions this server made (and of those it was
         given), oldest first: id, parent, model, state, usage."""
-        return await on_fleet("agents")
+        return await on_fleet(fleet.agents)
 
     @server.tool()
     async def grove_batch(
@@ -264,6 +264,6 @@ def mcp_server(fleet: Fleet) -> MCPServer:
         """Run tasks (prompts, or {id, prompt, model, system}) as children of one new root that
         holds the shared `context`, many at once, and return every task's record (id, status,
         text or error, usage, cost) when all have ended."""
-        return await on_fleet("batch", tasks, model, context)
+        return await on_fleet(fleet.batch, tasks, model, context)
 
     return server

@@ -45,6 +45,7 @@ class RemoteRecord:
     """What a command needs of an agent's record (an `AgentView`)."""
 
     uuid: str
+    name: str | None = None
     parent_uuid: str | None = None
     provider: str | None = None
     model: str | None = None
@@ -53,7 +54,7 @@ class RemoteRecord:
 
 
 def record_of(data: dict[str, Any]) -> RemoteRecord:
-    fields = ("parent_uuid", "provider", "model", "thinking_level")
+    fields = ("name", "parent_uuid", "provider", "model", "thinking_level")
     given = {name: data.get(name) for name in fields}
     return RemoteRecord(data["uuid"], **given, metadata=data.get("metadata") or {})
 
