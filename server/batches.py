@@ -1,7 +1,7 @@
 """The service's batches: each runs in a thread of its own on the service's Grove through the
-batch pipeline (supervisor/batch/), keeps its records in a file, and streams them to whoever
-follows (`grove batch` with a service up), with ticks while none finishes and an end. A restarted
-service takes up the batches it had not finished (server/batch_files.py).
+batch pipeline (supervisor/batch/) and keeps its records in a file, which server/routes/
+batches.py streams to whoever follows. A restarted service takes up the batches it had not
+finished (server/batch_files.py).
 """
 
 from __future__ import annotations
