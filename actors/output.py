@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from grove.actors.errors import AnswerError
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES, JSONObject, OutputSchema
 from grove.providers.linear_regex import CompiledPattern, compile_re2
 from grove.providers.output_dialects import without_optional_nulls
@@ -36,10 +37,6 @@ CHECK_TIMEOUT_S = 10.0
 # thread cannot be stopped), so they are few, and never the event loop's own.
 _CHECKING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="grove-answer-check")
 RETRY_KIND = "output_retry"  # the stored message that sends an answer's problems back
-
-
-class AnswerError(Exception):
-    """An answer that is not the JSON asked for; the text says what is wrong, for the model."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from grove.actors.errors import BudgetCut, BudgetStop
 from grove.providers.base import AssistantTurn, Message, ProviderName, Request, TextPart, Usage
 from grove.providers.pricing import cost_usd
 from grove.providers.stream_events import (
@@ -38,19 +39,6 @@ class BudgetPort(Protocol):
     async def settle(self, uuid: str, hold: Any, tokens: int, cost_usd: float) -> None:
         """After the request: give back the hold, count what it used."""
         ...
-
-
-class BudgetStop(Exception):
-    """The tree's budget is spent: no new request starts (the text says which limit)."""
-
-
-class BudgetCut(BudgetStop):
-    """A reply was cut off at the budget's limit; `turn` is what streamed, with its usage
-    estimated (the provider reports none for a reply stopped early)."""
-
-    def __init__(self, text: str, turn: AssistantTurn) -> None:
-        super().__init__(text)
-        self.turn = turn
 
 
 class ReplyGuard:

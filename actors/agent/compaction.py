@@ -10,6 +10,7 @@ from typing import Any
 from grove.actors.agent.choice import ModelChoice
 from grove.actors.agent.steps import STORED
 from grove.actors.agent.tool import Emit
+from grove.actors.errors import ContextRecoveryError
 from grove.actors.transcript import to_messages
 from grove.actors.turn_result import TurnResult
 from grove.providers.base import Message
@@ -20,10 +21,6 @@ from grove.providers.stream_events import ProviderWarning
 # Asks the supervisor to compact an agent's context (`overflow`, `incomplete` or `threshold`,
 # with the context tokens the host measured); the compacted conversation, or None if declined.
 Recover = Callable[[str, str, int], Awaitable["list[Any] | None"]]
-
-
-class ContextRecoveryError(Exception):
-    """The context was compacted and the request still did not fit, or it could not be."""
 
 
 class ContextRecovery:

@@ -10,9 +10,10 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
-from grove.actors.agent.budget_guard import BudgetCut, BudgetPort, ReplyGuard
+from grove.actors.agent.budget_guard import BudgetPort, ReplyGuard
 from grove.actors.agent.estimates import UNBILLED, estimated_bill
 from grove.actors.agent.tool import Emit, Tool
+from grove.actors.errors import BudgetCut
 from grove.actors.telemetry import Tracing
 from grove.providers.base import (
     AssistantTurn,

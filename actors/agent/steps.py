@@ -9,6 +9,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 
+from grove.actors.errors import StepRefused
 from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import Message, ToolCallPart, ToolResultPart
 
@@ -18,10 +19,6 @@ from grove.providers.base import Message, ToolCallPart, ToolResultPart
 StoreSteps = Callable[[list[tuple[int, NewEntry]]], Awaitable[list[int] | None]]
 INTERRUPTED_FACT = "interrupted"
 STORED = "message_id"  # in an entry's data: the message is in the store already
-
-
-class StepRefused(Exception):
-    """The supervisor would not store a step: another run of this turn has taken it over."""
 
 
 def open_calls(history: Sequence[Message]) -> list[ToolCallPart]:

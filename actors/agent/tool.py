@@ -1,5 +1,5 @@
 """What a tool is to an agent: `Tool` (its schema and the coroutine that runs it), its output,
-the `ToolError` it raises for the model to read, and the lines a turn's watchers see of it.
+and the lines a turn's watchers see of it (a failing tool raises ToolError, actors/errors.py).
 """
 
 from __future__ import annotations
@@ -39,15 +39,6 @@ class Tool:
         if callable(self.idempotent):
             return self.idempotent(arguments)
         return self.idempotent
-
-
-class ToolError(Exception):
-    """Raised by a tool: its text is the error result the model sees, as it is; `detail`
-    (a traceback) goes to the event log instead."""
-
-    def __init__(self, text: str, *, detail: str = "") -> None:
-        super().__init__(text)
-        self.detail = detail
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from grove.actors.agent.steps import INTERRUPTED_FACT, interrupted_text
-from grove.actors.agent.tool import Emit, Tool, ToolActivity, ToolError, ToolOutput, preview
+from grove.actors.agent.tool import Emit, Tool, ToolActivity, ToolOutput, preview
+from grove.actors.errors import ToolError
 from grove.actors.telemetry import Tracing
 from grove.providers.accumulate import INVALID_ARGUMENTS
 from grove.providers.base import ImageData, ToolCallPart, ToolResultPart

@@ -14,9 +14,9 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from grove.actors.agent.budget_guard import BudgetCut, BudgetPort
+from grove.actors.agent.budget_guard import BudgetPort
 from grove.actors.agent.choice import ModelChoice, ProviderFactory
-from grove.actors.agent.compaction import ContextRecovery, ContextRecoveryError, Recover
+from grove.actors.agent.compaction import ContextRecovery, Recover
 from grove.actors.agent.masking import MaskedEmit, masked_entry
 from grove.actors.agent.metering import (
     FleetPort,
@@ -30,7 +30,8 @@ from grove.actors.agent.metering import (
 from grove.actors.agent.steps import StoreSteps, TurnSteps, open_calls
 from grove.actors.agent.tool import Emit, Tool, ToolActivity, preview
 from grove.actors.agent.tool_runner import ToolRunner
-from grove.actors.output import RETRY_KIND, AnswerError, OutputType, check_answer, retry_text
+from grove.actors.errors import AnswerError, BudgetCut, ContextRecoveryError
+from grove.actors.output import RETRY_KIND, OutputType, check_answer, retry_text
 from grove.actors.telemetry import NO_TRACING, TraceParent, Tracing
 from grove.actors.transcript import entry_to_message, parts_to_data
 from grove.actors.turn_result import NewEntry, TurnResult

@@ -15,10 +15,9 @@ from typing import Any
 import ray
 
 from grove.actors.advisor_messages import ReviewReport
-from grove.actors.agent.budget_guard import BudgetStop
-from grove.actors.agent.tool import ToolError
 from grove.actors.coalesce import Coalescer
 from grove.actors.contract import TOOL_CALL_TIMEOUT_S, SupervisorAPI
+from grove.actors.errors import BudgetStop, ToolError, ToolRefused
 from grove.actors.host.tickets import Ticket
 from grove.actors.ray_proxy import RayProxy, waited
 from grove.actors.telemetry import Tracing
@@ -29,10 +28,6 @@ from grove.providers.stream_events import RateLimitLeft
 
 # What a lost record upward may meet: its call timed out, the supervisor is gone or refused it.
 LOST_CALL_ERRORS = (TimeoutError, ray.exceptions.RayError, GroveError)
-
-
-class ToolRefused(ToolError):
-    """The supervisor refused a tool call; the text says why (the model is told, as is)."""
 
 
 class FleetGate:

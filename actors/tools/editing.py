@@ -13,7 +13,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from grove.actors.agent.tool import Tool, ToolError
+from grove.actors.agent.tool import Tool
+from grove.actors.errors import ToolError
 from grove.actors.tools.python import capped, python_tool, tool
 from grove.actors.tools.sandbox import SandboxPolicy
 from grove.actors.tools.sandbox_run import KILL_GRACE_S, run_process

@@ -18,7 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from grove.actors.agent.tool import Tool, ToolError, ToolOutput
+from grove.actors.agent.tool import Tool, ToolOutput
+from grove.actors.errors import ToolError
 from grove.actors.tools.grant import MCP_PREFIX
 from grove.actors.tools.mcp_stdio import StdioServer, kill_group, stdio_transport
 from grove.actors.tools.python import capped

@@ -17,7 +17,8 @@ from typing import Any, TypeVar, get_type_hints, overload
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from grove.actors.agent.tool import Tool, ToolError
+from grove.actors.agent.tool import Tool
+from grove.actors.errors import ToolError
 from grove.providers.base import ToolSpec
 from grove.providers.errors import GroveError
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
-from grove.actors.agent.tool import ToolError
+from grove.actors.errors import ToolError
 from grove.actors.sandbox_limits import (
     MB,
     SandboxLimits,

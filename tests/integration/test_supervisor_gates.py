@@ -12,16 +12,10 @@ from typing import Any
 import pytest
 import ray
 
-from grove.actors.agent.budget_guard import BudgetStop
 from grove.actors.agent.choice import ModelChoice
 from grove.actors.contract import SupervisorAPI
-from grove.actors.host.supervisor_gates import (
-    BudgetGate,
-    FleetGate,
-    ToolGate,
-    ToolRefused,
-    TurnRecords,
-)
+from grove.actors.errors import BudgetStop, ToolRefused
+from grove.actors.host.supervisor_gates import BudgetGate, FleetGate, ToolGate, TurnRecords
 from grove.actors.host.tickets import Ticket
 from grove.actors.ray_proxy import RayProxy
 from grove.actors.telemetry import NO_TRACING

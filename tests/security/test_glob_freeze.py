@@ -20,7 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grove.actors.agent.tool import ToolError
+from grove.actors.errors import ToolError
 from grove.actors.tools.bounds import WorkBudget
 from grove.actors.tools.editing import editing_tools
 from grove.actors.tools.readonly import find_files, readonly_tools, search_files

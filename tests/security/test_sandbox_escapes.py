@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import ray
 
-from grove.actors.agent.tool import ToolError
+from grove.actors.errors import ToolError
 from grove.actors.tools.editing import editing_tools
 from grove.actors.tools.sandbox import SandboxPolicy
 from grove.supervisor import Grove

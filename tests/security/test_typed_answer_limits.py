@@ -17,7 +17,8 @@ from pydantic import BaseModel, field_validator
 from ray import cloudpickle
 
 from grove.actors import output as answers
-from grove.actors.output import MAX_ANSWER_DEPTH, AnswerError, OutputType, check_answer, read_answer
+from grove.actors.errors import AnswerError
+from grove.actors.output import MAX_ANSWER_DEPTH, OutputType, check_answer, read_answer
 from grove.providers.errors import OutputSchemaError
 from grove.providers.output_schema import checked_schema
 from grove.supervisor import Grove

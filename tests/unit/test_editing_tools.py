@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from grove.actors.agent.tool import Tool, ToolError
+from grove.actors.agent.tool import Tool
+from grove.actors.errors import ToolError
 from grove.actors.tools.editing import BASH_OUTPUT_CHARS, MAX_WRITE_BYTES, editing_tools
 from grove.actors.tools.sandbox import SandboxPolicy, command_environment
 from tests.unit.loop_checks import all_gone, appears, with_ticks

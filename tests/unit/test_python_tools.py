@@ -15,8 +15,9 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, Field
 
 from grove.actors.agent.choice import ModelChoice
-from grove.actors.agent.tool import Tool, ToolError
+from grove.actors.agent.tool import Tool
 from grove.actors.agent.turn_loop import Agent
+from grove.actors.errors import ToolError
 from grove.actors.tools.python import (
     RESULT_CAP_CHARS,
     ToolDefinitionError,

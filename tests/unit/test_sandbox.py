@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from grove.actors.agent.tool import ToolError
+from grove.actors.errors import ToolError
 from grove.actors.sandbox_limits import SandboxLimits
 from grove.actors.tools.editing import editing_tools
 from grove.actors.tools.sandbox import SandboxPolicy, bwrap_arguments
