@@ -80,7 +80,7 @@ class Grove(SupervisorCalls):
         self._made_supervisor = False  # this Grove made the supervisor (and so stops it)
         self._approvers: dict[str, Approver] = {}
         self._outputs = OutputModels()
-        self._mcp = McpListings(self.settings)
+        self._mcp = McpListings()
         self.supervisor: Any = None  # the Supervisor actor's handle, once started
         self._link: SupervisorLink | None = None
         self.turn_starts = TurnStarts(self._link_started)
@@ -175,7 +175,7 @@ class Grove(SupervisorCalls):
             tools = [tools]  # one tool given on its own
         resolved = resolve_tools(tools)
         entries = resolved.metadata() if resolved.names else {}
-        mcp = self._mcp.tools(resolved.names)
+        mcp = self._mcp.tools(resolved.names, self.settings)
         if mcp:
             entries["mcp_tools"] = mcp
         if resolved.names:

@@ -21,18 +21,18 @@ class McpListings:
     """The tools of each MCP server configuration listed or being listed (a future each,
     settled by whoever lists it; the lock guards the dict, no wait)."""
 
-    def __init__(self, settings: GroveSettings) -> None:
-        self._settings = settings
+    def __init__(self) -> None:
         self._listings: dict[McpServerConfig, Future[list[ListedTool]]] = {}
         self._lock = threading.Lock()
 
-    def tools(self, names: Sequence[str]) -> list[dict[str, Any]]:
-        """The schemas of the MCP tools `names` grants, listed from each server the first
-        time this Grove needs it with that configuration (same command, arguments and
-        environment, same tools), once however many roots ask at once; a server that cannot
-        be started is a warning each time, and its tools are left out."""
+    def tools(self, names: Sequence[str], settings: GroveSettings) -> list[dict[str, Any]]:
+        """The schemas of the MCP tools `names` grants, as `settings` configures their
+        servers: listed from each server the first time this Grove needs it with that
+        configuration (same command, arguments and environment, same tools), once however
+        many roots ask at once; a server that cannot be started is a warning each time, and
+        its tools are left out."""
         wanted = {name[len(MCP_PREFIX) :].split("__")[0] for name in names if is_mcp(name)}
-        servers = mcp_servers(self._settings)
+        servers = mcp_servers(settings)
         unknown = sorted(wanted - set(servers))
         if unknown:
             raise CommandError(f"no MCP server named {', '.join(unknown)} is configured")
