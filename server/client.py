@@ -8,12 +8,18 @@ import contextlib
 import json
 import time
 from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Self
 
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
 from grove.providers.errors import GroveError
 from grove.server.files import ServiceState, read_state
+from grove.server.remote_records import (
+    RemoteMessage,
+    RemoteRecord,
+    message_of,
+    record_of,
+    typed_fields,
+)
 from grove.server.remote_turn import RemoteTurn
 from grove.server.service_link import RemoteError, ServiceGone, ServiceLink, healthy
 from grove.server.wire import HeldStream
@@ -38,41 +44,6 @@ EARLY_ENDS_ALLOWED = 5  # a batch's stream ended early this often in a row by on
 
 class BatchStopped(GroveError):
     """A batch in the service ended early; the text is why (its error's type and text)."""
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteRecord:
-    """What a command needs of an agent's record (an `AgentView`)."""
-
-    uuid: str
-    name: str | None = None
-    parent_uuid: str | None = None
-    provider: str | None = None
-    model: str | None = None
-    thinking_level: str | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)  # its `tool_policy` alone
-
-
-def record_of(data: dict[str, Any]) -> RemoteRecord:
-    fields = ("name", "parent_uuid", "provider", "model", "thinking_level")
-    given = {name: data.get(name) for name in fields}
-    return RemoteRecord(data["uuid"], **given, metadata=data.get("metadata") or {})
-
-
-@dataclass(frozen=True, slots=True)
-class RemoteMessage:
-    """A message the service stored (a `MessageView`)."""
-
-    id: int
-    kind: str
-    content: str
-
-
-def typed_fields(output_type: OutputSchema | None, output_retries: int) -> dict[str, Any]:
-    """What a request carries of an output type: nothing without one."""
-    if output_type is None:
-        return {}
-    return {"output_type": output_type, "output_retries": output_retries}
 
 
 class RemoteGrove:
@@ -188,7 +159,7 @@ class RemoteGrove:
     def seed(self, agent: str, entries: list[tuple[str, str]]) -> list[RemoteMessage]:
         """As `Grove.seed`: the messages appended to `agent`'s history, running no turn."""
         stored = self.link.json("POST", f"/api/agents/{agent}/seed", {"messages": entries})
-        return [RemoteMessage(m["id"], m["kind"], m["content"]) for m in stored["messages"]]
+        return [message_of(message) for message in stored["messages"]]
 
     def fork_many(
         self,
@@ -279,6 +250,28 @@ class RemoteGrove:
         text: str = answer["text"]
         return text
 
+    def advice(self, agent: str) -> list[RemoteMessage]:
+        """As `Grove.advice`: the advisor cards delivered to `agent`, oldest first."""
+        found = self.link.json("GET", f"/api/agents/{agent}/advice")
+        return [message_of(message) for message in found["advice"]]
+
+    def watch(self, agent: str) -> Iterator[tuple[str, str]]:
+        """As `Grove.watch`: the deltas of the agent's turn in progress, to its end."""
+        for event, data in self.link.stream_events("GET", f"/api/agents/{agent}/stream"):
+            if event == "delta":
+                delta = json.loads(data)
+                yield delta["kind"], delta["text"]
+
+    def attend_approvals(self, session: str, on: bool) -> None:
+        """As `Grove.attend_approvals`: the session's approval requests come in its streams."""
+        self.link.json("POST", f"/api/sessions/{session}/approvals", {"attend": on})
+
+    def answer_approval(self, request_id: str, decision: str) -> str:
+        """As `Grove.answer_approval`: "y", "n" or "a" (always, for this session)."""
+        found = self.link.json("POST", f"/api/approvals/{request_id}", {"decision": decision})
+        text: str = found["text"]
+        return text
+
     def set_approver(self, session: str, approver: Approver | None) -> None:
         """Who answers "may this tool run?" for the session (see `Grove.set_approver`): the
         service sends the requests in the turn's stream, this process asks, the service is
@@ -287,8 +280,7 @@ class RemoteGrove:
             self.approvers.pop(session, None)
         else:
             self.approvers[session] = approver
-        attend = {"attend": approver is not None}
-        self.link.json("POST", f"/api/sessions/{session}/approvals", attend)
+        self.attend_approvals(session, approver is not None)
 
     def approve(self, notice: str) -> None:
         from grove.supervisor.approvals import ApprovalRequest
@@ -296,7 +288,7 @@ class RemoteGrove:
         request = ApprovalRequest(**json.loads(notice))
         approver = self.approvers.get(request.session)
         decision = approver(request) if approver is not None else "n"
-        self.link.json("POST", f"/api/approvals/{request.request}", {"decision": decision})
+        self.answer_approval(request.request, decision)
 
     # --- batches ------------------------------------------------------------------------------
 

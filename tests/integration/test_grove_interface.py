@@ -1,6 +1,7 @@
-"""The Grove interface does over HTTP what it does locally: the options RemoteGrove once lacked
+"""The Grove interface does over HTTP what it does locally: what RemoteGrove once lacked
 (fork_many's system prompt, advisor, keys and output type; typed send and ask; seed's
-messages; create_root's isolation) reach the service and give what a local Grove's give.
+messages; create_root's isolation; advice, watch and approvals) reaches the service and gives
+what a local Grove gives.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ def forked(grove: Grove, via: GroveAPI, key: str) -> dict[str, Any]:
     (child,) = children
     result = via.wait_turn(child, TIMEOUT_S)
     assert result is not None and result.ok, result
+    grove.wait_reviews(child, TIMEOUT_S)
     return {
         "isolation": grove.agent(root).metadata.get("isolation"),
         "seeded": [(message.kind, message.content) for message in seeded],
@@ -66,6 +68,8 @@ def forked(grove: Grove, via: GroveAPI, key: str) -> dict[str, Any]:
         "child_of": grove.agent(child).parent_uuid == root,
         "system": grove.agent(child).metadata.get("system"),
         "reviewers": [agent.role for agent in watchers(grove, child)],
+        "advice": [(card.kind, card.content) for card in via.advice(child)],
+        "advice_here": [(card.kind, card.content) for card in grove.advice(child)],
         "output": sorted(result.output or {}),
         "output_type": type(result.output).__name__,
     }
@@ -87,7 +91,13 @@ def test_fork_many_takes_every_option_through_the_service_as_locally(
 ) -> None:
     local = forked(grove, grove, "interface-local")
     served = forked(grove, remote, "interface-served")
-    assert served == local
+    assert {**served, "advice": None, "advice_here": None} == {
+        **local,
+        "advice": None,
+        "advice_here": None,
+    }
+    for made in (local, served):
+        assert made["advice"] == made["advice_here"]  # what the service says is what it holds
     assert local["isolation"] == "process" and local["seeded_ids"] and local["child_of"]
     assert local["seeded"] == [("user", "The door is red."), ("assistant", "Noted.")]
     assert local["system"] == "Answer as JSON." and local["reviewers"] == ["advisor"]
@@ -105,3 +115,20 @@ def test_a_typed_prompt_answers_typed_through_the_service_as_locally(
         plain = via.ask(root, "Say anything.", TIMEOUT_S)
         answers.append([sorted(sent.output), sorted(asked.output), plain.output])
     assert answers == [[["ok"], ["ok"], None]] * 2
+
+
+def test_watching_and_approvals_answer_through_the_service_as_locally(
+    grove: Grove, remote: RemoteGrove
+) -> None:
+    said = []
+    for via in (grove, remote):
+        root = via.create_root(MODEL).uuid
+        via.attend_approvals(root, True)
+        via.attend_approvals(root, False)
+        idle = list(via.watch(root))  # no turn in flight: nothing to watch
+        grove.send(root, "[[sim tokens=30 tps=30]] Go on.")  # under way, whoever watches
+        watched = "".join(text for kind, text in via.watch(root) if kind == "text")
+        ended = via.wait_turn(root, TIMEOUT_S)
+        assert ended is not None and watched == ended.text != ""
+        said.append((idle, via.answer_approval("not-a-request", "y")))
+    assert said == [([], "That request is no longer waiting")] * 2

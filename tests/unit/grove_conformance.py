@@ -5,8 +5,9 @@ reads `ReadsAPI`s. Nothing here runs: tests/unit/test_grove_contract.py has mypy
 
 from __future__ import annotations
 
-from grove.server.client import RemoteGrove, RemoteMessage, RemoteRecord
+from grove.server.client import RemoteGrove
 from grove.server.remote_reads import RemoteReads
+from grove.server.remote_records import RemoteMessage, RemoteRecord
 from grove.server.remote_turn import RemoteTurn
 from grove.supervisor.api import Grove
 from grove.supervisor.api_turn import Turn
