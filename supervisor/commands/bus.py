@@ -20,8 +20,8 @@ from grove.supervisor.commands.registry import (
     plugin_commands,
 )
 from grove.supervisor.commands.reports import REPORT_COMMANDS
-from grove.supervisor.errors import CommandError
 from grove.supervisor.core import SupervisorCore
+from grove.supervisor.errors import CommandError
 
 LEASE_TIMEOUT_S = 120.0
 logger = logging.getLogger(__name__)

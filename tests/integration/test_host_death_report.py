@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import ray
 
-from grove.supervisor.host_deaths import host_died_text
 from grove.supervisor.actor import NAMESPACE, SUPERVISOR_NAME
+from grove.supervisor.host_deaths import host_died_text
 from tests.integration.groves import REPO_ROOT, cli_environment
 from tests.integration.shared_ray import SHARED_RAY
 
