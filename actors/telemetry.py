@@ -1,5 +1,5 @@
 """Tracing as hosts and the supervisor see it: `Tracing` (off: does nothing, no SDK imported),
-`start_tracing`, the `TraceParent` a tree's records carry; the spans are telemetry_otel.py's.
+the `TraceParent` a tree's records carry; the spans, and `start_tracing`, are telemetry_otel.py's.
 """
 
 from __future__ import annotations
@@ -7,12 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from grove.providers.base import AssistantTurn, Request, ToolCallPart, Usage
-
-if TYPE_CHECKING:
-    from grove.actors.telemetry_otel import OtelTracing
 
 TRACE_KEY = "trace"  # where a record's metadata keeps its TraceParent
 TRACES_PATH = "/v1/traces"
@@ -108,22 +105,6 @@ class Tracing:
 
 
 NO_TRACING = Tracing()
-
-
-_STARTED: dict[TelemetrySettings, OtelTracing] = {}
-
-
-def start_tracing(settings: TelemetrySettings | None) -> Tracing:
-    """This process's tracing under `settings` (one exporter per process and settings);
-    NO_TRACING when they are None."""
-    if settings is None:
-        return NO_TRACING
-    tracing = _STARTED.get(settings)
-    if tracing is None:
-        from grove.actors.telemetry_otel import OtelTracing
-
-        tracing = _STARTED[settings] = OtelTracing(settings)
-    return tracing
 
 
 def caller_traceparent() -> str | None:

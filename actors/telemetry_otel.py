@@ -1,5 +1,5 @@
 """Spans of Grove's agents in the GenAI semantic conventions, made and exported over OTLP/HTTP
-by the OpenTelemetry SDK, imported only when tracing is on (telemetry.py starts it).
+by the OpenTelemetry SDK, imported only when tracing is on; `start_tracing` starts it.
 """
 
 from __future__ import annotations
@@ -14,7 +14,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grove.actors.telemetry import NO_SPAN, Span, TelemetrySettings, TraceParent, Tracing
+from grove.actors.telemetry import (
+    NO_SPAN,
+    NO_TRACING,
+    Span,
+    TelemetrySettings,
+    TraceParent,
+    Tracing,
+)
 from grove.providers.base import AssistantTurn, Request, ToolCallPart, Usage
 from grove.providers.secrets import mask
 
@@ -280,3 +287,17 @@ def _usage_attributes(usage: Usage) -> dict[str, int]:
         "gen_ai.usage.input_tokens": usage.input_tokens,
         "gen_ai.usage.output_tokens": usage.output_tokens,
     }
+
+
+_STARTED: dict[TelemetrySettings, OtelTracing] = {}
+
+
+def start_tracing(settings: TelemetrySettings | None) -> Tracing:
+    """This process's tracing under `settings` (one exporter per process and settings);
+    NO_TRACING when they are None."""
+    if settings is None:
+        return NO_TRACING
+    tracing = _STARTED.get(settings)
+    if tracing is None:
+        tracing = _STARTED[settings] = OtelTracing(settings)
+    return tracing

@@ -1,15 +1,11 @@
-"""Wire-neutral request, message, usage and reply types, and the `Provider` protocol (its
+"""Wire-neutral request, message, usage and reply types (the `Provider` protocol and its
 stream's events are stream_events.py's); nothing here knows any vendor's JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol
-
-if TYPE_CHECKING:
-    from grove.providers.stream_events import StreamEvent
+from typing import Any, Literal
 
 ProviderName = Literal["anthropic", "openai", "google"]
 ThinkingLevel = Literal["none", "low", "med", "high"]
@@ -245,19 +241,3 @@ class AssistantTurn:
     @property
     def tool_calls(self) -> tuple[ToolCallPart, ...]:
         return tuple(p for p in self.message.parts if isinstance(p, ToolCallPart))
-
-
-class Provider(Protocol):
-    """One agent's connection to one provider. Never shared between agents."""
-
-    name: ProviderName
-
-    def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
-        """Stream one reply, ending with `Finished`; retries before content are internal."""
-        ...
-
-    async def complete(self, request: Request) -> AssistantTurn:
-        """Stream one reply to its end and return it assembled."""
-        ...
-
-    async def aclose(self) -> None: ...

@@ -1,13 +1,14 @@
-"""The events a provider's stream yields: content deltas, usage, rate limits, retries and the
-assembled reply at the end, as frozen dataclasses told apart by `kind`; one union of them.
+"""The `Provider` protocol and the events its stream yields: content deltas, usage, rate
+limits, retries and the assembled reply at the end, frozen dataclasses told apart by `kind`.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
-from grove.providers.base import AssistantTurn, JSONObject, Usage
+from grove.providers.base import AssistantTurn, JSONObject, ProviderName, Request, Usage
 
 # `index` identifies one content part of the reply; every event with the same index builds
 # the same part. Wire modules emit these; `accumulate.TurnAccumulator` assembles the reply.
@@ -164,3 +165,19 @@ CONTENT_EVENT_KINDS = frozenset(
         "tool_call_arguments",
     }
 )
+
+
+class Provider(Protocol):
+    """One agent's connection to one provider. Never shared between agents."""
+
+    name: ProviderName
+
+    def stream(self, request: Request) -> AsyncIterator[StreamEvent]:
+        """Stream one reply, ending with `Finished`; retries before content are internal."""
+        ...
+
+    async def complete(self, request: Request) -> AssistantTurn:
+        """Stream one reply to its end and return it assembled."""
+        ...
+
+    async def aclose(self) -> None: ...

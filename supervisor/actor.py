@@ -10,7 +10,7 @@ import ray
 
 from grove.actors.collector import tune_collector
 from grove.actors.host.settings import HostSettings
-from grove.actors.telemetry import start_tracing
+from grove.actors.telemetry_otel import start_tracing
 from grove.providers.pricing import set_prices
 from grove.supervisor.advisor_plan import AdvisorPlan
 from grove.supervisor.context import CompactionPlan

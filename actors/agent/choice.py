@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from grove.providers.base import Provider, ProviderName, ThinkingLevel
+from grove.providers.base import ProviderName, ThinkingLevel
+from grove.providers.stream_events import Provider
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -18,7 +18,6 @@ from grove.actors.telemetry import Tracing
 from grove.providers.base import (
     AssistantTurn,
     Part,
-    Provider,
     ProviderName,
     Request,
     ToolCallPart,
@@ -29,6 +28,7 @@ from grove.providers.output import answer_message
 from grove.providers.pricing import cache_saving_usd
 from grove.providers.stream_events import (
     Finished,
+    Provider,
     ProviderWarning,
     RateLimitLeft,
     Retrying,

@@ -39,14 +39,13 @@ from grove.providers.base import (
     AssistantTurn,
     CachePolicy,
     Message,
-    Provider,
     Request,
     ToolCallPart,
     ToolResultPart,
 )
 from grove.providers.errors import ProviderError, is_context_overflow
 from grove.providers.secrets import mask
-from grove.providers.stream_events import ProviderWarning
+from grove.providers.stream_events import Provider, ProviderWarning
 
 MAX_STEPS_PER_TURN = 50
 

@@ -23,12 +23,12 @@ from grove.actors.host.reports import ReportBatcher
 from grove.actors.host.settings import HostSettings
 from grove.actors.host.supervisor_gates import BudgetGate, FleetGate, ToolGate, TurnRecords
 from grove.actors.ray_proxy import RayProxy
-from grove.actors.telemetry import start_tracing
+from grove.actors.telemetry_otel import start_tracing
 from grove.actors.tools.kit import ToolKit
 from grove.actors.tools.readonly import readonly_tools
-from grove.providers.base import Provider
 from grove.providers.factory import create_provider
 from grove.providers.pricing import set_prices
+from grove.providers.stream_events import Provider
 
 
 def provider_factory(settings: HostSettings) -> ProviderFactory:

@@ -11,10 +11,10 @@ from grove.actors.agent.choice import ModelChoice
 from grove.actors.host.core import AgentHostCore, HostParts
 from grove.actors.host.tickets import Ticket
 from grove.actors.turn_result import TurnResult
-from grove.providers.base import Provider
 from grove.providers.factory import create_provider
 from grove.providers.http import Endpoint
 from grove.providers.model_specs import ModelSpec
+from grove.providers.stream_events import Provider
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor.budget import BudgetDesk
 from grove.supervisor.core import SupervisorCore

@@ -28,7 +28,8 @@ from grove.actors.tools.python import (
 )
 from grove.actors.turn_result import TurnResult
 from grove.providers.accumulate import parse_arguments
-from grove.providers.base import Provider, ToolCallPart
+from grove.providers.base import ToolCallPart
+from grove.providers.stream_events import Provider
 from tests.unit.loop_checks import with_ticks
 
 

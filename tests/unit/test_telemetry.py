@@ -12,7 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.actors.telemetry import NO_TRACING, TraceParent, start_tracing
+from grove.actors.telemetry import NO_TRACING, TraceParent
+from grove.actors.telemetry_otel import start_tracing
 from grove.supervisor.config_service import TelemetrySection
 from grove.supervisor.errors import ConfigError
 from grove.supervisor.telemetry import telemetry_settings
@@ -178,7 +179,8 @@ def test_tracing_off_imports_nothing_of_the_sdk() -> None:
         "import sys, tempfile\n"
         "import grove.actors.host.actor, grove.supervisor.actor, grove.supervisor.api\n"
         "import grove.cli.app\n"
-        "from grove.actors.telemetry import start_tracing, caller_traceparent\n"
+        "from grove.actors.telemetry import caller_traceparent\n"
+        "from grove.actors.telemetry_otel import start_tracing\n"
         "from grove.supervisor.store import open_store\n"
         "with tempfile.TemporaryDirectory() as d:\n"
         "    open_store(f'sqlite:///{d}/g.sqlite3').close()\n"
