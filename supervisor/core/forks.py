@@ -127,7 +127,10 @@ class Forks(Recovery):
         prefix = self.fork_caches.prefix(records[0], records[0].fork_message_id, tokens)
         started = await self.fork_caches.start_many(prefix, by_host, hosts, shared)
         for host_id, items, outcome in started:
-            if isinstance(outcome, HostDiedError):
+            if outcome is None:  # begun: a reader may follow each turn on its host now
+                for ticket, _ in items:
+                    self.live(ticket.uuid).started = ticket.ticket_id
+            elif isinstance(outcome, HostDiedError):
                 self._retry_unseen(host_id, [ticket for ticket, _ in items])
             elif isinstance(outcome, BaseException):
                 raise outcome

@@ -132,3 +132,14 @@ def test_watching_and_approvals_answer_through_the_service_as_locally(
         assert ended is not None and watched == ended.text != ""
         said.append((idle, via.answer_approval("not-a-request", "y")))
     assert said == [([], "That request is no longer waiting")] * 2
+
+
+def test_a_forked_childs_turn_is_watched_as_a_roots(grove: Grove, remote: RemoteGrove) -> None:
+    """A child that fork_many started streams to whoever watches it, as a root's turn does
+    (the supervisor knew its turn had begun only for turns begun one by one)."""
+    for via in (grove, remote):
+        root = via.create_root(MODEL).uuid
+        (child,) = via.fork_many(root, ["[[sim tokens=30 tps=30]] Go on."], MODEL)
+        watched = "".join(text for kind, text in via.watch(child) if kind == "text")
+        ended = via.wait_turn(child, TIMEOUT_S)
+        assert ended is not None and watched == ended.text != ""
