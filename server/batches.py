@@ -25,7 +25,7 @@ MAX_BATCH_BYTES = 64 * 1024 * 1024  # what server/gates.py's BodyLimit lets a ba
 
 class BatchRun:
     """A batch the service runs: its progress, its records (a file), its end. `options` are
-    run_batch's (concurrency, advisor, key, workspace, output_retries)."""
+    run_batch's (concurrency, advisor, key, output_retries and the fork options)."""
 
     def __init__(
         self, files: BatchFiles, root: str, totals: Totals, options: dict[str, Any]

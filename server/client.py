@@ -8,7 +8,7 @@ import contextlib
 import json
 import time
 from collections.abc import Generator, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, Unpack
 
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
 from grove.providers.errors import GroveError
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from grove.supervisor.budget_rules import Budget
     from grove.supervisor.commands.registry import CommandOutcome
     from grove.supervisor.contract import Approver, OutputSchema
+    from grove.supervisor.fork_options import ForkOptions
 
 RETURN_WAIT_S = 180.0  # how long a batch's follower waits for a service that stopped
 EARLY_ENDS_ALLOWED = 5  # a batch's stream ended early this often in a row by one service: an error
@@ -171,9 +172,9 @@ class RemoteGrove:
         advisor: str | None = None,
         keys: list[str] | None = None,
         budget: Budget | None = None,
-        workspace: str | None = None,
         output_type: OutputSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[ForkOptions],
     ) -> list[str]:
         """As `Grove.fork_many`: one child of `parent` per prompt, all started; their uuids."""
         body = {
@@ -183,8 +184,8 @@ class RemoteGrove:
             "advisor": advisor,
             "keys": keys,
             "budget": budget.as_dict() if budget is not None else None,
-            "workspace": workspace,
             **typed_fields(output_type, output_retries),
+            **options,
         }
         found = self.link.json("POST", f"/api/agents/{parent}/fork", body)
         children: list[str] = found["children"]
@@ -300,10 +301,10 @@ class RemoteGrove:
         concurrency: int = DEFAULT_CONCURRENCY,
         advisor: str | None = None,
         key: str = "",
-        workspace: str | None = None,
         stop: threading.Event | None = None,
         output_type: OutputSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[ForkOptions],
     ) -> Iterator[Step]:
         """As `Grove.run_batch`, run by the service: its records as they come (`output_type`,
         a JSON schema dict, goes as the `schema` of each task without one). Leaving early
@@ -314,16 +315,15 @@ class RemoteGrove:
 
         default = {} if output_type is None else {"schema": output_type}
         lines = "".join(json.dumps({**default, **task_json(task)}) + "\n" for task in tasks)
-        params = {
+        params: dict[str, Any] = {
             "root": root,
             "concurrency": concurrency,
             "key": key,
             "output_retries": output_retries,
+            "advisor": advisor,
+            **options,
         }
-        if advisor is not None:
-            params["advisor"] = advisor
-        if workspace is not None:
-            params["workspace"] = workspace
+        params = {name: value for name, value in params.items() if value is not None}
         run = self.link.json("POST", "/api/batches", params=params, content=lines.encode())
         records, ended, early_ends = 0, False, 0
         try:

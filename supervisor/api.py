@@ -15,7 +15,7 @@ import uuid as uuidlib
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import ExitStack, suppress
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 import ray
 from pydantic import BaseModel
@@ -37,6 +37,7 @@ from grove.supervisor.budget_rules import Budget
 from grove.supervisor.commands.registry import CommandOutcome
 from grove.supervisor.config import GroveSettings, load_settings
 from grove.supervisor.deployment import model_spec, supervisor_settings
+from grove.supervisor.fork_options import ForkOptions
 from grove.supervisor.local_ray import LocalRay, start_ray
 from grove.supervisor.mcp_listings import McpListings
 from grove.supervisor.model_table import model_rows
@@ -275,9 +276,9 @@ class Grove(SupervisorCalls):
         advisor: str | None = None,
         keys: list[str] | None = None,
         budget: Budget | None = None,
-        workspace: str | None = None,
         output_type: OutputTypeLike | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[ForkOptions],
     ) -> list[str]:
         """Fork one child of `parent` per prompt and start them all; their uuids, in order.
         `system` gives the children that system prompt instead of the parent's; `advisor`
@@ -285,17 +286,16 @@ class Grove(SupervisorCalls):
         host's death resumes on another, its result still stored once: as every turn does);
         `keys` (one per prompt) name the children so that a repeated call returns them;
         `budget` limits what the children and their descendants spend together (on top of
-        the tree's budget); `workspace="worktree"` puts each child in a git worktree of its
-        own (see `fork`), "shared" in the parent's directory (default: `[tools] workspace`);
-        `output_type` makes the children's answers typed (see `create_root`): their results
-        (`wait_any`, `answered`) carry `output`."""
+        the tree's budget); `output_type` makes the children's answers typed (see
+        `create_root`): their results (`wait_any`, `answered`) carry `output`. `options`
+        (supervisor/contract.py ForkOptions: `workspace`, `tools`) go to every child alike."""
         spec, reviewer = self._spec(model), self._spec(advisor)
         output = self._output(parent, output_type, output_retries, model)
         if keys is None:
             keys = [uuidlib.uuid4().hex for _ in prompts]  # makes the call safe to repeat
         children = self._answer(
             self._service.fork_many(
-                parent, prompts, spec, system, reviewer, keys, budget, workspace, output
+                parent, prompts, spec, system, reviewer, keys, budget, output, options
             ),
             600,
         )
@@ -351,15 +351,15 @@ class Grove(SupervisorCalls):
         concurrency: int = DEFAULT_CONCURRENCY,
         advisor: str | None = None,
         key: str = "",
-        workspace: str | None = None,
         stop: threading.Event | None = None,
         output_type: OutputTypeLike | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[ForkOptions],
     ) -> Iterator[Step]:
         """Run `tasks` as forked children of `root`, at most `concurrency` at once (`advisor`:
         a reviewer on each); each finished task's record as it comes, or None when a second
         passed without one. `key` names the batch: a rerun under it takes the answers an
-        interrupted run left instead of running those tasks again. `workspace`: as fork_many's.
+        interrupted run left instead of running those tasks again. `options`: as fork_many's.
         `output_type` types the answers of the tasks without a schema of their own (records
         carry `output`; `invalid_output` for an answer still malformed after `output_retries`).
         `stop` ends the run early, cancelling the tasks in flight (supervisor/batch/ holds the
@@ -369,10 +369,10 @@ class Grove(SupervisorCalls):
             concurrency,
             advisor=advisor,
             key=key,
-            workspace=workspace,
             stop=stop,
             output_type=output_type,
             output_retries=output_retries,
+            options=options,
         )
         return runner.run(root, tasks)
 

@@ -11,11 +11,12 @@ for its types only (it loads Ray): a command through the service starts fast.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self, Unpack
 
 from grove.actors.ray_proxy import repeatable
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
 from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
+from grove.supervisor.fork_options import ForkOptions
 
 if TYPE_CHECKING:
     import threading
@@ -111,9 +112,9 @@ class GroveAPI(Protocol):
         advisor: str | None = None,
         keys: list[str] | None = None,
         budget: Budget | None = None,
-        workspace: str | None = None,
         output_type: OutputSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[ForkOptions],
     ) -> list[str]: ...
     def send(
         self,
@@ -151,10 +152,10 @@ class GroveAPI(Protocol):
         concurrency: int = DEFAULT_CONCURRENCY,
         advisor: str | None = None,
         key: str = "",
-        workspace: str | None = None,
         stop: threading.Event | None = None,
         output_type: OutputSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[ForkOptions],
     ) -> Iterator[Step]: ...
 
 
@@ -215,8 +216,8 @@ class SupervisorService(Protocol):
         advisor: ModelSpec | None = None,
         keys: list[str] | None = None,
         budget: Budget | None = None,
-        workspace: str | None = None,
         output: OutputType | None = None,
+        options: ForkOptions | None = None,
     ) -> list[str]: ...
     async def release_caches(self, agent: str | None) -> int: ...
     async def fork(

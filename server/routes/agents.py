@@ -10,7 +10,14 @@ from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
-from grove.server.routes.fields import MAX_NAMES, Name, Names, Text, store_reads
+from grove.server.routes.fields import (
+    MAX_NAMES,
+    ForkOptionsIn,
+    Name,
+    Names,
+    Text,
+    store_reads,
+)
 from grove.supervisor.api import Grove
 from grove.supervisor.budget_rules import Budget
 from grove.supervisor.tool_files import importable
@@ -56,7 +63,7 @@ class CommandIn(BaseModel):
     origin: str = Field(default="api", max_length=40, description="who typed it, for events")
 
 
-class ForkIn(BaseModel):
+class ForkIn(ForkOptionsIn):
     """`fork_many`'s parameters: each field but prompts, model and budget goes as it is."""
 
     prompts: list[Text] = Field(min_length=1, max_length=MAX_FORKS)
@@ -67,9 +74,6 @@ class ForkIn(BaseModel):
         default=None, max_length=MAX_FORKS, description="one per prompt: a repeat returns them"
     )
     budget: dict[str, Any] | None = None
-    workspace: Literal["shared", "worktree"] | None = Field(
-        default=None, description="worktree: each child in a git worktree of its own"
-    )
     output_type: dict[str, Any] | None = Field(
         default=None, description="a JSON schema (its root an object): the answers typed"
     )

@@ -9,9 +9,9 @@ import json
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 from fastapi.responses import PlainTextResponse
 from sse_starlette.event import ServerSentEvent
 from sse_starlette.sse import EventSourceResponse
@@ -19,6 +19,7 @@ from starlette.concurrency import run_in_threadpool
 
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
 from grove.server.batches import Batches, BatchRun
+from grove.server.routes.fields import ForkOptionsIn
 from grove.supervisor.batch.tasks import read_tasks
 
 TICK_S = 1.0  # a follower hears at least this often while nothing finishes
@@ -38,19 +39,19 @@ def batch_router(batches: Batches) -> APIRouter:
     @router.post("/api/batches", status_code=202)
     async def submit_batch(
         request: Request,
+        fork: Annotated[ForkOptionsIn, Query()],
         model: str | None = None,
         concurrency: int = 16,
         root: str | None = None,
         advisor: str | None = None,
         key: str | None = None,
-        workspace: Literal["worktree", "shared"] | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
     ) -> dict[str, Any]:
         """The body is a TASKS.jsonl file; bad lines are refused before anything runs. The
         tasks become children of `root` (an agent made for the batch), else of a new root on
         `model`; `advisor` puts a reviewer on each; `key` names the batch, so that a batch
-        submitted again under it takes the answers an interrupted one left; `workspace`:
-        "worktree" puts each task in a git worktree of the service's repository. A task with
+        submitted again under it takes the answers an interrupted one left; `fork`'s options
+        (workspace, tools) go to every task's child alike. A task with
         a `schema` answers typed, a malformed answer going back `output_retries` times. The
         batch outlives a restart of the service, which takes it up again."""
         if not 1 <= concurrency <= 10_000:
@@ -72,8 +73,8 @@ def batch_router(batches: Batches) -> APIRouter:
             "concurrency": concurrency,
             "advisor": advisor,
             "key": key,
-            "workspace": workspace,
             "output_retries": output_retries,
+            **fork.model_dump(exclude_none=True),
         }
         run = await run_in_threadpool(batches.submit, body, tasks.tasks, parent, options)
         return run.as_dict()

@@ -1,12 +1,12 @@
-"""What the routers share: the limits of the texts and names a request carries, and the store's
-reads on the service's Grove.
+"""What the routers share: the limits of the texts and names a request carries, the options
+every forked child gets alike (a fork's body, a batch's query), and the store's reads.
 """
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field
+from pydantic import AfterValidator, BaseModel, Field
 
 from grove.supervisor.api import Grove
 from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
@@ -27,6 +27,15 @@ def _within_text_limit(text: str) -> str:
 Text = Annotated[str, AfterValidator(_within_text_limit)]
 Name = Annotated[str, Field(max_length=MAX_NAME_CHARS)]
 Names = Annotated[list[Name], Field(max_length=MAX_NAMES)]
+
+
+class ForkOptionsIn(BaseModel):
+    """supervisor/fork_options.py's ForkOptions as a request carries them: each field goes to
+    fork_many (or run_batch) as it is."""
+
+    workspace: Literal["shared", "worktree"] | None = Field(
+        default=None, description="worktree: each child in a git worktree of its own"
+    )
 
 
 def store_reads(grove: Grove) -> StoreReads:

@@ -13,13 +13,14 @@ import time
 from collections import deque
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
 from grove.providers.errors import GroveError
 from grove.supervisor import bridge
 from grove.supervisor.batch.records import error_record, output_fields, skipped_record, task_record
 from grove.supervisor.errors import BUDGET_EXHAUSTED
+from grove.supervisor.fork_options import ForkOptions
 
 if TYPE_CHECKING:
     from grove.actors.turn_result import TurnResult
@@ -46,9 +47,9 @@ class BatchGrove(Protocol):
         system: str | None = None,
         advisor: str | None = None,
         keys: list[str] | None = None,
-        workspace: str | None = None,
         output_type: Any = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        **options: Unpack[ForkOptions],
     ) -> list[str]: ...
 
     def wait_any(self, agents: list[str], timeout_s: float) -> dict[str, TurnResult | None]: ...
@@ -77,12 +78,12 @@ def is_over_budget(error: str | None) -> bool:
 class BatchRunner:
     """Runs tasks on `grove` under `root` and yields their records as they finish (a None at
     least every WAIT_TICK_S while none does). Tasks an earlier run of the same `key` finished
-    are not run again: their stored answers come first. `workspace="worktree"` forks each
-    task into a git worktree of its own. A task's answer is typed by its own schema, else by
-    `output_type` (a JSON schema dict or a pydantic model), with `output_retries`; an earlier
-    answer that is not checked output (it stayed malformed) is not taken: that task runs
-    again. Setting `stop` cancels
-    the tasks in flight and ends the run; those run again next time."""
+    are not run again: their stored answers come first. `options` (ForkOptions: a worktree
+    each, the tools they keep) go to every task's child alike. A task's answer is typed by
+    its own schema, else by `output_type` (a JSON schema dict or a pydantic model), with
+    `output_retries`; an earlier answer that is not checked output (it stayed malformed) is
+    not taken: that task runs again. Setting `stop` cancels the tasks in flight and ends the
+    run; those run again next time."""
 
     def __init__(
         self,
@@ -91,15 +92,15 @@ class BatchRunner:
         *,
         advisor: str | None = None,
         key: str = "",
-        workspace: str | None = None,
         stop: threading.Event | None = None,
         output_type: Any = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        options: ForkOptions | None = None,
     ) -> None:
         self.grove = grove
         self.output_type = output_type
         self.output_retries = output_retries
-        self.workspace = workspace  # "worktree", "shared", or None: `[tools] workspace`
+        self.options: ForkOptions = options or {}  # every child's alike
         self.concurrency = concurrency
         self.advisor = advisor
         self.key = key
@@ -205,9 +206,9 @@ class BatchRunner:
                     system=system,
                     advisor=self.advisor,
                     keys=[self.child_key(task) for task in group],
-                    workspace=self.workspace,
                     output_type=self.output_of(group[0]),
                     output_retries=self.output_retries,
+                    **self.options,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 if is_over_budget(str(exc)):

@@ -22,6 +22,7 @@ from grove.supervisor.core.lifecycle import HostRoster
 from grove.supervisor.core.parts import CoreParts
 from grove.supervisor.errors import CommandError
 from grove.supervisor.fleet import ProviderLimits
+from grove.supervisor.fork_options import ForkOptions
 from grove.supervisor.forking import fork_child
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.turns import Begun, TurnTicket
@@ -120,13 +121,12 @@ class GroveSurface(HostSurface):
         advisor: ModelSpec | None = None,
         keys: list[str] | None = None,
         budget: Budget | None = None,
-        workspace: str | None = None,
         output: OutputType | None = None,
+        options: ForkOptions | None = None,
     ) -> list[str]:
         """`advisor`: a reviewer on that model watches every child from its first turn;
         `budget`: the children (and theirs) draw on it, besides their tree's budget;
-        `workspace`: "shared" or "worktree" (default: `[tools] workspace`); `output`: their
-        answers are typed."""
+        `output`: their answers are typed; `options` go to the core as they are."""
         self._wake()
 
         async def attach(children: list[AgentRecord]) -> None:
@@ -143,8 +143,8 @@ class GroveSurface(HostSurface):
             before_start=attach,
             keys=keys,
             budget=budget,
-            workspace=workspace,
             output=output,
+            **(options or {}),
         )
         return [record.uuid for record in children]
 
