@@ -80,6 +80,15 @@ def batch_command(
         ),
     ] = False,
     tools: ToolsOption = None,
+    task_tools: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--task-tool",
+            metavar="NAME",
+            help="Keep only this of the root's tools in every task (repeatable; default: all "
+            "of them). A name the root lacks refuses the tasks.",
+        ),
+    ] = None,
     allow: AllowOption = None,
     budget_cost: BudgetCostOption = None,
     budget_tokens: BudgetTokensOption = None,
@@ -167,6 +176,7 @@ def batch_command(
                 "advisor": advisor,
                 "key": batch_key(plan.output),
                 "workspace": "worktree" if worktrees else None,
+                "tools": task_tools,
                 "output_type": plan.schema,
                 "output_retries": output_retries,
             }

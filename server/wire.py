@@ -30,11 +30,12 @@ OBSERVER_HEADER = "x-grove-observer"
 
 
 def query(params: dict[str, Any] | None) -> str:
-    """`?a=1&b=true` (true and false as JSON writes them), or nothing."""
+    """`?a=1&b=true&c=x&c=y` (true and false as JSON writes them, a list as its items), or
+    nothing."""
     if not params:
         return ""
     shown = {k: json.dumps(v) if isinstance(v, bool) else v for k, v in params.items()}
-    return "?" + urlencode(shown)
+    return "?" + urlencode(shown, doseq=True)
 
 
 class Wire:

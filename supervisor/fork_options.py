@@ -13,6 +13,8 @@ class ForkOptions(TypedDict, total=False):
     a CLI option: no Grove, route or surface between passes it on by name.
 
     `workspace`: "shared" (the parent's directory) or "worktree" (a git worktree each;
-    default: `[tools] workspace`)."""
+    default: `[tools] workspace`); `tools`: the names of the parent's tools the children keep
+    (default: all of them; a name the parent lacks refuses the fork)."""
 
     workspace: str | None
+    tools: list[str] | None

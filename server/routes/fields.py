@@ -36,6 +36,9 @@ class ForkOptionsIn(BaseModel):
     workspace: Literal["shared", "worktree"] | None = Field(
         default=None, description="worktree: each child in a git worktree of its own"
     )
+    tools: Names | None = Field(
+        default=None, description="the parent's tools the children keep (default: all)"
+    )
 
 
 def store_reads(grove: Grove) -> StoreReads:

@@ -19,7 +19,7 @@ from grove.supervisor.core.recovery import Recovery
 from grove.supervisor.errors import CommandError, HostDiedError
 from grove.supervisor.rules import NO_MODEL_TEXT
 from grove.supervisor.store.records import AgentRecord, NewMessage
-from grove.supervisor.tool_rules import grant_of
+from grove.supervisor.tool_rules import grant_of, narrowed
 from grove.supervisor.turns import choice_of, fork_end, stored_entry
 
 
@@ -37,6 +37,7 @@ class Forks(Recovery):
         budget: Budget | None = None,
         workspace: str | None = None,
         output: OutputType | None = None,
+        tools: list[str] | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
@@ -46,7 +47,7 @@ class Forks(Recovery):
         (a caller repeating a call cut off by a restart), its turn resumed from its last
         stored step when a restart cut it off too. `workspace="worktree"` gives each
         child a git worktree of its own (supervisor/worktrees.py); `output` makes their
-        answers typed."""
+        answers typed; `tools` narrows what they inherit (as `fork`'s does)."""
         parent = self.agent(parent_uuid)
         if not prompts:
             return []
@@ -71,6 +72,7 @@ class Forks(Recovery):
                         budget,
                         workspace,
                         output,
+                        tools,
                     )
                     if fresh
                     else []
@@ -80,6 +82,12 @@ class Forks(Recovery):
         point = fork_end(self.store, parent)
         system, prompts = instructed(parent, model, system, prompts)
         records = child_records(parent, model, point, len(prompts), system, budget, keys, output)
+        if tools is not None:
+            kept = narrowed(parent.metadata.get("tools", []), tools)
+            records = [
+                record.model_copy(update={"metadata": {**record.metadata, "tools": kept}})
+                for record in records
+            ]
         choices = [choice_of(record) for record in records]
         if None in choices:
             raise CommandError(NO_MODEL_TEXT)

@@ -336,3 +336,22 @@ def test_ctrl_c_stops_cleanly_with_valid_output(tmp_path: Path) -> None:
     assert stdout.startswith("Batch interrupted: 2 ok, 0 failed")
     assert "2 unfinished tasks run again on the next run" in stdout
     assert sorted(r["id"] for r in work.records()) == ["quick-1", "quick-2"]
+
+
+def test_task_tool_narrows_every_tasks_tools_from_the_root(
+    tmp_path: Path, grove: Grove, store_url: str
+) -> None:
+    """`--task-tool` reaches every task's fork as fork_many's `tools`: the batch's root holds
+    none of the default tools, so a task that would keep `todo` is refused, in the fork's
+    own words, while the same batch without the option runs."""
+    work = make_workspace(tmp_path, "", store_url)
+    write_tasks(work.tasks, [{"id": "kept", "prompt": "[[sim tokens=4]] narrow me"}])
+    model = ("--model", "claude-haiku-4-5/low", "--simulate")
+    refused = work.batch_here(str(work.tasks), *model, "--task-tool", "todo")
+    (record,) = work.records()
+    assert refused.returncode == 1 and record["status"] == "error"
+    assert record["error"] == (
+        "fork refused: the parent has no tool todo; a child gets only tools its parent has"
+    )
+    ran = work.batch_here(str(work.tasks), *model)
+    assert ran.returncode == 0 and [r["status"] for r in work.records()][-1] == "ok"

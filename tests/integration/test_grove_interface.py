@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from grove.providers.errors import GroveError
 from grove.server.client import RemoteGrove
 from grove.supervisor import Grove
+from grove.supervisor.batch.tasks import Task
 from grove.supervisor.contract import GroveAPI
 from grove.supervisor.store import open_store
 from grove.supervisor.store.records import AgentRecord
@@ -143,3 +145,37 @@ def test_a_forked_childs_turn_is_watched_as_a_roots(grove: Grove, remote: Remote
         watched = "".join(text for kind, text in via.watch(child) if kind == "text")
         ended = via.wait_turn(child, TIMEOUT_S)
         assert ended is not None and watched == ended.text != ""
+
+
+def test_fork_options_reach_every_child_as_they_are_both_ways(
+    grove: Grove, remote: RemoteGrove
+) -> None:
+    """ForkOptions' `tools` (the option added last) narrows the children's tools through
+    fork_many and run_batch, locally and through the service; a name the parent lacks is
+    refused with the fork's own words before any child is stored."""
+    kept = []
+    vias: tuple[GroveAPI, ...] = (grove, remote)
+    for index, via in enumerate(vias):
+        root = via.create_root(MODEL, tools=["todo", "fork", "wait"]).uuid
+        (child,) = via.fork_many(root, ["Go on."], MODEL, tools=["todo"])
+        task = Task(id=1, key="1", line=1, prompt="Go on.")
+        steps = via.run_batch(root, [task], key=f"narrowed-{index}", tools=["todo"])
+        (record,) = [step for step in steps if step is not None]
+        children = [agent for agent in grove_children(grove, root) if agent.uuid != child]
+        kept.append((grove.agent(child).metadata["tools"], [c.metadata["tools"] for c in children]))
+        before = len(grove_children(grove, root))
+        with pytest.raises(GroveError, match="fork refused: the parent has no tool nope"):
+            via.fork_many(root, ["Go on."], MODEL, tools=["nope"])
+        assert record["status"] == "ok", record["error"]
+        assert len(grove_children(grove, root)) == before
+    assert kept == [(["todo"], [["todo"]])] * 2
+
+
+def grove_children(grove: Grove, parent: str) -> list[AgentRecord]:
+    store = open_store(grove.settings.store)
+    try:
+        return [
+            found for found in store.list_agents(include_ended=True) if found.parent_uuid == parent
+        ]
+    finally:
+        store.close()
