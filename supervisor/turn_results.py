@@ -8,6 +8,9 @@ import asyncio
 import math
 from typing import TYPE_CHECKING, Any
 
+from grove.actors.contract import HostAPI
+from grove.actors.ray_proxy import RayProxy
+
 if TYPE_CHECKING:
     from grove.actors.turn_result import TurnResult
 
@@ -87,9 +90,8 @@ class TurnResults:
         while tickets := {ticket for ticket in tickets if _awaited(waiting, ticket)}:
             self.calls += 1
             try:
-                ended: dict[str, TurnResult | None] = await host.results.remote(
-                    sorted(tickets), RESULTS_SLICE_S
-                )
+                calls = RayProxy[HostAPI](host, HostAPI).call
+                ended = await calls.results(sorted(tickets), RESULTS_SLICE_S)
             except Exception as exc:  # the host died, say: each caller sees it
                 for ticket in tickets:
                     for future, _ in waiting.pop(ticket, []):
