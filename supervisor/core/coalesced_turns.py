@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from grove.actors.agent.choice import ModelChoice
-from grove.actors.contract import HostAPI
+from grove.actors.contract import HOST_CALL_TIMEOUT_S, HostAPI
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
-from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S
 from grove.supervisor.store.records import AgentRecord, NewMessage
 from grove.supervisor.turns import (
     LiveAgent,

@@ -7,10 +7,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from grove.actors.contract import HostAPI
+from grove.actors.contract import HOST_CALL_TIMEOUT_S, HostAPI
 from grove.actors.turn_result import NewEntry
 from grove.supervisor.core.forks import Forks
-from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S
 from grove.supervisor.errors import CommandError
 from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 from grove.supervisor.turns import stored_entry

@@ -18,7 +18,6 @@ from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy
 from grove.supervisor.worktrees import Workspaces
 
-HOST_CALL_TIMEOUT_S = 30.0
 ISOLATION_PROCESS = "process"
 RECOVERING = "recovering"  # the ticket of a turn that a restarted supervisor runs again
 

@@ -9,6 +9,7 @@ import uuid as uuidlib
 from collections.abc import Sequence
 
 from grove.actors.agent.choice import ModelChoice
+from grove.actors.contract import HOST_CALL_TIMEOUT_S
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
@@ -16,7 +17,6 @@ from grove.actors.tools.grant import ToolGrant
 from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import Usage
 from grove.supervisor.budget_rules import budgeted
-from grove.supervisor.core.parts import HOST_CALL_TIMEOUT_S
 from grove.supervisor.core.placement import Placement
 from grove.supervisor.errors import CommandError, StoreError, SupervisorError
 from grove.supervisor.rules import NO_MODEL_TEXT
