@@ -72,12 +72,17 @@ async def test_stop_ends_streams_in_flight_promptly() -> None:
                     pass
 
         streams = [asyncio.create_task(slow_stream()) for _ in range(5)]
-        await asyncio.sleep(0.3)
+        # Every stream's request read, whatever the load: a stream still connecting when
+        # stop() closes the listener would fail to connect instead of being cut off.
+        deadline = time.monotonic() + 20
+        while len(simulator.received) < 5 and time.monotonic() < deadline:
+            await asyncio.sleep(0.02)
+        assert len(simulator.received) == 5
         started = time.monotonic()
         await simulator.stop()
         assert time.monotonic() - started < TTFT_S / 2
         results = await asyncio.gather(*streams, return_exceptions=True)
-    assert all(isinstance(result, httpx.RemoteProtocolError) for result in results)
+    assert [type(result) for result in results] == [httpx.RemoteProtocolError] * 5
 
 
 def test_run_forever_prints_its_url_and_stops_cleanly_on_interrupt() -> None:
