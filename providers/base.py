@@ -9,6 +9,10 @@ from typing import Any, Literal
 
 ProviderName = Literal["anthropic", "openai", "google"]
 ThinkingLevel = Literal["none", "low", "med", "high"]
+# The price tier a request is sent on (SPEC 20): the vendor's ordinary endpoint, its flex
+# tier (OpenAI, Gemini), or its batch API, both at the batch discount.
+Tier = Literal["standard", "flex", "batch"]
+TIERS: tuple[Tier, ...] = ("standard", "flex", "batch")
 THINKING_LEVELS: tuple[ThinkingLevel, ...] = ("none", "low", "med", "high")
 
 JSONObject = dict[str, Any]
@@ -152,7 +156,7 @@ class OutputSchema:
 class Request:
     """What an agent asks of a model. `thinking=None` means the provider's own default;
     `cache=None` asks for no caching (its `CachePoint`s are then left out); `output`, when
-    set, asks for the final answer as JSON of that schema."""
+    set, asks for the final answer as JSON of that schema; `tier` is the price tier it goes on."""
 
     model: str
     messages: tuple[Message, ...]
@@ -162,6 +166,7 @@ class Request:
     max_tokens: int | None = None
     cache: CachePolicy | None = None
     output: OutputSchema | None = None
+    tier: Tier = "standard"
 
 
 # --- usage ----------------------------------------------------------------------------------
