@@ -187,7 +187,9 @@ class HTTPProvider:
                 yield Retrying(attempt=attempt, delay_s=delay, reason=str(exc))
                 await asyncio.sleep(delay)
                 continue
-            turn = accumulator.turn(cost_usd(accumulator.model, accumulator.usage))
+            turn = accumulator.turn(
+                cost_usd(accumulator.model, accumulator.usage, tier=request.tier)
+            )
             turn = preserved_thinking.stamped(turn, prefix)
             if unbound is not None:
                 turn = replace(turn, thinking_dropped=unbound)

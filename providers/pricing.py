@@ -9,7 +9,7 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 
-from grove.providers.base import Usage
+from grove.providers.base import Tier, Usage
 from grove.providers.catalog import infer_provider, model_info
 from grove.providers.errors import UnknownModelError
 from grove.providers.model_records import Rates
@@ -19,6 +19,9 @@ Prices = tuple[float, float, float, float]
 # A price the configuration sets for an Anthropic model writes hour-long cache entries at
 # twice its input price (the catalog's own models carry their 1-hour write price).
 ANTHROPIC_1H_WRITE_FACTOR = 2.0
+# What each tier costs against the standard price: Anthropic's Message Batches, OpenAI's
+# Batch API and flex tier, Gemini's batch mode and flex all take half (cached tokens too).
+TIER_PRICE_FACTOR: dict[Tier, float] = {"standard": 1.0, "flex": 0.5, "batch": 0.5}
 
 # Prices the configuration sets (`[models] prices`), by model id, over the catalog's: USD per
 # million input, output, cache-read and cache-write tokens.
@@ -59,11 +62,12 @@ def priced(model: str) -> bool:
     return True
 
 
-def cost_usd(model: str, usage: Usage, day: date | None = None) -> float:
+def cost_usd(model: str, usage: Usage, day: date | None = None, tier: Tier = "standard") -> float:
     """The price of one request made on `day` (today by default): prompt tokens read from a
     cache and written to one at their prices, the rest at the input price, all at the
     long-context rates when the prompt is longer than the model's tier starts, and at the
-    prices in force that day. Thinking tokens are billed as output and already counted there."""
+    prices in force that day. Thinking tokens are billed as output and already counted there.
+    On the flex and batch tiers every token costs `TIER_PRICE_FACTOR` of that."""
     rates = _rates(model, usage.input_tokens, day)
     if rates is None:
         return 0.0
@@ -75,7 +79,7 @@ def cost_usd(model: str, usage: Usage, day: date | None = None) -> float:
         + short_writes * rates.cache_write_5m
         + usage.cache_write_1h_tokens * rates.cache_write_1h
     )
-    return round(total / 1_000_000, 8)
+    return round(total * TIER_PRICE_FACTOR[tier] / 1_000_000, 8)
 
 
 def reply_cost_usd(model: str, output_tokens: int, input_tokens: int) -> float:

@@ -453,3 +453,15 @@ def test_a_typo_of_a_retired_id_is_pointed_at_its_successor() -> None:
     with pytest.raises(UnknownModelError) as current:
         parse_model_choice("claude-sonet-5-5")
     assert "Did you mean claude-sonnet-5-5?" in str(current.value)
+
+
+def test_flex_and_batch_cost_half_of_standard_cache_reads_and_writes_too() -> None:
+    usage = Usage(
+        input_tokens=10_000, output_tokens=700, cache_read_tokens=6_000, cache_write_tokens=2_000
+    )
+    for model in ("claude-sonnet-5-5", "gpt-5-mini"):
+        standard = cost_usd(model, usage)
+        assert standard > 0
+        assert cost_usd(model, usage, tier="standard") == standard
+        assert cost_usd(model, usage, tier="batch") == pytest.approx(standard / 2)
+        assert cost_usd(model, usage, tier="flex") == pytest.approx(standard / 2)
