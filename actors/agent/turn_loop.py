@@ -295,6 +295,7 @@ class Agent:
             max_tokens=self.max_tokens,
             cache=self.cache,
             output=self._output.request if self._output is not None else None,
+            tier=self.choice.tier,
         )
         estimate = estimated_input(request, self._tool_chars)
         return await self._meter.send(request, self.choice.provider, estimate, emit, self._hooks)
