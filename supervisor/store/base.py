@@ -10,6 +10,7 @@ from collections.abc import Collection, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
+from grove.supervisor.store.batch_steps import BatchStepBook
 from grove.supervisor.store.kinds import CLEAR_KIND as CLEAR_KIND
 from grove.supervisor.store.kinds import COMPACTION_KIND as COMPACTION_KIND
 from grove.supervisor.store.kinds import SPENT_KIND as SPENT_KIND
@@ -27,6 +28,8 @@ class Store(Protocol):
     and raise StoreError on one they cannot trust."""
 
     max_message_bytes: int
+    # The steps on the batch tier and the provider batches they went in (SPEC 20).
+    batch_steps: BatchStepBook
 
     def create_agents(
         self, records: Sequence[AgentRecord], messages: Sequence[NewMessage] = ()

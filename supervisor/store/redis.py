@@ -14,10 +14,12 @@ from grove.supervisor.store.base import (
     DEFAULT_LEASE_TTL_S,
     DEFAULT_MAX_MESSAGE_BYTES,
 )
+from grove.supervisor.store.batch_steps import BatchStepBook
 from grove.supervisor.store.codec import encode_json, validate_record
 from grove.supervisor.store.core import StoreCore, read_or_note
 from grove.supervisor.store.lease import LeaseQueue
 from grove.supervisor.store.records import AgentRecord, EventRecord, MessageRecord
+from grove.supervisor.store.redis_batch_steps import RedisBatchSteps
 from grove.supervisor.store.redis_connection import RedisConnection
 from grove.supervisor.store.redis_keys import RedisKeys
 from grove.supervisor.store.redis_leases import RedisLeaseQueue
@@ -58,6 +60,7 @@ class RedisStore(StoreCore):
         self._keys = RedisKeys(namespace)
         self._known_agents: set[str] = set()
         self._leases = RedisLeaseQueue(self._conn, self._keys, lease_ttl_s)
+        self.batch_steps: BatchStepBook = RedisBatchSteps(self._conn, self._keys.batch_steps)
 
     @property
     def _lease_queue(self) -> LeaseQueue:

@@ -19,6 +19,7 @@ class RedisKeys:
         self.holders = f"{namespace}:holders"
         self.holds = f"{namespace}:holds"
         self.holder_prefix = f"{namespace}:holder:"
+        self.batch_steps = f"{namespace}:batch_steps"
 
     def agent(self, uuid: str) -> str:
         return f"{self.ns}:agent:{uuid}"

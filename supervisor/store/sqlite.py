@@ -18,9 +18,11 @@ from grove.supervisor.store.base import (
     DEFAULT_LEASE_TTL_S,
     DEFAULT_MAX_MESSAGE_BYTES,
 )
+from grove.supervisor.store.batch_steps import BatchStepBook
 from grove.supervisor.store.core import StoreCore, read_or_note
 from grove.supervisor.store.lease import LeaseQueue
 from grove.supervisor.store.records import AgentRecord, EventRecord, MessageRecord
+from grove.supervisor.store.sqlite_batch_steps import SqliteBatchSteps
 from grove.supervisor.store.sqlite_db import SqliteDatabase
 from grove.supervisor.store.sqlite_leases import SqliteLeaseQueue
 from grove.supervisor.store.sqlite_rows import (
@@ -58,6 +60,7 @@ class SqliteStore(StoreCore):
         super().__init__(max_message_bytes=max_message_bytes, lease_poll_s=lease_poll_s)
         self._db = SqliteDatabase(Path(path).expanduser(), busy_timeout_s)
         self._leases = SqliteLeaseQueue(self._db, lease_ttl_s)
+        self.batch_steps: BatchStepBook = SqliteBatchSteps(self._db)
 
     @property
     def _lease_queue(self) -> LeaseQueue:
