@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from grove.providers.base import AssistantTurn, ProviderName, Request
+from grove.providers.errors import ProviderError
 from grove.providers.http import Endpoint
 
 BatchStatus = Literal["in_progress", "ended"]
@@ -31,6 +32,15 @@ class BatchLimits:
     max_bytes: int
 
 
+class BatchItemTooLarge(ProviderError):
+    """One item's request is larger than a whole batch may be (`split` refuses it): it can
+    only go on the standard tier. `custom_id` names it."""
+
+    def __init__(self, message: str, *, provider: str, custom_id: str) -> None:
+        super().__init__(message, provider=provider)
+        self.custom_id = custom_id
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BatchOutcome:
     """What the vendor answered for one custom id: a turn when it succeeded, else why not."""
@@ -44,7 +54,8 @@ class BatchOutcome:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BatchResults:
     """A whole batch's results. Lines that name an id the batch never held, lines that
-    cannot be read, and ids with no line are counted, never mapped to a step."""
+    cannot be read, and ids with no line are counted, never mapped to a step. An id whose
+    only line could not be read is one of `missing_ids` (and its line is malformed)."""
 
     outcomes: dict[str, BatchOutcome] = field(default_factory=dict)
     unknown_ids: int = 0
@@ -60,7 +71,8 @@ class BatchWire(Protocol):
     limits: BatchLimits
 
     def split(self, items: Sequence[BatchItem]) -> list[list[BatchItem]]:
-        """`items` cut into batches within `limits`, in order."""
+        """`items` cut into batches within `limits`, in order (BatchItemTooLarge for one
+        that no batch can hold)."""
         ...
 
     async def submit(self, items: Sequence[BatchItem], endpoint: Endpoint) -> str:

@@ -63,6 +63,10 @@ class AnthropicStreamParser:
             data = event_json(event)
         else:
             return []
+        return self.feed_json(name, data)
+
+    def feed_json(self, name: str, data: JSONObject) -> list[StreamEvent]:
+        """One event already read as JSON (reply.py reads a whole batch reply so)."""
         match name:
             case "message_start":
                 return self._message_start(json_object(data, "message"))
