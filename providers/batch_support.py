@@ -191,12 +191,17 @@ class BatchHTTP:
         headers: Mapping[str, str],
         *,
         body: JSONObject | None = None,
+        files: Mapping[str, tuple[str, bytes, str]] | None = None,
+        data: Mapping[str, str] | None = None,
     ) -> JSONObject:
-        """The JSON object a 2xx answer carries (ProviderProtocolError for anything else)."""
+        """The JSON object a 2xx answer carries (ProviderProtocolError for anything else), to
+        a JSON `body` or a multipart form of `files` and `data`."""
         content = None if body is None else compact_json(body)
         if content is not None:
             headers = {**headers, "content-type": "application/json"}
-        raw = await self.send(method, url, endpoint, headers, content=content)
+        raw = await self.send(
+            method, url, endpoint, headers, content=content, files=files, data=data
+        )
         try:
             value = wirejson.loads(raw.decode("utf-8", "replace"))
         except (ValueError, RecursionError):

@@ -110,6 +110,15 @@ class KeySpread:
 SPREAD = KeySpread()
 
 
+def prefix_key(request: Request) -> str | None:
+    """The key named from `request`'s fork point (None without one, or without caching), with
+    no process tag or number: what a batched request carries, whose pace is the batch's."""
+    point = last_cache_point(request)
+    if point is None:
+        return None
+    return KEY_PREFIX + hashlib.sha256(point.key.encode()).hexdigest()[:24]
+
+
 class CacheKeys:
     """One agent's keys (a wire instance belongs to one agent's provider)."""
 
@@ -128,11 +137,10 @@ class CacheKeys:
         return None if chosen is None else f"{chosen[0]}-{chosen[1]}"
 
     def _choose(self, request: Request) -> tuple[str, int] | None:
-        point = last_cache_point(request)
-        if point is None:
+        prefix = prefix_key(request)
+        if prefix is None:
             return None
-        digest = hashlib.sha256(point.key.encode()).hexdigest()[:24]
-        base = f"{KEY_PREFIX}{digest}-{self._spread.tag}"
+        base = f"{prefix}-{self._spread.tag}"
         number = self._spread.choose(base, self._kept.get(base))
         self._kept[base] = number
         return base, number

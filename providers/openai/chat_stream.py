@@ -43,7 +43,10 @@ class ChatParser:
     def feed(self, sse: ServerSentEvent) -> list[StreamEvent]:
         if sse.data.strip() == "[DONE]":
             return [Completed()]
-        chunk = event_json(sse)
+        return self.feed_json(event_json(sse))
+
+    def feed_json(self, chunk: JSONObject) -> list[StreamEvent]:
+        """One chunk already read as JSON (chat_reply.py reads a whole batch reply so)."""
         error = chunk.get("error")
         if error is not None:
             raise stream_error(error if isinstance(error, dict) else {"message": str(error)})

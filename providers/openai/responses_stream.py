@@ -45,7 +45,10 @@ class ResponsesParser:
             raise self._failure
         if sse.data == "[DONE]":  # some compatible servers end this API's streams so too
             return []
-        event = event_json(sse)
+        return self.feed_json(event_json(sse))
+
+    def feed_json(self, event: JSONObject) -> list[StreamEvent]:
+        """One event already read as JSON (responses_reply.py reads a whole batch reply so)."""
         match event.get("type"):
             case "response.created" | "response.in_progress":
                 response = json_object(event, "response")

@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
@@ -19,19 +19,41 @@ from grove.providers.base import (
     CachePoint,
     CachePolicy,
     Message,
+    Part,
+    ProviderName,
     Request,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolSpec,
 )
 from grove.providers.batch_wire import BatchItem, BatchResults, BatchWire
-from grove.providers.factory import create_provider
+from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.http import Endpoint
+from grove.providers.openai.batch import OpenAIBatchWire
 from grove.providers.pricing import cost_usd
 from grove.simulator import SimulatorConfig, SimulatorThread
 
 KEY = "sk-batch-wires-canary-3d9e71c04b"
-MODELS = {"anthropic": "claude-sonnet-4-6"}
+
+
+@dataclass(frozen=True)
+class Vendor:
+    provider: ProviderName
+    model: str
+    api: OpenAIAPI = "responses"
+
+    def wire(self) -> BatchWire:
+        if self.provider == "anthropic":
+            return AnthropicBatchWire()
+        return OpenAIBatchWire(self.api)
+
+
+VENDORS = {
+    "anthropic": Vendor(provider="anthropic", model="claude-sonnet-4-6"),
+    "openai-responses": Vendor(provider="openai", model="gpt-5-mini"),
+    "openai-chat": Vendor(provider="openai", model="gpt-5-mini", api="chat"),
+}
 LOOKUP = ToolSpec(
     name="lookup",
     description="Look a term up.",
@@ -72,15 +94,18 @@ def ask(model: str, text: str, **fields: object) -> Request:
 
 
 def scripted_items(model: str) -> dict[str, Request]:
-    """A plain answer, a tool call, thinking with its signature, and a cache mark."""
-    cached = Message(
-        role="user",
-        parts=(
+    """A plain answer, a tool call, thinking with its signature, and two requests that share
+    a marked prefix (the first written to the cache, the second read from it)."""
+
+    def cached(question: str, reply: str) -> Request:
+        parts = (
             TextPart(text=GUIDE),
             CachePoint(key="guide"),
-            TextPart(text='Which rule is 3? [[sim reply="Rule three."]]'),
-        ),
-    )
+            TextPart(text=f'{question} [[sim reply="{reply}"]]'),
+        )
+        message = Message(role="user", parts=parts)
+        return Request(model=model, messages=(message,), max_tokens=400, cache=CachePolicy())
+
     return {
         "plain": ask(model, 'Say it. [[sim reply="Rivers run to the sea."]]'),
         "tool": ask(
@@ -90,9 +115,8 @@ def scripted_items(model: str) -> dict[str, Request]:
             model, 'Think first. [[sim thinking="Pondering banks." reply="Banks hold."]]',
             thinking="med",
         ),
-        "cached": Request(
-            model=model, messages=(cached,), max_tokens=400, cache=CachePolicy()
-        ),
+        "cached": cached("Which rule is 3?", "Rule three."),
+        "cached-again": cached("Which rule is 4?", "Rule four."),
     }  # fmt: skip
 
 
@@ -112,8 +136,8 @@ async def run_batch(wire: BatchWire, requests: dict[str, Request], where: Endpoi
     return await wire.results(batch_id, list(requests), where)
 
 
-async def streamed(simulator: SimulatorThread, name: str, request: Request) -> AssistantTurn:
-    provider = create_provider(name, endpoint=endpoint(simulator))  # type: ignore[arg-type]
+async def streamed(simulator: SimulatorThread, vendor: Vendor, request: Request) -> AssistantTurn:
+    provider = create_provider(vendor.provider, endpoint=endpoint(simulator), openai_api=vendor.api)
     try:
         return await provider.complete(request)
     finally:
@@ -121,30 +145,31 @@ async def streamed(simulator: SimulatorThread, name: str, request: Request) -> A
 
 
 def comparable(turn: AssistantTurn) -> AssistantTurn:
-    """`turn` without what differs between two answers to one request: its response id,
-    tool call ids (drawn afresh by the simulator) and its price tier's cost."""
-    parts = tuple(
-        replace(part, call_id=f"call-{index}") if isinstance(part, ToolCallPart) else part
-        for index, part in enumerate(turn.message.parts)
-    )
-    message = replace(turn.message, parts=parts)
+    """`turn` without what differs between two answers to one request: its response id, the
+    ids of its tool calls and reasoning items and their encrypted content (drawn afresh for
+    each answer) and its price tier's cost."""
+    parts: list[Part] = []
+    for index, part in enumerate(turn.message.parts):
+        if isinstance(part, ToolCallPart):
+            part = replace(part, call_id=f"call-{index}")
+        elif isinstance(part, ThinkingPart) and part.provider_data:
+            drawn: dict[str, str] = {
+                k: "drawn" for k in ("id", "encrypted_content") if k in part.provider_data
+            }
+            part = replace(part, provider_data={**part.provider_data, **drawn})
+        parts.append(part)
+    message = replace(turn.message, parts=tuple(parts))
     return replace(turn, message=message, response_id=None, cost_usd=0.0)
 
 
-def wire_for(name: str) -> BatchWire:
-    return AnthropicBatchWire()
-
-
-VENDORS = ["anthropic"]
-
-
-@pytest.mark.parametrize("name", VENDORS)
+@pytest.mark.parametrize("name", sorted(VENDORS))
 async def test_batch_answers_each_request_as_its_stream_does(
     plain: SimulatorThread, name: str
 ) -> None:
-    model = MODELS[name]
+    vendor = VENDORS[name]
+    model = vendor.model
     requests = scripted_items(model)
-    wire = wire_for(name)
+    wire = vendor.wire()
     try:
         results = await run_batch(wire, requests, endpoint(plain))
     finally:
@@ -162,27 +187,30 @@ async def test_batch_answers_each_request_as_its_stream_does(
     ]
     assert thinking_turn is not None and thinking_turn.text == "Banks hold."
     assert thinking_turn.thinking_text == "Pondering banks."
+    again = turns["cached-again"]
     assert cached_turn is not None and cached_turn.text == "Rule three."
-    assert cached_turn.usage.cache_write_tokens > 1024  # the mark went into the batch
-    for turn in (plain_turn, tool_turn, thinking_turn, cached_turn):
+    assert again is not None and again.text == "Rule four."
+    assert again.usage.cache_read_tokens > 1024  # the mark went into the batch
+    for turn in (plain_turn, tool_turn, thinking_turn, cached_turn, again):
         assert turn.response_id and turn.stop_reason
         assert turn.cost_usd == cost_usd(turn.model, turn.usage, tier="batch") > 0
-        assert turn.cost_usd == pytest.approx(cost_usd(turn.model, turn.usage) / 2, rel=1e-6)
+        assert turn.cost_usd == pytest.approx(cost_usd(turn.model, turn.usage) / 2, abs=1e-8)
     for custom_id in ("plain", "tool", "thinks"):
-        alone = await streamed(plain, name, requests[custom_id])
+        alone = await streamed(plain, vendor, requests[custom_id])
         batched = turns[custom_id]
         assert batched is not None
         assert comparable(batched) == comparable(alone)
-        assert batched.cost_usd == pytest.approx(alone.cost_usd / 2, rel=1e-6)
+        assert batched.cost_usd == pytest.approx(alone.cost_usd / 2, abs=1e-8)
 
 
-@pytest.mark.parametrize("name", VENDORS)
+@pytest.mark.parametrize("name", sorted(VENDORS))
 async def test_errored_and_expired_shares_come_back_as_those_kinds(
     shares: SimulatorThread, name: str
 ) -> None:
-    model = MODELS[name]
+    vendor = VENDORS[name]
+    model = vendor.model
     requests = {f"q{n}": ask(model, f'Item {n}. [[sim reply="Answer {n}."]]') for n in range(8)}
-    wire = wire_for(name)
+    wire = vendor.wire()
     try:
         results = await run_batch(wire, requests, endpoint(shares))
     finally:
@@ -198,14 +226,15 @@ async def test_errored_and_expired_shares_come_back_as_those_kinds(
     assert all(KEY not in (outcome.error or "") for outcome in results.outcomes.values())
 
 
-@pytest.mark.parametrize("name", VENDORS)
+@pytest.mark.parametrize("name", sorted(VENDORS))
 async def test_cancel_ends_the_batch_with_every_request_canceled(
     slow: SimulatorThread, name: str
 ) -> None:
-    model = MODELS[name]
+    vendor = VENDORS[name]
+    model = vendor.model
     requests = {f"c{n}": ask(model, f"Item {n}.") for n in range(3)}
     where = endpoint(slow)
-    wire = wire_for(name)
+    wire = vendor.wire()
     try:
         batch_id = await wire.submit(
             [BatchItem(custom_id=c, request=r) for c, r in requests.items()], where
@@ -219,16 +248,17 @@ async def test_cancel_ends_the_batch_with_every_request_canceled(
     assert {c: o.kind for c, o in results.outcomes.items()} == dict.fromkeys(requests, "canceled")
 
 
-@pytest.mark.parametrize("name", VENDORS)
+@pytest.mark.parametrize("name", sorted(VENDORS))
 async def test_results_for_other_ids_are_counted_never_mapped(
     plain: SimulatorThread, name: str
 ) -> None:
     """Asked with one id the batch never held and without one it did: the stranger's line
     is not taken, the unasked line is an unknown id, the stranger is missing."""
-    model = MODELS[name]
+    vendor = VENDORS[name]
+    model = vendor.model
     requests = {"kept": ask(model, "One."), "unasked": ask(model, "Two.")}
     where = endpoint(plain)
-    wire = wire_for(name)
+    wire = vendor.wire()
     try:
         items = [BatchItem(custom_id=c, request=r) for c, r in requests.items()]
         batch_id = await wire.submit(items, where)

@@ -17,9 +17,11 @@ from hypothesis import strategies as st
 from grove.providers.anthropic.batch import AnthropicBatchWire
 from grove.providers.anthropic.batch import read_results as read_anthropic
 from grove.providers.base import Message, Request
-from grove.providers.batch_support import split_within
+from grove.providers.batch_support import ResultTally, split_within
 from grove.providers.batch_wire import BatchItem, BatchItemTooLarge, BatchLimits, BatchResults
 from grove.providers.http import Endpoint
+from grove.providers.openai.batch import read_lines as read_openai_lines
+from grove.providers.openai.reply import responses_turn
 
 IDS = [f"step-{n}" for n in range(6)]
 LineKind = Literal["good", "broken", "unknown", "garbage", "no_id"]
@@ -134,7 +136,48 @@ ANTHROPIC = Vendor(
     encode=jsonl,
     read=read_anthropic,
 )
-VENDORS = {"anthropic": ANTHROPIC}
+
+
+def responses_body(text: str) -> dict[str, Any]:
+    return {
+        "id": "resp_1",
+        "object": "response",
+        "model": "gpt-5-mini",
+        "status": "completed",
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": text}],
+            }
+        ],
+        "usage": {"input_tokens": 12, "output_tokens": 7},
+    }
+
+
+def read_openai(data: bytes, custom_ids: list[str]) -> BatchResults:
+    tally = ResultTally(custom_ids)
+    read_openai_lines(data, tally, responses_turn)
+    return tally.results()
+
+
+OPENAI = Vendor(
+    good=lambda c: {
+        "id": "batch_req_1",
+        "custom_id": c,
+        "response": {"status_code": 200, "request_id": "r", "body": responses_body(answer(c))},
+        "error": None,
+    },
+    broken=lambda c: {
+        "custom_id": c,
+        "response": {"status_code": 200, "body": {"status": "completed", "output": 5}},
+    },
+    no_id={"response": None, "error": {"code": "batch_expired", "message": "late"}},
+    encode=jsonl,
+    read=read_openai,
+)
+VENDORS = {"anthropic": ANTHROPIC, "openai": OPENAI}
 
 line_plans = st.lists(
     st.tuples(
