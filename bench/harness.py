@@ -73,10 +73,12 @@ def simulator_process(
     context_window: int | None = None,
     rpm: int | None = None,
     prefill_tps: float | None = None,
+    batch_delay_s: float | None = None,
 ) -> Iterator[ExternalSimulator]:
     """`grove simulate` in a process of its own on a free port, stopped through its handle;
     `context_window` overrides every model's window there, `rpm` limits its requests,
-    `prefill_tps` makes the time to first token grow with the prompt not read from a cache."""
+    `prefill_tps` makes the time to first token grow with the prompt not read from a cache,
+    `batch_delay_s` is how long a provider batch takes to end."""
     key = "bench-" + secrets.token_hex(12)
     command = [
         sys.executable, "-m", "grove.cli.app", "simulate", "--port", "0",
@@ -89,6 +91,8 @@ def simulator_process(
         command += ["--rpm", str(rpm)]
     if prefill_tps is not None:
         command += ["--prefill-tps", str(prefill_tps)]
+    if batch_delay_s is not None:
+        command += ["--batch-delay-s", str(batch_delay_s)]
     process = subprocess.Popen(
         command,
         cwd=REPO_ROOT,
