@@ -11,11 +11,12 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from grove.actors.advisor_messages import ReviewerSpec, ReviewReport
+from grove.actors.agent.batched import BatchAnswer
 from grove.actors.agent.choice import ModelChoice
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.ray_proxy import repeatable, streamed, timeout
 from grove.actors.turn_result import NewEntry, TurnResult
-from grove.providers.base import AssistantTurn
+from grove.providers.base import AssistantTurn, ProviderName, Request
 from grove.providers.google.cache import CachedContent
 from grove.providers.stream_events import RateLimitLeft
 
@@ -206,3 +207,13 @@ class SupervisorAPI(Protocol):
 
     @timeout(None)  # a compaction is a model request of its own
     async def recover_context(self, uuid: str, reason: str, tokens: int) -> list[Any] | None: ...
+
+    # As long as the provider's batch takes (hours at most): the step waits for its reply.
+    @timeout(None)
+    async def batch_reply(
+        self, agent: str, provider: ProviderName, step: str, request: Request
+    ) -> BatchAnswer:
+        """A step's request on the batch tier (supervisor/tiers/), known as `step` (the same
+        when a restarted turn asks again): its reply, or why it goes on the standard tier
+        instead (its batch tries spent), or why it failed."""
+        ...

@@ -50,13 +50,22 @@ def create_provider(
     """
 
     def resolve() -> Endpoint:
-        if endpoint is not None:
-            remember_secret(endpoint.api_key)
-            remember_url_secrets(endpoint.base_url)
-            return endpoint
-        return Endpoint(
-            base_url=resolve_base_url(provider, configured=configured_base_url),
-            api_key=load_api_key(provider),
-        )
+        return resolve_endpoint(provider, configured_base_url, endpoint)
 
     return HTTPProvider(wire_for(provider, openai_api), resolve, retry=retry)
+
+
+def resolve_endpoint(
+    provider: ProviderName, configured_base_url: str | None, endpoint: Endpoint | None
+) -> Endpoint:
+    """Where and as whom a provider is called: `endpoint` outright (the simulator), else the
+    base URL from the environment, then `configured_base_url`, then the vendor's own, and
+    the key from the environment, then credentials.json (both remembered as secrets)."""
+    if endpoint is not None:
+        remember_secret(endpoint.api_key)
+        remember_url_secrets(endpoint.base_url)
+        return endpoint
+    return Endpoint(
+        base_url=resolve_base_url(provider, configured=configured_base_url),
+        api_key=load_api_key(provider),
+    )

@@ -4,7 +4,7 @@ actors (ray_hosts.py), one per deployment. Built here; it has no method of its o
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import ray
 
@@ -21,6 +21,7 @@ from grove.supervisor.holding import new_holder
 from grove.supervisor.ray_hosts import RayHosts
 from grove.supervisor.store import open_store
 from grove.supervisor.supervision import RestartPolicy
+from grove.supervisor.tiers.plan import BatchPlan
 from grove.supervisor.worktrees import Workspaces
 
 NAMESPACE = "grove"
@@ -39,6 +40,7 @@ class SupervisorSettings:
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     rate_limits: dict[str, ProviderLimits] = field(default_factory=dict)
     fork_workspace: str = "shared"  # `[tools] workspace`: where children work by default
+    batch: BatchPlan = field(default_factory=BatchPlan)  # `[tiers]`: its providers are the hosts'
     # Its name among the store's holders: the same after Ray restarts the supervisor.
     holder: str = field(default_factory=new_holder)
 
@@ -74,6 +76,11 @@ class Supervisor(GroveSurface):
             advisor=settings.advisor,
             compaction=settings.compaction,
             cache=settings.host_settings.cache,
+            batch=replace(
+                settings.batch,
+                base_urls=settings.host_settings.base_urls,
+                simulator=settings.host_settings.simulator,
+            ),
             tracing=start_tracing(settings.host_settings.telemetry),
             workspaces=Workspaces(settings.host_settings.workspace, settings.fork_workspace),
             holder=settings.holder,

@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
+from grove.actors.agent.batched import BatchPort, shown, step_key, waiting
 from grove.actors.agent.budget_guard import BudgetPort, ReplyGuard
 from grove.actors.agent.estimates import UNBILLED, estimated_bill
 from grove.actors.agent.tool import Emit, Tool
@@ -24,6 +25,7 @@ from grove.providers.base import (
     ToolResultPart,
     Usage,
 )
+from grove.providers.errors import ProviderError
 from grove.providers.output import answer_message
 from grove.providers.pricing import cache_saving_usd
 from grove.providers.stream_events import (
@@ -121,15 +123,22 @@ class TurnHooks:
 class RequestMeter:
     """Sends one agent's requests: a budget (when its tree has one) holds room for each before
     it goes and settles it after, the fleet's limits (for the providers that have them) let
-    it go, and the supervisor hears what each attempt may be billed."""
+    it go, and the supervisor hears what each attempt may be billed. A request on the batch
+    tier goes to the supervisor's collectors (`batch`) instead of streaming."""
 
     def __init__(
-        self, uuid: str, budget: BudgetPort | None, fleet: FleetPort | None, tracing: Tracing
+        self,
+        uuid: str,
+        budget: BudgetPort | None,
+        fleet: FleetPort | None,
+        tracing: Tracing,
+        batch: BatchPort | None = None,
     ) -> None:
         self._uuid = uuid
         self._budget = budget
         self._fleet = fleet
         self._tracing = tracing
+        self._batch = batch
 
     async def send(
         self, request: Request, provider: ProviderName, estimate: int, emit: Emit, hooks: TurnHooks
@@ -179,6 +188,12 @@ class RequestMeter:
         it reads the reply; the reply's own bill replaces that estimate, as does the word that
         an attempt failed unbilled (until a retry is sent)."""
         connect, stored, tell = hooks.provider, hooks.stored, hooks.tell_bill
+        if request.tier == "batch":  # streamed only when no collector takes it, at its price
+            if self._batch is not None:
+                batched = await self._batched(request, provider, emit, bill, hooks)
+                if batched is not None:
+                    return batched
+            request = replace(request, tier="standard")
         limited = self._fleet is not None and provider in self._fleet.providers
         if limited:
             assert self._fleet is not None
@@ -195,10 +210,7 @@ class RequestMeter:
                         await tell({UNBILLED: True})
                     if isinstance(event, Finished):
                         span.replied(event.turn)
-                        if request.output is None:
-                            return event.turn
-                        # an answer given through the final tool is the reply's text
-                        return replace(event.turn, message=answer_message(event.turn.message))
+                        return answered(request, event.turn)
                     if isinstance(event, RateLimitLeft):
                         left = event
                         continue
@@ -213,3 +225,39 @@ class RequestMeter:
                 assert self._fleet is not None
                 await self._fleet.release(provider, left)
         raise RuntimeError("the provider stream ended without a reply")
+
+    async def _batched(
+        self,
+        request: Request,
+        provider: ProviderName,
+        emit: Emit,
+        bill: dict[str, Any],
+        hooks: TurnHooks,
+    ) -> AssistantTurn | None:
+        """The reply to a request on the batch tier, from the supervisor's collector for its
+        provider (no stream, no fleet limits: the vendor's batch has its own); watchers see
+        the step wait, then the reply. None: it goes on the standard tier instead."""
+        assert self._batch is not None
+        await hooks.stored()  # the results this request shows the model are stored
+        await hooks.tell_bill(bill)  # once in the batch, it may be billed
+        emit(waiting(request))
+        with self._tracing.chat(request, provider) as span:
+            step = step_key(self._uuid, request)
+            answer = await self._batch.reply(self._uuid, provider, step, request)
+            if answer.error is not None:
+                raise ProviderError(answer.error)
+            if answer.turn is None:
+                emit(ProviderWarning(text=f"── {answer.standard}: on the standard tier ──"))
+                return None
+            span.replied(answer.turn)
+        for event in shown(answer.turn):
+            emit(event)
+        return answered(request, answer.turn)
+
+
+def answered(request: Request, turn: AssistantTurn) -> AssistantTurn:
+    """The reply as the turn takes it: with a typed output asked for, the answer given
+    through the final tool is the reply's text."""
+    if request.output is None:
+        return turn
+    return replace(turn, message=answer_message(turn.message))

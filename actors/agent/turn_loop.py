@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from grove.actors.agent.batched import BatchPort
 from grove.actors.agent.budget_guard import BudgetPort
 from grove.actors.agent.choice import ModelChoice, ProviderFactory
 from grove.actors.agent.compaction import ContextRecovery, Recover
@@ -79,6 +80,7 @@ class Agent:
         fleet: FleetPort | None = None,
         cache: CachePolicy | None = None,
         tracing: Tracing = NO_TRACING,
+        batch: BatchPort | None = None,
     ) -> None:
         self.uuid = uuid
         self.tracing = tracing  # its turns' spans (actors/telemetry.py)
@@ -99,7 +101,7 @@ class Agent:
         self._steps = TurnSteps(None)  # this turn's finished steps, stored as they end
         self._output: OutputType | None = None  # what this turn's answer must be
         self._tool_runner = ToolRunner(self.tools, tracing)
-        self._meter = RequestMeter(uuid, budget, fleet, tracing)
+        self._meter = RequestMeter(uuid, budget, fleet, tracing, batch)
         self._hooks = TurnHooks(lambda: self.provider, self._stored_so_far, self._tell_billing)
 
     @property

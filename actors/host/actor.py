@@ -21,7 +21,13 @@ from grove.actors.contract import SupervisorAPI
 from grove.actors.host.core import AgentHostCore, HostParts, ReviewerTools
 from grove.actors.host.reports import ReportBatcher
 from grove.actors.host.settings import HostSettings
-from grove.actors.host.supervisor_gates import BudgetGate, FleetGate, ToolGate, TurnRecords
+from grove.actors.host.supervisor_gates import (
+    BatchGate,
+    BudgetGate,
+    FleetGate,
+    ToolGate,
+    TurnRecords,
+)
 from grove.actors.ray_proxy import RayProxy
 from grove.actors.telemetry_otel import start_tracing
 from grove.actors.tools.kit import ToolKit
@@ -87,6 +93,7 @@ class AgentHost(AgentHostCore):
             recover=supervisor.call.recover_context,
             budget=BudgetGate(supervisor),
             fleet=FleetGate(supervisor, settings.limited_providers),
+            batch=BatchGate(supervisor),
             billed=records.billed,
             steps=records.store_steps if settings.durable_steps else None,
             tracing=tracing,

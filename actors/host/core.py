@@ -15,6 +15,7 @@ from typing import Any
 
 from grove.actors.advisor import RETRY_DELAY_S, Reviewer
 from grove.actors.advisor_messages import Report, ReviewerSpec
+from grove.actors.agent.batched import BatchPort
 from grove.actors.agent.budget_guard import BudgetPort
 from grove.actors.agent.choice import ModelChoice, ProviderFactory
 from grove.actors.agent.compaction import Recover
@@ -55,6 +56,7 @@ class HostParts:
     recover: Recover | None = None  # compacts an agent's context (the supervisor)
     budget: BudgetPort | None = None
     fleet: FleetPort | None = None
+    batch: BatchPort | None = None  # the supervisor's collectors, for requests on the batch tier
     billed: Billed | None = None
     steps: StepStore | None = None  # None: turns are not stored step by step
     tracing: Tracing = NO_TRACING  # the spans of its agents' turns
@@ -121,6 +123,7 @@ class AgentHostCore(TurnRuns):
             fleet=self._fleet,
             cache=self.parts.cache,
             tracing=self.tracing,
+            batch=self.parts.batch,
         )
         self._locks.setdefault(activation.uuid, asyncio.Lock())
 

@@ -15,6 +15,7 @@ from typing import Any
 import ray
 
 from grove.actors.advisor_messages import ReviewReport
+from grove.actors.agent.batched import BatchAnswer
 from grove.actors.coalesce import Coalescer
 from grove.actors.contract import TOOL_CALL_TIMEOUT_S, SupervisorAPI
 from grove.actors.errors import BudgetStop, ToolError, ToolRefused
@@ -23,6 +24,7 @@ from grove.actors.ray_proxy import RayProxy, waited
 from grove.actors.telemetry import Tracing
 from grove.actors.tools.fanout import WAIT_CAP_S
 from grove.actors.turn_result import NewEntry, TurnResult
+from grove.providers.base import ProviderName, Request
 from grove.providers.errors import GroveError
 from grove.providers.stream_events import RateLimitLeft
 
@@ -84,6 +86,18 @@ class BudgetGate:
 
     async def settle(self, uuid: str, hold: Any, tokens: int, cost_usd: float) -> None:
         await self._settle.call((uuid, hold, tokens, cost_usd))
+
+
+class BatchGate:
+    """Requests on the batch tier, which the supervisor's collectors send and answer."""
+
+    def __init__(self, supervisor: RayProxy[SupervisorAPI]) -> None:
+        self._asks = supervisor.call
+
+    async def reply(
+        self, agent: str, provider: ProviderName, step: str, request: Request
+    ) -> BatchAnswer:
+        return await self._asks.batch_reply(agent, provider, step, request)
 
 
 class ToolGate:

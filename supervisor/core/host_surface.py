@@ -1,5 +1,6 @@
 """`HostSurface`: what hosts may ask of the supervisor (actors/contract.py `SupervisorAPI`):
-rooms under rate limits and budgets, bills, finished steps and turns, tools, approvals, advice.
+rooms under rate limits and budgets, bills, finished steps and turns, tools, approvals, advice,
+and replies to steps on the batch tier.
 """
 
 from __future__ import annotations
@@ -7,8 +8,10 @@ from __future__ import annotations
 from typing import Any
 
 from grove.actors.advisor_messages import ReviewReport
+from grove.actors.agent.batched import BatchAnswer
 from grove.actors.host.tickets import Ticket
 from grove.actors.turn_result import NewEntry, TurnResult
+from grove.providers.base import ProviderName, Request
 from grove.providers.errors import GroveError
 from grove.providers.stream_events import RateLimitLeft
 from grove.supervisor.agent_tools import tool_call
@@ -114,6 +117,13 @@ class HostSurface(Lifecycle):
         for uuid, hold, tokens, cost_usd in ended:
             self.budgets.settle(uuid, hold, tokens, cost_usd)
         return [None] * len(ended)
+
+    async def batch_reply(
+        self, agent: str, provider: ProviderName, step: str, request: Request
+    ) -> BatchAnswer:
+        """A step's request on the batch tier: its answer once its provider batch ends."""
+        self._wake()
+        return await self.tiers.reply(agent, provider, step, request)
 
     async def recover_context(
         self, uuid: str, reason: str, tokens: int

@@ -17,6 +17,7 @@ from grove.supervisor.core.parts import CoreParts
 from grove.supervisor.errors import StoreError, SupervisorError
 from grove.supervisor.fleet import FleetLimiter, ProviderLimits
 from grove.supervisor.holding import HOLDER_RENEW_S
+from grove.supervisor.tiers.desk import TierDesk
 
 
 class HostRoster(Protocol):
@@ -36,9 +37,10 @@ class HostRoster(Protocol):
 
 
 class Lifecycle:
-    """The core, its desks (budgets, reviewers, approvals, the fleet's rate limits) and the
-    hosts. `restarted` says whether this process runs a supervisor that was restarted under
-    it: its first call then recovers the turns the one before left in flight."""
+    """The core, its desks (budgets, reviewers, approvals, the fleet's rate limits, the
+    collectors of provider batches) and the hosts. `restarted` says whether this process runs
+    a supervisor that was restarted under it: its first call then recovers the turns the one
+    before left in flight, and polls the provider batches it left open."""
 
     def __init__(
         self,
@@ -60,6 +62,7 @@ class Lifecycle:
         self.advisors = self.core.advisors
         self.fleet = FleetLimiter(rate_limits)
         self.approvals = ApprovalDesk(self.core)
+        self.tiers = TierDesk(parts.store, parts.batch, self.core.event)
         self.core.holding.renew()
         self._monitor: asyncio.Task[None] | None = None
         self._holding: asyncio.Task[None] | None = None
@@ -72,6 +75,7 @@ class Lifecycle:
             self._monitor = loop.create_task(self.hosts.watch(self.core.given_up, self._slow))
             self._holding = loop.create_task(self._keep_holding())
             if self._restarted():
+                self.tiers.resume()  # before the turns that wait on them ask again
                 restarted = self.core.recover()
                 self.core.event("SupervisorStarted", pid=os.getpid(), turns_restarted=restarted)
 

@@ -16,6 +16,7 @@ from grove.supervisor.context import CompactionPlan
 from grove.supervisor.store.base import Store
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 from grove.supervisor.supervision import RestartPolicy
+from grove.supervisor.tiers.plan import BatchPlan
 from grove.supervisor.worktrees import Workspaces
 
 ISOLATION_PROCESS = "process"
@@ -64,6 +65,7 @@ class CoreParts:
     advisor: AdvisorPlan | None = None  # None: this supervisor runs no reviewers
     compaction: CompactionPlan = field(default_factory=CompactionPlan)
     cache: CachePolicy | None = None  # `[cache]`
+    batch: BatchPlan = field(default_factory=BatchPlan)  # `[tiers]`: provider batches
     tracing: Tracing = NO_TRACING
     workspaces: Workspaces = field(default_factory=Workspaces)  # where agents work
     holder: str  # this Grove's name among the store's holders of trees

@@ -1,0 +1,108 @@
+"""`TierDesk`: the supervisor's collectors of steps on the batch tier, one per provider and key,
+each made on its first step; after a restart, the batches the store holds are polled again.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from grove.actors.agent.batched import BatchAnswer
+from grove.providers.base import ProviderName, Request
+from grove.providers.batch_wire import BatchWire
+from grove.providers.errors import GroveError
+from grove.providers.factory import resolve_endpoint
+from grove.providers.http import Endpoint
+from grove.supervisor.store.base import Store
+from grove.supervisor.store.batch_steps import BatchStepRecord
+from grove.supervisor.tiers.collector import BatchCollector, Event
+from grove.supervisor.tiers.plan import BatchPlan, account
+
+# Each vendor's batch wire: its module and class, imported when first needed.
+BATCH_WIRES: dict[ProviderName, tuple[str, str]] = {
+    "anthropic": ("grove.providers.anthropic.batch", "AnthropicBatchWire"),
+    "openai": ("grove.providers.openai.batch", "OpenAIBatchWire"),
+}
+
+
+def batch_wire(provider: ProviderName) -> BatchWire | None:
+    """A new batch wire for the provider, None when Grove has none for it."""
+    home = BATCH_WIRES.get(provider)
+    if home is None:
+        return None
+    wire: BatchWire = getattr(importlib.import_module(home[0]), home[1])()
+    return wire
+
+
+class TierDesk:
+    """Hands each step on the batch tier to its provider and key's collector."""
+
+    def __init__(self, store: Store, plan: BatchPlan, event: Event) -> None:
+        self._store = store
+        self._plan = plan
+        self._event = event
+        self._collectors: dict[tuple[ProviderName, str], BatchCollector] = {}
+
+    async def reply(
+        self, agent: str, provider: ProviderName, step: str, request: Request
+    ) -> BatchAnswer:
+        """A step's answer from its provider's batch API (the standard tier when the provider
+        has none here)."""
+        try:
+            collector = self._collector(provider, self._endpoint(provider))
+        except GroveError as exc:
+            return BatchAnswer(error=str(exc))
+        if collector is None:
+            return BatchAnswer(standard=f"{provider} has no batch API in Grove")
+        return await collector.reply(agent, step, request)
+
+    async def cancel(self, agent: str) -> None:
+        """The agent's turn was cancelled: its steps, and batches only they wait on."""
+        for collector in list(self._collectors.values()):
+            await collector.cancel(agent)
+
+    def resume(self) -> None:
+        """After a restart: every batch the store holds steps of is polled again by its
+        provider and key's collector. A step stored but never known sent (the restart came as
+        it went) is dropped: its turn asks for it again. Steps of a key no longer configured
+        stay stored, and are told of."""
+        records = self._store.batch_steps.all()
+        unsent = [record.step for record in records if record.batch_id is None]
+        if unsent:
+            self._store.batch_steps.drop(unsent)
+            self._event("BatchStepsDropped", steps=len(unsent), why="not known sent")
+        groups: dict[tuple[ProviderName, str], list[BatchStepRecord]] = {}
+        for record in records:
+            if record.batch_id is not None:
+                groups.setdefault((record.provider, record.account), []).append(record)
+        for (provider, key), group in groups.items():
+            try:
+                endpoint = self._endpoint(provider)
+            except GroveError:  # no key for it here now
+                endpoint = None
+            collector = (
+                self._collector(provider, endpoint)
+                if endpoint is not None and account(endpoint) == key
+                else None
+            )
+            if collector is None:
+                self._event("BatchStepsOrphaned", provider=provider, steps=len(group))
+                continue
+            collector.resume(group)
+
+    async def aclose(self) -> None:
+        for collector in self._collectors.values():
+            await collector.aclose()
+
+    def _endpoint(self, provider: ProviderName) -> Endpoint:
+        return resolve_endpoint(provider, self._plan.base_urls.get(provider), self._plan.simulator)
+
+    def _collector(self, provider: ProviderName, endpoint: Endpoint) -> BatchCollector | None:
+        key = (provider, account(endpoint))
+        collector = self._collectors.get(key)
+        if collector is None:
+            wire = batch_wire(provider)
+            if wire is None:
+                return None
+            collector = BatchCollector(wire, endpoint, key[1], self._store, self._plan, self._event)
+            self._collectors[key] = collector
+        return collector

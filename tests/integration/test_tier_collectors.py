@@ -1,0 +1,206 @@
+"""The supervisor's collectors of steps on the batch tier (supervisor/tiers/) against the
+simulator's Message Batches over real HTTP and a real SQLite store: several agents' steps in one
+batch, each answered by its own custom id at the batch price; errored and expired results sent
+again, then on the standard tier; a desk restarted mid-batch polls the same batch (nothing is
+sent again); cancelling cancels the vendor's batch once no other step waits on it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from grove.actors.agent.batched import BatchAnswer
+from grove.providers.base import Message, Request
+from grove.providers.http import Endpoint
+from grove.providers.pricing import cost_usd
+from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.simulator.script import generated_words
+from grove.supervisor.store import SqliteStore, Store
+from grove.supervisor.tiers.desk import TierDesk
+from grove.supervisor.tiers.plan import BatchPlan
+
+KEY = "sk-tier-collectors-canary-5b1e0f"
+MODEL = "claude-haiku-4-5"
+TOKENS = 5
+FAST = BatchPlan(window_s=0.3, poll_s=0.05, poll_max_s=0.2)
+
+
+@dataclass
+class Events:
+    """The events a desk tells, kept in order."""
+
+    seen: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    told: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __call__(self, kind: str, **payload: Any) -> None:
+        self.seen.append((kind, payload))
+        self.told.set()
+
+    async def first(self, kind: str) -> dict[str, Any]:
+        """The first event of `kind`, waited for."""
+        while not self.of(kind):
+            self.told.clear()
+            await self.told.wait()
+        return self.of(kind)[0]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [payload for seen, payload in self.seen if seen == kind]
+
+
+def simulator(**settings: Any) -> Iterator[SimulatorThread]:
+    config = SimulatorConfig(api_key=KEY, tokens=TOKENS, **{"batch_delay_s": 0.2, **settings})
+    with SimulatorThread(config) as running:
+        yield running
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = SqliteStore(tmp_path / "grove.sqlite3")
+    yield opened
+    opened.close()
+
+
+def plan(running: SimulatorThread, **changes: Any) -> BatchPlan:
+    endpoint = Endpoint(base_url=running.base_url, api_key=KEY)
+    settings = {"window_s": FAST.window_s, "poll_s": FAST.poll_s, "poll_max_s": FAST.poll_max_s}
+    return BatchPlan(**{**settings, **changes}, simulator=endpoint)
+
+
+@pytest.fixture
+async def desk_closer() -> AsyncIterator[list[TierDesk]]:
+    made: list[TierDesk] = []
+    yield made
+    for desk in made:
+        await desk.aclose()
+
+
+def request(prompt: str) -> Request:
+    return Request(model=MODEL, messages=(Message.user(prompt),), max_tokens=64, tier="batch")
+
+
+def answer(prompt: str) -> str:
+    return "".join(generated_words(prompt, TOKENS))
+
+
+def billed_batch_requests(running: SimulatorThread) -> int:
+    return int(running.simulator.billing.by_tier.get("batch", {}).get("requests", 0))
+
+
+async def asked(desk: TierDesk, prompts: dict[str, str], first: int = 1) -> dict[str, BatchAnswer]:
+    """Each agent's step asked at once (named by number from `first`); answers by agent."""
+    answers = await asyncio.gather(
+        *(
+            desk.reply(agent, "anthropic", f"{first + index:032x}", request(prompt))
+            for index, (agent, prompt) in enumerate(prompts.items())
+        )
+    )
+    return dict(zip(prompts, answers, strict=True))
+
+
+PROMPTS = {f"agent-{n}": f"Question {n} about the river's mouth" for n in range(6)}
+
+
+async def test_several_agents_share_a_batch_and_each_gets_its_own_answer(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator():
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        answers = await asked(desk, PROMPTS)
+        for agent, prompt in PROMPTS.items():
+            turn = answers[agent].turn
+            assert turn is not None, answers[agent]
+            assert turn.text == answer(prompt)  # routed by custom id, whatever the order
+            assert turn.cost_usd == cost_usd(MODEL, turn.usage, tier="batch") > 0
+        assert [sent["requests"] for sent in events.of("BatchSent")] == [len(PROMPTS)]
+        (ended,) = events.of("BatchEnded")
+        assert ended["succeeded"] == len(PROMPTS) and not events.of("BatchResultsRejected")
+        assert len(events.of("BatchWaiting")) == len(PROMPTS)
+        assert billed_batch_requests(running) == len(PROMPTS)
+        # Each answer is kept (and stored) until its agent asks for its next step: a step
+        # asked again (its host died before it took the answer) gets it without a new batch.
+        again = await desk.reply("agent-0", "anthropic", f"{1:032x}", request("ignored"))
+        assert again == answers["agent-0"]
+        assert len(store.batch_steps.all()) == len(PROMPTS)
+        await asked(desk, {"agent-0": "the next step"}, first=100)
+        assert f"{1:032x}" not in {record.step for record in store.batch_steps.all()}
+
+
+async def test_errored_and_expired_results_go_again_then_on_the_standard_tier(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator(batch_errored=0.25, batch_expired=0.25, seed=3):
+        events = Events()
+        desk = TierDesk(store, plan(running, tries=5), events)
+        desk_closer.append(desk)
+        answers = await asked(desk, PROMPTS)
+        assert all(a.turn is not None for a in answers.values()), answers
+        assert {a.turn.text for a in answers.values() if a.turn} == set(
+            map(answer, PROMPTS.values())
+        )
+        retried = events.of("BatchRetried")
+        assert retried and {r["why"] for r in retried} <= {"errored", "expired"}
+        assert len(events.of("BatchSent")) >= 2
+    for running in simulator(batch_errored=1.0):
+        events = Events()
+        desk = TierDesk(store, plan(running, tries=2), events)
+        desk_closer.append(desk)
+        answers = await asked(desk, {"agent-x": "always failing"})
+        assert answers["agent-x"].standard == "2 batch tries ended errored"
+        assert len(events.of("BatchSent")) == 2
+        assert "agent-x" not in {record.agent for record in store.batch_steps.all()}
+
+
+async def test_a_desk_restarted_mid_batch_polls_it_again_instead_of_sending_it(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator(batch_delay_s=1.5):
+        first_events = Events()
+        first = TierDesk(store, plan(running), first_events)
+        asking = asyncio.ensure_future(asked(first, PROMPTS))
+        sent = await first_events.first("BatchSent")
+        assert {r.batch_id for r in store.batch_steps.all()} == {sent["batch"]}
+        asking.cancel()
+        await first.aclose()  # the supervisor dies with the batch open
+        events = Events()
+        second = TierDesk(store, plan(running), events)
+        desk_closer.append(second)
+        second.resume()
+        assert events.of("BatchesResumed") == [
+            {"provider": "anthropic", "batches": 1, "steps": len(PROMPTS)}
+        ]
+        answers = await asked(second, PROMPTS)  # the turns resumed ask again
+        assert {a.turn.text for a in answers.values() if a.turn} == set(
+            map(answer, PROMPTS.values())
+        )
+        assert not events.of("BatchSent")
+        assert billed_batch_requests(running) == len(PROMPTS)
+
+
+async def test_cancel_cancels_the_vendor_batch_when_no_other_step_waits(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator(batch_delay_s=60.0):
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        two = {"agent-a": "first of two", "agent-b": "second of two"}
+        asking = asyncio.ensure_future(asked(desk, two))
+        sent = await events.first("BatchSent")
+        await desk.cancel("agent-a")
+        assert not events.of("BatchCancelled")  # agent-b still waits on it
+        await desk.cancel("agent-b")
+        (cancelled,) = events.of("BatchCancelled")
+        assert cancelled["batch"] == sent["batch"]
+        answers = await asking
+        assert answers == {agent: BatchAnswer(error="cancelled") for agent in two}
+        assert not store.batch_steps.all()
+        await events.first("BatchEnded")  # the vendor ends it at once, nothing answered
+        assert billed_batch_requests(running) == 0
