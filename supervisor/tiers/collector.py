@@ -37,8 +37,9 @@ class Waiting:
 
 
 class BatchCollector:
-    """One provider and key's steps on the batch tier. Each step is sent in a batch at most
-    `plan.tries` times (errored, expired or missing results go again); its answer is kept
+    """One provider and key's steps on the batch tier. Each step is sent in a batch until it
+    is answered, at most `plan.tries` times (errored, expired or missing results go again;
+    then the standard tier takes it); its answer is kept
     until its agent asks for its next step (a step that asks again, after its host died,
     gets it once more), and so is its stored record (a restarted supervisor fetches the
     batch's results again instead of sending it again)."""
@@ -242,7 +243,8 @@ class BatchCollector:
         waiting = self._steps[step]
         with contextlib.suppress(GroveError):  # nothing of it is open any more
             self._store.batch_steps.drop([step])
-        if waiting.record.attempt >= self._plan.tries:
+        tries = self._plan.tries
+        if tries is not None and waiting.record.attempt >= tries:
             self._standard(step, f"{waiting.record.attempt} batch tries ended {why}")
             return
         attempt = waiting.record.attempt + 1

@@ -17,13 +17,13 @@ class BatchPlan:
     """`window_s`: how long a collector gathers steps before it sends them; `size`: how many
     it sends at once without waiting out the window (each batch within the vendor's limits
     too); `tries`: how many times a step goes in a batch before the standard tier takes it
-    (its results errored or expired); `poll_s` up to `poll_max_s`: how often an open batch is
-    asked whether it ended, backing off."""
+    (its results errored or expired; None: it stays on the batch tier); `poll_s` up to
+    `poll_max_s`: how often an open batch is asked whether it ended, backing off."""
 
     window_s: float = 5.0
     size: int = 1000
-    tries: int = 3
-    poll_s: float = 2.0
+    tries: int | None = None
+    poll_s: float = 1.0
     poll_max_s: float = 60.0
     base_urls: dict[str, str | None] = field(default_factory=dict)
     simulator: Endpoint | None = None  # fixes URL and key for every provider
