@@ -193,6 +193,11 @@ class GeminiStreamParser:
             ) from exc
         if not isinstance(payload, dict):
             raise ProviderProtocolError("Gemini sent a data line that is not a JSON object")
+        return self.feed_json(payload)
+
+    def feed_json(self, payload: JSONObject) -> list[StreamEvent]:
+        """One GenerateContentResponse already read as JSON (reply.py reads a whole batch
+        reply so)."""
         if "error" in payload:
             raise stream_error(payload["error"])
         out: list[StreamEvent] = []

@@ -29,6 +29,8 @@ from grove.providers.base import (
 )
 from grove.providers.batch_wire import BatchItem, BatchResults, BatchWire
 from grove.providers.factory import OpenAIAPI, create_provider
+from grove.providers.google.batch import GeminiBatchWire
+from grove.providers.google.stream import TEXT_SIGNATURE_DATA
 from grove.providers.http import Endpoint
 from grove.providers.openai.batch import OpenAIBatchWire
 from grove.providers.pricing import cost_usd
@@ -46,6 +48,8 @@ class Vendor:
     def wire(self) -> BatchWire:
         if self.provider == "anthropic":
             return AnthropicBatchWire()
+        if self.provider == "google":
+            return GeminiBatchWire()
         return OpenAIBatchWire(self.api)
 
 
@@ -53,6 +57,7 @@ VENDORS = {
     "anthropic": Vendor(provider="anthropic", model="claude-sonnet-4-6"),
     "openai-responses": Vendor(provider="openai", model="gpt-5-mini"),
     "openai-chat": Vendor(provider="openai", model="gpt-5-mini", api="chat"),
+    "google": Vendor(provider="google", model="gemini-3.0-flash"),
 }
 LOOKUP = ToolSpec(
     name="lookup",
@@ -77,6 +82,12 @@ def plain() -> Iterator[SimulatorThread]:
 def shares() -> Iterator[SimulatorThread]:
     """A quarter of each batch errored, a quarter expired, from a fixed seed."""
     yield from running(batch_errored=0.25, batch_expired=0.25, seed=7)
+
+
+@pytest.fixture(scope="module")
+def errors() -> Iterator[SimulatorThread]:
+    """Half of each batch errored, nothing expired."""
+    yield from running(batch_errored=0.5, seed=5)
 
 
 @pytest.fixture(scope="module")
@@ -147,18 +158,28 @@ async def streamed(simulator: SimulatorThread, vendor: Vendor, request: Request)
 def comparable(turn: AssistantTurn) -> AssistantTurn:
     """`turn` without what differs between two answers to one request: its response id, the
     ids of its tool calls and reasoning items and their encrypted content (drawn afresh for
-    each answer) and its price tier's cost."""
+    each answer), its price tier's cost, and how a signed text is cut (Gemini streams it in
+    pieces, the signature with the first; a whole reply holds it in one part): adjacent
+    texts are joined, and text signatures kept after the rest."""
     parts: list[Part] = []
+    text_signatures: list[Part] = []
     for index, part in enumerate(turn.message.parts):
         if isinstance(part, ToolCallPart):
             part = replace(part, call_id=f"call-{index}")
+        elif isinstance(part, ThinkingPart) and part.provider_data == TEXT_SIGNATURE_DATA:
+            text_signatures.append(part)
+            continue
         elif isinstance(part, ThinkingPart) and part.provider_data:
             drawn: dict[str, str] = {
                 k: "drawn" for k in ("id", "encrypted_content") if k in part.provider_data
             }
             part = replace(part, provider_data={**part.provider_data, **drawn})
-        parts.append(part)
-    message = replace(turn.message, parts=tuple(parts))
+        before = parts[-1] if parts else None
+        if isinstance(part, TextPart) and isinstance(before, TextPart):
+            parts[-1] = TextPart(text=before.text + part.text)
+        else:
+            parts.append(part)
+    message = replace(turn.message, parts=(*parts, *text_signatures))
     return replace(turn, message=message, response_id=None, cost_usd=0.0)
 
 
@@ -203,27 +224,41 @@ async def test_batch_answers_each_request_as_its_stream_does(
         assert batched.cost_usd == pytest.approx(alone.cost_usd / 2, abs=1e-8)
 
 
-@pytest.mark.parametrize("name", sorted(VENDORS))
-async def test_errored_and_expired_shares_come_back_as_those_kinds(
-    shares: SimulatorThread, name: str
-) -> None:
-    vendor = VENDORS[name]
-    model = vendor.model
-    requests = {f"q{n}": ask(model, f'Item {n}. [[sim reply="Answer {n}."]]') for n in range(8)}
+async def eight_answers(simulator: SimulatorThread, vendor: Vendor) -> list[str]:
+    """Eight requests batched: the kinds of their outcomes, sorted, each outcome checked to
+    be its own request's (a succeeded one's text) or to say why not (the key never in it)."""
+    requests = {
+        f"q{n}": ask(vendor.model, f'Item {n}. [[sim reply="Answer {n}."]]') for n in range(8)
+    }
     wire = vendor.wire()
     try:
-        results = await run_batch(wire, requests, endpoint(shares))
+        results = await run_batch(wire, requests, endpoint(simulator))
     finally:
         await wire.aclose()
-    kinds = sorted(outcome.kind for outcome in results.outcomes.values())
-    assert kinds == ["errored"] * 2 + ["expired"] * 2 + ["succeeded"] * 4
+    assert sorted(results.outcomes) == sorted(requests)
     for custom_id, outcome in results.outcomes.items():
         assert outcome.custom_id == custom_id
         if outcome.kind == "succeeded":
             assert outcome.turn is not None and outcome.turn.text == f"Answer {custom_id[1:]}."
         else:
-            assert outcome.turn is None and outcome.error
-    assert all(KEY not in (outcome.error or "") for outcome in results.outcomes.values())
+            assert outcome.turn is None and outcome.error and KEY not in outcome.error
+    return sorted(outcome.kind for outcome in results.outcomes.values())
+
+
+@pytest.mark.parametrize("name", sorted(VENDORS))
+async def test_errored_and_expired_shares_come_back_as_those_kinds(
+    shares: SimulatorThread, name: str
+) -> None:
+    kinds = await eight_answers(shares, VENDORS[name])
+    if VENDORS[name].provider == "google":  # Gemini expires a batch whole, not its requests
+        assert kinds == ["expired"] * 8
+    else:
+        assert kinds == ["errored"] * 2 + ["expired"] * 2 + ["succeeded"] * 4
+
+
+@pytest.mark.parametrize("name", sorted(VENDORS))
+async def test_errored_share_comes_back_errored(errors: SimulatorThread, name: str) -> None:
+    assert await eight_answers(errors, VENDORS[name]) == ["errored"] * 4 + ["succeeded"] * 4
 
 
 @pytest.mark.parametrize("name", sorted(VENDORS))

@@ -19,6 +19,7 @@ from grove.providers.anthropic.batch import read_results as read_anthropic
 from grove.providers.base import Message, Request
 from grove.providers.batch_support import ResultTally, split_within
 from grove.providers.batch_wire import BatchItem, BatchItemTooLarge, BatchLimits, BatchResults
+from grove.providers.google.batch import GeminiBatchWire, ended_state, read_operation
 from grove.providers.http import Endpoint
 from grove.providers.openai.batch import read_lines as read_openai_lines
 from grove.providers.openai.reply import responses_turn
@@ -177,7 +178,74 @@ OPENAI = Vendor(
     encode=jsonl,
     read=read_openai,
 )
-VENDORS = {"anthropic": ANTHROPIC, "openai": OPENAI}
+
+
+def gemini_response(text: str) -> dict[str, Any]:
+    return {
+        "candidates": [
+            {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
+        ],
+        "usageMetadata": {"promptTokenCount": 12, "candidatesTokenCount": 7},
+        "modelVersion": "gemini-3.0-flash",
+        "responseId": "r1",
+    }
+
+
+def gemini_operation(inline: list[Any], state: str = "BATCH_STATE_SUCCEEDED") -> dict[str, Any]:
+    """A batch's operation as GET batches/{id} gives it, its inline answers `inline` (a
+    bytes entry stands for a value that is no answer object: its text)."""
+    answers = [
+        entry.decode("utf-8", "replace") if isinstance(entry, bytes) else entry for entry in inline
+    ]
+    output = {"inlinedResponses": {"inlinedResponses": answers}}
+    return {"name": "batches/b1", "done": True, "metadata": {"state": state}, "response": output}
+
+
+def read_gemini(operation: dict[str, Any], custom_ids: list[str]) -> BatchResults:
+    state = ended_state(operation)
+    assert state is not None
+    return read_operation(operation, state, custom_ids)
+
+
+GEMINI = Vendor(
+    good=lambda c: {"response": gemini_response(answer(c)), "metadata": {"key": c}},
+    broken=lambda c: {"response": {"candidates": "none"}, "metadata": {"key": c}},
+    no_id={"response": gemini_response("anonymous")},
+    encode=gemini_operation,
+    read=read_gemini,
+)
+VENDORS = {"anthropic": ANTHROPIC, "openai": OPENAI, "google": GEMINI}
+
+
+@pytest.mark.parametrize(
+    ("state", "kind"),
+    [("BATCH_STATE_EXPIRED", "expired"), ("JOB_STATE_CANCELLED", "canceled"),
+     ("BATCH_STATE_FAILED", "errored")],
+)  # fmt: skip
+def test_a_gemini_batch_ended_whole_ends_its_unanswered_ids_so(state: str, kind: str) -> None:
+    operation = gemini_operation([GEMINI.good("step-0")], state)
+    operation["error"] = {"code": 3, "message": "the batch stopped", "status": "X"}
+    results = read_gemini(operation, IDS[:3])
+    assert results.outcomes["step-0"].kind == "succeeded"
+    assert {results.outcomes[c].kind for c in IDS[1:3]} == {kind}
+    assert "the batch stopped" in (results.outcomes["step-1"].error or "")
+    assert results.missing_ids == ()
+
+
+def test_gemini_split_keeps_each_batch_to_one_model() -> None:
+    def on(model: str, custom_id: str) -> BatchItem:
+        return BatchItem(
+            custom_id=custom_id, request=Request(model=model, messages=(Message.user("hi"),))
+        )
+
+    items = [
+        on("gemini-3.0-flash", "a"),
+        on("gemini-2.5-flash-lite", "b"),
+        on("gemini-3.0-flash", "c"),
+    ]
+    batches = GeminiBatchWire().split(items)
+    assert [[i.custom_id for i in batch] for batch in batches] == [["a", "c"], ["b"]]
+
 
 line_plans = st.lists(
     st.tuples(
