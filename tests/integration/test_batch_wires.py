@@ -6,7 +6,9 @@ canceled results come back as those kinds."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
+import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -28,6 +30,7 @@ from grove.providers.base import (
     ToolSpec,
 )
 from grove.providers.batch_wire import BatchItem, BatchResults, BatchWire
+from grove.providers.errors import ProviderConnectionError, ProviderHTTPError
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.google.batch import GeminiBatchWire
 from grove.providers.google.stream import TEXT_SIGNATURE_DATA
@@ -303,3 +306,37 @@ async def test_results_for_other_ids_are_counted_never_mapped(
         await wire.aclose()
     assert sorted(results.outcomes) == ["kept"]
     assert (results.unknown_ids, results.missing_ids) == (1, ("stranger",))
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+@pytest.mark.parametrize("name", sorted(VENDORS))
+async def test_a_refused_key_and_an_absent_server_never_show_the_key(
+    plain: SimulatorThread, name: str
+) -> None:
+    """The vendor's refusal is its mapped error, no answer a connection error; the key is in
+    neither (text, repr, kept body, cause), nor in the wire's repr."""
+    vendor = VENDORS[name]
+    wrong = "sk-batch-wrong-canary-5b1f0e2a7c"
+    items = [BatchItem(custom_id="one", request=ask(vendor.model, "One."))]
+    wire = vendor.wire()
+    try:
+        with pytest.raises(ProviderHTTPError) as refused:
+            await wire.submit(items, Endpoint(base_url=plain.base_url, api_key=wrong))
+        with pytest.raises(ProviderConnectionError) as unreachable:
+            batch_id = "batches/b1" if vendor.provider == "google" else "b1"
+            nowhere = Endpoint(base_url=f"http://127.0.0.1:{closed_port()}", api_key=wrong)
+            await wire.status(batch_id, nowhere)
+    finally:
+        await wire.aclose()
+    assert refused.value.status in (400, 401, 403)
+    for raised in (refused.value, unreachable.value):
+        shown = "".join(traceback.format_exception(raised)) + repr(raised)
+        assert wrong not in shown + getattr(raised, "body", "")
+    assert wrong not in repr(wire) and KEY not in repr(wire)
