@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from grove.providers import preserved_thinking
 from grove.providers.base import AssistantTurn, ProviderName, Request
 from grove.providers.errors import ProviderError
 from grove.providers.http import Endpoint
@@ -61,6 +62,14 @@ class BatchResults:
     unknown_ids: int = 0
     malformed_lines: int = 0
     missing_ids: tuple[str, ...] = ()
+
+
+def as_streamed(provider: ProviderName, request: Request, turn: AssistantTurn) -> AssistantTurn:
+    """A batched `turn` with what the streaming path adds from the `request` it answers (the
+    collector holds it under the custom id): where the model binds its thinking to a prefix
+    (providers/preserved_thinking.py), each thinking block stamped with that prefix."""
+    _, prefix = preserved_thinking.bound(provider, request)
+    return preserved_thinking.stamped(turn, prefix)
 
 
 class BatchWire(Protocol):

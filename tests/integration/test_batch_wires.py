@@ -29,7 +29,7 @@ from grove.providers.base import (
     ToolCallPart,
     ToolSpec,
 )
-from grove.providers.batch_wire import BatchItem, BatchResults, BatchWire
+from grove.providers.batch_wire import BatchItem, BatchResults, BatchWire, as_streamed
 from grove.providers.errors import ProviderConnectionError, ProviderHTTPError
 from grove.providers.factory import OpenAIAPI, create_provider
 from grove.providers.google.batch import GeminiBatchWire
@@ -340,3 +340,25 @@ async def test_a_refused_key_and_an_absent_server_never_show_the_key(
         shown = "".join(traceback.format_exception(raised)) + repr(raised)
         assert wrong not in shown + getattr(raised, "body", "")
     assert wrong not in repr(wire) and KEY not in repr(wire)
+
+
+async def test_a_batched_turn_binds_its_thinking_as_a_streamed_one_does(
+    plain: SimulatorThread,
+) -> None:
+    """A model that binds its thinking to the prefix (Claude 5.5): the batched reply, given
+    what the streaming path adds from the request, is the streamed reply."""
+    request = ask(
+        "claude-sonnet-5-5", 'Think. [[sim thinking="Bound." reply="Done."]]', thinking="med"
+    )
+    wire = AnthropicBatchWire()
+    try:
+        results = await run_batch(wire, {"bound": request}, endpoint(plain))
+    finally:
+        await wire.aclose()
+    batched = results.outcomes["bound"].turn
+    assert batched is not None
+    turn = as_streamed("anthropic", request, batched)
+    [thinking] = [part for part in turn.message.parts if isinstance(part, ThinkingPart)]
+    assert thinking.signature and thinking.prefix and thinking.model == "claude-sonnet-5-5"
+    alone = await streamed(plain, VENDORS["anthropic"], request)
+    assert comparable(turn) == comparable(alone)
