@@ -16,7 +16,7 @@ from grove.actors.agent.choice import ModelChoice
 from grove.actors.host.tickets import Activation, Ticket
 from grove.actors.ray_proxy import repeatable, streamed, timeout
 from grove.actors.turn_result import NewEntry, TurnResult
-from grove.providers.base import AssistantTurn, ProviderName, Request
+from grove.providers.base import AssistantTurn, ProviderName, Request, Tier
 from grove.providers.google.cache import CachedContent
 from grove.providers.stream_events import RateLimitLeft
 
@@ -168,7 +168,7 @@ class SupervisorAPI(Protocol):
 
     @timeout(TOOL_CALL_TIMEOUT_S)
     async def budget_reserve_many(
-        self, requests: list[tuple[str, str, int, int | None]]
+        self, requests: list[tuple[str, str, int, int | None, Tier]]
     ) -> list[tuple[str, Any]]: ...
 
     @timeout(TOOL_CALL_TIMEOUT_S)

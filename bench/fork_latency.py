@@ -69,7 +69,7 @@ def budget_round_trips(grove: Any, n: int) -> tuple[list[float], list[float]]:
     for index in range(WARMUP + n):
         start = time.perf_counter()
         ((answer, hold),) = ray.get(
-            grove.supervisor.budget_reserve_many.remote([(root, MODEL, 100, None)])
+            grove.supervisor.budget_reserve_many.remote([(root, MODEL, 100, None, "standard")])
         )
         held = time.perf_counter()
         ray.get(grove.supervisor.budget_settle_many.remote([(root, hold, 150, 0.0)]))

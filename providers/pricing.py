@@ -82,11 +82,16 @@ def cost_usd(model: str, usage: Usage, day: date | None = None, tier: Tier = "st
     return round(total * TIER_PRICE_FACTOR[tier] / 1_000_000, 8)
 
 
-def reply_cost_usd(model: str, output_tokens: int, input_tokens: int) -> float:
+def reply_cost_usd(
+    model: str, output_tokens: int, input_tokens: int, tier: Tier = "standard"
+) -> float:
     """What `output_tokens` of reply cost today on a request whose prompt holds
-    `input_tokens`: past a model's long-context tier its output is dearer too (GPT-6: 1.5x)."""
+    `input_tokens`, on `tier`: past a model's long-context tier its output is dearer too
+    (GPT-6: 1.5x)."""
     rates = _rates(model, input_tokens, None)
-    return 0.0 if rates is None else round(output_tokens * rates.output / 1_000_000, 8)
+    if rates is None:
+        return 0.0
+    return round(output_tokens * rates.output * TIER_PRICE_FACTOR[tier] / 1_000_000, 8)
 
 
 def cache_saving_usd(model: str, usage: Usage, day: date | None = None) -> float:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from grove.providers import pricing
-from grove.providers.base import CachePolicy, Usage
+from grove.providers.base import CachePolicy, Tier, Usage
 from grove.providers.errors import GroveError
 from grove.supervisor.budget_rules import LIMITS, Budget
 from grove.supervisor.errors import BUDGET_EXHAUSTED, CommandError
@@ -114,6 +114,7 @@ class Hold:
     strict: bool = False
     cancel: bool = False
     warning: str | None = None
+    tier: Tier = "standard"  # the price tier its request goes on, which its cost is counted at
 
 
 def shown(value: float) -> str:
@@ -177,9 +178,15 @@ class BudgetDesk:
         return spend
 
     def try_reserve(
-        self, uuid: str, model: str, tokens: int, max_tokens: int | None
+        self,
+        uuid: str,
+        model: str,
+        tokens: int,
+        max_tokens: int | None,
+        tier: Tier = "standard",
     ) -> Hold | None:
-        """Before a request of about `tokens` input (on `model`, whose price counts): hold that
+        """Before a request of about `tokens` input (on `model` and `tier`, whose price
+        counts): hold that
         and `reserve_output` (or `max_tokens`, if fewer) tokens of reply in every budget the
         agent draws on, until it is settled. The request starts only if that whole hold fits;
         under `strict` alone the reply held shrinks to what is left (its max_tokens follows).
@@ -191,7 +198,7 @@ class BudgetDesk:
             return Hold()
         pairs = [(scope, self._spend(scope)) for scope in scopes]
         for scope in scopes:
-            refuse_oversized(scope.budget, model, tokens)
+            refuse_oversized(scope.budget, model, tokens, tier)
         wanted = min(scope.budget.reserve_output for scope in scopes)
         if max_tokens is not None:
             wanted = min(wanted, max_tokens)
@@ -200,16 +207,17 @@ class BudgetDesk:
         for scope, spend in pairs:
             warning = spend.check(scope.budget, new_turn=False) or warning
         prompt = prompt_usage(tokens, self._core.cache)
-        rooms = [output_room(spend, scope.budget, model, prompt) for scope, spend in pairs]
+        rooms = [output_room(spend, scope.budget, model, prompt, tier) for scope, spend in pairs]
         room = min(rooms)
         output = int(min(wanted, room)) if strict else wanted
         if output <= 0 or output > room:
             if any(spend.holds for _, spend in pairs):
                 return None  # requests in flight hold the room: their settling may free it
             scope, spend = pairs[rooms.index(room)]
-            raise BudgetExhausted(refusal_text(scope.budget, spend, model, tokens, max(output, 1)))
+            held = Usage(input_tokens=tokens, output_tokens=max(output, 1))
+            raise BudgetExhausted(refusal_text(scope.budget, spend, model, held, tier))
         need_tokens = tokens + output
-        need_cost = pricing.cost_usd(model, replace(prompt, output_tokens=output))
+        need_cost = pricing.cost_usd(model, replace(prompt, output_tokens=output), tier=tier)
         for _, spend in pairs:
             spend.take(need_tokens, need_cost)
             spend.holds += 1
@@ -222,6 +230,7 @@ class BudgetDesk:
             strict=strict,
             cancel=any(scope.budget.hard_stop == "cancel" for scope in scopes),
             warning=warning,
+            tier=tier,
         )
         self._open.setdefault(uuid, []).append(hold)
         return hold
@@ -231,7 +240,7 @@ class BudgetDesk:
         has the room; else BudgetExhausted (the reply is to stop). Never waits."""
         scopes = self.scopes(uuid)
         spends = [self._spend(scope) for scope in scopes]
-        cost = pricing.reply_cost_usd(model, more, hold.tokens - hold.output)
+        cost = pricing.reply_cost_usd(model, more, hold.tokens - hold.output, hold.tier)
         for spend, scope in zip(spends, scopes, strict=True):
             tokens_left, cost_left = spend.room(scope.budget)
             if more > tokens_left or cost > cost_left:
@@ -293,18 +302,21 @@ def prompt_usage(tokens: int, cache: CachePolicy | None) -> Usage:
     return Usage(input_tokens=tokens, cache_write_tokens=tokens, cache_write_1h_tokens=hour)
 
 
-def output_room(spend: TreeSpend, budget: Budget, model: str, prompt: Usage) -> float:
-    """The reply tokens a request of `prompt` could hold in this budget now."""
+def output_room(
+    spend: TreeSpend, budget: Budget, model: str, prompt: Usage, tier: Tier = "standard"
+) -> float:
+    """The reply tokens a request of `prompt` on `tier` could hold in this budget now."""
     tokens_left, cost_left = spend.room(budget)
     room = tokens_left - prompt.input_tokens
     if budget.cost_usd is not None:
-        input_cost = pricing.cost_usd(model, prompt)
-        per_output = pricing.reply_cost_usd(model, 1_000_000, prompt.input_tokens) / 1_000_000
+        input_cost = pricing.cost_usd(model, prompt, tier=tier)
+        reply_cost = pricing.reply_cost_usd(model, 1_000_000, prompt.input_tokens, tier)
+        per_output = reply_cost / 1_000_000
         room = min(room, math.floor((cost_left - input_cost) / per_output))
     return room
 
 
-def refuse_oversized(budget: Budget, model: str, tokens: int) -> None:
+def refuse_oversized(budget: Budget, model: str, tokens: int, tier: Tier = "standard") -> None:
     """A request no budget of this size could hold, or a cost budget on a model without a
     price: refused before anything is sent."""
     if budget.tokens is not None and tokens > budget.tokens:
@@ -319,7 +331,7 @@ def refuse_oversized(budget: Budget, model: str, tokens: int) -> None:
             f"{BUDGET_EXHAUSTED}cost_usd cannot be kept: {model} has no price in the catalog; "
             "set one in [models.prices] or use a token budget"
         )
-    cost = pricing.cost_usd(model, Usage(input_tokens=tokens))
+    cost = pricing.cost_usd(model, Usage(input_tokens=tokens), tier=tier)
     if cost > budget.cost_usd:
         raise BudgetExhausted(
             f"{BUDGET_EXHAUSTED}cost_usd: this request's input costs about ${cost:,.4g}, more "
@@ -327,9 +339,12 @@ def refuse_oversized(budget: Budget, model: str, tokens: int) -> None:
         )
 
 
-def refusal_text(budget: Budget, spend: TreeSpend, model: str, tokens: int, output: int) -> str:
-    """Why a request of `tokens` input holding `output` reply tokens cannot start: the limit
-    it would pass, or, in a budget nothing was spent from yet, that it holds more than all."""
+def refusal_text(
+    budget: Budget, spend: TreeSpend, model: str, held: Usage, tier: Tier = "standard"
+) -> str:
+    """Why a request of `held` input and reply tokens on `tier` cannot start: the limit it
+    would pass, or, in a budget nothing was spent from yet, that it holds more than all."""
+    tokens, output = held.input_tokens, held.output_tokens
     if spend.tokens or spend.cost_usd:
         return exhausted_text(budget, spend, tokens + output)
     if budget.tokens is not None and tokens + output > budget.tokens:
@@ -338,10 +353,10 @@ def refusal_text(budget: Budget, spend: TreeSpend, model: str, tokens: int, outp
             f"{output:,} for its reply, more than the whole budget of {budget.tokens:,}; "
             f"nothing was sent{SMALLER_HOLD}"
         )
-    held = pricing.cost_usd(model, Usage(input_tokens=tokens, output_tokens=output))
+    cost = pricing.cost_usd(model, held, tier=tier)
     return (
         f"{BUDGET_EXHAUSTED}cost_usd: this request and the {output:,} reply tokens it holds "
-        f"cost about ${held:,.4g}, more than the whole budget of ${budget.cost_usd or 0:,.4g}; "
+        f"cost about ${cost:,.4g}, more than the whole budget of ${budget.cost_usd or 0:,.4g}; "
         f"nothing was sent{SMALLER_HOLD}"
     )
 

@@ -7,7 +7,15 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from grove.actors.errors import BudgetCut, BudgetStop
-from grove.providers.base import AssistantTurn, Message, ProviderName, Request, TextPart, Usage
+from grove.providers.base import (
+    AssistantTurn,
+    Message,
+    ProviderName,
+    Request,
+    TextPart,
+    Tier,
+    Usage,
+)
 from grove.providers.pricing import cost_usd
 from grove.providers.stream_events import (
     StreamEvent,
@@ -26,9 +34,11 @@ class BudgetPort(Protocol):
     supervisor's record of what one request holds (supervisor/budget.py): its `output`,
     `strict`, `cancel` and `warning` are read here."""
 
-    async def reserve(self, uuid: str, model: str, tokens: int, max_tokens: int | None) -> Any:
-        """Before a request of about `tokens` input: hold that and room for the reply (raise
-        BudgetStop when it would pass a limit)."""
+    async def reserve(
+        self, uuid: str, model: str, tokens: int, max_tokens: int | None, tier: Tier
+    ) -> Any:
+        """Before a request of about `tokens` input on `tier`: hold that and room for the reply
+        at its price (raise BudgetStop when it would pass a limit)."""
         ...
 
     async def extend(self, uuid: str, model: str, hold: Any, more: int) -> Any:
@@ -86,5 +96,5 @@ class ReplyGuard:
             message=Message(role="assistant", parts=(TextPart(text="".join(self.text)),)),
             usage=usage,
             stop_reason="budget",
-            cost_usd=cost_usd(self.request.model, usage),
+            cost_usd=cost_usd(self.request.model, usage, tier=self.request.tier),
         )

@@ -29,7 +29,8 @@ def estimated_bill(
         output, cost = int(hold.output), float(hold.cost_usd)
     else:
         output = longest_reply(request, provider)
-        cost = cost_usd(request.model, Usage(input_tokens=tokens, output_tokens=output))
+        usage = Usage(input_tokens=tokens, output_tokens=output)
+        cost = cost_usd(request.model, usage, tier=request.tier)
     usage = Usage(input_tokens=tokens, output_tokens=output)
     return {
         "usage": usage.as_dict(),

@@ -73,8 +73,8 @@ def part_chars(part: Part) -> int:
 
 def reply_data(turn: AssistantTurn) -> dict[str, Any]:
     """What a reply was billed, as its stored data holds it (its parts aside), and what
-    caching saved on it (`saved_usd`, against every prompt token at the input price); where
-    its request's thinking was left out after a 400, when it was."""
+    caching saved on it (`saved_usd`, against every prompt token at the input price), the tier
+    it went on; where its request's thinking was left out after a 400, when it was."""
     data = {
         "usage": turn.usage.as_dict(),
         "cost_usd": turn.cost_usd,
@@ -82,6 +82,7 @@ def reply_data(turn: AssistantTurn) -> dict[str, Any]:
         "stop_reason": turn.stop_reason,
         "model": turn.model,
         "provider": turn.provider,
+        "tier": turn.tier,
     }
     if turn.thinking_dropped is not None:
         data["thinking_dropped"] = turn.thinking_dropped
@@ -147,7 +148,9 @@ class RequestMeter:
         if self._budget is None:
             bill = estimated_bill(request, provider, estimate, None)
             return await self._streamed(request, provider, estimate, emit, None, bill, hooks)
-        hold = await self._budget.reserve(self._uuid, request.model, estimate, request.max_tokens)
+        hold = await self._budget.reserve(
+            self._uuid, request.model, estimate, request.max_tokens, request.tier
+        )
         if hold.warning:
             emit(ProviderWarning(text=hold.warning))
         if hold.strict:  # the reply may not outgrow what the request holds

@@ -24,7 +24,7 @@ from grove.actors.ray_proxy import RayProxy, waited
 from grove.actors.telemetry import Tracing
 from grove.actors.tools.fanout import WAIT_CAP_S
 from grove.actors.turn_result import NewEntry, TurnResult
-from grove.providers.base import ProviderName, Request
+from grove.providers.base import ProviderName, Request, Tier
 from grove.providers.errors import GroveError
 from grove.providers.stream_events import RateLimitLeft
 
@@ -68,10 +68,12 @@ class BudgetGate:
         self._settle = Coalescer(asks.budget_settle_many, "budget-settle")
         self._extend = asks.budget_extend
 
-    async def reserve(self, uuid: str, model: str, tokens: int, max_tokens: int | None) -> Any:
+    async def reserve(
+        self, uuid: str, model: str, tokens: int, max_tokens: int | None, tier: Tier
+    ) -> Any:
         """The hold; while requests in flight hold the room, ask again as they settle."""
         while True:
-            answer, detail = await self._reserve.call((uuid, model, tokens, max_tokens))
+            answer, detail = await self._reserve.call((uuid, model, tokens, max_tokens, tier))
             if answer == "held":
                 return detail
             if answer == "refused":

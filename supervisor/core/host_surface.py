@@ -11,7 +11,7 @@ from grove.actors.advisor_messages import ReviewReport
 from grove.actors.agent.batched import BatchAnswer
 from grove.actors.host.tickets import Ticket
 from grove.actors.turn_result import NewEntry, TurnResult
-from grove.providers.base import ProviderName, Request
+from grove.providers.base import ProviderName, Request, Tier
 from grove.providers.errors import GroveError
 from grove.providers.stream_events import RateLimitLeft
 from grove.supervisor.agent_tools import tool_call
@@ -88,15 +88,16 @@ class HostSurface(Lifecycle):
         return [None] * len(requests)
 
     async def budget_reserve_many(
-        self, requests: list[tuple[str, str, int, int | None]]
+        self, requests: list[tuple[str, str, int, int | None, Tier]]
     ) -> list[tuple[str, Any]]:
-        """Before requests of budgeted agents, `(agent, model, input tokens, max_tokens)` each:
+        """Before requests of budgeted agents, `(agent, model, input tokens, max_tokens, price
+        tier)` each:
         `("held", the hold)`, `("refused", why)` when it would pass a limit, or `("wait",
         seconds)` while requests in flight hold the room."""
         answers: list[tuple[str, Any]] = []
-        for uuid, model, tokens, max_tokens in requests:
+        for uuid, model, tokens, max_tokens, tier in requests:
             try:
-                hold = self.budgets.try_reserve(uuid, model, tokens, max_tokens)
+                hold = self.budgets.try_reserve(uuid, model, tokens, max_tokens, tier)
             except GroveError as exc:  # a limit, or the agent is gone: this one, not the batch
                 answers.append(("refused", str(exc)))
             else:

@@ -20,6 +20,7 @@ from grove.actors.host.tickets import Ticket
 from grove.actors.ray_proxy import RayProxy
 from grove.actors.telemetry import NO_TRACING
 from grove.actors.turn_result import NewEntry, TurnResult
+from grove.providers.base import Tier
 from tests.integration.shared_ray import SHARED_RAY
 
 CHOICE = ModelChoice(provider="anthropic", model="claude-haiku-4-5")
@@ -42,12 +43,12 @@ class StandInSupervisor:
         return [0.05 if first else 0.0 for _ in requests]
 
     async def budget_reserve_many(
-        self, requests: list[tuple[str, str, int, int | None]]
+        self, requests: list[tuple[str, str, int, int | None, Tier]]
     ) -> list[tuple[str, Any]]:
         self._note("budget_reserve_many", requests)
         first = len(self.asked["budget_reserve_many"]) == 1
         answers: list[tuple[str, Any]] = []
-        for uuid, _, tokens, _ in requests:
+        for uuid, _, tokens, _, _ in requests:
             if uuid == "broke":
                 answers.append(("refused", "the tree's budget is spent"))
             else:
@@ -120,13 +121,13 @@ def test_the_budget_gate_holds_after_waiting_and_raises_a_refusal(
     gate = BudgetGate(supervisor)
 
     async def go() -> tuple[Any, Any]:
-        hold = await gate.reserve("a", CHOICE.model, 50, None)
+        hold = await gate.reserve("a", CHOICE.model, 50, None, "standard")
         return hold, await gate.extend("a", CHOICE.model, hold, 10)
 
     hold, larger = asyncio.run(go())
     assert hold == {"tokens": 50} and larger == {"tokens": 60}
     with pytest.raises(BudgetStop, match="the tree's budget is spent"):
-        asyncio.run(gate.reserve("broke", CHOICE.model, 50, None))
+        asyncio.run(gate.reserve("broke", CHOICE.model, 50, None, "standard"))
     with pytest.raises(BudgetStop, match="no room for more"):
         asyncio.run(gate.extend("broke", CHOICE.model, hold, 10))
 

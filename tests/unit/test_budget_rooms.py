@@ -30,3 +30,14 @@ def test_the_output_room_of_a_cost_budget_is_priced_at_the_prompts_tier(
     assert cost_usd("gpt-6-sol", filled) <= 5.0
     over = Usage(input_tokens=prompt_tokens, output_tokens=int(room) + 2)
     assert cost_usd("gpt-6-sol", over) > 5.0
+
+
+def test_a_request_on_the_batch_tier_holds_and_costs_at_its_half_price() -> None:
+    assert reply_cost_usd("gpt-6-sol", 1_000_000, 1_000, "batch") == pytest.approx(5.0)
+    budget = Budget(cost_usd=5.0)
+    prompt = Usage(input_tokens=100_000)
+    batch = output_room(TreeSpend(started=0.0), budget, "gpt-6-sol", prompt, "batch")
+    twice = output_room(TreeSpend(started=0.0), Budget(cost_usd=10.0), "gpt-6-sol", prompt)
+    assert batch == pytest.approx(twice, abs=1)  # at half the price, as twice the dollars
+    filled = Usage(input_tokens=100_000, output_tokens=int(batch))
+    assert cost_usd("gpt-6-sol", filled, tier="batch") <= 5.0 < cost_usd("gpt-6-sol", filled)
