@@ -159,8 +159,9 @@ def inlined_responses(operation: JSONObject) -> list[object]:
 
 
 def read_operation(operation: JSONObject, state: str, custom_ids: Sequence[str]) -> BatchResults:
-    """An ended batch's answers under their keys; a batch that failed, expired or was
-    canceled whole ends its ids without an answer so too."""
+    """An ended batch's answers under their keys (`metadata.key`), never by position: the
+    API has been seen to return them out of order. An answer without its key is malformed.
+    A batch that failed, expired or was canceled whole ends its ids without an answer so."""
     tally = ResultTally(custom_ids)
     for inline in inlined_responses(operation):
         if not isinstance(inline, dict):
