@@ -10,13 +10,14 @@ import os
 from collections.abc import Callable, Collection
 from typing import Any, Protocol
 
+from grove.providers.errors import GroveError
 from grove.supervisor.approvals import ApprovalDesk
 from grove.supervisor.budget import BudgetDesk
 from grove.supervisor.core import SupervisorCore
 from grove.supervisor.core.parts import CoreParts
 from grove.supervisor.errors import StoreError, SupervisorError
 from grove.supervisor.fleet import FleetLimiter, ProviderLimits
-from grove.supervisor.holding import HOLDER_RENEW_S
+from grove.supervisor.holding import HOLDER_RENEW_S, unheld_agents
 from grove.supervisor.tiers.desk import TierDesk
 
 
@@ -40,7 +41,8 @@ class Lifecycle:
     """The core, its desks (budgets, reviewers, approvals, the fleet's rate limits, the
     collectors of provider batches) and the hosts. `restarted` says whether this process runs
     a supervisor that was restarted under it: its first call then recovers the turns the one
-    before left in flight, and polls the provider batches it left open."""
+    before left in flight. Whichever supervisor it follows, it polls the provider batches
+    that one left open."""
 
     def __init__(
         self,
@@ -74,10 +76,18 @@ class Lifecycle:
             loop = asyncio.get_running_loop()
             self._monitor = loop.create_task(self.hosts.watch(self.core.given_up, self._slow))
             self._holding = loop.create_task(self._keep_holding())
+            self._resume_batches()  # before the turns that wait on them ask again
             if self._restarted():
-                self.tiers.resume()  # before the turns that wait on them ask again
                 restarted = self.core.recover()
                 self.core.event("SupervisorStarted", pid=os.getpid(), turns_restarted=restarted)
+
+    def _resume_batches(self) -> None:
+        """The provider batches a supervisor before this one left open, polled again."""
+        store, holder = self.core.store, self.core.holding.holder
+        try:
+            self.tiers.resume(lambda: [record.uuid for record in unheld_agents(store, holder)])
+        except GroveError as exc:  # their turns send them again
+            self.core.event("BatchesNotResumed", error=str(exc))
 
     def _slow(self, host_id: str, error: BaseException) -> None:
         self.core.event("HostSlow", host=host_id, error=repr(error))

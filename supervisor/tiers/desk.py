@@ -5,6 +5,7 @@ each made on its first step; after a restart, the batches the store holds are po
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Collection
 
 from grove.actors.agent.batched import BatchAnswer
 from grove.providers.base import ProviderName, Request
@@ -60,12 +61,18 @@ class TierDesk:
         for collector in list(self._collectors.values()):
             await collector.cancel(agent)
 
-    def resume(self) -> None:
-        """After a restart: every batch the store holds steps of is polled again by its
-        provider and key's collector. A step stored but never known sent (the restart came as
-        it went) is dropped: its turn asks for it again. Steps of a key no longer configured
-        stay stored, and are told of."""
+    def resume(self, ours: Callable[[], Collection[str]]) -> None:
+        """When the supervisor starts (Ray restarted it, or a service starts again on its
+        store): every batch the store holds steps of this Grove's agents in (`ours`: those of
+        the trees no other live Grove holds) is polled again by its provider and key's
+        collector. A step stored but never known sent (the restart came as it went) is
+        dropped: its turn asks for it again. Steps of a key no longer configured stay stored,
+        and are told of."""
         records = self._store.batch_steps.all()
+        if not records:
+            return
+        agents = set(ours())
+        records = [record for record in records if record.agent in agents]
         unsent = [record.step for record in records if record.batch_id is None]
         if unsent:
             self._store.batch_steps.drop(unsent)

@@ -169,13 +169,18 @@ async def test_a_desk_restarted_mid_batch_polls_it_again_instead_of_sending_it(
         assert {r.batch_id for r in store.batch_steps.all()} == {sent["batch"]}
         asking.cancel()
         await first.aclose()  # the supervisor dies with the batch open
+        foreign = store.batch_steps.all()[0].model_copy(
+            update={"step": "f" * 32, "agent": "another Grove's agent", "batch_id": "msgbatch_x"}
+        )
+        store.batch_steps.put([foreign])
         events = Events()
         second = TierDesk(store, plan(running), events)
         desk_closer.append(second)
-        second.resume()
+        second.resume(lambda: PROMPTS)  # the agents of the trees this Grove holds
         assert events.of("BatchesResumed") == [
             {"provider": "anthropic", "batches": 1, "steps": len(PROMPTS)}
         ]
+        assert foreign in store.batch_steps.all()  # another Grove's to poll
         answers = await asked(second, PROMPTS)  # the turns resumed ask again
         assert {a.turn.text for a in answers.values() if a.turn} == set(
             map(answer, PROMPTS.values())
