@@ -25,8 +25,10 @@ from grove.cli.context import (
     OutputRetriesOption,
     OutputSchemaOption,
     SimulateOption,
+    TierOption,
     ToolsOption,
     cli_budget,
+    cli_tier,
     fail,
     undecodable_text,
 )
@@ -95,13 +97,15 @@ def batch_command(
     budget_time: BudgetTimeOption = None,
     output_schema: OutputSchemaOption = None,
     output_retries: OutputRetriesOption = DEFAULT_OUTPUT_RETRIES,
+    tier: TierOption = None,
 ) -> None:
     """Run every task of TASKS.jsonl as a forked child of one root agent.
 
     TASKS.jsonl holds one JSON object a line: "id" (string or number, unique; 7 and "7" are the
     same id), "prompt" (text), and optionally "model" (MODEL[/THINKING], else --model), "system"
-    (a system prompt for that task) and "schema" (a JSON schema its answer must match, else
-    --output-schema's). Blank lines are skipped.
+    (a system prompt for that task), "schema" (a JSON schema its answer must match, else
+    --output-schema's) and "tier" (standard, flex or batch, else --tier). Blank lines are
+    skipped.
 
     --context FILE becomes the root agent's history, which every task inherits: a .jsonl file holds
     one {"role": "user"|"assistant", "content": "..."} message a line; any other file is plain text
@@ -143,6 +147,7 @@ def batch_command(
         needs_repository(Path.cwd())
     defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    chosen_tier = cli_tier(tier, defaults)
     plan = plan_batch(tasks_path, context_path, output_path, model, defaults, output_schema)
     if plan.todo:
         root_model = (model or defaults.model) if plan.root_model else None
@@ -170,6 +175,7 @@ def batch_command(
                 "tools": defaults.tools(tools, defaults=False),
                 "allow": allow or (),
                 "budget": budget,
+                "tier": chosen_tier,
             }
             run_options = {
                 "concurrency": concurrency,
@@ -179,6 +185,7 @@ def batch_command(
                 "tools": task_tools,
                 "output_type": plan.schema,
                 "output_retries": output_retries,
+                "tier": chosen_tier,
             }
             ending = run_plan(grove, plan, log, root_options, run_options)
     if ending.stopped is not None:

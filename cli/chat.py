@@ -20,8 +20,10 @@ from grove.cli.context import (
     CliContext,
     HostsOption,
     SimulateOption,
+    TierOption,
     ToolsOption,
     cli_budget,
+    cli_tier,
     fail,
 )
 from grove.cli.preflight import preflight
@@ -51,6 +53,7 @@ def chat_command(
     budget_cost: BudgetCostOption = None,
     budget_tokens: BudgetTokensOption = None,
     budget_time: BudgetTimeOption = None,
+    tier: TierOption = None,
 ) -> None:
     """Talk to a root agent; lines starting with / are commands (/help lists them). With a
     Grove service up (`grove up`), the session lives there.
@@ -61,6 +64,9 @@ def chat_command(
     remote = context.remote(simulate=simulate, hosts=hosts)
     defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    if resume is not None and tier is not None:
+        fail("--tier sets a new session's tier; a resumed agent keeps its own", code=2)
+    chosen_tier = cli_tier(tier, defaults)
     preflight(
         defaults,
         models=[model or (None if resume else defaults.model)],
@@ -72,7 +78,7 @@ def chat_command(
     try:
         grove.start()
         given = defaults.tools(tools, defaults=True)
-        session = open_session(grove, model, resume, given, allow or [], budget)
+        session = open_session(grove, model, resume, given, allow or [], budget, chosen_tier)
     except GroveError as exc:
         grove.close()
         fail(str(exc), code=2)
@@ -101,11 +107,12 @@ def open_session(
     tools: list[str],
     allow: list[str],
     budget: Budget | None = None,
+    tier: str | None = None,
 ) -> str:
-    """The root uuid of a new session (with `tools` and `budget`), or of the session holding
-    the resumed agent (with the tools and budget it has)."""
+    """The root uuid of a new session (with `tools`, `budget` and `tier`), or of the session
+    holding the resumed agent (with the tools, budget and tier it has)."""
     if resume is None:
-        return grove.create_root(model, tools=tools, allow=allow, budget=budget).uuid
+        return grove.create_root(model, tools=tools, allow=allow, budget=budget, tier=tier).uuid
     record = grove.agent(resume)
     if model is None:
         warn_of_retired_model(record.provider, record.model)

@@ -21,6 +21,7 @@ from grove.cli.printable import printable
 from grove.cli.styles import RED, styled
 from grove.providers.base import MAX_OUTPUT_RETRIES
 from grove.providers.errors import GroveError
+from grove.providers.tier_rules import TIER_HELP
 
 if TYPE_CHECKING:  # the rest is imported where it is used: `grove --help` stays quick
     from grove.providers.base import JSONObject, ProviderName
@@ -110,6 +111,28 @@ def cli_output_schema(path: Path | None, providers: Iterable[ProviderName]) -> J
         return schema_file(path, providers)
     except OutputSchemaError as exc:
         fail(str(exc), code=2)
+
+
+TierOption = Annotated[
+    str | None,
+    typer.Option(
+        "--tier",
+        metavar="standard|flex|batch",
+        help="The price tier of the agents' requests (default: [defaults] tier). "
+        + TIER_HELP
+        + ".",
+    ),
+]
+
+
+def cli_tier(flag: str | None, defaults: CommandDefaults) -> str:
+    """--tier, else the config's; exit 2 naming the tiers there are, before anything starts."""
+    from grove.providers.tier_rules import UnknownTierError, checked_tier
+
+    try:
+        return checked_tier(flag if flag is not None else defaults.tier)
+    except UnknownTierError as exc:
+        fail(f"--tier: {exc}", code=2)
 
 
 AllowOption = Annotated[

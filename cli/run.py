@@ -21,9 +21,11 @@ from grove.cli.context import (
     OutputRetriesOption,
     OutputSchemaOption,
     SimulateOption,
+    TierOption,
     ToolsOption,
     cli_budget,
     cli_output_schema,
+    cli_tier,
     fail,
     undecodable_text,
 )
@@ -72,6 +74,7 @@ def run_command(
     budget_time: BudgetTimeOption = None,
     output_schema: OutputSchemaOption = None,
     output_retries: OutputRetriesOption = DEFAULT_OUTPUT_RETRIES,
+    tier: TierOption = None,
 ) -> None:
     """Send one prompt to a model through a new root agent and stream the reply.
 
@@ -91,6 +94,7 @@ def run_command(
     remote = context.remote(simulate=simulate, hosts=hosts)
     defaults = context.defaults(remote, simulate=simulate)
     budget = cli_budget(defaults, budget_cost, budget_tokens, budget_time)
+    chosen_tier = cli_tier(tier, defaults)
     spec = resolve_model(model, defaults)
     joined = context.joins_cluster(remote)
     preflight(defaults, models=[model or defaults.model], tools=tools, budget=budget, joined=joined)
@@ -108,6 +112,7 @@ def run_command(
                 budget=budget,
                 output_type=schema,
                 output_retries=output_retries,
+                tier=chosen_tier,
             )
         except GroveError as exc:
             fail(str(exc), code=2)

@@ -1,5 +1,5 @@
-"""`grove usage`: requests, tokens, cost and time per agent, model, provider or day, with each
-tree's total; from the service or read from the store (no Ray). The sums are supervisor/usage.py's.
+"""`grove usage`: requests, tokens, cost, savings and time per agent, model, provider, tier or
+day, with each tree's total; from the service or the store (no Ray). The sums are usage.py's.
 """
 
 from __future__ import annotations
@@ -25,13 +25,17 @@ def usage_command(
         ),
     ] = None,
     by: Annotated[
-        Literal["agent", "model", "provider", "day"],
-        typer.Option("--by", help="Group by agent (with each tree's total), model, provider, day."),
+        Literal["agent", "model", "provider", "tier", "day"],
+        typer.Option(
+            "--by",
+            help="Group by agent (with each tree's total), model, provider, price tier, day.",
+        ),
     ] = "agent",
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """What the stored requests used: requests, input, output, thinking, cache read and cache
-    write tokens, cost and time (a model's replies and compaction summaries)."""
+    write tokens, cost, what caching and the flex and batch tiers saved ("tier $", against the
+    standard price), and time (a model's replies and compaction summaries)."""
     context: CliContext = ctx.obj
     with context.reads() as reads:
         try:

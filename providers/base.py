@@ -234,6 +234,7 @@ class AssistantTurn:
     # Where the request's thinking was left out after a 400 said it was bound to a different
     # conversation (providers/preserved_thinking.py); None when it was not.
     thinking_dropped: str | None = None
+    tier: Tier = "standard"  # the price tier it was served and priced on
 
     @property
     def text(self) -> str:

@@ -32,8 +32,15 @@ from grove.providers.ratelimit import remaining_from_headers
 from grove.providers.retry import RetryPolicy
 from grove.providers.sse import ServerSentEvent, SSEDecoder
 from grove.providers.stream_events import Finished, ProviderWarning, Retrying, Sending, StreamEvent
+from grove.providers.tier_rules import FLEX_READ_TIMEOUT_S, flex_unavailable
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=180.0, write=30.0, pool=30.0)
+FLEX_TIMEOUT = httpx.Timeout(connect=10.0, read=FLEX_READ_TIMEOUT_S, write=30.0, pool=30.0)
+FLEX_FALLBACK_TEXT = "no flex capacity after {tries} tries: sent on the standard tier instead"
+FLEX_REFUSED_TEXT = (
+    "{provider} had no flex capacity in {tries} tries ({error}); set [tiers] flex_fallback = "
+    "true to send such requests on the standard tier, or run the agent on another tier"
+)
 _instance_numbers = itertools.count(1)
 
 
@@ -182,19 +189,35 @@ class HTTPProvider:
                     or not exc.retryable
                     or attempt >= self.retry.max_attempts
                 ):
-                    raise
+                    if accumulator.content_seen or not flex_unavailable(
+                        self.name, request.tier, exc
+                    ):
+                        raise
+                    request = self._on_standard(request, exc, attempt)
+                    yield ProviderWarning(text=FLEX_FALLBACK_TEXT.format(tries=attempt))
+                    attempt = 0
+                    continue
                 delay = self.retry.delay(attempt, exc.retry_after)
                 yield Retrying(attempt=attempt, delay_s=delay, reason=str(exc))
                 await asyncio.sleep(delay)
                 continue
-            turn = accumulator.turn(
-                cost_usd(accumulator.model, accumulator.usage, tier=request.tier)
-            )
+            cost = cost_usd(accumulator.model, accumulator.usage, tier=request.tier)
+            turn = replace(accumulator.turn(cost), tier=request.tier)
             turn = preserved_thinking.stamped(turn, prefix)
             if unbound is not None:
                 turn = replace(turn, thinking_dropped=unbound)
             yield Finished(turn=turn)
             return
+
+    def _on_standard(self, request: Request, exc: ProviderError, tries: int) -> Request:
+        """`request`, refused on flex for want of capacity `tries` times, on the standard
+        tier when `[tiers] flex_fallback` says so; else the refusal, saying what would help."""
+        if not self.retry.flex_fallback:
+            raise ProviderError(
+                FLEX_REFUSED_TEXT.format(provider=self.name, tries=tries, error=exc),
+                provider=self.name,
+            ) from exc
+        return replace(request, tier="standard")
 
     def _refused_feature(
         self, exc: ProviderError, accumulator: TurnAccumulator, refused: set[str]
@@ -222,8 +245,10 @@ class HTTPProvider:
             parser = self.wire.new_parser()
             decoder = SSEDecoder()
             yield Sending(attempt=attempt)
+            # A flex request may wait for capacity before its first byte: its own read timeout.
+            timeout = FLEX_TIMEOUT if request.tier == "flex" else httpx.USE_CLIENT_DEFAULT
             async with self.client.stream(
-                "POST", url, headers=prepared.headers, json=prepared.body
+                "POST", url, headers=prepared.headers, json=prepared.body, timeout=timeout
             ) as response:
                 if response.status_code >= 400:
                     body = await response.aread()

@@ -19,11 +19,14 @@ MAX_DOUBLINGS = 64
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RetryPolicy:
-    """`max_attempts` counts the first try. Delays double from `base_delay_s` up to a cap."""
+    """`max_attempts` counts the first try. Delays double from `base_delay_s` up to a cap.
+    `flex_fallback`: a flex request still refused for want of capacity after its tries goes
+    on the standard tier (at the standard price) instead of failing (`[tiers] flex_fallback`)."""
 
     max_attempts: int = 6
     base_delay_s: float = 0.5
     max_delay_s: float = 30.0
+    flex_fallback: bool = False
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         """Seconds to wait after failed attempt number `attempt` (1-based)."""

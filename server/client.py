@@ -24,6 +24,7 @@ from grove.server.remote_turn import RemoteTurn
 from grove.server.service_link import RemoteError, ServiceGone, ServiceLink, healthy
 from grove.server.wire import HeldStream
 from grove.supervisor import bridge
+from grove.supervisor.agent_tiers import say_children_tier, say_replaced
 from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
 from grove.supervisor.command_defaults import CommandDefaults
 from grove.supervisor.results import result_from_json
@@ -131,6 +132,7 @@ class RemoteGrove:
         budget: Budget | None = None,
         output_type: OutputSchema | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        tier: str | None = None,
     ) -> RemoteRecord:
         """As `Grove.create_root` (`output_type` a JSON schema dict); the modules of
         `package.module:attr` tools that the service cannot import itself (local files) go
@@ -148,8 +150,10 @@ class RemoteGrove:
             "budget": budget.as_dict() if budget is not None else None,
             "output_type": output_type,
             "output_retries": output_retries,
+            "tier": tier,
         }
         record = record_of(self.link.json("POST", "/api/roots", body))
+        say_replaced(record.provider, record.model, tier)
         if approver is not None:
             self.set_approver(record.uuid, approver)
         return record
@@ -189,6 +193,7 @@ class RemoteGrove:
         }
         found = self.link.json("POST", f"/api/agents/{parent}/fork", body)
         children: list[str] = found["children"]
+        say_children_tier(self, children, options.get("tier"))
         return children
 
     def send(

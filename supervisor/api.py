@@ -27,8 +27,10 @@ from grove.providers.base import DEFAULT_OUTPUT_RETRIES
 from grove.providers.errors import GroveError
 from grove.providers.http import Endpoint
 from grove.providers.model_specs import ModelSpec
+from grove.providers.tier_rules import checked_tier
 from grove.supervisor import bridge
 from grove.supervisor.actor import NAMESPACE
+from grove.supervisor.agent_tiers import TIER_KEY, say_children_tier, say_replaced
 from grove.supervisor.api_turn import RESUME_WAIT_S, ResultWait, Turn, streamed, watched
 from grove.supervisor.approvals import ApprovalRequest
 from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
@@ -49,8 +51,7 @@ from grove.supervisor.store.records import AgentRecord
 from grove.supervisor.supervisor_calls import SupervisorCalls
 from grove.supervisor.supervisor_link import CALL_TIMEOUT_S, SupervisorLink, join_or_make_supervisor
 from grove.supervisor.telemetry import telemetry_settings
-from grove.supervisor.tool_rules import policy_for
-from grove.supervisor.toolbox import resolve_tools
+from grove.supervisor.toolbox import ToolsGiven, root_tool_entries
 from grove.supervisor.trace_printer import printing_spans
 from grove.supervisor.turn_starts import TurnStarts
 from grove.supervisor.worktrees import WorktreeRow, worktree_rows
@@ -152,12 +153,13 @@ class Grove(SupervisorCalls):
         *,
         system: str | None = None,
         isolation: str | None = None,
-        tools: Sequence[str | Callable[..., Any]] | str | Callable[..., Any] | None = None,
+        tools: ToolsGiven = None,
         allow: Sequence[str] = (),
         approver: Approver | None = None,
         budget: Budget | None = None,
         output_type: OutputTypeLike | None = None,
         output_retries: int = DEFAULT_OUTPUT_RETRIES,
+        tier: str | None = None,
     ) -> AgentRecord:
         """A new root agent; `isolation="process"` gives it a host process of its own.
         `tools`: built-in tool names (fork, send, wait, todo, read, search, find, write, edit,
@@ -168,22 +170,15 @@ class Grove(SupervisorCalls):
         it); without one, `[budget]` of the config applies, if set. `output_type` (a pydantic
         model or a JSON schema dict) makes every answer of the agent typed: `TurnResult.output`
         is the checked answer, a malformed one goes back to the model `output_retries`
-        times."""
+        times. `tier`: the price tier of its requests and, unless they name their own, its
+        children's (providers/tier_rules.py TIER_HELP; default: `[defaults] tier`)."""
         spec = self._spec(model or self.settings.defaults.model)
-        if tools is None:
-            tools = ()
-        elif isinstance(tools, str) or callable(tools):
-            tools = [tools]  # one tool given on its own
-        resolved = resolve_tools(tools)
-        entries = resolved.metadata() if resolved.names else {}
-        mcp = self._mcp.tools(resolved.names, self.settings)
-        if mcp:
-            entries["mcp_tools"] = mcp
-        if resolved.names:
-            entries["tool_policy"] = self._tool_policy(resolved.names, allow)
+        asked = checked_tier(tier or self.settings.defaults.tier)
+        entries = root_tool_entries(tools, allow, self.settings, self._mcp)
         limits = budget.as_dict() if budget is not None else self.settings.budget.budget()
         if limits is not None:
             entries["budget"] = limits
+        entries[TIER_KEY] = asked
         if output_type is not None:
             provider = spec.provider if spec else None
             entries["output"] = make_output(output_type, output_retries, provider).to_data()
@@ -192,6 +187,7 @@ class Grove(SupervisorCalls):
             self._service.create_root(spec, system, isolation, entries, trace_parent)
         )
         self._outputs.remember([record.uuid], output_type)
+        say_replaced(record.provider, record.model, asked)
         if approver is not None:
             self.set_approver(record.uuid, approver)
         return record
@@ -206,11 +202,6 @@ class Grove(SupervisorCalls):
         spec = self._spec(model)
         provider = spec.provider if spec else self.agent(agent).provider
         return make_output(output_type, retries, provider)  # type: ignore[arg-type]
-
-    def _tool_policy(self, names: Sequence[str], allow: Sequence[str]) -> dict[str, str]:
-        """Each tool's policy: `allow` first, then `[tools.policy]`, then the default."""
-        configured = {**self.settings.tools.policy, **dict.fromkeys(allow, "allow")}
-        return {name: policy_for(name, configured) for name in names}
 
     def send(
         self,
@@ -300,6 +291,7 @@ class Grove(SupervisorCalls):
             600,
         )
         self._outputs.remember(children, output_type)
+        say_children_tier(self, children, options.get("tier"))
         return children
 
     def fork(
@@ -310,16 +302,18 @@ class Grove(SupervisorCalls):
         *,
         tools: list[str] | None = None,
         workspace: str | None = None,
+        tier: str | None = None,
     ) -> str:
         """Fork one child of `parent` (its conversation so far, its tools or the named few of
         them) and, given a prompt, start its first turn; the child's uuid. Its answer:
         `wait_turn(child)`. `workspace="worktree"`: the child works in a git worktree of the
         parent's repository on branch `grove/<uuid8>`, made from the parent's HEAD with what
         it has not committed; each of its turns ends with a commit there, and its result's
-        `worktree` names the branch and the diff stat. "shared": the parent's directory."""
-        child = self._answer(
-            self._service.fork(parent, prompt, self._spec(model), tools, workspace), 600
-        )
+        `worktree` names the branch and the diff stat. "shared": the parent's directory.
+        `tier`: its price tier (default: the parent's)."""
+        spec = self._spec(model)
+        child = self._answer(self._service.fork(parent, prompt, spec, tools, workspace, tier), 600)
+        say_replaced(child.provider, child.model, tier)
         return child.uuid
 
     def worktrees(self, prune: bool = False, repository: str | None = None) -> list[WorktreeRow]:

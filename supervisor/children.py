@@ -11,8 +11,10 @@ from typing import Any
 
 from grove.actors.output import OutputType
 from grove.actors.telemetry import TRACE_KEY
+from grove.providers.base import Tier
 from grove.providers.model_specs import ModelSpec
 from grove.providers.preserved_thinking import preserves_thinking
+from grove.supervisor.agent_tiers import tier_entry, tier_of
 from grove.supervisor.budget_rules import BUDGET_KEYS, Budget, group_entry
 from grove.supervisor.store.records import AgentRecord
 from grove.supervisor.tool_rules import INHERITED_TOOL_METADATA
@@ -22,7 +24,8 @@ from grove.supervisor.tool_rules import INHERITED_TOOL_METADATA
 # the fork_many calls it (or an ancestor) came from (supervisor/budget.py); `workspace`: the
 # directory its tools work in, when not the hosts' (a worktree: supervisor/worktrees.py);
 # `trace`: where its turns hang in its tree's trace (actors/telemetry.py), unless its fork
-# names a span of its own.
+# names a span of its own. `tier` is set apart (`child_records`): a child on another provider
+# may be served its parent's tier on another.
 INHERITED_METADATA = ("system", "workspace", TRACE_KEY, *BUDGET_KEYS, *INHERITED_TOOL_METADATA)
 # A child's own instructions, at the end of the conversation it inherits (see `instructed`).
 INSTRUCTIONS_TEXT = """<instructions>
@@ -57,11 +60,12 @@ def child_records(
     budget: Budget | None = None,
     keys: Sequence[str] | None = None,
     output: OutputType | None = None,
+    tier: Tier | None = None,
 ) -> list[AgentRecord]:
     """`count` children of `parent` forked after its message `point`, all made at one time:
     `model` or the parent's, the metadata they inherit, and what this fork adds: a system
     prompt in place of the parent's, a `budget` they share, a
-    key each (`keys`), a typed answer (`output`)."""
+    key each (`keys`), a typed answer (`output`), a price tier (else the parent's)."""
     shared: dict[str, Any] = {
         key: parent.metadata[key] for key in INHERITED_METADATA if key in parent.metadata
     }
@@ -72,6 +76,8 @@ def child_records(
         shared["budget_groups"] = [*groups, group_entry(budget, parent.uuid)]
     if output is not None:
         shared["output"] = output.to_data()
+    provider = model.provider if model else parent.provider
+    shared.update(tier_entry(provider, tier or tier_of(parent)))
     now = time.time()
     return [
         AgentRecord(
@@ -79,7 +85,7 @@ def child_records(
             parent_uuid=parent.uuid,
             role="child",
             fork_message_id=point,
-            provider=model.provider if model else parent.provider,
+            provider=provider,
             model=model.model if model else parent.model,
             thinking_level=model.thinking if model else parent.thinking_level,
             created_at=now,

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CommandDefaults:
     model: str | None = None  # [defaults] model
+    tier: str = "standard"  # [defaults] tier
     aliases: dict[str, str] = field(default_factory=dict)  # [models] aliases
     # What the roots of `grove chat` and `grove run` have: [tools] default, or the built-in set.
     root_tools: list[str] = field(default_factory=list)
@@ -58,6 +59,7 @@ def command_defaults(settings: GroveSettings, *, simulated: bool = False) -> Com
     keeping = settings.budget
     return CommandDefaults(
         model=settings.defaults.model,
+        tier=settings.defaults.tier,
         aliases=dict(settings.models.aliases),
         root_tools=list(tools.default if tools.default is not None else DEFAULT_ROOT_TOOLS),
         added_tools=[*tools.modules, *servers],

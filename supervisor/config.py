@@ -24,7 +24,13 @@ from grove.supervisor.config_agents import (
     CompactionSection,
     LimitSettings,
 )
-from grove.supervisor.config_providers import CacheSection, Defaults, Models, Providers
+from grove.supervisor.config_providers import (
+    CacheSection,
+    Defaults,
+    Models,
+    Providers,
+    TiersSection,
+)
 from grove.supervisor.config_service import (
     EventsSection,
     HostSection,
@@ -56,6 +62,7 @@ class GroveSettings(BaseSettings):
     budget: BudgetSection = BudgetSection()
     events: EventsSection = EventsSection()
     cache: CacheSection = CacheSection()
+    tiers: TiersSection = TiersSection()
     service: ServiceSection = ServiceSection()
     telemetry: TelemetrySection = TelemetrySection()
     store: str | None = Field(default=None, description="sqlite:///path, redis://..., rediss://...")

@@ -1,5 +1,5 @@
 """The config sections of models and providers: `[defaults]`, `[providers]` (with `retry`),
-`[models]` and `[cache]`; what a request is sent to, how it is retried, priced and cached.
+`[models]`, `[cache]` and `[tiers]`; what a request is sent to, how retried, priced and cached.
 """
 
 from __future__ import annotations
@@ -8,19 +8,30 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from grove.providers.base import CachePolicy, ProviderName
+from grove.providers.base import TIERS, CachePolicy, ProviderName, Tier
 from grove.providers.pricing import checked_prices
 from grove.providers.retry import RetryPolicy
+from grove.providers.tier_rules import TIER_HELP, checked_tier
 from grove.supervisor.config_fields import ConfigSection, UsableUrl, checked_model_spec
 
 
 class Defaults(ConfigSection):
     model: str | None = Field(default=None, description="MODEL[/THINKING] for new root agents")
+    tier: Tier = Field(
+        default="standard", description=f"Price tier of new root agents: {TIER_HELP}"
+    )
 
     @field_validator("model")
     @classmethod
     def _valid_spec(cls, value: str | None) -> str | None:
         return None if value is None else checked_model_spec(value)
+
+    @field_validator("tier", mode="before")
+    @classmethod
+    def _valid_tier(cls, value: object) -> Tier:
+        if not isinstance(value, str):
+            raise ValueError(f"a tier is a name ({', '.join(TIERS)}), not {value!r}")
+        return checked_tier(value)
 
 
 class ProviderSettings(ConfigSection):
@@ -69,11 +80,13 @@ class RetrySection(ConfigSection):
             )
         return self
 
-    def policy(self) -> RetryPolicy:
+    def policy(self, flex_fallback: bool = False) -> RetryPolicy:
+        """These tries; `flex_fallback` is `[tiers]`'s."""
         return RetryPolicy(
             max_attempts=self.attempts,
             base_delay_s=self.base_delay_s,
             max_delay_s=self.max_delay_s,
+            flex_fallback=flex_fallback,
         )
 
 
@@ -113,3 +126,32 @@ class CacheSection(ConfigSection):
     def policy(self) -> CachePolicy | None:
         """What the requests ask for; None when caching is off."""
         return CachePolicy(ttl=self.ttl) if self.enabled else None
+
+
+class TiersSection(ConfigSection):
+    """`[tiers]`: how requests on the half-price tiers go (SPEC 20). A batch-tier step's request
+    joins its provider's rolling batch, sent `batch_window_s` after the batch's first request
+    or at `batch_size` requests, whichever comes first (split further at the vendor's limits)."""
+
+    batch_window_s: float = Field(
+        default=5.0,
+        gt=0,
+        le=3600,
+        allow_inf_nan=False,
+        description="Longest a request waits for its batch to be sent",
+    )
+    batch_size: int = Field(
+        default=1000, ge=1, le=100_000, description="Requests that send a batch at once"
+    )
+    batch_tries: int | None = Field(
+        default=None,
+        ge=1,
+        le=100,
+        description="Tries of an errored or expired request on the batch tier before it goes "
+        "on the standard tier (unset: it stays on the batch tier)",
+    )
+    flex_fallback: bool = Field(
+        default=False,
+        description="A flex request refused for want of capacity after its [providers.retry] "
+        "attempts goes on the standard tier, at the standard price, instead of failing",
+    )

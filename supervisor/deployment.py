@@ -50,7 +50,7 @@ def supervisor_settings(
         base_urls={name: providers.for_provider(name).base_url for name in PROVIDERS},
         openai_api=providers.openai.api,
         simulator=simulator,
-        retry=providers.retry.policy(),
+        retry=providers.retry.policy(flex_fallback=settings.tiers.flex_fallback),
         idle_release_s=settings.hosts.idle_release_s,
         idle_pools=settings.hosts.idle_pools,
         tool_steps=settings.limits.tool_steps,

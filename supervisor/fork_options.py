@@ -14,7 +14,9 @@ class ForkOptions(TypedDict, total=False):
 
     `workspace`: "shared" (the parent's directory) or "worktree" (a git worktree each;
     default: `[tools] workspace`); `tools`: the names of the parent's tools the children keep
-    (default: all of them; a name the parent lacks refuses the fork)."""
+    (default: all of them; a name the parent lacks refuses the fork); `tier`: the children's
+    price tier, "standard", "flex" or "batch" (default: the parent's; providers/tier_rules.py)."""
 
     workspace: str | None
     tools: list[str] | None
+    tier: str | None

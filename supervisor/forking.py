@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from grove.actors.telemetry import TRACE_KEY
+from grove.providers.base import Tier
 from grove.providers.model_specs import ModelSpec
+from grove.supervisor.agent_tiers import tell_replaced, tier_of
 from grove.supervisor.children import child_records
 from grove.supervisor.tool_rules import narrowed
 from grove.supervisor.turns import fork_end
@@ -36,14 +38,17 @@ async def fork_child(
     workspace: object = None,
     correlation_id: str | None = None,
     trace: str | None = None,
+    tier: Tier | None = None,
 ) -> Forked:
     """Fork one child of `parent`. `tools` (a list of names) narrows what it inherits; a name
     the parent lacks refuses the fork before anything is stored. `workspace`: "shared" (the
     parent's directory) or "worktree" (a git worktree of its own); default: the config's.
     `trace`: the traceparent of the span that forks it (a `fork` tool call's), under which
-    its turns' spans go instead of under its parent's context."""
+    its turns' spans go instead of under its parent's context. `tier`: its price tier (default:
+    its parent's)."""
     core.budgets.before_turn(parent, False)
-    (child,) = child_records(parent, model, fork_end(core.store, parent), 1)
+    point = fork_end(core.store, parent)
+    (child,) = child_records(parent, model, point, 1, tier=tier)
     if tools is not None:
         kept = narrowed(parent.metadata.get("tools", []), tools)
         child = child.model_copy(update={"metadata": {**child.metadata, "tools": kept}})
@@ -63,6 +68,7 @@ async def fork_child(
         origin=origin,
         correlation_id=correlation_id,
     )
+    tell_replaced(core.event, [child], tier or tier_of(parent))
     if prompt is None:
         return Forked(child, None)
     if child.model is None:

@@ -7,10 +7,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ray import cloudpickle
 
@@ -19,7 +19,13 @@ from grove.actors.tools.python import ToolDefinitionError, python_tool
 from grove.supervisor.errors import CommandError
 from grove.supervisor.tool_files import import_spec
 from grove.supervisor.tool_files import installed as installed_module
-from grove.supervisor.tool_rules import BUILTIN_TOOL_NAMES, unknown_tool_text
+from grove.supervisor.tool_rules import BUILTIN_TOOL_NAMES, policy_for, unknown_tool_text
+
+if TYPE_CHECKING:
+    from grove.supervisor.config import GroveSettings
+    from grove.supervisor.mcp_listings import McpListings
+
+ToolsGiven = Sequence[str | Callable[..., Any]] | str | Callable[..., Any] | None
 
 # A shipped tool is code and the globals it needs, not data: past this, something big was
 # captured by accident (a dataset in a module global, say).
@@ -119,3 +125,25 @@ def resolve_tools(items: Iterable[str | Callable[..., Any]]) -> ResolvedTools:
     if duplicates:
         raise CommandError(f"two tools are named {', '.join(duplicates)}; rename one")
     return ResolvedTools(names=tuple(names), shipped=tuple(shipped), sources=sources)
+
+
+def root_tool_entries(
+    tools: ToolsGiven, allow: Sequence[str], settings: GroveSettings, mcp: McpListings
+) -> dict[str, Any]:
+    """A new root's tool entries of its record's metadata: the tools given (one on its own
+    too), its MCP tools' schemas, and each tool's policy (`allow` first, then
+    `[tools.policy]`, then the default)."""
+    if tools is None:
+        tools = ()
+    elif isinstance(tools, str) or callable(tools):
+        tools = [tools]  # one tool given on its own
+    resolved = resolve_tools(tools)
+    if not resolved.names:
+        return {}
+    entries = resolved.metadata()
+    listed = mcp.tools(resolved.names, settings)
+    if listed:
+        entries["mcp_tools"] = listed
+    configured = {**settings.tools.policy, **dict.fromkeys(allow, "allow")}
+    entries["tool_policy"] = {name: policy_for(name, configured) for name in resolved.names}
+    return entries

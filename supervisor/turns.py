@@ -17,6 +17,7 @@ from grove.actors.output import OutputType
 from grove.actors.transcript import parts_to_data
 from grove.actors.turn_result import NewEntry, TurnResult
 from grove.providers.base import TextPart
+from grove.supervisor.agent_tiers import tier_of
 from grove.supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
 from grove.supervisor.store.kinds import TURN_END_KIND
 from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
@@ -280,4 +281,5 @@ def choice_of(record: AgentRecord) -> ModelChoice | None:
         provider=record.provider,  # type: ignore[arg-type]
         model=record.model,
         thinking=record.thinking_level,
+        tier=tier_of(record),
     )

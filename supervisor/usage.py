@@ -1,5 +1,5 @@
 """Usage reports: what each stored request cost (requests, tokens by kind, cost, time), summed
-per agent, model, provider or day, with each tree's total; read from the store alone.
+per agent, model, provider, price tier or day, with each tree's total; read from the store alone.
 """
 
 from __future__ import annotations
@@ -10,10 +10,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from grove.actors.agent.estimates import ESTIMATED
+from grove.providers.base import TIERS, Tier
+from grove.providers.pricing import TIER_PRICE_FACTOR
 from grove.supervisor.store.base import COMPACTION_KIND, SPENT_KIND, Store
 from grove.supervisor.store.records import AgentRecord, MessageRecord
 
-GROUPINGS = ("agent", "model", "provider", "day")
+GROUPINGS = ("agent", "model", "provider", "tier", "day")
 # Stored messages that record a request's usage: a model's reply, a compaction's summary, a
 # reply outside the conversation (a failed turn's, a reviewer's).
 BILLED_KINDS = frozenset({"assistant", COMPACTION_KIND, SPENT_KIND})
@@ -25,13 +27,15 @@ TOKEN_FIELDS = (
     "cache_write_tokens",
 )
 ESTIMATES = ("estimated_requests", "estimated_input_tokens", "estimated_output_tokens")
+MONEY = ("cost_usd", "saved_usd", "tier_saved_usd")
 
 
 @dataclass(slots=True)
 class UsageTotals:
     """Sums of stored requests. `input_tokens` counts whole prompts, the tokens read from a
     cache and written to one included; `saved_usd` is what caching saved against the price
-    of every prompt token at the input price (less, where it wrote more than it read)."""
+    of every prompt token at the input price (less, where it wrote more than it read);
+    `tier_saved_usd` what the flex and batch tiers saved against the standard price."""
 
     requests: int = 0
     input_tokens: int = 0
@@ -41,6 +45,7 @@ class UsageTotals:
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
     saved_usd: float = 0.0
+    tier_saved_usd: float = 0.0
     seconds: float = 0.0
     estimated_requests: int = 0
     estimated_input_tokens: int = 0
@@ -58,6 +63,8 @@ class UsageTotals:
             setattr(self, name, getattr(self, name) + int(usage.get(name) or 0))
         self.cost_usd += float(message.data.get("cost_usd") or 0.0)
         self.saved_usd += float(message.data.get("saved_usd") or 0.0)
+        factor = TIER_PRICE_FACTOR[tier_of_reply(message)]
+        self.tier_saved_usd += float(message.data.get("cost_usd") or 0.0) * (1 / factor - 1)
         self.seconds += float(message.data.get("duration_s") or 0.0)
         if message.data.get(ESTIMATED):
             self.estimated_requests += 1
@@ -65,13 +72,13 @@ class UsageTotals:
             self.estimated_output_tokens += int(usage.get("output_tokens") or 0)
 
     def merge(self, other: UsageTotals) -> None:
-        for name in ("requests", *TOKEN_FIELDS, "cost_usd", "saved_usd", "seconds", *ESTIMATES):
+        for name in ("requests", *TOKEN_FIELDS, *MONEY, "seconds", *ESTIMATES):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
-        data["cost_usd"] = round(self.cost_usd, 6)
-        data["saved_usd"] = round(self.saved_usd, 6)
+        for name in MONEY:
+            data[name] = round(getattr(self, name), 6)
         data["seconds"] = round(self.seconds, 3)
         data["cache_hit_share"] = round(self.cache_hit_share, 4)
         return data
@@ -103,12 +110,20 @@ def billed_messages(store: Store, agent: AgentRecord) -> list[MessageRecord]:
     return [m for m in store.agent_messages(agent.uuid) if is_billed(m)]
 
 
+def tier_of_reply(message: MessageRecord) -> Tier:
+    """The price tier a stored reply went on (one stored before tiers: standard)."""
+    stored = message.data.get("tier")
+    return next((tier for tier in TIERS if tier == stored), "standard")
+
+
 def group_key(by: str, agent: AgentRecord, message: MessageRecord) -> str:
     if by == "agent":
         return agent.uuid
     provider = str(message.data.get("provider") or agent.provider or "?")
     if by == "provider":
         return provider
+    if by == "tier":
+        return tier_of_reply(message)
     if by == "model":
         model = str(message.data.get("model") or agent.model or "?")
         return model if "/" in model else f"{provider}/{model}"
@@ -116,8 +131,8 @@ def group_key(by: str, agent: AgentRecord, message: MessageRecord) -> str:
 
 
 def usage_report(store: Store, agents: Sequence[AgentRecord], by: str = "agent") -> UsageReport:
-    """Every request the agents' stored messages record, grouped `by` agent, model, provider
-    or day; each tree's total under its root's uuid."""
+    """Every request the agents' stored messages record, grouped `by` agent, model, provider,
+    tier or day; each tree's total under its root's uuid."""
     if by not in GROUPINGS:
         raise ValueError(f"group by one of {', '.join(GROUPINGS)}, not {by!r}")
     report = UsageReport(by=by)

@@ -12,11 +12,12 @@ from grove.providers.plurals import counted
 def report_lines(report: dict[str, Any]) -> list[str]:
     """The lines of the table `UsageReport.as_dict()` makes. Input counts whole prompts; `hit`
     is the share of them read from a cache, `saved $` what caching saved against the uncached
-    price. A line under the table says how much of the total is an estimate (requests whose
-    host died before their bill was known, each reply counted at the most it may be billed)."""
+    price, `tier $` what the flex and batch tiers saved against the standard price. A line
+    under the table says how much of the total is an estimate (requests whose host died
+    before their bill was known, each reply counted at the most it may be billed)."""
     header = f"{report['by']:<38} {'requests':>8} {'input':>10} {'output':>9} {'thinking':>9} "
     header += f"{'cache rd':>9} {'cache wr':>9} {'hit':>4} {'cost $':>10} {'saved $':>9} "
-    header += f"{'time s':>8}"
+    header += f"{'tier $':>9} {'time s':>8}"
 
     def line(name: str, totals: dict[str, Any]) -> str:
         return (
@@ -24,7 +25,8 @@ def report_lines(report: dict[str, Any]) -> list[str]:
             f"{totals['output_tokens']:>9,} {totals['thinking_tokens']:>9,} "
             f"{totals['cache_read_tokens']:>9,} {totals['cache_write_tokens']:>9,} "
             f"{totals['cache_hit_share']:>4.0%} {totals['cost_usd']:>10.4f} "
-            f"{totals['saved_usd']:>9.4f} {totals['seconds']:>8.1f}"
+            f"{totals['saved_usd']:>9.4f} {totals['tier_saved_usd']:>9.4f} "
+            f"{totals['seconds']:>8.1f}"
         )
 
     lines = [header] + [line(key, row) for key, row in sorted(report["rows"].items())]

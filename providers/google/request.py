@@ -58,6 +58,8 @@ def build_body(request: Request) -> tuple[JSONObject, tuple[str, ...]]:
         generation["thinkingConfig"] = thinking_config
     if generation:
         body["generationConfig"] = generation
+    if request.tier == "flex":
+        body["serviceTier"] = "flex"  # half price, best-effort capacity (SPEC 20)
     return body, (warning,) if warning else ()
 
 

@@ -54,6 +54,8 @@ def request_body(request: Request) -> JSONObject:
     effort = reasoning_effort(request.model, request.thinking)
     if effort is not None:
         body["reasoning_effort"] = effort
+    if request.tier == "flex":
+        body["service_tier"] = "flex"  # batch prices on this endpoint, slower (SPEC 20)
     return body
 
 

@@ -61,6 +61,8 @@ def request_body(request: Request) -> JSONObject:
         body["reasoning"] = reasoning
         if reasoning.get("effort") != "none":
             body["include"] = [ENCRYPTED_REASONING]
+    if request.tier == "flex":
+        body["service_tier"] = "flex"  # batch prices on this endpoint, slower (SPEC 20)
     return body
 
 

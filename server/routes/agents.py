@@ -9,7 +9,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException
 from pydantic import BaseModel, Field
 
-from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES
+from grove.providers.base import DEFAULT_OUTPUT_RETRIES, MAX_OUTPUT_RETRIES, Tier
 from grove.server.routes.fields import (
     MAX_NAMES,
     ForkOptionsIn,
@@ -18,6 +18,7 @@ from grove.server.routes.fields import (
     Text,
     store_reads,
 )
+from grove.supervisor.agent_tiers import tier_of
 from grove.supervisor.api import Grove
 from grove.supervisor.budget_rules import Budget
 from grove.supervisor.tool_files import importable
@@ -56,6 +57,7 @@ class RootIn(BaseModel):
         default=None, description="a JSON schema (its root an object): every answer typed"
     )
     output_retries: int = output_retries_field()
+    tier: Tier | None = Field(default=None, description="price tier; else [defaults]")
 
 
 class CommandIn(BaseModel):
@@ -110,16 +112,20 @@ def agents_router(grove: Grove) -> APIRouter:
                 budget=budget,
                 output_type=body.output_type,
                 output_retries=body.output_retries,
+                tier=body.tier,
             )
         return record.model_dump(include=AGENT_FIELDS)
 
     @router.get("/api/agents/{agent}")
     def agent_record(agent: str) -> dict[str, Any]:
         """The agent's record (a unique prefix of its uuid will do), with what its tools may do
-        without asking in `metadata.tool_policy`."""
+        without asking in `metadata.tool_policy` and its price tier in `metadata.tier`."""
         found = grove.agent(agent)
         record: dict[str, Any] = found.model_dump(include=AGENT_FIELDS)
-        record["metadata"] = {"tool_policy": found.metadata.get("tool_policy", {})}
+        record["metadata"] = {
+            "tool_policy": found.metadata.get("tool_policy", {}),
+            "tier": tier_of(found),
+        }
         return record
 
     @router.post("/api/agents/{agent}/commands")

@@ -8,6 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, Field
 
+from grove.providers.base import Tier
+from grove.providers.tier_rules import TIER_HELP
 from grove.supervisor.api import Grove
 from grove.supervisor.batch.tasks import MAX_TEXT_BYTES
 from grove.supervisor.reads import StoreReads
@@ -38,6 +40,9 @@ class ForkOptionsIn(BaseModel):
     )
     tools: Names | None = Field(
         default=None, description="the parent's tools the children keep (default: all)"
+    )
+    tier: Tier | None = Field(
+        default=None, description=f"the children's price tier (default: the parent's): {TIER_HELP}"
     )
 
 

@@ -1,6 +1,7 @@
 """The fork stage of a batch: every task a forked child of one root, at most `concurrency` in
-flight, forked in chunks (one fork_many per model and system prompt) as earlier ones end, each
-finished task handed on as its record. Runs on a `Grove`: the command's own, or the service's.
+flight, forked in chunks (one fork_many per model, system prompt, schema and tier) as earlier
+ones end, each finished task handed on as its record. Runs on a `Grove`: the command's own, or
+the service's.
 """
 
 from __future__ import annotations
@@ -192,12 +193,13 @@ class BatchRunner:
         if self.over_budget is not None:
             return
         free = min(self.concurrency - len(self.in_flight), len(pending))
-        groups: dict[tuple[str | None, str | None, str | None], list[Task]] = {}
+        groups: dict[tuple[str | None, str | None, str | None, str | None], list[Task]] = {}
         for _ in range(free):
             task = pending.popleft()
             schema = None if task.schema is None else json.dumps(task.schema, sort_keys=True)
-            groups.setdefault((task.model, task.system, schema), []).append(task)
-        for (model, system, _), group in groups.items():
+            groups.setdefault((task.model, task.system, schema, task.tier), []).append(task)
+        for (model, system, _, tier), group in groups.items():
+            options: ForkOptions = {**self.options, **({"tier": tier} if tier else {})}
             try:
                 agents = self.grove.fork_many(
                     root,
@@ -208,7 +210,7 @@ class BatchRunner:
                     keys=[self.child_key(task) for task in group],
                     output_type=self.output_of(group[0]),
                     output_retries=self.output_retries,
-                    **self.options,
+                    **options,
                 )
             except GroveError as exc:  # refused for these tasks: their records say why
                 if is_over_budget(str(exc)):

@@ -1,4 +1,4 @@
-"""The read stage of a batch: task lines (id, prompt, model, system, schema), the shared context.
+"""The read stage of a batch: task lines (id, prompt, model, system, schema, tier), the context.
 Pure text handling that raises only `TaskLineError` / `ContextError`; running tasks is runner.py's.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
-from grove.providers.base import JSONObject
+from grove.providers.base import TIERS, JSONObject, Tier
 from grove.providers.errors import ModelSpecError, OutputSchemaError
 from grove.providers.model_specs import parse_model_spec
 from grove.providers.output_dialects import provider_refusal
@@ -21,7 +21,7 @@ from grove.providers.output_schema import checked_schema
 from grove.supervisor.store.sizes import DEFAULT_MAX_MESSAGE_BYTES
 from grove.supervisor.text_files import UTF8_BOM, read_text_file
 
-TASK_FIELDS = ("id", "prompt", "model", "system", "schema")
+TASK_FIELDS = ("id", "prompt", "model", "system", "schema", "tier")
 MAX_TEXT_BYTES = DEFAULT_MAX_MESSAGE_BYTES // 2  # room for the stored message's data
 # One task line: a prompt and a system text at the limit, with room for JSON escapes.
 MAX_LINE_BYTES = 4 * MAX_TEXT_BYTES
@@ -62,6 +62,7 @@ class Task:
     model: str | None = None  # canonical MODEL[/THINKING], aliases resolved
     system: str | None = None
     schema: JSONObject | None = None  # the task's own output schema, checked
+    tier: Tier | None = None  # the task's own price tier, else the batch's
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -168,9 +169,7 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
     if unknown:
         names = ", ".join(repr(key) for key in unknown)
         plural = "s" if len(unknown) > 1 else ""
-        problems.append(
-            f"unknown field{plural} {names} (a task has id, prompt, model, system, schema)"
-        )
+        problems.append(f"unknown field{plural} {names} (a task has {', '.join(TASK_FIELDS)})")
     if "id" not in value:
         problems.append("missing required field 'id'")
     elif (problem := _id_problem(value["id"])) is not None:
@@ -200,6 +199,9 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
         schema, problem = _schema(value["schema"], spec)
         if problem is not None:
             problems.append(problem)
+    tier = value.get("tier")
+    if tier is not None and tier not in TIERS:
+        problems.append(f"'tier' must be one of {', '.join(TIERS)}, not {json.dumps(tier)}")
     if problems:
         raise TaskLineError(line, "; ".join(problems))
     return Task(
@@ -210,6 +212,7 @@ def parse_task_line(text: str, line: int, aliases: Mapping[str, str] | None = No
         model=spec,
         system=system,
         schema=schema,
+        tier=tier,
     )
 
 
@@ -372,4 +375,6 @@ def task_json(task: Task) -> dict[str, Any]:
         line["system"] = task.system
     if task.schema is not None:
         line["schema"] = task.schema
+    if task.tier is not None:
+        line["tier"] = task.tier
     return line

@@ -13,6 +13,8 @@ from grove.actors.output import OutputType
 from grove.actors.telemetry import TraceParent
 from grove.actors.turn_result import TurnResult
 from grove.providers.model_specs import ModelSpec
+from grove.providers.tier_rules import checked_tier
+from grove.supervisor.agent_tiers import tell_replaced, tier_of
 from grove.supervisor.budget_rules import Budget
 from grove.supervisor.children import child_records, instructed
 from grove.supervisor.core.recovery import Recovery
@@ -38,6 +40,7 @@ class Forks(Recovery):
         workspace: str | None = None,
         output: OutputType | None = None,
         tools: list[str] | None = None,
+        tier: str | None = None,
     ) -> list[AgentRecord]:
         """Fork one child per prompt in ONE store transaction and start every child's turn:
         one call per host, the inherited prefix shared once through `share`. `system`
@@ -47,7 +50,9 @@ class Forks(Recovery):
         (a caller repeating a call cut off by a restart), its turn resumed from its last
         stored step when a restart cut it off too. `workspace="worktree"` gives each
         child a git worktree of its own (supervisor/worktrees.py); `output` makes their
-        answers typed; `tools` narrows what they inherit (as `fork`'s does)."""
+        answers typed; `tools` narrows what they inherit (as `fork`'s does); `tier` is their
+        price tier (default: the parent's)."""
+        own_tier = checked_tier(tier) if tier is not None else None
         parent = self.agent(parent_uuid)
         if not prompts:
             return []
@@ -73,6 +78,7 @@ class Forks(Recovery):
                         workspace,
                         output,
                         tools,
+                        tier,
                     )
                     if fresh
                     else []
@@ -81,7 +87,9 @@ class Forks(Recovery):
         self.budgets.before_turn(parent, False)
         point = fork_end(self.store, parent)
         system, prompts = instructed(parent, model, system, prompts)
-        records = child_records(parent, model, point, len(prompts), system, budget, keys, output)
+        records = child_records(
+            parent, model, point, len(prompts), system, budget, keys, output, own_tier
+        )
         if tools is not None:
             kept = narrowed(parent.metadata.get("tools", []), tools)
             records = [
@@ -130,6 +138,7 @@ class Forks(Recovery):
             by_host.setdefault(state.host_id, []).append((ticket, activation))
             hosts[state.host_id] = state.host
         await self.children_created(records)
+        tell_replaced(self.event, records, own_tier or tier_of(parent))
         if before_start is not None:
             await before_start(records)
         prefix = self.fork_caches.prefix(records[0], records[0].fork_message_id, tokens)

@@ -12,6 +12,7 @@ from grove.actors.output import OutputType
 from grove.actors.tools.todo import TodoError, from_markdown, to_data, to_markdown
 from grove.actors.turn_result import TurnResult
 from grove.providers.model_specs import ModelSpec
+from grove.providers.tier_rules import checked_tier
 from grove.supervisor.advisor_plan import ReviewerConfig
 from grove.supervisor.budget_rules import Budget
 from grove.supervisor.commands.bus import dispatch
@@ -159,13 +160,22 @@ class GroveSurface(HostSurface):
         model: ModelSpec | None,
         tools: list[str] | None,
         workspace: str | None,
+        tier: str | None = None,
     ) -> AgentRecord:
         """One child of `parent`, as a model's `fork` tool makes it; its first turn starts
-        when there is a prompt."""
+        when there is a prompt. `tier`: its price tier (default: the parent's)."""
         self._wake()
+        own_tier = checked_tier(tier) if tier is not None else None
         record = self.core.agent(parent)
         forked = await fork_child(
-            self.core, record, model, prompt=prompt, origin="api", tools=tools, workspace=workspace
+            self.core,
+            record,
+            model,
+            prompt=prompt,
+            origin="api",
+            tools=tools,
+            workspace=workspace,
+            tier=own_tier,
         )
         return forked.child
 

@@ -12,6 +12,8 @@ from typing import Any
 
 from grove.actors.telemetry import TRACE_KEY
 from grove.providers.model_specs import ModelSpec
+from grove.providers.tier_rules import checked_tier
+from grove.supervisor.agent_tiers import TIER_KEY, tell_replaced, tier_entry
 from grove.supervisor.core.state import CoreState
 from grove.supervisor.store.records import AgentRecord
 
@@ -28,11 +30,14 @@ class AgentTree(CoreState):
         tools: Mapping[str, Any] | None = None,
         trace_parent: str | None = None,
     ) -> AgentRecord:
-        """`tools` holds the tool entries of the record's metadata (supervisor/tool_rules.py);
-        `trace_parent`: the caller's span, under which the root's trace goes (when traced)."""
+        """`tools` holds the tool entries of the record's metadata (supervisor/tool_rules.py)
+        and its price `tier`, if not standard; `trace_parent`: the caller's span, under which
+        the root's trace goes (when traced)."""
         uuid = str(uuidlib.uuid4())
         metadata: dict[str, Any] = dict(tools or {})
         provider, model = (spec.provider, spec.model) if spec else (None, None)
+        asked = checked_tier(str(metadata.pop(TIER_KEY, "standard")))
+        metadata.update(tier_entry(provider, asked))
         trace = self.tracing.create_agent(uuid, provider, model, trace_parent)
         if trace is not None:
             metadata[TRACE_KEY] = trace.to_data()
@@ -54,6 +59,7 @@ class AgentTree(CoreState):
         self.store.create_agents([record])
         self.store.set_focus(record.uuid, record.uuid)
         self.event("AgentCreated", agent=record.uuid, role="root")
+        tell_replaced(self.event, [record], asked)
         self._created.add(record.uuid)
         self.hold(record)
         return record

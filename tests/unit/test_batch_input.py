@@ -96,11 +96,19 @@ def test_blank_lines_are_not_tasks() -> None:
         ('{"id": 1, "prompt": "x", "system": {}}', "'system' must be a string, not an object"),
         (
             '{"id": 1, "prompt": "x", "sytem": "s", "meta": 1}',
-            "unknown fields 'sytem', 'meta' (a task has id, prompt, model, system, schema)",
+            "unknown fields 'sytem', 'meta' (a task has id, prompt, model, system, schema, tier)",
         ),
         (
             '{"id": 1, "prompt": "x", "model": "claude-sonnet-4-5/max"}',
             "'model': Invalid thinking level: max\nValid levels: none, low, med, high",
+        ),
+        (
+            '{"id": 1, "prompt": "x", "tier": "cheap"}',
+            "'tier' must be one of standard, flex, batch, not \"cheap\"",
+        ),
+        (
+            '{"id": 1, "prompt": "x", "tier": 2}',
+            "'tier' must be one of standard, flex, batch, not 2",
         ),
         (
             '{"id": 1, "prompt": "x", "schema": "s"}',
@@ -126,6 +134,12 @@ def test_blank_lines_are_not_tasks() -> None:
 )
 def test_each_malformed_line_gets_its_precise_message(text: str, message: str) -> None:
     assert line_error(text, 9) == message
+
+
+def test_a_task_tier_goes_with_the_task() -> None:
+    task = parse_task_line(json.dumps({"id": 1, "prompt": "x", "tier": "flex"}), 1, ALIASES)
+    assert task is not None and task.tier == "flex"
+    assert task_json(task) == {"id": 1, "prompt": "x", "tier": "flex"}
 
 
 def test_a_task_schema_is_checked_and_goes_with_the_task() -> None:
@@ -263,7 +277,7 @@ MUTATIONS: list[tuple[str, Callable[[dict[str, Any]], None]]] = [
     ("'system' must be a string, not a number", lambda t: t.update(system=1.5)),
     ("'schema' must be a JSON schema object, not an array", lambda t: t.update(schema=[1])),
     (
-        "unknown field 'priority' (a task has id, prompt, model, system, schema)",
+        "unknown field 'priority' (a task has id, prompt, model, system, schema, tier)",
         lambda t: t.update(priority=1),
     ),
 ]
