@@ -9,12 +9,18 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from grove.actors.agent.batched import BatchAnswer
 from grove.providers.base import ProviderName, Request
-from grove.providers.batch_wire import BatchItem, BatchItemTooLarge, BatchResults, BatchWire
+from grove.providers.batch_wire import (
+    BatchItem,
+    BatchItemTooLarge,
+    BatchResults,
+    BatchWire,
+    as_streamed,
+)
 from grove.providers.errors import GroveError
 from grove.providers.http import Endpoint
 from grove.providers.secrets import mask
@@ -83,7 +89,7 @@ class BatchCollector:
             waiting = self._steps[step] = Waiting(record=record, request=request)
             self._enqueue(step)
         elif waiting.answer is not None:
-            return waiting.answer
+            return self._as_streamed(waiting.answer, request)
         else:
             waiting.request = request
             if waiting.record.batch_id is None and step not in self._queue:
@@ -93,7 +99,13 @@ class BatchCollector:
         )
         future: asyncio.Future[BatchAnswer] = asyncio.get_running_loop().create_future()
         waiting.futures.append(future)
-        return await future
+        return self._as_streamed(await future, request)
+
+    def _as_streamed(self, answer: BatchAnswer, request: Request) -> BatchAnswer:
+        """A reply as the step would have had it streamed (what its request adds to it)."""
+        if answer.turn is None:
+            return answer
+        return replace(answer, turn=as_streamed(self.provider, request, answer.turn))
 
     def resume(self, records: list[BatchStepRecord]) -> None:
         """After a restart: the stored steps of batches sent before it, polled again."""

@@ -22,15 +22,14 @@ from grove.supervisor.tiers.plan import BatchPlan, account
 BATCH_WIRES: dict[ProviderName, tuple[str, str]] = {
     "anthropic": ("grove.providers.anthropic.batch", "AnthropicBatchWire"),
     "openai": ("grove.providers.openai.batch", "OpenAIBatchWire"),
+    "google": ("grove.providers.google.batch", "GeminiBatchWire"),
 }
 
 
-def batch_wire(provider: ProviderName) -> BatchWire | None:
-    """A new batch wire for the provider, None when Grove has none for it."""
-    home = BATCH_WIRES.get(provider)
-    if home is None:
-        return None
-    wire: BatchWire = getattr(importlib.import_module(home[0]), home[1])()
+def batch_wire(provider: ProviderName) -> BatchWire:
+    """A new batch wire for the provider."""
+    module, name = BATCH_WIRES[provider]
+    wire: BatchWire = getattr(importlib.import_module(module), name)()
     return wire
 
 
@@ -46,14 +45,11 @@ class TierDesk:
     async def reply(
         self, agent: str, provider: ProviderName, step: str, request: Request
     ) -> BatchAnswer:
-        """A step's answer from its provider's batch API (the standard tier when the provider
-        has none here)."""
+        """A step's answer from its provider's batch API."""
         try:
             collector = self._collector(provider, self._endpoint(provider))
-        except GroveError as exc:
+        except GroveError as exc:  # no key for it, say
             return BatchAnswer(error=str(exc))
-        if collector is None:
-            return BatchAnswer(standard=f"{provider} has no batch API in Grove")
         return await collector.reply(agent, step, request)
 
     async def cancel(self, agent: str) -> None:
@@ -86,15 +82,10 @@ class TierDesk:
                 endpoint = self._endpoint(provider)
             except GroveError:  # no key for it here now
                 endpoint = None
-            collector = (
-                self._collector(provider, endpoint)
-                if endpoint is not None and account(endpoint) == key
-                else None
-            )
-            if collector is None:
+            if endpoint is None or account(endpoint) != key:
                 self._event("BatchStepsOrphaned", provider=provider, steps=len(group))
                 continue
-            collector.resume(group)
+            self._collector(provider, endpoint).resume(group)
 
     async def aclose(self) -> None:
         for collector in self._collectors.values():
@@ -103,13 +94,11 @@ class TierDesk:
     def _endpoint(self, provider: ProviderName) -> Endpoint:
         return resolve_endpoint(provider, self._plan.base_urls.get(provider), self._plan.simulator)
 
-    def _collector(self, provider: ProviderName, endpoint: Endpoint) -> BatchCollector | None:
+    def _collector(self, provider: ProviderName, endpoint: Endpoint) -> BatchCollector:
         key = (provider, account(endpoint))
         collector = self._collectors.get(key)
         if collector is None:
             wire = batch_wire(provider)
-            if wire is None:
-                return None
             collector = BatchCollector(wire, endpoint, key[1], self._store, self._plan, self._event)
             self._collectors[key] = collector
         return collector

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from grove.actors.agent.batched import BatchAnswer
-from grove.providers.base import Message, Request
+from grove.providers.base import Message, ProviderName, Request
 from grove.providers.http import Endpoint
 from grove.providers.pricing import cost_usd
 from grove.simulator import SimulatorConfig, SimulatorThread
@@ -209,3 +209,27 @@ async def test_cancel_cancels_the_vendor_batch_when_no_other_step_waits(
         assert not store.batch_steps.all()
         await events.first("BatchEnded")  # the vendor ends it at once, nothing answered
         assert billed_batch_requests(running) == 0
+
+
+@pytest.mark.parametrize(
+    ("provider", "model"), [("openai", "gpt-5-mini"), ("google", "gemini-2.5-flash-lite")]
+)
+async def test_openai_and_gemini_batches_answer_their_steps_too(
+    provider: ProviderName, model: str, store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator():
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        prompts = {"agent-1": "What flows north?", "agent-2": "What flows south?"}
+        answers = await asyncio.gather(
+            *(
+                desk.reply(agent, provider, f"{index:032x}", replace(request(prompt), model=model))
+                for index, (agent, prompt) in enumerate(prompts.items(), start=1)
+            )
+        )
+        for prompt, reply in zip(prompts.values(), answers, strict=True):
+            assert reply.turn is not None, reply
+            assert reply.turn.text == answer(prompt)
+            assert reply.turn.cost_usd == cost_usd(model, reply.turn.usage, tier="batch") > 0
+        assert [sent["requests"] for sent in events.of("BatchSent")] == [2]
