@@ -15,7 +15,7 @@ from grove.providers.tier_rules import replaced_text, served_tier
 if TYPE_CHECKING:
     from grove.supervisor.store.records import AgentRecord
 
-TIER_KEY = "tier"  # absent: the standard tier
+TIER_KEY = "tier"  # absent (an agent made before tiers): the standard tier
 log = logging.getLogger(__name__)
 _said: set[str] = set()  # what this process has told its user
 
@@ -29,9 +29,8 @@ def tier_of(record: AgentRecord) -> Tier:
 
 
 def tier_entry(provider: str | None, tier: Tier) -> dict[str, Any]:
-    """The metadata entry of an agent on `provider` asked onto `tier` (none for standard)."""
-    served = served_tier(provider, tier)
-    return {} if served == "standard" else {TIER_KEY: served}
+    """The metadata entry of an agent on `provider` asked onto `tier`."""
+    return {TIER_KEY: served_tier(provider, tier)}
 
 
 def tell_replaced(event: Callable[..., None], records: Sequence[AgentRecord], asked: Tier) -> None:

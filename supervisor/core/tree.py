@@ -31,7 +31,7 @@ class AgentTree(CoreState):
         trace_parent: str | None = None,
     ) -> AgentRecord:
         """`tools` holds the tool entries of the record's metadata (supervisor/tool_rules.py)
-        and its price `tier`, if not standard; `trace_parent`: the caller's span, under which
+        and its price `tier` (default: standard); `trace_parent`: the caller's span, under which
         the root's trace goes (when traced)."""
         uuid = str(uuidlib.uuid4())
         metadata: dict[str, Any] = dict(tools or {})
