@@ -5,7 +5,7 @@ a batch holds, what it answered, and the `BatchWire` each vendor package impleme
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Protocol
 
 from grove.providers import preserved_thinking
@@ -67,9 +67,10 @@ class BatchResults:
 def as_streamed(provider: ProviderName, request: Request, turn: AssistantTurn) -> AssistantTurn:
     """A batched `turn` with what the streaming path adds from the `request` it answers (the
     collector holds it under the custom id): where the model binds its thinking to a prefix
-    (providers/preserved_thinking.py), each thinking block stamped with that prefix."""
+    (providers/preserved_thinking.py), each thinking block stamped with that prefix; the
+    tier it went on, which its stored reply records (`grove usage --by tier`)."""
     _, prefix = preserved_thinking.bound(provider, request)
-    return preserved_thinking.stamped(turn, prefix)
+    return replace(preserved_thinking.stamped(turn, prefix), tier=request.tier)
 
 
 class BatchWire(Protocol):

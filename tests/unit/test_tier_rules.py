@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grove.providers.base import Message, Request, Tier
+from grove.providers.base import AssistantTurn, Message, Request, Tier, Usage
+from grove.providers.batch_wire import as_streamed
 from grove.providers.google.request import build_body
 from grove.providers.model_specs import parse_model_spec
 from grove.providers.openai import chat, responses
@@ -119,3 +120,11 @@ def test_usage_counts_what_the_half_price_tiers_saved() -> None:
     totals.add(reply(3.0, "cheap"))  # not a tier: standard, saved nothing
     assert totals.tier_saved_usd == pytest.approx(0.75)
     assert totals.as_dict()["tier_saved_usd"] == 0.75
+
+
+def test_a_batched_reply_records_the_tier_it_went_on() -> None:
+    request = Request(model="gpt-5-mini", messages=(Message.user("hi"),), tier="batch")
+    turn = AssistantTurn(
+        provider="openai", model="gpt-5-mini", message=Message.user("ok"), usage=Usage()
+    )
+    assert turn.tier == "standard" and as_streamed("openai", request, turn).tier == "batch"
