@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-from grove.actors.agent.choice import ModelChoice
 from grove.actors.tools.grant import MCP_PREFIX
 from grove.actors.tools.todo import from_data, to_data, to_markdown
 from grove.providers.catalog import PROVIDER_TITLES, model_info
@@ -15,7 +14,9 @@ from grove.providers.errors import ModelSpecError
 from grove.providers.lifecycle import choose_model, standing
 from grove.providers.plurals import counted
 from grove.providers.thinking import describe_thinking
+from grove.providers.tier_rules import replaced_text
 from grove.supervisor.advisor_plan import AdvisorPlan
+from grove.supervisor.agent_tiers import TIER_KEY
 from grove.supervisor.commands.parsing import parse_fork_args, split_words
 from grove.supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from grove.supervisor.compaction import usage_of
@@ -25,6 +26,7 @@ from grove.supervisor.forking import fork_child
 from grove.supervisor.rules import STREAMING_SWITCH_TEXT, checked_seconds
 from grove.supervisor.store.records import AgentRecord
 from grove.supervisor.tool_rules import grant_of
+from grove.supervisor.turns import choice_of
 
 
 def describe_model(record: AgentRecord) -> str:
@@ -57,8 +59,8 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
         record.uuid, provider=spec.provider, model=spec.model, thinking_level=spec.thinking
     )
     state = ctx.core.live(record.uuid)
-    if state.active:
-        choice = ModelChoice(provider=spec.provider, model=spec.model, thinking=spec.thinking)
+    choice = choice_of(updated)  # its tier as its new provider serves it
+    if state.active and choice is not None:
         await asyncio.wait_for(state.host.switch_model(record.uuid, choice), 30)
     ctx.core.event(
         "ModelSwitched",
@@ -72,8 +74,11 @@ async def model_command(ctx: CommandContext, args: str) -> CommandOutcome:
         f"Switched to {PROVIDER_TITLES[spec.provider]} {spec.model}\n"
         f"  {describe_thinking(spec.model, spec.thinking)}"
     )
-    if chosen.warning is not None:
-        text += f"\n{chosen.warning}"
+    for note in (
+        chosen.warning,
+        replaced_text(spec.provider, spec.model, record.metadata.get(TIER_KEY)),
+    ):
+        text += f"\n{note}" if note is not None else ""
     return CommandOutcome(text=text, data={"agent": updated.uuid, "model": str(spec)})
 
 

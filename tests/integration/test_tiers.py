@@ -20,6 +20,7 @@ from grove.providers.http import Endpoint
 from grove.server.client import RemoteGrove
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Grove
+from grove.supervisor.agent_tiers import tier_of
 from grove.supervisor.store import open_store
 from grove.supervisor.usage import usage_report
 from tests.integration.groves import cli_environment, invoke, running_grove
@@ -106,6 +107,9 @@ def test_flex_on_anthropic_is_recorded_as_batch_and_said_once(
         "anthropic has no flex tier: claude-haiku-4-5 runs on the batch tier instead "
         "(the same half price; each step waits for its batch)"
     ]
+    switched = grove.dispatch(flex_root, "/model claude-haiku-4-5")
+    assert switched.ok and "claude-haiku-4-5 runs on the batch tier instead" in switched.text
+    assert tier_of(grove.agent(flex_root)) == "batch"  # what its requests go on now
     replaced = [event for event in grove_events(grove) if event["kind"] == "TierReplaced"]
     told = [agent for event in replaced for agent in event["payload"]["agents"]]
     assert [*roots, child] == [agent for agent in told if agent in (*roots, child)]
