@@ -19,7 +19,7 @@ from grove.providers.errors import GroveError
 from grove.providers.http import Endpoint
 from grove.server.client import RemoteGrove
 from grove.simulator import SimulatorConfig, SimulatorThread
-from grove.supervisor import Grove
+from grove.supervisor import AsyncGrove, Grove
 from grove.supervisor.agent_tiers import tier_of
 from grove.supervisor.store import open_store
 from grove.supervisor.usage import usage_report
@@ -113,6 +113,22 @@ def test_flex_on_anthropic_is_recorded_as_batch_and_said_once(
     replaced = [event for event in grove_events(grove) if event["kind"] == "TierReplaced"]
     told = [agent for event in replaced for agent in event["payload"]["agents"]]
     assert [*roots, child] == [agent for agent in told if agent in (*roots, child)]
+
+
+async def test_async_grove_takes_the_tier_too(grove: Grove, simulator: SimulatorThread) -> None:
+    aio = AsyncGrove(grove)
+    root = (await aio.create_root(GPT, tier="flex")).uuid
+    assert (await aio.ask(root, "async-flex")).ok
+    (child,) = await aio.fork_many(root, ["async-own"], tier="standard")
+    answered(grove, [child])
+    forked = await aio.fork(root, None, tier="standard")
+    assert [tier(grove, agent) for agent in (root, child, forked)] == [
+        "flex",
+        "standard",
+        "standard",
+    ]
+    assert sent_tier(simulator, "async-flex") == ["flex"]
+    assert sent_tier(simulator, "async-own") == [None]
 
 
 def grove_events(grove: Grove) -> list[dict[str, Any]]:
