@@ -21,6 +21,7 @@ from grove.server.client import RemoteGrove
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import AsyncGrove, Grove
 from grove.supervisor.agent_tiers import tier_of
+from grove.supervisor.batch.tasks import Task
 from grove.supervisor.store import open_store
 from grove.supervisor.usage import usage_report
 from tests.integration.groves import cli_environment, invoke, running_grove
@@ -218,6 +219,13 @@ def test_the_service_gives_the_same(
             "flex",
             "standard",
         ]
+        plain = remote.create_root(GPT).uuid
+        tasks = [
+            Task(id=1, key="1", line=1, prompt="remote-batch-flex"),
+            Task(id=2, key="2", line=2, prompt="remote-batch-own", tier="standard"),
+        ]
+        steps = remote.run_batch(plain, tasks, key="remote-tiers", tier="flex")
+        assert [step["status"] for step in steps if step is not None] == ["ok", "ok"]
         claude = remote.create_root("claude-sonnet-4-6", tier="flex").uuid
         assert remote.agent(claude).metadata["tier"] == "batch"
         with pytest.raises(GroveError, match="flex"):
@@ -227,4 +235,6 @@ def test_the_service_gives_the_same(
         "flex",
     ]
     assert sent_tier(simulator, "remote-own") == [None]
+    assert sent_tier(simulator, "remote-batch-flex") == ["flex"]
+    assert sent_tier(simulator, "remote-batch-own") == [None]
     assert any("claude-sonnet-4-6 runs on the batch tier" in r.getMessage() for r in caplog.records)
