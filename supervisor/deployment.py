@@ -23,6 +23,7 @@ from grove.supervisor.errors import CommandError
 from grove.supervisor.fleet import ProviderLimits
 from grove.supervisor.store import store_files
 from grove.supervisor.supervision import RestartPolicy
+from grove.supervisor.tiers.plan import BatchPlan
 from grove.supervisor.tool_rules import mcp_servers
 
 PROVIDERS: tuple[ProviderName, ...] = ("anthropic", "openai", "google")
@@ -84,6 +85,11 @@ def supervisor_settings(
         compaction=compaction_plan(settings),
         rate_limits=rate_limits,
         fork_workspace=settings.tools.workspace,
+        batch=BatchPlan(
+            window_s=settings.tiers.batch_window_s,
+            size=settings.tiers.batch_size,
+            tries=settings.tiers.batch_tries,
+        ),
     )
 
 

@@ -42,13 +42,14 @@ class BatchPort(Protocol):
 
 def step_key(agent: str, request: Request) -> str:
     """The step's name, the same when a turn cut off resumes and asks again: the agent, how
-    far its conversation goes, and the calls the last message answers."""
+    far its conversation goes, and what its last message says (its text, the calls its
+    results answer)."""
     last = request.messages[-1] if request.messages else None
     answered = (
         [part.call_id for part in last.parts if isinstance(part, ToolResultPart)] if last else []
     )
-    role = last.role if last is not None else ""
-    name = f"{agent}|{len(request.messages)}|{role}|{','.join(answered)}"
+    role, text = (last.role, last.text) if last is not None else ("", "")
+    name = f"{agent}|{len(request.messages)}|{role}|{','.join(answered)}|{text}"
     return hashlib.sha256(name.encode()).hexdigest()[:STEP_KEY_CHARS]
 
 

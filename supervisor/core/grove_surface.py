@@ -194,10 +194,13 @@ class GroveSurface(HostSurface):
         return await self.core.wait_turn(uuid, timeout_s)
 
     async def cancel(self, uuid: str) -> bool:
-        state = self.core.live(self.core.agent(uuid).uuid)
+        agent = self.core.agent(uuid).uuid
+        state = self.core.live(agent)
         state.released.set()  # a turn waiting on its reviewers' backlog goes on at once
         await self.advisors.release_waiters()
-        return await state.host.cancel(uuid)
+        cancelled = await state.host.cancel(uuid)
+        await self.tiers.cancel(agent)  # its steps on the batch tier, and their batches
+        return cancelled
 
     async def route_mail(self, batch: list[tuple[str, str, str]]) -> list[int]:
         return await self.core.route_mail(batch)

@@ -69,7 +69,7 @@ class BatchCollector:
         self._steps: dict[str, Waiting] = {}
         self._queue: list[str] = []  # steps to send, in the order they came
         self._queued = asyncio.Event()
-        self._open: dict[str, list[str]] = {}  # batch id -> its steps
+        self._open: dict[str, dict[str, str]] = {}  # batch id -> custom id -> step, as sent
         self._tasks: set[asyncio.Task[None]] = set()
         self._sender: asyncio.Task[None] | None = None
 
@@ -109,13 +109,13 @@ class BatchCollector:
 
     def resume(self, records: list[BatchStepRecord]) -> None:
         """After a restart: the stored steps of batches sent before it, polled again."""
-        batches: dict[str, list[str]] = {}
+        batches: dict[str, dict[str, str]] = {}
         for record in records:
             self._steps[record.step] = Waiting(record=record, request=None)
             assert record.batch_id is not None
-            batches.setdefault(record.batch_id, []).append(record.step)
-        for batch_id, steps in batches.items():
-            self._open[batch_id] = steps
+            batches.setdefault(record.batch_id, {})[record.custom_id] = record.step
+        for batch_id, sent in batches.items():
+            self._open[batch_id] = sent
             self._spawn(self._poll(batch_id))
         if batches:
             self._event(
@@ -130,8 +130,8 @@ class BatchCollector:
             self._answer(step, BatchAnswer(error="cancelled"))
             self._queue = [queued for queued in self._queue if queued != step]
         self._forget(mine)
-        for batch_id, steps in list(self._open.items()):
-            if set(steps) & set(mine) and not any(self._awaited(step) for step in steps):
+        for batch_id, sent in list(self._open.items()):
+            if set(sent.values()) & set(mine) and not self._members(batch_id):
                 await self._cancel_batch(batch_id)
 
     async def aclose(self) -> None:
@@ -200,7 +200,7 @@ class BatchCollector:
             waiting.record = waiting.record.model_copy(update={"batch_id": batch_id})
         with contextlib.suppress(GroveError):  # unknown, a restart sends them again
             self._store.batch_steps.put([self._steps[step].record for step in steps])
-        self._open[batch_id] = steps
+        self._open[batch_id] = {item.custom_id: self._step_of(item.custom_id) for item in items}
         self._event("BatchSent", provider=self.provider, batch=batch_id, requests=len(steps))
         self._spawn(self._poll(batch_id))
 
@@ -215,9 +215,8 @@ class BatchCollector:
             try:
                 if await self._wire.status(batch_id, self._endpoint) != "ended":
                     continue
-                steps = self._open.get(batch_id, [])
-                ids = [self._steps[step].record.custom_id for step in steps if step in self._steps]
-                results = await self._wire.results(batch_id, ids, self._endpoint)
+                sent = list(self._open.get(batch_id, {}))  # every line of it is known
+                results = await self._wire.results(batch_id, sent, self._endpoint)
             except Exception as exc:  # the vendor is asked again after the next wait
                 self._event("BatchPollFailed", batch=batch_id, error=mask(str(exc))[:300])
                 continue
@@ -227,7 +226,8 @@ class BatchCollector:
     def _route(self, batch_id: str, results: BatchResults) -> None:
         """Each step of the batch answered by its own custom id, whatever the order; lines
         that name no step of it, or cannot be read, only counted."""
-        steps = [step for step in self._open.pop(batch_id, []) if step in self._steps]
+        steps = self._members(batch_id)
+        self._open.pop(batch_id, None)
         counts: Counter[str] = Counter()
         for step in steps:
             waiting = self._steps[step]
@@ -292,6 +292,18 @@ class BatchCollector:
             self._event("BatchCancelFailed", batch=batch_id, error=mask(str(exc))[:300])
 
     # ----- bookkeeping --------------------------------------------------------------------
+
+    def _members(self, batch_id: str) -> list[str]:
+        """The steps a batch still answers: not forgotten (cancelled, say), nor asked again
+        under the same name since and waiting elsewhere."""
+        return [
+            step
+            for custom_id, step in self._open.get(batch_id, {}).items()
+            if step in self._steps
+            and self._steps[step].record.batch_id == batch_id
+            and self._steps[step].record.custom_id == custom_id
+            and self._steps[step].answer is None
+        ]
 
     def _awaited(self, step: str) -> bool:
         """Whether a step is still to be answered (someone waits, or may ask again)."""

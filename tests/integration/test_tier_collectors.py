@@ -233,3 +233,31 @@ async def test_openai_and_gemini_batches_answer_their_steps_too(
             assert reply.turn.text == answer(prompt)
             assert reply.turn.cost_usd == cost_usd(model, reply.turn.usage, tier="batch") > 0
         assert [sent["requests"] for sent in events.of("BatchSent")] == [2]
+
+
+async def test_an_old_batchs_result_never_answers_a_step_asked_again_since(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator(batch_delay_s=1.0):
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        step = f"{7:032x}"
+        kept = asyncio.ensure_future(desk.reply("agent-b", "anthropic", f"{8:032x}", request("b")))
+        cut = asyncio.ensure_future(desk.reply("agent-a", "anthropic", step, request("first")))
+        first = await events.first("BatchSent")
+        await desk.cancel("agent-a")  # agent-b still waits: the batch goes on
+        assert await cut == BatchAnswer(error="cancelled")
+        again = await desk.reply("agent-a", "anthropic", step, request("second"))
+        assert again.turn is not None and again.turn.text == answer("second")
+        assert (await kept).turn is not None
+        ended = [e for e in events.of("BatchEnded") if e["batch"] == first["batch"]]
+        assert ended == [
+            {
+                "provider": "anthropic",
+                "batch": first["batch"],
+                "succeeded": 1,  # agent-b's: agent-a's line there is nobody's now
+                "unknown_ids": 0,
+                "malformed_lines": 0,
+            }
+        ]
