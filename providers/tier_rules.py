@@ -52,9 +52,9 @@ def replaced_text(provider: str | None, model: str | None, tier: str | None) -> 
 
 
 def flex_unavailable(provider: ProviderName, tier: Tier, error: ProviderError) -> bool:
-    """Whether `error` is a flex request refused for want of capacity (OpenAI's 429
-    `resource_unavailable`, Gemini's 429 `RESOURCE_EXHAUSTED` or a 503), not a failure a
-    standard request would meet too."""
+    """Whether `error` may be a flex request refused for want of capacity: OpenAI's 429
+    `resource_unavailable`, Gemini's 429 `RESOURCE_EXHAUSTED` (which a rate limit answers
+    too: taken alike) or a 503; never an error another attempt cannot mend."""
     if tier != "flex" or provider not in FLEX_PROVIDERS:
         return False
     return isinstance(error, ProviderHTTPError) and error.status in (429, 503) and error.retryable

@@ -1,12 +1,13 @@
 """The flex tier on the wire, over real HTTP to the simulator: OpenAI's (both wires) and
 Gemini's flex field sent, the reply priced at half; a flex request refused for want of capacity
 retried with backoff, then sent on the standard tier when `flex_fallback` says so, else failed
-with a text that says what would help.
+with a text that says what would help; `[tiers] flex_fallback` doing so for a Grove's agents.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,8 @@ from grove.providers.pricing import cost_usd
 from grove.providers.retry import RetryPolicy
 from grove.providers.stream_events import Finished, ProviderWarning, Retrying, StreamEvent
 from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor.store import open_store
+from tests.integration.groves import FAST_RETRIES, running_grove
 
 KEY = "sim-flex-key-5521"
 WIRES: list[tuple[str, str, OpenAIAPI]] = [
@@ -120,4 +123,25 @@ async def test_with_fallback_it_goes_on_standard_at_the_standard_price(
     assert finished.turn.cost_usd == pytest.approx(
         cost_usd(finished.turn.model, finished.turn.usage)
     )
+    assert flex_field(none_left.simulator.received[-1]) is None
+
+
+def test_a_groves_flex_agent_goes_on_standard_when_the_config_says_so(
+    none_left: SimulatorThread, tmp_path: Path
+) -> None:
+    env = {**FAST_RETRIES, "GROVE_TIERS__FLEX_FALLBACK": "true"}
+    endpoint = Endpoint(base_url=none_left.base_url, api_key=KEY)
+    with running_grove(tmp_path, hosts=1, env=env, endpoint=endpoint) as grove:
+        root = grove.create_root("gpt-5-mini", tier="flex").uuid
+        turn = grove.send(root, "Name a sea")
+        notices = [text for kind, text in turn if kind == "notice"]
+        result = turn.result()
+        assert result.ok, result.error
+        store = open_store(grove.settings.store)
+        try:
+            (reply,) = [m for m in store.agent_messages(root) if m.kind == "assistant"]
+        finally:
+            store.close()
+    assert "no flex capacity after 6 tries: sent on the standard tier instead" in notices
+    assert reply.data["tier"] == "standard" and reply.data["cost_usd"] == result.cost_usd > 0
     assert flex_field(none_left.simulator.received[-1]) is None
