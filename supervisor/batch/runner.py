@@ -1,7 +1,6 @@
 """The fork stage of a batch: every task a forked child of one root, at most `concurrency` in
-flight, forked in chunks (one fork_many per model, system prompt, schema and tier) as earlier
-ones end, each finished task handed on as its record. Runs on a `Grove`: the command's own, or
-the service's.
+flight, forked in chunks (a fork_many per model, system, schema, tier) as earlier ones end, each
+finished task handed on as its record. Runs on a `Grove`: the command's own, or the service's.
 """
 
 from __future__ import annotations
