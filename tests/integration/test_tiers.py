@@ -189,6 +189,11 @@ def test_the_command_line_takes_a_tier_and_the_configs_default(
     assert sent == {marker: ["flex"] for marker in sent}
     assert sent_tier(simulator, "cli-batch-own") == [None]
     assert sent_tier(simulator, "never sent") == []
+    usage = invoke(env, "usage", "--by", "tier", "--json")
+    assert usage.returncode == 0, usage.stderr
+    flex = json.loads(usage.stdout)["rows"]["flex"]
+    assert flex["tier_saved_usd"] == pytest.approx(flex["cost_usd"]) and flex["cost_usd"] > 0
+    assert "tier $" in invoke(env, "usage", "--by", "tier").stdout.splitlines()[0]
     for command in ("run", "chat", "batch"):
         shown = " ".join(invoke(env, command, "--help").stdout.split())
         assert "--tier" in shown and "flex: half price on the ordinary endpoint" in shown
