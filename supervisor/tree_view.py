@@ -10,7 +10,6 @@ import math
 import secrets
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,6 +17,7 @@ from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError
 from grove.supervisor.errors import StoreError
 from grove.supervisor.holding import shown_status
+from grove.supervisor.open_turns import BATCH_WAITS, Children, OpenTurns, forked
 from grove.supervisor.store import AgentRecord, EventRecord, MessageRecord, Store
 from grove.supervisor.usage import UsageTotals, below, is_billed, root_of_each
 
@@ -42,7 +42,9 @@ FULL_READ_EVERY_S = 30.0
 FULL_READ_SHARE = 0.05
 EVENTS_PER_READ = 10_000
 # Events whose agents get new messages but keep their record as it was.
-MESSAGES_ONLY = frozenset({"TurnStarted", "TurnCompleted", "ToolCalled", "ToolResulted"})
+MESSAGES_ONLY = frozenset(
+    {"TurnStarted", "TurnCompleted", "ToolCalled", "ToolResulted", *BATCH_WAITS}
+)
 # Payload keys that name an agent.
 NAMING_KEYS = ("agent", "recipient", "sender")
 # Events that change agents they do not name (a reviewer comes or goes, a restart).
@@ -51,47 +53,6 @@ CHANGES_UNNAMED = frozenset({"AdvisorToggled", "SupervisorStarted"})
 # turn that began before it is not streaming.
 TREE_HELD = "TreeHeld"
 ENDED = ("dead", "reaped")  # statuses of agents that are over (`grove agents --all` shows them)
-TURN_ENDS = frozenset({"TurnCompleted", "TurnInterrupted"})
-# A parent's children, those created since a time if one is given (Store.children).
-Children = Callable[[str, float | None], list[AgentRecord]]
-
-
-class OpenTurns:
-    """The agents in a turn, as the event log tells: from TurnStarted, or from the AgentsForked
-    that made them, to TurnCompleted or TurnInterrupted; `open` maps each to the id of the
-    event that began its turn."""
-
-    def __init__(self) -> None:
-        self.open: dict[str, int] = {}
-        self._seen: set[str] = set()  # agents whose turn began or ended in an event taken in
-
-    def follow(self, event: EventRecord, children: Children) -> list[str]:
-        """Take `event` in; the agents whose turn it began or ended."""
-        agent = event.payload.get("agent")
-        if event.kind in ("TurnStarted", *TURN_ENDS) and isinstance(agent, str):
-            if event.kind == "TurnStarted":
-                self.open[agent] = event.id
-            else:
-                self.open.pop(agent, None)
-            self._seen.add(agent)
-            return [agent]
-        if event.kind == "AgentsForked":
-            made = [child.uuid for child in forked(event, children) if child.uuid not in self._seen]
-            self.open.update(dict.fromkeys(made, event.id))  # not those whose turn ended before
-            self._seen.update(made)
-            return made
-        return []
-
-
-def forked(event: EventRecord, children: Children) -> list[AgentRecord]:
-    """The children an AgentsForked `event` made: the newest `count` of its parent's, asked
-    for by the time they were made (`at`) where the event says it."""
-    parent, count, at = (event.payload.get(key) for key in ("parent", "count", "at"))
-    if not isinstance(parent, str) or not isinstance(count, int):
-        return []
-    since = float(at) if isinstance(at, int | float) else None
-    newest = sorted(children(parent, since), key=lambda child: (child.created_at, child.uuid))
-    return newest[max(0, len(newest) - count) :]
 
 
 @dataclass(slots=True)
@@ -298,7 +259,8 @@ class TreeView:
         held = self._held_by.get(root) in self._holders
         began = self._turns.open.get(uuid)
         in_turn = held and began is not None and began > self._held_at.get(root, 0)
-        return agent_row(self._records[uuid], spent, in_turn=in_turn, held=held)
+        turn = ("batch" if uuid in self._turns.batched else "streaming") if in_turn else "idle"
+        return agent_row(self._records[uuid], spent, turn=turn, held=held)
 
     def _root(self, uuid: str) -> str:
         """The root of `uuid`'s tree: its topmost ancestor known (a reviewer's parent is the
@@ -353,12 +315,13 @@ class TreeView:
                 self._turns.open.pop(uuid, None)  # a killed agent's turn ended with it
 
 
-def agent_row(record: AgentRecord, spent: Spent, *, in_turn: bool, held: bool) -> dict[str, Any]:
-    """`held`: a live Grove holds the agent's tree; else a running agent shows `stopped`."""
+def agent_row(record: AgentRecord, spent: Spent, *, turn: str, held: bool) -> dict[str, Any]:
+    """`held`: a live Grove holds the agent's tree; else a running agent shows `stopped`.
+    `turn`: `streaming`, `batch` (a step waits on a provider batch) or `idle`."""
     return {
         **record.model_dump(include=AGENT_FIELDS),
         "status": shown_status(record.status, held),
-        "turn": "streaming" if in_turn else "idle",
+        "turn": turn,
         "messages": spent.messages,
         "tokens": spent.totals.input_tokens + spent.totals.output_tokens,
         "cost_usd": round(spent.totals.cost_usd, 6),

@@ -279,6 +279,8 @@ class BatchCollector:
     def _answer(self, step: str, answer: BatchAnswer) -> None:
         waiting = self._steps[step]
         waiting.answer = answer
+        outcome = "reply" if answer.turn else "standard" if answer.standard else "failed"
+        self._event("BatchAnswered", agent=waiting.record.agent, step=step, outcome=outcome)
         for future in waiting.futures:
             if not future.done():
                 future.set_result(answer)

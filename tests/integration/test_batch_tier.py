@@ -18,6 +18,7 @@ from grove.providers.pricing import cost_usd
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import Grove
 from grove.supervisor.store import Store, open_store
+from grove.supervisor.tree_view import tree_rows
 from tests.integration.groves import running_grove, sim_call
 from tests.integration.host_kills import events, finish_all, wait_for_event
 
@@ -59,6 +60,12 @@ def billed(simulator: SimulatorThread) -> dict[str, dict[str, int]]:
 
 def batch_requests(simulator: SimulatorThread) -> int:
     return billed(simulator).get("batch", {}).get("requests", 0)
+
+
+def turn_shown(store: Store, agent: str) -> str:
+    """What the dashboard's tree shows of the agent's turn."""
+    (row,) = [row for row in tree_rows(store)["agents"] if row["uuid"] == agent]
+    return str(row["turn"])
 
 
 def sent_requests(store: Store) -> int:
@@ -122,6 +129,7 @@ def test_cancelling_a_turn_waiting_on_a_batch_cancels_the_vendors_batch(
     cancelled_count = len(events(store, "BatchCancelled"))
     turn = grove.send(agent, "a question that will not wait")
     wait_for_event(store, "BatchSent", sent_count + 1)
+    assert turn_shown(store, agent) == "batch"  # the dashboard's tree: waiting on a batch
     assert grove.cancel(agent)
     result = turn.result(60)
     assert result.cancelled, result
@@ -131,3 +139,4 @@ def test_cancelling_a_turn_waiting_on_a_batch_cancels_the_vendors_batch(
     assert agent not in {record.agent for record in store.batch_steps.all()}
     again = grove.ask(agent, "and now?")
     assert again.ok, again.error  # its next turn gets its own batch
+    assert turn_shown(store, agent) == "idle"
