@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -27,6 +26,7 @@ from grove.providers.secrets import mask
 from grove.supervisor.store.base import Store
 from grove.supervisor.store.batch_steps import BatchStepRecord
 from grove.supervisor.tiers.plan import BatchPlan
+from grove.supervisor.tiers.routing import MISSING, routed
 
 Event = Callable[..., None]  # the core's event log: (kind, **payload)
 
@@ -224,29 +224,19 @@ class BatchCollector:
             return
 
     def _route(self, batch_id: str, results: BatchResults) -> None:
-        """Each step of the batch answered by its own custom id, whatever the order; lines
-        that name no step of it, or cannot be read, only counted."""
-        steps = self._members(batch_id)
+        """Each step of the batch answered by its own custom id (routing.py)."""
+        members = {self._steps[step].record.custom_id: step for step in self._members(batch_id)}
         self._open.pop(batch_id, None)
-        counts: Counter[str] = Counter()
-        for step in steps:
-            waiting = self._steps[step]
-            outcome = results.outcomes.get(waiting.record.custom_id)
-            kind = outcome.kind if outcome is not None else "missing"
-            counts[kind] += 1
-            if outcome is not None and outcome.kind == "succeeded" and outcome.turn is not None:
+        routing = routed(members, results)
+        for step, outcome in routing.outcomes.items():
+            if outcome is not None and outcome.turn is not None:
                 self._answer(step, BatchAnswer(turn=outcome.turn))
             else:
-                self._again(step, kind)
-        unread = {"unknown_ids": results.unknown_ids, "malformed_lines": results.malformed_lines}
-        self._event("BatchEnded", provider=self.provider, batch=batch_id, **counts, **unread)
-        if any(unread.values()) or counts["missing"]:
+                self._again(step, outcome.kind if outcome is not None else MISSING)
+        self._event("BatchEnded", provider=self.provider, batch=batch_id, **routing.counts)
+        if routing.rejected:
             self._event(
-                "BatchResultsRejected",
-                provider=self.provider,
-                batch=batch_id,
-                missing=counts["missing"],
-                **unread,
+                "BatchResultsRejected", provider=self.provider, batch=batch_id, **routing.rejected
             )
 
     def _again(self, step: str, why: str) -> None:
