@@ -15,8 +15,10 @@ from typing import Any
 
 import pytest
 
+from grove.providers.base import Usage
 from grove.providers.errors import GroveError
 from grove.providers.http import Endpoint
+from grove.providers.pricing import cost_usd
 from grove.server.client import RemoteGrove
 from grove.simulator import SimulatorConfig, SimulatorThread
 from grove.supervisor import AsyncGrove, Grove
@@ -40,7 +42,10 @@ def simulator() -> Iterator[SimulatorThread]:
 @pytest.fixture(scope="module")
 def grove(simulator: SimulatorThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
     endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
-    with running_grove(tmp_path_factory.mktemp("tiers"), hosts=1, endpoint=endpoint) as grove:
+    window = {"GROVE_TIERS__BATCH_WINDOW_S": "0.2"}  # a batch-tier step waits little
+    with running_grove(
+        tmp_path_factory.mktemp("tiers"), hosts=1, endpoint=endpoint, env=window
+    ) as grove:
         yield grove
 
 
@@ -108,6 +113,11 @@ def test_flex_on_anthropic_is_recorded_as_batch_and_said_once(
         "anthropic has no flex tier: claude-haiku-4-5 runs on the batch tier instead "
         "(the same half price; each step waits for its batch)"
     ]
+    answer = grove.ask(roots[0], "anthropic-flex")
+    assert answer.ok, answer.error
+    (reply,) = [m for m in grove.history(roots[0]) if m.kind == "assistant"]
+    standard = cost_usd("claude-haiku-4-5", Usage(**reply.data["usage"]))
+    assert reply.data["tier"] == "batch" and reply.data["cost_usd"] == pytest.approx(standard / 2)
     switched = grove.dispatch(flex_root, "/model claude-haiku-4-5")
     assert switched.ok and "claude-haiku-4-5 runs on the batch tier instead" in switched.text
     assert tier_of(grove.agent(flex_root)) == "batch"  # what its requests go on now
