@@ -21,6 +21,10 @@ from grove.supervisor.ray_waits import got
 
 CALL_TIMEOUT_S = 60.0
 SUPERVISOR_RESTART_WAIT_S = 120.0
+# Calls the supervisor runs at once. Each step on the batch tier holds one until its batch
+# ends (minutes, hours): Ray's default of 1,000 would leave a large fleet's other calls
+# (stored steps, waits) queued behind them.
+SUPERVISOR_CALLS_AT_ONCE = 100_000
 
 Result = TypeVar("Result")
 
@@ -76,6 +80,7 @@ def join_or_make_supervisor(settings: SupervisorSettings) -> tuple[Any, bool]:
             namespace=NAMESPACE,
             max_restarts=-1,  # Ray starts it again; it recovers from the store
             max_task_retries=0,  # a call cut off by a restart is not replayed blindly
+            max_concurrency=SUPERVISOR_CALLS_AT_ONCE,
         ).remote(settings)
     except ValueError:  # the name was taken after the look: another Grove made it
         return ray.get_actor(SUPERVISOR_NAME, namespace=NAMESPACE), False
