@@ -261,3 +261,16 @@ async def test_an_old_batchs_result_never_answers_a_step_asked_again_since(
                 "malformed_lines": 0,
             }
         ]
+
+
+async def test_a_batch_goes_at_its_size_without_waiting_out_the_window(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator():
+        events = Events()
+        desk = TierDesk(store, plan(running, window_s=600.0, size=2), events)
+        desk_closer.append(desk)
+        four = {agent: prompt for agent, prompt in list(PROMPTS.items())[:4]}
+        answers = await asyncio.wait_for(asked(desk, four), 60)  # long before the window
+        assert all(a.turn is not None for a in answers.values())
+        assert [sent["requests"] for sent in events.of("BatchSent")] == [2, 2]
