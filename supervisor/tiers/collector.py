@@ -20,7 +20,7 @@ from grove.providers.batch_wire import (
     BatchWire,
     as_streamed,
 )
-from grove.providers.errors import GroveError
+from grove.providers.errors import GroveError, ProviderHTTPError
 from grove.providers.http import Endpoint
 from grove.providers.secrets import mask
 from grove.supervisor.store.base import Store
@@ -29,6 +29,7 @@ from grove.supervisor.tiers.plan import BatchPlan
 from grove.supervisor.tiers.routing import MISSING, routed
 
 Event = Callable[..., None]  # the core's event log: (kind, **payload)
+NOT_FOUND = 404
 
 
 @dataclass(kw_only=True, slots=True)
@@ -190,9 +191,12 @@ class BatchCollector:
             return
         try:
             batch_id = await self._wire.submit(items, self._endpoint)
-        except Exception as exc:  # its requests go again (this counts as a try)
+        except Exception as exc:
             self._event("BatchNotSent", provider=self.provider, error=mask(str(exc))[:300])
-            for step in steps:
+            if isinstance(exc, ProviderHTTPError) and not exc.retryable:  # refused: it would be
+                self._fail(steps, mask(str(exc)))  # again (a bad key, a request it rejects)
+                return
+            for step in steps:  # they go again (this counts as a try)
                 self._again(step, "not sent")
             return
         for step in steps:
@@ -207,7 +211,8 @@ class BatchCollector:
     # ----- polling and routing ------------------------------------------------------------
 
     async def _poll(self, batch_id: str) -> None:
-        """Ask whether the batch ended, backing off, until it has; then route its results."""
+        """Ask whether the batch ended, backing off, until it has; then route its results. A
+        batch the vendor does not know (any more) ends with every line missing."""
         delay = self._plan.poll_s
         while True:
             await asyncio.sleep(delay)
@@ -219,9 +224,12 @@ class BatchCollector:
                 results = await self._wire.results(batch_id, sent, self._endpoint)
             except Exception as exc:  # the vendor is asked again after the next wait
                 self._event("BatchPollFailed", batch=batch_id, error=mask(str(exc))[:300])
+                if isinstance(exc, ProviderHTTPError) and exc.status == NOT_FOUND:
+                    break  # the vendor has no such batch (any more): its steps go again
                 continue
             self._route(batch_id, results)
             return
+        self._route(batch_id, BatchResults(missing_ids=tuple(self._open.get(batch_id, {}))))
 
     def _route(self, batch_id: str, results: BatchResults) -> None:
         """Each step of the batch answered by its own custom id (routing.py)."""

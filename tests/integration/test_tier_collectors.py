@@ -69,7 +69,7 @@ def store(tmp_path: Path) -> Iterator[Store]:
 def plan(running: SimulatorThread, **changes: Any) -> BatchPlan:
     endpoint = Endpoint(base_url=running.base_url, api_key=KEY)
     settings = {"window_s": FAST.window_s, "poll_s": FAST.poll_s, "poll_max_s": FAST.poll_max_s}
-    return BatchPlan(**{**settings, **changes}, simulator=endpoint)
+    return BatchPlan(**{**settings, "simulator": endpoint, **changes})
 
 
 @pytest.fixture
@@ -274,3 +274,52 @@ async def test_a_batch_goes_at_its_size_without_waiting_out_the_window(
         answers = await asyncio.wait_for(asked(desk, four), 60)  # long before the window
         assert all(a.turn is not None for a in answers.values())
         assert [sent["requests"] for sent in events.of("BatchSent")] == [2, 2]
+
+
+async def test_a_batch_the_vendor_does_not_know_sends_its_steps_again(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator():
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        await asked(desk, {"agent-first": "to learn the account"}, first=50)
+        (known,) = store.batch_steps.all()
+        lost = known.model_copy(
+            update={"step": "e" * 32, "agent": "agent-lost", "batch_id": "msgbatch_01gone"}
+        )
+        store.batch_steps.put([lost])
+        restarted = TierDesk(store, plan(running), events)
+        desk_closer.append(restarted)
+        restarted.resume(lambda: ["agent-lost"])
+        again = await restarted.reply("agent-lost", "anthropic", lost.step, request("lost"))
+        assert again.turn is not None and again.turn.text == answer("lost")
+        assert events.of("BatchPollFailed")[0]["batch"] == "msgbatch_01gone"
+        rejected = [e for e in events.of("BatchResultsRejected") if e["batch"] == lost.batch_id]
+        assert rejected == [
+            {
+                "provider": "anthropic",
+                "batch": lost.batch_id,
+                "missing": 1,
+                "unknown_ids": 0,
+                "malformed_lines": 0,
+            }
+        ]
+
+
+async def test_a_batch_the_vendor_refuses_fails_its_steps_without_the_key(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator():
+        events = Events()
+        wrong = "sk-wrong-key-for-tiers-0c4e9d"
+        refused = plan(running, simulator=Endpoint(base_url=running.base_url, api_key=wrong))
+        desk = TierDesk(store, refused, events)
+        desk_closer.append(desk)
+        answers = await asked(desk, {"agent-1": "hello", "agent-2": "there"})
+        errors = {a.error for a in answers.values()}
+        assert len(errors) == 1 and None not in errors
+        (error,) = errors
+        assert "401" in str(error) and wrong not in str(error)
+        assert wrong not in repr(events.seen)
+        assert len(events.of("BatchNotSent")) == 1 and not store.batch_steps.all()
