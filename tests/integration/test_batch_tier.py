@@ -2,11 +2,13 @@
 Batches: each step's request joins its provider's rolling batch, several agents' steps in one,
 each answered by its own custom id; a tool loop takes one batch round per step; replies are
 billed at the batch price. A supervisor killed between a batch's send and its results polls
-the same batch after its restart: nothing is sent again, every turn finishes.
+the same batch after its restart: nothing is sent again, every turn finishes. On a SQLite and
+a Redis store alike.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 
 import pytest
@@ -40,10 +42,20 @@ def simulator() -> Iterator[SimulatorThread]:
         yield running
 
 
-@pytest.fixture(scope="module")
-def grove(simulator: SimulatorThread, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Grove]:
+@pytest.fixture(scope="module", params=["sqlite", "redis"])
+def grove(
+    request: pytest.FixtureRequest,
+    simulator: SimulatorThread,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Grove]:
+    """A Grove on the simulator, its store SQLite or Redis (the open batches live in either)."""
+    base = tmp_path_factory.mktemp("grove")
+    store_url = f"sqlite:///{base / 'grove.sqlite3'}"
+    if request.param == "redis":
+        namespace = f"batch-tier-{uuid.uuid4().hex[:12]}"
+        store_url = f"{request.getfixturevalue('redis_url')}?namespace={namespace}"
     endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
-    with running_grove(tmp_path_factory.mktemp("grove"), endpoint=endpoint, env=WINDOW) as running:
+    with running_grove(base, endpoint=endpoint, env=WINDOW, store_url=store_url) as running:
         yield running
 
 
