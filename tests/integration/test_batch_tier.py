@@ -152,3 +152,20 @@ def test_cancelling_a_turn_waiting_on_a_batch_cancels_the_vendors_batch(
     again = grove.ask(agent, "and now?")
     assert again.ok, again.error  # its next turn gets its own batch
     assert turn_shown(store, agent) == "idle"
+
+
+def test_batched_requests_keep_their_cache_marks(
+    grove: Grove, store: Store, simulator: SimulatorThread
+) -> None:
+    guide = " ".join(
+        f"Rule {number}: keep the river banks clear of debris." for number in range(400)
+    )
+    root = grove.create_root(MODEL, tier="batch").uuid
+    assert grove.ask(root, f"Learn this guide. {guide}").ok
+    read_before = billed(simulator)["batch"]["cache_read_tokens"]
+    children = grove.fork_many(root, [f"Apply rule {number}." for number in range(3)])
+    results = finish_all(grove, children)
+    assert all(result is not None and result.ok for result in results.values())
+    # The forks' shared conversation went with its cache mark: read from the cache at the
+    # batch tier, not sent whole three times.
+    assert billed(simulator)["batch"]["cache_read_tokens"] - read_before > 3 * 2000
