@@ -190,6 +190,9 @@ def _add(digest: Any, role: str, block: dict[str, Any]) -> None:
     digest.update(_canonical([role, block]))
 
 
+# One encoder for every fingerprint (json.dumps with options makes one per call).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _canonical(value: object) -> bytes:
-    text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8", "surrogatepass") + b"\n"
+    return _CANONICAL.encode(value).encode("utf-8", "surrogatepass") + b"\n"

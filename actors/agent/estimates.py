@@ -26,12 +26,11 @@ def estimated_bill(
     holds and what the hold costs (`hold`, when a budget holds anything for it), else as long
     a reply as it may get."""
     if hold is not None and hold.tokens:
-        output, cost = int(hold.output), float(hold.cost_usd)
+        usage = Usage(input_tokens=tokens, output_tokens=int(hold.output))
+        cost = float(hold.cost_usd)
     else:
-        output = longest_reply(request, provider)
-        usage = Usage(input_tokens=tokens, output_tokens=output)
+        usage = Usage(input_tokens=tokens, output_tokens=longest_reply(request, provider))
         cost = cost_usd(request.model, usage, tier=request.tier)
-    usage = Usage(input_tokens=tokens, output_tokens=output)
     return {
         "usage": usage.as_dict(),
         "cost_usd": cost,

@@ -15,30 +15,41 @@ from grove.actors.turn_result import NewEntry
 from grove.providers.secrets import StreamMask, mask
 from grove.providers.stream_events import StreamEvent, TextDelta, ThinkingDelta
 
+_DELTAS = (TextDelta, ThinkingDelta)  # a tuple: `A | B` would be built at every delta
+
 
 def masked_entry(entry: NewEntry) -> NewEntry:
     """`entry` with its text and its parts' texts, tool arguments and results masked; the
-    same entry when nothing in it is secret."""
+    same entry when nothing in it is secret. A text the entry holds twice (a reply's content
+    is its text part's too) is masked once."""
     content = mask(entry.content)
+    known = {entry.content: content}
+
+    def masked(text: str) -> str:
+        shown = known.get(text)
+        if shown is None:
+            shown = known[text] = mask(text)
+        return shown
+
     parts = entry.data.get("parts")
-    masked_parts = [_masked_part(part) for part in parts] if isinstance(parts, list) else parts
+    masked_parts = [_masked_part(p, masked) for p in parts] if isinstance(parts, list) else parts
     if content == entry.content and masked_parts == parts:
         return entry
     return replace(entry, content=content, data={**entry.data, "parts": masked_parts})
 
 
-def _masked_part(part: Any) -> Any:
+def _masked_part(part: Any, masked: Callable[[str], str]) -> Any:
     if not isinstance(part, dict):
         return part
     kind = part.get("kind")
     if kind == "text" and isinstance(part.get("text"), str):
-        return {**part, "text": mask(part["text"])}
+        return {**part, "text": masked(part["text"])}
     if kind == "tool_result" and isinstance(part.get("content"), str):
-        return {**part, "content": mask(part["content"])}
+        return {**part, "content": masked(part["content"])}
     if kind == "tool_call":
         return {**part, "arguments": _masked_json(part.get("arguments"))}
     if kind == "thinking" and isinstance(part.get("text"), str):
-        text = mask(part["text"])
+        text = masked(part["text"])
         if text == part["text"]:
             return part
         # Its signature (and a provider's copy of it) vouched for the text as it was: masked,
@@ -82,12 +93,14 @@ class MaskedEmit:
         self._last: TextDelta | ThinkingDelta | None = None  # the last delta, of the held text
 
     def __call__(self, event: StreamEvent | Any) -> None:
-        if isinstance(event, TextDelta | ThinkingDelta):
-            if self._last is not None and type(self._last) is not type(event):
+        if isinstance(event, _DELTAS):
+            last = self._last
+            if last is not None and type(last) is not type(event):
                 self.flush()  # thinking ends where text begins
             self._last = event
-            shown = self._stream.feed(event.text)
-            if shown == event.text:  # most deltas: a few whole words, nothing secret
+            text = event.text
+            shown = self._stream.feed(text)
+            if shown == text:  # most deltas: a few whole words, nothing secret
                 self._emit(event)
             elif shown:  # built anew: dataclasses.replace costs more than the masking
                 self._emit(type(event)(index=event.index, text=shown))
