@@ -22,7 +22,7 @@ from grove.supervisor import Grove
 from grove.supervisor.store import Store, open_store
 from grove.supervisor.tree_view import tree_rows
 from tests.integration.groves import running_grove, sim_call
-from tests.integration.host_kills import events, finish_all, wait_for_event
+from tests.integration.host_kills import events, finish_all, kill_host, wait_for_event
 
 KEY = "sk-batch-tier-canary-77c2e9a1"
 MODEL = "claude-haiku-4-5"
@@ -131,6 +131,22 @@ def test_a_supervisor_killed_mid_batch_polls_the_same_batch_after_its_restart(
     assert sent_requests(store) - sent_before == len(prompts)  # none sent again
     for child in children:
         assert [m.kind for m in grove.history(child)[-2:]] == ["user", "assistant"]
+
+
+def test_a_host_killed_while_its_steps_wait_on_a_batch_rejoins_the_same_batch(
+    grove: Grove, store: Store, simulator: SimulatorThread
+) -> None:
+    root = grove.create_root(MODEL, tier="batch").uuid
+    prompts = [f"host task {number} on the batch tier" for number in range(4)]
+    before, sent_before = batch_requests(simulator), sent_requests(store)
+    sent_count = len(events(store, "BatchSent"))
+    children = grove.fork_many(root, prompts)
+    wait_for_event(store, "BatchSent", sent_count + 1)
+    kill_host(grove, grove.provider_identity(children[0])["host"])
+    results = finish_all(grove, children)  # the killed host's turns resume on its successor
+    assert all(result is not None and result.ok for result in results.values()), results
+    assert batch_requests(simulator) - before == len(prompts)  # each answered, and paid, once
+    assert sent_requests(store) - sent_before == len(prompts)  # none sent again
 
 
 def test_cancelling_a_turn_waiting_on_a_batch_cancels_the_vendors_batch(
