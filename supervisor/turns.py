@@ -22,8 +22,9 @@ from grove.supervisor.store.base import CLEAR_KIND, SPENT_KIND, Store
 from grove.supervisor.store.kinds import TURN_END_KIND
 from grove.supervisor.store.records import AgentRecord, MessageRecord, NewMessage
 
-# The parent's newest messages `fork_end` reads first (a tool loop running past them: more).
-NEWEST_READ = 8
+# The parent's newest messages `fork_end` reads first: a reply and what it answers, all most
+# forks look at (a tool loop running past them: more).
+NEWEST_READ = 2
 SEEDED = "seeded"  # in a seeded user message's data: context, not a turn's prompt
 
 
@@ -237,6 +238,8 @@ def fork_end(store: Store, parent: AgentRecord) -> int:
     count = NEWEST_READ
     while True:
         own = store.newest_messages(parent.uuid, count)
+        if not own and (parent.parent_uuid is None or parent.fork_message_id == 0):
+            return 0  # a root, or a child forked before any message: it shows nothing
         if not own:  # all it shows is inherited
             return store.conversation_end(parent.uuid)
         if own[-1].kind == CLEAR_KIND:  # its newest message leaves nothing to show
