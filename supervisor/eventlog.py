@@ -46,7 +46,7 @@ class EventLog:
         """Write every waiting event in one store write."""
         pending, self._pending = self._pending, []
         if pending:
-            self._store.append_events(pending)
+            self._store.log_events(pending)
 
     def _flush_soon(self) -> None:
         """The loop-step flush: nobody waits for it, so a store failure is logged here."""

@@ -122,6 +122,10 @@ class Store(Protocol):
         """`(kind, payload)` events appended in order in one write; none when one is invalid."""
         ...
 
+    def log_events(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        """`append_events` for a writer that does not read them back (the event log)."""
+        ...
+
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]:
         """Events with id > after_id, oldest first, at most `limit`."""
         ...

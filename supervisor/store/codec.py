@@ -19,11 +19,15 @@ RecordT = TypeVar("RecordT", bound=BaseModel)
 _MAX_REASONS = 3
 
 
+# What json.dumps would build anew for each value with these arguments: built once.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def encode_json(value: object, what: str) -> str:
     """Compact JSON text of `value`; anything that is not plain JSON (sets, NaN...) or not
     UTF-8 (an unpaired surrogate) is refused."""
     try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+        text = _ENCODER.encode(value)
     except (TypeError, ValueError, RecursionError) as exc:
         raise StoreError(f"{what} is not plain JSON ({exc}); nothing was written") from exc
     if not text.isascii():

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from grove.supervisor.errors import CommandError, StoreError
 from grove.supervisor.store.base import CLEAR_KIND, COMPACTION_KIND
 from grove.supervisor.store.codec import decode_json, describe
-from grove.supervisor.store.lease import Lease, LeaseQueue, hold_lease
+from grove.supervisor.store.lease import HeldLease, Lease, LeaseQueue
 from grove.supervisor.store.records import (
     IMMUTABLE_AGENT_FIELDS,
     AgentRecord,
@@ -308,9 +308,7 @@ class StoreCore(ABC):
         return self.append_events([(kind, payload)])[0]
 
     def append_events(self, events: Sequence[tuple[str, dict[str, Any]]]) -> list[EventRecord]:
-        prepared = [
-            prepare_event(kind, payload, self.max_message_bytes) for kind, payload in events
-        ]
+        prepared = self._prepared_events(events)
         ids = self._write_events(prepared) if prepared else []
         return [
             EventRecord(
@@ -322,10 +320,18 @@ class StoreCore(ABC):
             for event_id, event in zip(ids, prepared, strict=True)
         ]
 
+    def log_events(self, events: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        prepared = self._prepared_events(events)
+        if prepared:
+            self._write_events(prepared)
+
+    def _prepared_events(self, events: Sequence[tuple[str, dict[str, Any]]]) -> list[PreparedEvent]:
+        return [prepare_event(kind, payload, self.max_message_bytes) for kind, payload in events]
+
     # ----- leases ---------------------------------------------------------------------------
 
     def lease(self, session_id: str, timeout_s: float) -> AbstractAsyncContextManager[Lease]:
-        return hold_lease(self._lease_queue, session_id, timeout_s, self._lease_poll_s)
+        return HeldLease(self._lease_queue, session_id, timeout_s, self._lease_poll_s)
 
     # ----- holders: the live Groves and the trees they hold ----------------------------------
 

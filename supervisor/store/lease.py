@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -52,25 +51,58 @@ class Lease:
     ticket: int
 
 
-@asynccontextmanager
-async def hold_lease(
-    queue: LeaseQueue, session_id: str, timeout_s: float, poll_s: float
-) -> AsyncIterator[Lease]:
-    """Wait (at most `timeout_s`) for the session's lease in FIFO order, hold it, release it."""
-    if not session_id:
-        raise SupervisorError("A lease needs a session id")
-    ticket, head = queue.take(session_id)
-    keep_alive: asyncio.Task[None] | None = None
-    try:
-        if head != ticket:
-            await _wait_for_turn(queue, session_id, ticket, timeout_s, poll_s)
-        keep_alive = asyncio.create_task(_keep_alive(queue, session_id, ticket))
-        yield Lease(session_id=session_id, ticket=ticket)
-    finally:
-        # The task is parked in asyncio.sleep, so it cannot renew after the release below.
-        if keep_alive is not None:
-            keep_alive.cancel()
-        queue.release(session_id, ticket)
+class HeldLease(AbstractAsyncContextManager[Lease]):
+    """Waits (at most `timeout_s`) for the session's lease in FIFO order, holds it, releases
+    it. While held, a timer renews the ticket (no task: a lease taken at once, as most are,
+    costs its queue's take and release and nothing more)."""
+
+    def __init__(self, queue: LeaseQueue, session_id: str, timeout_s: float, poll_s: float) -> None:
+        self._queue = queue
+        self._session_id = session_id
+        self._timeout_s = timeout_s
+        self._poll_s = poll_s
+        self._ticket: int | None = None
+        self._renewal: asyncio.TimerHandle | None = None
+
+    async def __aenter__(self) -> Lease:
+        queue, session_id = self._queue, self._session_id
+        if not session_id:
+            raise SupervisorError("A lease needs a session id")
+        ticket, head = queue.take(session_id)
+        try:
+            if head != ticket:
+                await _wait_for_turn(queue, session_id, ticket, self._timeout_s, self._poll_s)
+        except BaseException:
+            queue.release(session_id, ticket)
+            raise
+        self._ticket = ticket
+        self._renew_later()
+        return Lease(session_id=session_id, ticket=ticket)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        # Cancelled first, so the ticket cannot be renewed after the release below.
+        if self._renewal is not None:
+            self._renewal.cancel()
+        if self._ticket is not None:
+            self._queue.release(self._session_id, self._ticket)
+
+    def _renew_later(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._renewal = loop.call_later(self._queue.ttl_s / RENEWALS_PER_TTL, self._renew)
+
+    def _renew(self) -> None:
+        """Renew the held ticket, again and again until released; a failed renewal is logged,
+        never fatal."""
+        assert self._ticket is not None
+        try:
+            alive = self._queue.renew(self._session_id, self._ticket)
+        except StoreError as exc:
+            logger.warning("Could not renew the lease on session %s: %s", self._session_id, exc)
+            alive = True  # tried again at the next renewal
+        if not alive:
+            logger.warning("%s", _lost_text(self._session_id))
+            return
+        self._renew_later()
 
 
 async def _wait_for_turn(
@@ -96,20 +128,6 @@ async def _wait_for_turn(
                 raise SupervisorError(_lost_text(session_id))
             renew_due = now + renew_every
         await asyncio.sleep(min(poll_s, deadline - now))
-
-
-async def _keep_alive(queue: LeaseQueue, session_id: str, ticket: int) -> None:
-    """Renew the held ticket until cancelled; a failed renewal is logged, never fatal."""
-    while True:
-        await asyncio.sleep(queue.ttl_s / RENEWALS_PER_TTL)
-        try:
-            alive = queue.renew(session_id, ticket)
-        except StoreError as exc:
-            logger.warning("Could not renew the lease on session %s: %s", session_id, exc)
-            continue
-        if not alive:
-            logger.warning("%s", _lost_text(session_id))
-            return
 
 
 def _lost_text(session_id: str) -> str:

@@ -220,13 +220,13 @@ class SqliteStore(StoreCore):
 
     def _write_events(self, events: Sequence[PreparedEvent]) -> list[int]:
         with self._db.transaction("append events") as conn:
-            return [
-                conn.execute(
-                    "INSERT INTO events (kind, payload, created_at) VALUES (?, ?, ?) RETURNING id",
-                    (event.kind, event.payload_json, event.created_at),
-                ).fetchone()[0]
-                for event in events
-            ]
+            conn.executemany(
+                "INSERT INTO events (kind, payload, created_at) VALUES (?, ?, ?)",
+                [(event.kind, event.payload_json, event.created_at) for event in events],
+            )
+            # One writer holds the file, so the batch took the ids up to the last one in turn.
+            (last,) = conn.execute("SELECT last_insert_rowid()").fetchone()
+        return list(range(last - len(events) + 1, last + 1))
 
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]:
         rows = self._db.query(

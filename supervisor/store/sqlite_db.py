@@ -102,24 +102,35 @@ class SqliteDatabase:
         try:
             yield
         except sqlite3.Error as exc:
-            raise StoreError(f"SQLite store {self.path}: {action} failed: {exc}") from exc
+            raise self.failed(action, exc) from exc
 
+    def failed(self, action: str, exc: sqlite3.Error) -> StoreError:
+        return StoreError(f"SQLite store {self.path}: {action} failed: {exc}")
+
+    # The two below map errors themselves rather than through `mapped`: they run several times
+    # a command, each with one context manager less.
     @contextmanager
     def transaction(self, action: str) -> Iterator[sqlite3.Connection]:
         """BEGIN IMMEDIATE ... COMMIT; any error rolls back, so nothing is written."""
-        with self.lock, self.mapped(action):
-            self.conn.execute("BEGIN IMMEDIATE")
+        with self.lock:
             try:
-                yield self.conn
-                self.conn.execute("COMMIT")
-            except BaseException:
-                if self.conn.in_transaction:
-                    self.conn.execute("ROLLBACK")
-                raise
+                self.conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.conn
+                    self.conn.execute("COMMIT")
+                except BaseException:
+                    if self.conn.in_transaction:
+                        self.conn.execute("ROLLBACK")
+                    raise
+            except sqlite3.Error as exc:
+                raise self.failed(action, exc) from exc
 
     def query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        with self.lock, self.mapped(action):
-            return self.conn.execute(sql, params).fetchall()
+        with self.lock:
+            try:
+                return self.conn.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self.failed(action, exc) from exc
 
     def close(self) -> None:
         with self.lock, self.mapped("close"):

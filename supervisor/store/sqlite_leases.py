@@ -21,10 +21,6 @@ class SqliteLeaseQueue:
     def take(self, session_id: str) -> tuple[int, int | None]:
         now = time.time()
         with self._db.transaction("take a lease ticket") as conn:
-            conn.execute(
-                "DELETE FROM lease_tickets WHERE session_id = ? AND expires_at <= ?",
-                (session_id, now),
-            )
             (ticket,) = conn.execute(
                 "INSERT INTO lease_tickets (session_id, expires_at) VALUES (?, ?) RETURNING ticket",
                 (session_id, now + self.ttl_s),
@@ -47,8 +43,10 @@ class SqliteLeaseQueue:
         return None if rows[0][0] is None else int(rows[0][0])
 
     def release(self, session_id: str, ticket: int) -> None:
+        """Removes the ticket, and the session's dead ones with it (`head` skips those)."""
         with self._db.transaction("release a lease ticket") as conn:
             conn.execute(
-                "DELETE FROM lease_tickets WHERE ticket = ? AND session_id = ?",
-                (ticket, session_id),
+                "DELETE FROM lease_tickets "
+                "WHERE session_id = ? AND (ticket = ? OR expires_at <= ?)",
+                (session_id, ticket, time.time()),
             )

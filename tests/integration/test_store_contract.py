@@ -563,6 +563,26 @@ def test_a_batch_of_events_is_written_in_order_or_not_at_all(
     assert store.events(after_id=batch[-1].id) == []
 
 
+def test_logged_events_are_written_as_appended_ones_are_in_order_or_not_at_all(
+    backend: Backend, store: Store
+) -> None:
+    """`log_events` (the event log's write, which reads nothing back) writes what
+    `append_events` would: the next ids in order, the payloads as given."""
+    before = store.append_event("AgentCreated", {"agent": "root"})
+    store.log_events([("CommandDispatched", {"n": 1}), ("AgentForked", {"n": 2})])
+    logged = backend.open().events(after_id=before.id)
+    assert [(event.id, event.kind, event.payload) for event in logged] == [
+        (before.id + 1, "CommandDispatched", {"n": 1}),
+        (before.id + 2, "AgentForked", {"n": 2}),
+    ]
+    with pytest.raises(StoreError, match="not plain JSON"):
+        store.log_events([("AgentKilled", {"n": 3}), ("AgentKilled", {"when": float("nan")})])
+    store.log_events([])
+    assert store.events(after_id=logged[-1].id) == []
+    after = store.append_event("CommandResulted", {})
+    assert after.id == before.id + 3
+
+
 def test_wait_events_blocks_until_an_event_or_the_timeout(backend: Backend, store: Store) -> None:
     """Nothing new: it waits its whole timeout. An event written meanwhile through another
     connection to the store ends the wait, long before an hour's timeout would."""
