@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -83,7 +84,7 @@ def batch_turn(provider: ProviderName, events: Iterable[StreamEvent]) -> Assista
     if not accumulator.completed:
         raise ProviderProtocolError(f"{provider}: a batch reply without its end", provider=provider)
     usage = accumulator.usage
-    return accumulator.turn(cost_usd(accumulator.model, usage, tier="batch"))
+    return replace(accumulator.turn(cost_usd(accumulator.model, usage, tier="batch")), tier="batch")
 
 
 class ResultTally:

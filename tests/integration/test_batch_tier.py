@@ -103,6 +103,7 @@ def test_agents_on_the_batch_tier_run_a_tool_loop_one_batch_round_a_step(
         for reply in (history[-3], history[-1]):  # billed at the batch price
             usage = Usage(**reply.data["usage"])
             assert reply.data["cost_usd"] == cost_usd(MODEL, usage, tier="batch") > 0
+            assert reply.data["tier"] == "batch"
     steps = 2 * len(children)  # two batch rounds each: the call, then the answer
     assert batch_requests(simulator) - before == steps
     assert sent_requests(store) - sent_before == steps

@@ -161,7 +161,7 @@ async def streamed(simulator: SimulatorThread, vendor: Vendor, request: Request)
 def comparable(turn: AssistantTurn) -> AssistantTurn:
     """`turn` without what differs between two answers to one request: its response id, the
     ids of its tool calls and reasoning items and their encrypted content (drawn afresh for
-    each answer), its price tier's cost, and how a signed text is cut (Gemini streams it in
+    each answer), its price tier and cost, and how a signed text is cut (Gemini streams it in
     pieces, the signature with the first; a whole reply holds it in one part): adjacent
     texts are joined, and text signatures kept after the rest."""
     parts: list[Part] = []
@@ -183,7 +183,7 @@ def comparable(turn: AssistantTurn) -> AssistantTurn:
         else:
             parts.append(part)
     message = replace(turn.message, parts=(*parts, *text_signatures))
-    return replace(turn, message=message, response_id=None, cost_usd=0.0)
+    return replace(turn, message=message, response_id=None, cost_usd=0.0, tier="standard")
 
 
 @pytest.mark.parametrize("name", sorted(VENDORS))
@@ -218,6 +218,7 @@ async def test_batch_answers_each_request_as_its_stream_does(
     for turn in (plain_turn, tool_turn, thinking_turn, cached_turn, again):
         assert turn.response_id and turn.stop_reason
         assert turn.cost_usd == cost_usd(turn.model, turn.usage, tier="batch") > 0
+        assert turn.tier == "batch"
         assert turn.cost_usd == pytest.approx(cost_usd(turn.model, turn.usage) / 2, abs=1e-8)
     for custom_id in ("plain", "tool", "thinks"):
         alone = await streamed(plain, vendor, requests[custom_id])
