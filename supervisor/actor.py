@@ -80,6 +80,7 @@ class Supervisor(GroveSurface):
                 settings.batch,
                 base_urls=settings.host_settings.base_urls,
                 simulator=settings.host_settings.simulator,
+                openai_api=settings.host_settings.openai_api,
             ),
             tracing=start_tracing(settings.host_settings.telemetry),
             workspaces=Workspaces(settings.host_settings.workspace, settings.fork_workspace),

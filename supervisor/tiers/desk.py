@@ -26,10 +26,11 @@ BATCH_WIRES: dict[ProviderName, tuple[str, str]] = {
 }
 
 
-def batch_wire(provider: ProviderName) -> BatchWire:
-    """A new batch wire for the provider."""
+def batch_wire(provider: ProviderName, openai_api: str) -> BatchWire:
+    """A new batch wire for the provider (OpenAI's for the API its requests go to)."""
     module, name = BATCH_WIRES[provider]
-    wire: BatchWire = getattr(importlib.import_module(module), name)()
+    made = getattr(importlib.import_module(module), name)
+    wire: BatchWire = made(openai_api) if provider == "openai" else made()
     return wire
 
 
@@ -98,7 +99,7 @@ class TierDesk:
         key = (provider, account(endpoint))
         collector = self._collectors.get(key)
         if collector is None:
-            wire = batch_wire(provider)
+            wire = batch_wire(provider, self._plan.openai_api)
             collector = BatchCollector(wire, endpoint, key[1], self._store, self._plan, self._event)
             self._collectors[key] = collector
         return collector

@@ -27,6 +27,7 @@ class BatchPlan:
     poll_max_s: float = 60.0
     base_urls: dict[str, str | None] = field(default_factory=dict)
     simulator: Endpoint | None = None  # fixes URL and key for every provider
+    openai_api: str = "responses"  # `[providers.openai] api`: what OpenAI's batches hold
 
 
 def account(endpoint: Endpoint) -> str:

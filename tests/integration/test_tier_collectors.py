@@ -212,14 +212,23 @@ async def test_cancel_cancels_the_vendor_batch_when_no_other_step_waits(
 
 
 @pytest.mark.parametrize(
-    ("provider", "model"), [("openai", "gpt-5-mini"), ("google", "gemini-2.5-flash-lite")]
+    ("provider", "model", "openai_api"),
+    [
+        ("openai", "gpt-5-mini", "responses"),
+        ("openai", "gpt-5-mini", "chat"),
+        ("google", "gemini-2.5-flash-lite", "responses"),
+    ],
 )
 async def test_openai_and_gemini_batches_answer_their_steps_too(
-    provider: ProviderName, model: str, store: Store, desk_closer: list[TierDesk]
+    provider: ProviderName,
+    model: str,
+    openai_api: str,
+    store: Store,
+    desk_closer: list[TierDesk],
 ) -> None:
     for running in simulator():
         events = Events()
-        desk = TierDesk(store, plan(running), events)
+        desk = TierDesk(store, plan(running, openai_api=openai_api), events)
         desk_closer.append(desk)
         prompts = {"agent-1": "What flows north?", "agent-2": "What flows south?"}
         answers = await asyncio.gather(
@@ -233,6 +242,8 @@ async def test_openai_and_gemini_batches_answer_their_steps_too(
             assert reply.turn.text == answer(prompt)
             assert reply.turn.cost_usd == cost_usd(model, reply.turn.usage, tier="batch") > 0
         assert [sent["requests"] for sent in events.of("BatchSent")] == [2]
+        api = f"openai-{openai_api}" if provider == "openai" else provider
+        assert set(running.simulator.billing.by_api) == {api}  # the route its steps go to
 
 
 async def test_an_old_batchs_result_never_answers_a_step_asked_again_since(
