@@ -39,9 +39,11 @@ MESSAGE_SELECT = f"SELECT {', '.join(MESSAGE_COLUMNS)} FROM messages"
 
 
 def agent_row(record: AgentRecord) -> tuple[Any, ...]:
-    values = record.model_dump()
-    values["metadata"] = encode_json(record.metadata, f"Metadata of agent {record.uuid}")
-    return tuple(values[column] for column in AGENT_COLUMNS)
+    """The record's columns; its fields are plain values but the metadata, encoded here."""
+    metadata = encode_json(record.metadata, f"Metadata of agent {record.uuid}")
+    return tuple(
+        metadata if column == "metadata" else getattr(record, column) for column in AGENT_COLUMNS
+    )
 
 
 def agent_from_row(row: Sequence[Any]) -> AgentRecord:
