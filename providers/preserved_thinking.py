@@ -44,7 +44,31 @@ def preserves_thinking(model: str) -> bool:
         return False
 
 
-def bound(provider: ProviderName, request: Request) -> tuple[Request, str | None]:
+class Prefix:
+    """The fingerprint of all a request sends, which its reply's thinking blocks are bound
+    to (`digest`): made when first read, as most replies have no thinking to stamp; equal
+    when their digests are."""
+
+    __slots__ = ("_digest", "_request")
+
+    def __init__(self, request: Request, digest: str | None = None) -> None:
+        self._request = request
+        self._digest = digest
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            self._digest = _fingerprint(self._request)
+        return self._digest
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Prefix) and self.digest == other.digest
+
+    def __hash__(self) -> int:
+        return hash(self.digest)
+
+
+def bound(provider: ProviderName, request: Request) -> tuple[Request, Prefix | None]:
     """`request` without the thinking its model would refuse (made by another model, or
     under another prefix: system, tools or an earlier part changed, or an earlier block was
     left out), and the fingerprint of all it sends, which its reply's blocks are bound to.
@@ -53,10 +77,12 @@ def bound(provider: ProviderName, request: Request) -> tuple[Request, str | None
     with None, for a model that does not preserve thinking."""
     if provider != "anthropic" or not preserves_thinking(request.model):
         return request, None
+    if not any(isinstance(p, ThinkingPart) for m in request.messages for p in m.parts):
+        return request, Prefix(request)  # nothing to leave out: read its prefix only if asked
     kept, prefix = _kept(request)
     if kept is not request and (closed := _closed(request, kept)) is not None:
-        return closed, _fingerprint(closed)
-    return kept, prefix
+        return closed, Prefix(closed)
+    return kept, Prefix(kept, prefix)
 
 
 def _kept(request: Request) -> tuple[Request, str]:
@@ -128,12 +154,13 @@ def _told(part: Part) -> Part:
     return part
 
 
-def stamped(turn: AssistantTurn, prefix: str | None) -> AssistantTurn:
+def stamped(turn: AssistantTurn, prefix: Prefix | None) -> AssistantTurn:
     """The reply with each thinking block bound to its model and the request's `prefix`."""
     if prefix is None or not any(isinstance(p, ThinkingPart) for p in turn.message.parts):
         return turn
+    digest = prefix.digest
     parts = tuple(
-        replace(part, model=turn.model, prefix=prefix) if isinstance(part, ThinkingPart) else part
+        replace(part, model=turn.model, prefix=digest) if isinstance(part, ThinkingPart) else part
         for part in turn.message.parts
     )
     return replace(turn, message=replace(turn.message, parts=parts))

@@ -368,9 +368,10 @@ def test_a_refusal_that_still_comes_is_sent_again_without_the_block_once(
     )
     question = Request(model=model, messages=(Message.user("one"),), system="Be brief.")
     _, prefix = bound("anthropic", question)
+    assert prefix is not None
     forged = base64.b64encode(f"simthink1:{model}:{'0' * 64}".encode()).decode()
     block = ThinkingPart(
-        text="", signature=forged, provider="anthropic", model=model, prefix=prefix
+        text="", signature=forged, provider="anthropic", model=model, prefix=prefix.digest
     )
     answer = Message(role="assistant", parts=(block, TextPart(text="1")))
     request = replace(question, messages=(*question.messages, answer, Message.user("two")))

@@ -112,8 +112,9 @@ def test_a_tool_loop_that_loses_its_leading_thinking_is_told_as_text() -> None:
     is left to need a leading thinking block."""
     ask = Request(model=MODEL, messages=(Message.user("time?"),), system="S", tools=TOOLS)
     _, prefix = bound("anthropic", ask)
+    assert prefix is not None
     thinking = ThinkingPart(
-        text="", signature="s", provider="anthropic", model=MODEL, prefix=prefix
+        text="", signature="s", provider="anthropic", model=MODEL, prefix=prefix.digest
     )
     call = ToolCallPart(call_id="c1", name="now", arguments={"zone": "UTC"})
     result = ToolResultPart(call_id="c1", name="now", content="noon")
