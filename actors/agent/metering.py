@@ -38,6 +38,7 @@ from grove.providers.stream_events import (
 )
 
 FRAMING_TOKENS = 4  # a message's role and structure, as providers count them
+NO_REPLY = "the provider stream ended without a reply"
 PART_FRAMING_TOKENS = 3  # a part's type tag ("tool_result", "text"), as providers count them
 
 
@@ -144,10 +145,28 @@ class RequestMeter:
     async def send(
         self, request: Request, provider: ProviderName, estimate: int, emit: Emit, hooks: TurnHooks
     ) -> AssistantTurn:
-        """The reply to `request` (`estimate`: its input tokens); what streams goes to `emit`."""
+        """The reply to `request` (`estimate`: its input tokens); what streams goes to `emit`.
+        On the batch tier it comes from the supervisor's collector, unless that sends it on
+        the standard tier (or there is none): then it is held, priced and streamed there."""
+        if request.tier == "batch":
+            if self._batch is not None:
+                batched = await self._metered(request, provider, estimate, emit, hooks)
+                if batched is not None:
+                    return batched
+            request = replace(request, tier="standard")
+        streamed = await self._metered(request, provider, estimate, emit, hooks)
+        if streamed is None:
+            raise RuntimeError(NO_REPLY)
+        return streamed
+
+    async def _metered(
+        self, request: Request, provider: ProviderName, estimate: int, emit: Emit, hooks: TurnHooks
+    ) -> AssistantTurn | None:
+        """The reply (`_replied`) within a budget's hold at the request's tier's price, when
+        the agent's tree has a budget: held before, settled after with what it used."""
         if self._budget is None:
             bill = estimated_bill(request, provider, estimate, None)
-            return await self._streamed(request, provider, estimate, emit, None, bill, hooks)
+            return await self._replied(request, provider, estimate, emit, None, bill, hooks)
         hold = await self._budget.reserve(
             self._uuid, request.model, estimate, request.max_tokens, request.tier
         )
@@ -161,7 +180,7 @@ class RequestMeter:
         bill = estimated_bill(request, provider, estimate, hold)
         finished: AssistantTurn | None = None
         try:
-            finished = await self._streamed(request, provider, estimate, emit, guard, bill, hooks)
+            finished = await self._replied(request, provider, estimate, emit, guard, bill, hooks)
             return finished
         except BudgetCut as cut:
             finished = cut.turn
@@ -173,6 +192,22 @@ class RequestMeter:
             await self._budget.settle(
                 self._uuid, held, used.input_tokens + used.output_tokens, cost
             )
+
+    async def _replied(
+        self,
+        request: Request,
+        provider: ProviderName,
+        estimate: int,
+        emit: Emit,
+        guard: ReplyGuard | None,
+        bill: dict[str, Any],
+        hooks: TurnHooks,
+    ) -> AssistantTurn | None:
+        """A request on the batch tier from the collector (None: it goes on the standard
+        tier), any other streamed."""
+        if request.tier == "batch":
+            return await self._batched(request, provider, emit, bill, hooks)
+        return await self._streamed(request, provider, estimate, emit, guard, bill, hooks)
 
     async def _streamed(
         self,
@@ -191,12 +226,6 @@ class RequestMeter:
         it reads the reply; the reply's own bill replaces that estimate, as does the word that
         an attempt failed unbilled (until a retry is sent)."""
         connect, stored, tell = hooks.provider, hooks.stored, hooks.tell_bill
-        if request.tier == "batch":  # streamed only when no collector takes it, at its price
-            if self._batch is not None:
-                batched = await self._batched(request, provider, emit, bill, hooks)
-                if batched is not None:
-                    return batched
-            request = replace(request, tier="standard")
         limited = self._fleet is not None and provider in self._fleet.providers
         if limited:
             assert self._fleet is not None
@@ -227,7 +256,7 @@ class RequestMeter:
             if limited:
                 assert self._fleet is not None
                 await self._fleet.release(provider, left)
-        raise RuntimeError("the provider stream ended without a reply")
+        raise RuntimeError(NO_REPLY)
 
     async def _batched(
         self,

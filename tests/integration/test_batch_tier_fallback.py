@@ -1,6 +1,7 @@
 """A step whose batch tries all end errored goes on the standard tier (`[tiers] batch_tries`),
 end to end: the simulator errors every batched request; the agent's turn still answers,
-streamed and billed at the standard price, after its tries on the batch tier."""
+streamed and billed (and held by its budget) at the standard price, after its tries on the
+batch tier."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from grove.providers.base import Usage
 from grove.providers.http import Endpoint
 from grove.providers.pricing import cost_usd
 from grove.simulator import SimulatorConfig, SimulatorThread
+from grove.supervisor.budget_rules import Budget
 from grove.supervisor.store import open_store
 from tests.integration.groves import running_grove
 from tests.integration.host_kills import events
@@ -36,7 +38,8 @@ def test_a_step_whose_batch_tries_are_spent_goes_on_the_standard_tier(
     endpoint = Endpoint(base_url=simulator.base_url, api_key=KEY)
     store_url = f"sqlite:///{tmp_path / 'grove.sqlite3'}"
     with running_grove(tmp_path, endpoint=endpoint, env=SETTINGS, store_url=store_url) as grove:
-        agent = grove.create_root(MODEL, tier="batch").uuid
+        # Held at the batch price while on the batch tier, then at the standard price.
+        agent = grove.create_root(MODEL, tier="batch", budget=Budget(cost_usd=1.0)).uuid
         result = grove.ask(agent, "answer me somehow")
         assert result.ok, result.error
         reply = grove.history(agent)[-1]
