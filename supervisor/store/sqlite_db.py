@@ -126,6 +126,7 @@ class SqliteDatabase:
                 raise self.failed(action, exc) from exc
 
     def query(self, action: str, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """The rows of one statement, run as a transaction of its own (a write commits)."""
         with self.lock:
             try:
                 return self.conn.execute(sql, params).fetchall()

@@ -18,15 +18,16 @@ class SqliteLeaseQueue:
         self._db = db
         self.ttl_s = ttl_s
 
+    # Taking and releasing are one statement each, so each is a transaction of its own: no
+    # BEGIN and COMMIT around it. The head read after a take may see a later queue than the
+    # take left, as a `head` call would: an older ticket released meanwhile, or newer ones.
     def take(self, session_id: str) -> tuple[int, int | None]:
-        now = time.time()
-        with self._db.transaction("take a lease ticket") as conn:
-            (ticket,) = conn.execute(
-                "INSERT INTO lease_tickets (session_id, expires_at) VALUES (?, ?) RETURNING ticket",
-                (session_id, now + self.ttl_s),
-            ).fetchone()
-            (head,) = conn.execute(_LEASE_HEAD, (session_id, now)).fetchone()
-        return int(ticket), int(head)
+        ((ticket,),) = self._db.query(
+            "take a lease ticket",
+            "INSERT INTO lease_tickets (session_id, expires_at) VALUES (?, ?) RETURNING ticket",
+            (session_id, time.time() + self.ttl_s),
+        )
+        return int(ticket), self.head(session_id)
 
     def renew(self, session_id: str, ticket: int) -> bool:
         now = time.time()
@@ -44,9 +45,8 @@ class SqliteLeaseQueue:
 
     def release(self, session_id: str, ticket: int) -> None:
         """Removes the ticket, and the session's dead ones with it (`head` skips those)."""
-        with self._db.transaction("release a lease ticket") as conn:
-            conn.execute(
-                "DELETE FROM lease_tickets "
-                "WHERE session_id = ? AND (ticket = ? OR expires_at <= ?)",
-                (session_id, ticket, time.time()),
-            )
+        self._db.query(
+            "release a lease ticket",
+            "DELETE FROM lease_tickets WHERE session_id = ? AND (ticket = ? OR expires_at <= ?)",
+            (session_id, ticket, time.time()),
+        )
