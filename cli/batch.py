@@ -36,7 +36,7 @@ from grove.cli.preflight import preflight, refuse_output
 from grove.cli.printable import printable
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
 from grove.providers.errors import GroveError
-from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
+from grove.supervisor.batch.defaults import DEFAULT_CONCURRENCY
 
 if TYPE_CHECKING:  # the pipeline's stages are imported where they run: other commands stay quick
     from grove.supervisor.batch import OutputLog

@@ -114,7 +114,7 @@ class Fleet:
     def batch(
         self, tasks: list[str | BatchTask], model: str | None, context: str | None
     ) -> dict[str, Any]:
-        from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
+        from grove.supervisor.batch.defaults import DEFAULT_CONCURRENCY
 
         checked = batch_tasks(tasks, self.defaults.aliases)
         root = self.grove.create_root(model or self.defaults.model)

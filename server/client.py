@@ -25,7 +25,7 @@ from grove.server.service_link import RemoteError, ServiceGone, ServiceLink, hea
 from grove.server.wire import HeldStream
 from grove.supervisor import bridge
 from grove.supervisor.agent_tiers import say_children_tier, say_replaced
-from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
+from grove.supervisor.batch.defaults import DEFAULT_CONCURRENCY
 from grove.supervisor.command_defaults import CommandDefaults
 from grove.supervisor.results import result_from_json
 

@@ -33,7 +33,8 @@ from grove.supervisor.actor import NAMESPACE
 from grove.supervisor.agent_tiers import TIER_KEY, say_children_tier, say_replaced
 from grove.supervisor.api_turn import RESUME_WAIT_S, ResultWait, Turn, streamed, watched
 from grove.supervisor.approvals import ApprovalRequest
-from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step
+from grove.supervisor.batch.defaults import DEFAULT_CONCURRENCY
+from grove.supervisor.batch.runner import BatchRunner, Step
 from grove.supervisor.batch.tasks import Task
 from grove.supervisor.budget_rules import Budget
 from grove.supervisor.commands.registry import CommandOutcome

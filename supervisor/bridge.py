@@ -1,17 +1,20 @@
 """One implementation for `Grove` and `AsyncGrove`: Grove's methods wait only through the
 functions here, which block in a plain call and, in a call `bridge` runs for an asyncio
 caller, hand what they wait for to that caller's event loop (a greenlet switch, no thread).
+asyncio is imported where a wait needs it: a sync client (`grove status`) that only asks
+`bridged()` does without it.
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import greenlet
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 _END = object()
@@ -66,7 +69,11 @@ async def bridged_iterator(items: Iterator[T]) -> AsyncIterator[T]:
 def run(awaitable: Awaitable[T]) -> T:
     """An awaitable's result: awaited by the caller's loop in a bridged call, else run on a
     loop of its own (never nested in a running one)."""
-    return awaited(awaitable) if bridged() else asyncio.run(_result(awaitable))
+    if bridged():
+        return awaited(awaitable)
+    import asyncio
+
+    return asyncio.run(_result(awaitable))
 
 
 def waited(future: Future[T]) -> T:
@@ -74,6 +81,8 @@ def waited(future: Future[T]) -> T:
     by the caller's loop in a bridged call (which goes on meanwhile), else waited for here."""
     if future.done() or not bridged():
         return future.result()
+    import asyncio
+
     return awaited(asyncio.wrap_future(future))
 
 
@@ -83,6 +92,8 @@ async def _result(awaitable: Awaitable[T]) -> T:
 
 def sleep(seconds: float) -> None:
     if bridged():
+        import asyncio
+
         awaited(asyncio.sleep(seconds))
     else:
         time.sleep(seconds)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Self, Unpack
 
 from grove.actors.ray_proxy import repeatable
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
-from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY
+from grove.supervisor.batch.defaults import DEFAULT_CONCURRENCY
 from grove.supervisor.fork_options import ForkOptions
 
 if TYPE_CHECKING:

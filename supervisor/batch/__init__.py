@@ -9,9 +9,10 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from grove.supervisor.batch.defaults import DEFAULT_CONCURRENCY
     from grove.supervisor.batch.done import PreviousRun, default_output, read_previous, still_to_run
     from grove.supervisor.batch.records import OutputLog, line_error_record, record_results
-    from grove.supervisor.batch.runner import DEFAULT_CONCURRENCY, BatchRunner, Step, batch_key
+    from grove.supervisor.batch.runner import BatchRunner, Step, batch_key
     from grove.supervisor.batch.summary import Totals, summary_line
     from grove.supervisor.batch.tasks import (
         ContextError,
@@ -34,7 +35,7 @@ _HOMES = {
     "OutputLog": "records",
     "line_error_record": "records",
     "record_results": "records",
-    "DEFAULT_CONCURRENCY": "runner",
+    "DEFAULT_CONCURRENCY": "defaults",
     "BatchRunner": "runner",
     "Step": "runner",
     "batch_key": "runner",

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol, Unpack
 from grove.providers.base import DEFAULT_OUTPUT_RETRIES
 from grove.providers.errors import GroveError
 from grove.supervisor import bridge
+from grove.supervisor.batch.defaults import DEFAULT_CONCURRENCY
 from grove.supervisor.batch.records import error_record, output_fields, skipped_record, task_record
 from grove.supervisor.errors import BUDGET_EXHAUSTED
 from grove.supervisor.fork_options import ForkOptions
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from grove.supervisor.batch.tasks import Task
     from grove.supervisor.store.records import MessageRecord
 
-DEFAULT_CONCURRENCY = 32
 WAIT_TICK_S = 1.0  # the longest a run goes without a word (a record or a tick)
 ADVICE_WAIT_S = 120.0  # the longest a finished task's record waits for its reviewer
 REVIEW_POLL_S = 0.1
