@@ -129,10 +129,12 @@ class ForkCaches:
             self._release(prefix.key, warming, warmed)
 
     async def _claim(self, prefix: SharedPrefix | None) -> asyncio.Event | None:
-        """None when a child may go at once (no caching, the prefix is cached, or another
-        child warmed it while this one waited); else this caller warms the prefix, and
-        `_release` lets the others go."""
-        if prefix is None or self.policy is None:
+        """None when a child may go at once (no caching, the prefix is cached, another child
+        warmed it while this one waited, or the children go on the batch tier: their requests
+        share a provider batch, answered in one round, where a first child sent alone would
+        cost the others a whole round); else this caller warms the prefix, and `_release`
+        lets the others go."""
+        if prefix is None or self.policy is None or prefix.choice.tier == "batch":
             return None
         key = prefix.key
         warming = self._warming.get(key)

@@ -117,7 +117,8 @@ class BatchCollector:
             batches.setdefault(record.batch_id, {})[record.custom_id] = record.step
         for batch_id, sent in batches.items():
             self._open[batch_id] = sent
-            self._spawn(self._poll(batch_id))
+            sent_at = min(self._steps[step].record.sent_at for step in sent.values())
+            self._spawn(self._poll(batch_id, sent_at))
         if batches:
             self._event(
                 "BatchesResumed", provider=self.provider, batches=len(batches), steps=len(records)
@@ -206,17 +207,16 @@ class BatchCollector:
             self._store.batch_steps.put([self._steps[step].record for step in steps])
         self._open[batch_id] = {item.custom_id: self._step_of(item.custom_id) for item in items}
         self._event("BatchSent", provider=self.provider, batch=batch_id, requests=len(steps))
-        self._spawn(self._poll(batch_id))
+        self._spawn(self._poll(batch_id, time.time()))
 
     # ----- polling and routing ------------------------------------------------------------
 
-    async def _poll(self, batch_id: str) -> None:
-        """Ask whether the batch ended, backing off, until it has; then route its results. A
+    async def _poll(self, batch_id: str, sent_at: float) -> None:
+        """Ask whether the batch (sent at `sent_at`, by the clock) ended, until it has; then
+        route its results. The polls back off as the batch ages (`BatchPlan.poll_wait`). A
         batch the vendor does not know (any more) ends with every line missing."""
-        delay = self._plan.poll_s
         while True:
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, self._plan.poll_max_s)
+            await asyncio.sleep(self._plan.poll_wait(time.time() - sent_at))
             try:
                 if await self._wire.status(batch_id, self._endpoint) != "ended":
                     continue

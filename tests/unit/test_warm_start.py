@@ -1,6 +1,7 @@
 """The warm-up before fan-out (`ForkCaches.warm_start`): the first child of a cold prefix goes
 alone; the others go when its reply begins, when it fails (at once), or after a bounded
-wait; a warm prefix lets them all go at once; without caching nobody waits.
+wait; a warm prefix lets them all go at once; without caching, or on the batch tier, nobody
+waits.
 
 The gate's logic alone, on an event loop, with a plain object for the supervisor's core. What
 lets the others go is read from the order things happened in, not from how long they took: the
@@ -44,7 +45,11 @@ class Core:
 
 
 async def fan_out(
-    gate: ForkCaches, count: int, reply_after_s: float | None = None, fail_first: bool = False
+    gate: ForkCaches,
+    count: int,
+    reply_after_s: float | None = None,
+    fail_first: bool = False,
+    prefix: SharedPrefix = PREFIX,
 ) -> list[tuple[str, float]]:
     """`count` children through the gate at once, the first child's reply beginning
     `reply_after_s` after the start (never without): what happened ("start N", "reply",
@@ -74,7 +79,7 @@ async def fan_out(
             await first_reply.wait()
 
         with contextlib.suppress(RuntimeError):
-            await gate.warm_start(PREFIX, start, started)
+            await gate.warm_start(prefix, start, started)
 
     await asyncio.wait_for(asyncio.gather(*(child(n) for n in range(count))), STUCK_S)
     return happened
@@ -121,3 +126,16 @@ def test_a_warm_prefix_and_caching_off_let_everyone_go_at_once() -> None:
 
     for core, warm_first in ((Core(), True), (Core(cache=None), False)):
         assert sorted(names(asyncio.run(scenario(core, warm_first)))) == starts(0, 5)
+
+
+def test_children_on_the_batch_tier_go_together() -> None:
+    """Their requests share one provider batch: a first child sent alone would hold the others
+    back a whole batch round. All five start though no reply ever begins."""
+    on_batch = SharedPrefix(
+        key=("root", 2, "batch"),
+        parent="root",
+        choice=ModelChoice(provider="anthropic", model="m", tier="batch"),
+        tokens=5_000,
+    )
+    gate = ForkCaches(Core(), wait_s=NEVER_S)
+    assert sorted(names(asyncio.run(fan_out(gate, 5, prefix=on_batch)))) == starts(0, 5)
