@@ -154,6 +154,11 @@ def main() -> None:
         batch = grove_round(simulator, args.n, "batch", args.window_s)
         peer = asyncio.run(pydantic_ai_round(simulator, args.n, args.window_s, args.poll_s))
     round_s = args.window_s + args.batch_delay_s
+
+    def ratio(part: float, whole: float) -> float | None:
+        """None when the run it is measured against billed nothing (its requests all failed)."""
+        return round(part / whole, 3) if whole else None
+
     figures = {
         "bench": "tiers",
         "n": args.n,
@@ -162,10 +167,10 @@ def main() -> None:
         "grove_standard": standard,
         "grove_batch": batch,
         "pydantic_ai_batch": peer,
-        "batch_cost_vs_standard": round(batch["cost_usd"] / standard["cost_usd"], 3),
+        "batch_cost_vs_standard": ratio(batch["cost_usd"], standard["cost_usd"]),
         "rounds_per_step": round(batch["wall_s"] / (STEPS_PER_TASK * round_s), 3),
-        "batch_cost_vs_pydantic_ai": round(batch["cost_usd"] / peer["cost_usd"], 3),
-        "batch_wall_vs_pydantic_ai": round(batch["wall_s"] / peer["wall_s"], 3),
+        "batch_cost_vs_pydantic_ai": ratio(batch["cost_usd"], peer["cost_usd"]),
+        "batch_wall_vs_pydantic_ai": ratio(batch["wall_s"], peer["wall_s"]),
     }
     print(json.dumps(figures))
 

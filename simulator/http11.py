@@ -12,7 +12,8 @@ from urllib.parse import parse_qsl, urlsplit
 from grove.providers.errors import GroveError
 
 MAX_HEAD_BYTES = 64 * 1024
-MAX_BODY_BYTES = 64 * 1024 * 1024
+# The largest request a vendor takes: an Anthropic message batch (OpenAI's batch file: 200 MB).
+MAX_BODY_BYTES = 256 * 1024 * 1024
 
 
 class MalformedRequest(GroveError):
