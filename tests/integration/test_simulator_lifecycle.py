@@ -74,8 +74,9 @@ async def test_stop_ends_streams_in_flight_promptly() -> None:
         streams = [asyncio.create_task(slow_stream()) for _ in range(5)]
         # Every stream's request read, whatever the load: a stream still connecting when
         # stop() closes the listener would fail to connect instead of being cut off.
-        deadline = time.monotonic() + 20
-        while len(simulator.received) < 5 and time.monotonic() < deadline:
+        for _ in range(1000):
+            if len(simulator.received) == 5:
+                break
             await asyncio.sleep(0.02)
         assert len(simulator.received) == 5
         started = time.monotonic()
