@@ -100,4 +100,4 @@ def test_a_command_line_loads_no_pydantic_for_its_options() -> None:
         [sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO_ROOT, timeout=60
     )
     assert done.stdout.split() == ["2", "False"], done.stderr
-    assert "'week' is not one of 'agent', 'model', 'provider', 'day'." in done.stderr
+    assert "'week' is not one of 'agent', 'model', 'provider', 'tier', 'day'." in done.stderr
