@@ -7,6 +7,7 @@ Vendor JSON belongs to providers/<vendor>/batch.py and reply.py; nothing here na
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -35,6 +36,16 @@ from grove.providers.secrets import mask, remember_secret, remember_url_secrets,
 from grove.providers.stream_events import StreamEvent
 
 ErrorMapper = Callable[[int, httpx.Headers, bytes], ProviderHTTPError]
+
+
+def checked_path_id(
+    value: str | None, pattern: re.Pattern[str], what: str, provider: ProviderName
+) -> str:
+    """An id a vendor answered, fit to go in a URL path (the answer is not trusted to be):
+    `pattern` must match it whole, else a protocol error saying it is not `what`."""
+    if value is None or pattern.fullmatch(value) is None:
+        raise ProviderProtocolError(f"{provider}: not {what}: {value!r}"[:120], provider=provider)
+    return value
 
 
 def compact_json(value: Any) -> bytes:

@@ -20,6 +20,7 @@ from grove.providers.base import JSONObject, ProviderName
 from grove.providers.batch_support import (
     BatchHTTP,
     ResultTally,
+    checked_path_id,
     compact_json,
     jsonl_objects,
     split_within,
@@ -117,11 +118,7 @@ class AnthropicBatchWire:
 
 def checked_batch_id(batch_id: str | None) -> str:
     """A batch id fit to go in a path (the vendor's answer is not trusted to be)."""
-    if batch_id is None or _BATCH_ID.fullmatch(batch_id) is None:
-        raise ProviderProtocolError(
-            f"anthropic: not a message batch id: {batch_id!r}"[:120], provider=PROVIDER
-        )
-    return batch_id
+    return checked_path_id(batch_id, _BATCH_ID, "a message batch id", PROVIDER)
 
 
 def results_url(given: str | None, batch_id: str, endpoint: Endpoint) -> str:

@@ -12,6 +12,7 @@ from grove.providers.base import JSONObject, ProviderName
 from grove.providers.batch_support import (
     BatchHTTP,
     ResultTally,
+    checked_path_id,
     compact_json,
     split_within,
 )
@@ -131,9 +132,7 @@ def _headers(endpoint: Endpoint) -> dict[str, str]:
 
 def checked_name(name: str | None) -> str:
     """A batch's name (`batches/...`) fit to go in a path (the answer is not trusted to be)."""
-    if name is None or _BATCH_NAME.fullmatch(name) is None:
-        raise ProviderProtocolError(f"google: not a batch name: {name!r}"[:120], provider=PROVIDER)
-    return name
+    return checked_path_id(name, _BATCH_NAME, "a batch name", PROVIDER)
 
 
 def ended_state(operation: JSONObject) -> str | None:

@@ -15,6 +15,7 @@ from grove.providers.base import AssistantTurn, JSONObject, ProviderName
 from grove.providers.batch_support import (
     BatchHTTP,
     ResultTally,
+    checked_path_id,
     compact_json,
     jsonl_objects,
     split_within,
@@ -154,11 +155,7 @@ def _headers(endpoint: Endpoint) -> dict[str, str]:
 
 def checked_id(object_id: str | None) -> str:
     """A batch or file id fit to go in a path (the vendor's answer is not trusted to be)."""
-    if object_id is None or _OBJECT_ID.fullmatch(object_id) is None:
-        raise ProviderProtocolError(
-            f"openai: not a batch or file id: {object_id!r}"[:120], provider=PROVIDER
-        )
-    return object_id
+    return checked_path_id(object_id, _OBJECT_ID, "a batch or file id", PROVIDER)
 
 
 def validation_errors(batch: JSONObject) -> str:
