@@ -31,8 +31,9 @@ from grove.actors.agent.metering import (
 from grove.actors.agent.steps import StoreSteps, TurnSteps, open_calls
 from grove.actors.agent.tool import Emit, Tool, ToolActivity, preview
 from grove.actors.agent.tool_runner import ToolRunner
-from grove.actors.errors import AnswerError, BudgetCut, ContextRecoveryError
-from grove.actors.output import RETRY_KIND, OutputType, check_answer, retry_text
+from grove.actors.agent.typed_answer import answered
+from grove.actors.errors import BudgetCut, ContextRecoveryError
+from grove.actors.output import OutputType
 from grove.actors.telemetry import NO_TRACING, TraceParent, Tracing
 from grove.actors.transcript import entry_to_message, parts_to_data
 from grove.actors.turn_result import NewEntry, TurnResult
@@ -46,7 +47,7 @@ from grove.providers.base import (
 )
 from grove.providers.errors import ProviderError, is_context_overflow
 from grove.providers.secrets import mask
-from grove.providers.stream_events import Provider, ProviderWarning
+from grove.providers.stream_events import Provider
 
 MAX_STEPS_PER_TURN = 50
 
@@ -178,9 +179,10 @@ class Agent:
         try:
             await self._settle_open_calls(result, emit)
             if user is not None:
-                self._append(result, user, entry_to_message(user))
+                self._append_new(result, user)
             self._inject_steering(result)
             recovered = False
+            ask_again = functools.partial(self._append_new, result)  # a typed answer's retry
             for _ in range(self.max_steps):
                 started = time.monotonic()
                 try:
@@ -210,7 +212,7 @@ class Agent:
                     await self._store_reply(result, bill, told=not stepped)
                     await self._run_tools(result, calls, emit)
                 steered = self._inject_steering(result)
-                if not calls and not steered and await self._answered(result, turn, emit):
+                if not calls and not steered and await answered(result, output, ask_again, emit):
                     break
             else:
                 result.error = tool_steps_text(self.max_steps)
@@ -255,36 +257,6 @@ class Agent:
             await self._tool_runner.settle_open(
                 pending, functools.partial(self._tool_result, result, emit)
             )
-
-    async def _answered(self, result: TurnResult, turn: AssistantTurn, emit: Emit) -> bool:
-        """Whether the turn ends with this reply: always without a typed output; with one,
-        when the answer checks out or the retries are spent (then the last problem is kept
-        with the raw text). Otherwise the problem goes back to the model, and False."""
-        output = self._output
-        if output is None:
-            return True
-        answer = result.entries[-1].data  # the reply's stored data carries the outcome
-        try:
-            result.output = answer["output"] = await check_answer(result.text, output)
-        except AnswerError as exc:
-            problem = str(exc)
-            if result.output_retries < output.retries:
-                result.output_retries += 1
-                left = output.retries - result.output_retries + 1
-                retry = NewEntry(kind=RETRY_KIND, content=retry_text(problem, left), data={})
-                self._append(result, retry, entry_to_message(retry))
-                emit(
-                    ProviderWarning(
-                        text=f"── the answer did not match the schema; asking again "
-                        f"({result.output_retries} of {output.retries}) ──"
-                    )
-                )
-                return False
-            result.output_error = answer["output_error"] = problem
-        if result.output_retries:  # kept with the answer, to read back with it
-            answer["output_retries"] = result.output_retries
-            answer["retry_usage"] = result.retry_usage.as_dict()
-        return True
 
     async def _step(self, emit: Emit) -> AssistantTurn:
         assert self.choice is not None
@@ -376,8 +348,11 @@ class Agent:
         (steering interrupts; side messages such as advisor asides do not)."""
         queued, self._steering = self._steering, []
         for entry in queued:
-            self._append(result, entry, entry_to_message(entry))
+            self._append_new(result, entry)
         return any(entry.kind == "steering" for entry in queued)
+
+    def _append_new(self, result: TurnResult, entry: NewEntry) -> None:
+        self._append(result, entry, entry_to_message(entry))
 
     def _append(self, result: TurnResult, entry: NewEntry, message: Message | None) -> None:
         """An entry joins the turn, masked (it is stored as it is there, and events are made
