@@ -124,7 +124,10 @@ class LiveRepl(Repl):
         for key in (*TYPED_KEYS, "enter", "escape", "c-d"):
             keys.add(key, filter=asking, eager=True)(_answer)
 
+        # Ctrl+C is a key while the prompt reads raw, a SIGINT while lines are written above
+        # it (the terminal is cooked then): both cancel, neither ends the chat.
         @keys.add("c-c")
+        @keys.add(Keys.SIGINT)
         def _interrupt(event: KeyPressEvent) -> None:
             if self._question is not None:
                 self._answer = "n"

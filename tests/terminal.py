@@ -38,7 +38,8 @@ CURSOR_POSITION_REQUEST = b"\x1b[6n"
 
 class Terminal:
     """`expect` reads until a text shows up after the last text it found (what one read brought
-    beyond a match counts for the next `expect`); `display` is the screen as it stands."""
+    beyond a match counts for the next `expect`), failing when the program ends first;
+    `display` is the screen as it stands."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Path) -> None:
         self.pid, self.fd = pty.fork()
@@ -98,10 +99,10 @@ class Terminal:
             assert remaining > 0, f"{text!r} never appeared; the screen ends with:\n" + (
                 self.screen[-2000:].decode(errors="replace")
             )
-            if not self._read(min(remaining, 0.2)):
-                break
-        else:
-            self.seen = found + len(wanted)
+            assert self._read(min(remaining, 0.2)), f"the program ended before {text!r}:\n" + (
+                self.screen[-2000:].decode(errors="replace")
+            )
+        self.seen = found + len(wanted)
 
     def display(self, settle_s: float = 0.3) -> list[str]:
         """The screen's rows, once the program has written nothing for `settle_s`."""

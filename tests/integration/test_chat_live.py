@@ -6,7 +6,9 @@ service up.
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -113,6 +115,15 @@ def queued_in_order(term: Terminal) -> None:
     term.expect("Cancelled", 30)
 
 
+def signalled_cancel(term: Terminal) -> None:
+    """Ctrl+C as a signal, as the terminal sends it while lines are written above the prompt
+    (it is cooked then), cancels the turn as the key does; the chat goes on."""
+    term.type(LONG_TURN)
+    streamed_tokens(term)  # the prompt is up: its status line shows the turn
+    os.kill(term.pid, signal.SIGINT)
+    term.expect("Cancelled", 30)
+
+
 def forked_mid_stream(term: Terminal) -> None:
     """/fork with a prompt during a turn: the child starts at once, its reply is shown after
     the turn streaming (here cancelled), and the focus moves to it."""
@@ -144,6 +155,7 @@ def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
     try:
         mid_stream_commands(term)
         queued_in_order(term)
+        signalled_cancel(term)
         forked_mid_stream(term)
         pasted = term.paste("x" * (MAX_TEXT_BYTES + 1))
         term.expect(f"over the prompt limit of {MAX_TEXT_BYTES:,}; not sent", 60)
@@ -156,7 +168,7 @@ def test_a_live_prompt_while_a_reply_streams(tmp_path: Path) -> None:
     assert model == MODEL  # /model was refused, not done later
     assert [p.split("]] ")[-1] for p in prompts] == [
         "tell me a long story", "a short story", "first queued", "second queued",
-        "tell me a long story", "tell me a long story",
+        "tell me a long story", "tell me a long story", "tell me a long story",
     ]  # fmt: skip
     assert answers[1:] == ["first done", "second done"]  # the cancelled turns keep nothing
     stored = open_store(store)
