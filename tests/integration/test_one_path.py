@@ -1,8 +1,8 @@
 """One command path, local or served: `grove run`, `batch`, `agents`, `history`, `events`,
 `usage` and `models` print the same (uuids, times and paths aside) and exit the same with a
 service up as with a Grove of their own, options and defaults included (tools, MCP servers,
-budgets, a system prompt, a tool module from a local file); and each ends quietly on a closed
-pipe.
+budgets, a system prompt, a tool module from a local file, the flex and batch tiers); and
+each ends quietly on a closed pipe.
 
 Served, a command goes to the service's app on the module's Grove, recorded as `grove up`
 records a service (test_service.py starts `grove up` itself); local, it runs in this process
@@ -39,6 +39,8 @@ from tests.mcp_servers import served_over_http
 
 CALC = Path(__file__).resolve().parents[1] / "mcp_servers" / "calc.py"
 MODEL = "claude-haiku-4-5"
+GPT = "gpt-5-mini"
+SHORT_BATCH_WINDOW = {"GROVE_TIERS__BATCH_WINDOW_S": "0.2"}  # a batch-tier step waits little
 
 UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b")
 CALL_ID = re.compile(r"\b(?:call|toolu)_[A-Za-z0-9]+\b")
@@ -102,7 +104,8 @@ def grove(
     tmp_path_factory: pytest.TempPathFactory, store_url: str, mcp: dict[str, str]
 ) -> Iterator[Grove]:
     """The module's Grove (what a command without a service runs on here), with the server."""
-    with running_grove(tmp_path_factory.mktemp("grove"), store_url=store_url, env=mcp) as grove:
+    env = {**mcp, **SHORT_BATCH_WINDOW}
+    with running_grove(tmp_path_factory.mktemp("grove"), store_url=store_url, env=env) as grove:
         yield grove
 
 
@@ -123,7 +126,8 @@ def local_env(
     agents answer from the module's simulator; the key only lets the command's own checks
     (cli/preflight.py) pass, as a user's real key would."""
     env = cli_environment(tmp_path_factory.mktemp("local"))
-    env.update(GROVE_STORE=store_url, ANTHROPIC_API_KEY="sk-ant-not-used", **mcp)
+    env.update(GROVE_STORE=store_url, **mcp, **SHORT_BATCH_WINDOW)
+    env.update(ANTHROPIC_API_KEY="sk-ant-not-used", OPENAI_API_KEY="sk-not-used")
     return env
 
 
@@ -222,6 +226,12 @@ RUNS = [
                        "1", "Review. [[sim invalid_output=5]]"], 1, "invalid output after 1 retry"),
     ("typed-batch", ["batch", "typed.jsonl", "-m", MODEL, "--output-schema", "finding.json"], 1,
      "3 failed (1 malformed line, 1 invalid output)"),
+    ("tier-flex", ["run", "-m", GPT, "--tier", "flex", "[[sim reply=ok]] hi"], 0, "ok"),
+    # Runs on batch (that is said once a process, which both ways share here: test_tiers.py).
+    ("tier-anthropic-flex", ["run", "-m", MODEL, "--tier", "flex", "[[sim reply=ok]] hi"], 0,
+     "waiting on a provider batch"),
+    ("tier-batch", ["batch", "tasks.jsonl", "-m", GPT, "--tier", "batch"], 0, "ok"),
+    ("bad-tier", ["run", "-m", MODEL, "--tier", "cheap", "hi"], 2, "unknown tier 'cheap'"),
 ]  # fmt: skip
 # Reads of the service's store: served, and with --store (which reads it directly).
 READS = [
@@ -236,6 +246,7 @@ READS = [
     ("usage-json", ["usage", "--by", "model", "--json"], 0, '"rows"'),
     ("usage-agent", ["usage", "--agent", "{agent}"], 0, "tree"),
     ("usage-by-week", ["usage", "--by", "week"], 2, "'week' is not one of"),
+    ("usage-by-tier", ["usage", "--by", "tier"], 0, "tier $"),
     ("models", ["models"], 0, "claude-sonnet-5-5 *"),
     ("models-json", ["models", "--all", "--provider", "anthropic", "--json"], 0,
      '"id": "claude-sonnet-4-5", "provider": "anthropic", "default": false, "status": "retired", '
