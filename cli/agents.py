@@ -14,12 +14,17 @@ from grove.cli.context import CliContext, fail
 from grove.cli.printable import printable
 from grove.providers.errors import GroveError
 from grove.providers.plurals import counted
+from grove.supervisor.agent_tiers import marked_tier
 
 
 def describe_model(row: dict[str, Any]) -> str:
+    """`provider/model/thinking`, and the tier after it unless standard (a row from a service
+    older than tiers has none)."""
     if row["model"] is None:
         return "no model"
-    return f"{row['provider']}/{row['model']}/{row['thinking_level'] or 'default'}"
+    described = f"{row['provider']}/{row['model']}/{row['thinking_level'] or 'default'}"
+    tier = marked_tier(row.get("tier"))
+    return described if tier is None else f"{described} {tier}"
 
 
 def tree_lines(rows: list[dict[str, Any]]) -> list[str]:

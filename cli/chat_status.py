@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from grove.providers.base import Usage
 from grove.providers.errors import GroveError
 from grove.providers.pricing import cost_usd
+from grove.supervisor.agent_tiers import marked_tier, tier_of
 from grove.supervisor.context import CHARS_PER_TOKEN
 
 if TYPE_CHECKING:
@@ -32,6 +33,7 @@ class Status:
     agent: str = ""
     model: str | None = None
     thinking: str | None = None
+    tier: str = "standard"
     used: int = 0  # context tokens before this turn
     window: int = 0
     input_tokens: int = 0
@@ -42,11 +44,15 @@ class Status:
 
 
 def status_text(status: Status) -> str:
-    """One line: `agent · model/thinking · tokens · cost · context · queue`."""
+    """One line: `agent · model/thinking · tier · tokens · cost · context · queue` (the tier
+    only when not standard)."""
     parts = [status.agent or "?"]
     parts.append(
         "no model" if status.model is None else f"{status.model}/{status.thinking or 'default'}"
     )
+    tier = marked_tier(status.tier)
+    if tier is not None:
+        parts.append(f"{tier} tier")
     if status.estimated:
         parts.append(f"~{status.output_tokens:,} tokens out")
     elif status.input_tokens or status.output_tokens:
@@ -94,6 +100,7 @@ class StatusLine:
             agent=record.name or focus[:SHORT_ID],
             model=record.model,
             thinking=record.thinking_level,
+            tier=tier_of(record),
             used=int(context.data.get("used", 0)) if context.ok else 0,
             window=int(context.data.get("window", 0)) if context.ok else 0,
         )

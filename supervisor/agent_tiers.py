@@ -20,12 +20,27 @@ log = logging.getLogger(__name__)
 _said: set[str] = set()  # what this process has told its user
 
 
-def tier_of(record: AgentRecord) -> Tier:
+class TieredAgent(Protocol):
+    """What of an agent's record says its tier (an `AgentRecord` and an `AgentView` have it)."""
+
+    @property
+    def provider(self) -> str | None: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+
+def tier_of(record: TieredAgent) -> Tier:
     """The tier the agent's requests go on: its record's, served for its provider now (an agent
     switched onto a model without flex runs on batch); standard when none or not a tier."""
     stored = record.metadata.get(TIER_KEY)
     tier: Tier = next((known for known in TIERS if known == stored), "standard")
     return served_tier(record.provider, tier)
+
+
+def marked_tier(tier: str | None) -> str | None:
+    """The tier as listings and the chat's status line mark it beside the model: None for the
+    standard tier (or none), which they leave unsaid, so ordinary agents show as before."""
+    return None if tier in (None, "standard") else tier
 
 
 def tier_entry(provider: str | None, tier: Tier) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 
 from grove.providers.catalog import model_info
 from grove.providers.errors import GroveError
+from grove.supervisor.agent_tiers import tier_of
 from grove.supervisor.errors import StoreError
 from grove.supervisor.holding import shown_status
 from grove.supervisor.open_turns import BATCH_WAITS, Children, OpenTurns, forked
@@ -327,6 +328,7 @@ def agent_row(record: AgentRecord, spent: Spent, *, turn: str, held: bool) -> di
         "cost_usd": round(spent.totals.cost_usd, 6),
         "context_pct": context_pct(record, spent.context_used),
         "budget": record.metadata.get("budget"),
+        "tier": tier_of(record),
     }
 
 

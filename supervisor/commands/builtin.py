@@ -16,7 +16,7 @@ from grove.providers.plurals import counted
 from grove.providers.thinking import describe_thinking
 from grove.providers.tier_rules import replaced_text
 from grove.supervisor.advisor_plan import AdvisorPlan
-from grove.supervisor.agent_tiers import TIER_KEY
+from grove.supervisor.agent_tiers import TIER_KEY, marked_tier, tier_of
 from grove.supervisor.commands.parsing import parse_fork_args, split_words
 from grove.supervisor.commands.registry import Command, CommandContext, CommandOutcome
 from grove.supervisor.compaction import usage_of
@@ -124,9 +124,11 @@ def tree_lines(ctx: CommandContext, root: AgentRecord, include_ended: bool) -> l
         turn = "streaming" if ctx.core.streaming(record.uuid) else "idle"
         marker = "*" if record.uuid == ctx.focus else " "
         context = f"  {usage_of(ctx.core, record.uuid).share:.0%} context" if record.model else ""
+        tier = marked_tier(tier_of(record)) if record.model else None  # standard: unsaid
+        model = describe_model(record) + (f" {tier}" if tier else "")
         lines.append(
             f"{marker} {'  ' * depth}{record.uuid}  {record.role}  {record.status}  "
-            f"{describe_model(record)}  {turn}  {counted(counts[record.uuid], 'message')}{context}"
+            f"{model}  {turn}  {counted(counts[record.uuid], 'message')}{context}"
         )
     return lines
 

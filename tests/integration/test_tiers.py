@@ -1,8 +1,8 @@
 """Price tiers per agent (SPEC 20) through a Grove on real Ray and the simulator over HTTP: a
 root's tier on every request it sends, kept by its forks unless they name their own; flex on
 Anthropic recorded as batch and said once; an unknown tier refused before anything is stored;
-`--tier` and `[defaults] tier` on the command line; `grove usage --by tier`; the same through
-the service (RemoteGrove).
+`--tier` and `[defaults] tier` on the command line; `grove usage --by tier`; the tier marked
+in `grove agents` and `/agents` unless standard; the same through the service (RemoteGrove).
 """
 
 from __future__ import annotations
@@ -207,6 +207,25 @@ def test_the_command_line_takes_a_tier_and_the_configs_default(
     for command in ("run", "chat", "batch"):
         shown = " ".join(invoke(env, command, "--help").stdout.split())
         assert "--tier" in shown and "flex: half price on the ordinary endpoint" in shown
+
+
+def test_listings_mark_a_tier_other_than_standard(grove: Grove, tmp_path: Path) -> None:
+    flex = grove.create_root(GPT, tier="flex").uuid
+    child = grove.fork(flex, tier="standard")
+    plain = grove.create_root(GPT).uuid
+    env = {**cli_environment(tmp_path), "GROVE_STORE": grove.settings.store or ""}
+    listed = invoke(env, "agents")
+    assert listed.returncode == 0, listed.stderr
+    lines = {line.split()[0]: line for line in listed.stdout.splitlines()}
+    assert f"openai/{GPT}/default flex  " in lines[flex]
+    for standard in (child, plain):
+        assert f"openai/{GPT}/default  " in lines[standard] and "flex" not in lines[standard]
+    rows = json.loads(invoke(env, "agents", "--json").stdout)
+    tiers = {row["uuid"]: row["tier"] for row in rows}
+    assert (tiers[flex], tiers[child], tiers[plain]) == ("flex", "standard", "standard")
+    tree = grove.dispatch(flex, "/agents").text.splitlines()
+    assert f"openai/{GPT}/default flex  idle" in tree[0] and flex in tree[0]
+    assert f"openai/{GPT}/default  idle" in tree[1] and child in tree[1]
 
 
 @pytest.fixture(scope="module")

@@ -1,10 +1,12 @@
-"""The live chat's pure parts: the status line's text, an unfinished line cut into rows, whole
-lines kept apart from the one still being written, a queued prompt as shown, the prompt limit.
+"""The live chat's pure parts: the status line's text and tier, an unfinished line cut into
+rows, whole lines kept apart from the one still being written, a queued prompt as shown, the
+prompt limit.
 """
 
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 
 from grove.cli.chat_live import too_long
 from grove.cli.chat_screen import LiveOutput, rows_of, split_rows
@@ -30,6 +32,14 @@ def test_the_status_line_while_a_turn_streams_and_after() -> None:
         "1a2b3c4d · claude-haiku-4-5/default · 2,000 in, 900 out · $0.0052 · 2% context"
     )
     assert status_text(Status(agent="root")) == "root · no model"
+
+
+def test_the_status_line_names_a_tier_other_than_standard() -> None:
+    batch = Status(agent="1a2b3c4d", model="claude-haiku-4-5", tier="batch", input_tokens=10)
+    assert status_text(batch) == "1a2b3c4d · claude-haiku-4-5/default · batch tier · 10 in, 0 out"
+    flex = Status(agent="root", model="gpt-5-mini", thinking="low", tier="flex")
+    assert status_text(flex) == "root · gpt-5-mini/low · flex tier"
+    assert status_text(replace(flex, tier="standard")) == "root · gpt-5-mini/low"
 
 
 def test_an_unfinished_line_is_cut_into_rows_as_a_terminal_wraps_it() -> None:
