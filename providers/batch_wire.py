@@ -103,4 +103,9 @@ class BatchWire(Protocol):
         """Ask the vendor to cancel the batch; its requests not yet run end `canceled`."""
         ...
 
+    async def discard(self, batch_id: str, endpoint: Endpoint) -> None:
+        """Delete what the vendor keeps of an ended batch (the batch, or its files); only once
+        none of its steps is stored any more (a restart polls a stored step's batch again)."""
+        ...
+
     async def aclose(self) -> None: ...

@@ -107,6 +107,11 @@ class AnthropicBatchWire:
         url = join_url(endpoint.base_url, path)
         await self._http.send_json("POST", url, endpoint, request_headers(endpoint.api_key))
 
+    async def discard(self, batch_id: str, endpoint: Endpoint) -> None:
+        path = f"{BATCHES_PATH}/{quote(checked_batch_id(batch_id), safe='')}"
+        url = join_url(endpoint.base_url, path)
+        await self._http.send_json("DELETE", url, endpoint, request_headers(endpoint.api_key))
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

@@ -118,6 +118,10 @@ class GeminiBatchWire:
         url = join_url(endpoint.base_url, f"{API_VERSION}/{checked_name(batch_id)}:cancel")
         await self._http.send_json("POST", url, endpoint, _headers(endpoint), body={})
 
+    async def discard(self, batch_id: str, endpoint: Endpoint) -> None:
+        url = join_url(endpoint.base_url, f"{API_VERSION}/{checked_name(batch_id)}")
+        await self._http.send_json("DELETE", url, endpoint, _headers(endpoint))
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

@@ -140,6 +140,16 @@ class OpenAIBatchWire:
         url = join_url(endpoint.base_url, path)
         await self._http.send_json("POST", url, endpoint, _headers(endpoint))
 
+    async def discard(self, batch_id: str, endpoint: Endpoint) -> None:
+        """The batch's input, output and error files deleted (the batch itself cannot be)."""
+        batch = await self._batch(batch_id, endpoint)
+        for name in ("input_file_id", "output_file_id", "error_file_id"):
+            file_id = json_str(batch, name)
+            if file_id is not None:
+                path = f"{FILES_PATH}/{quote(checked_id(file_id), safe='')}"
+                url = join_url(endpoint.base_url, path)
+                await self._http.send_json("DELETE", url, endpoint, _headers(endpoint))
+
     async def aclose(self) -> None:
         await self._http.aclose()
 

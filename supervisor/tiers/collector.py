@@ -20,7 +20,7 @@ from grove.providers.batch_wire import (
     BatchWire,
     as_streamed,
 )
-from grove.providers.errors import GroveError, ProviderHTTPError
+from grove.providers.errors import GroveError, ProviderConnectionError, ProviderHTTPError
 from grove.providers.http import Endpoint
 from grove.providers.secrets import mask
 from grove.supervisor.store.base import Store
@@ -30,6 +30,7 @@ from grove.supervisor.tiers.routing import MISSING, routed
 
 Event = Callable[..., None]  # the core's event log: (kind, **payload)
 NOT_FOUND = 404
+TOO_LARGE = 413
 
 
 @dataclass(kw_only=True, slots=True)
@@ -71,6 +72,7 @@ class BatchCollector:
         self._queue: list[str] = []  # steps to send, in the order they came
         self._queued = asyncio.Event()
         self._open: dict[str, dict[str, str]] = {}  # batch id -> custom id -> step, as sent
+        self._kept: dict[str, set[str]] = {}  # routed batch id -> its steps still stored
         self._tasks: set[asyncio.Task[None]] = set()
         self._sender: asyncio.Task[None] | None = None
 
@@ -194,6 +196,15 @@ class BatchCollector:
             batch_id = await self._wire.submit(items, self._endpoint)
         except Exception as exc:
             self._event("BatchNotSent", provider=self.provider, error=mask(str(exc))[:300])
+            too_large = isinstance(exc, ProviderHTTPError) and exc.status == TOO_LARGE
+            if (too_large or isinstance(exc, ProviderConnectionError)) and len(items) > 1:
+                half = len(items) // 2  # sent again in halves; no try is counted for that
+                await self._submit(steps[:half], items[:half])
+                await self._submit(steps[half:], items[half:])
+                return
+            if too_large:
+                self._standard(steps[0], "too large for a provider batch")
+                return
             if isinstance(exc, ProviderHTTPError) and not exc.retryable:  # refused: it would be
                 self._fail(steps, mask(str(exc)))  # again (a bad key, a request it rejects)
                 return
@@ -229,10 +240,12 @@ class BatchCollector:
                 continue
             self._route(batch_id, results)
             return
-        self._route(batch_id, BatchResults(missing_ids=tuple(self._open.get(batch_id, {}))))
+        missing = BatchResults(missing_ids=tuple(self._open.get(batch_id, {})))
+        self._route(batch_id, missing, known=False)
 
-    def _route(self, batch_id: str, results: BatchResults) -> None:
-        """Each step of the batch answered by its own custom id (routing.py)."""
+    def _route(self, batch_id: str, results: BatchResults, *, known: bool = True) -> None:
+        """Each step of the batch answered by its own custom id (routing.py); the vendor's
+        copy of it (if it still has one) discarded once none of its steps is stored."""
         members = {self._steps[step].record.custom_id: step for step in self._members(batch_id)}
         self._open.pop(batch_id, None)
         routing = routed(members, results)
@@ -242,6 +255,13 @@ class BatchCollector:
             else:
                 self._again(step, outcome.kind if outcome is not None else MISSING)
         self._event("BatchEnded", provider=self.provider, batch=batch_id, **routing.counts)
+        if known:
+            self._kept[batch_id] = {
+                step
+                for step in routing.outcomes
+                if step in self._steps and self._steps[step].record.batch_id == batch_id
+            }
+            self._forget([])  # discarded now if no step of it is kept
         if routing.rejected:
             self._event(
                 "BatchResultsRejected", provider=self.provider, batch=batch_id, **routing.rejected
@@ -284,6 +304,14 @@ class BatchCollector:
                 future.set_result(answer)
         waiting.futures.clear()
 
+    async def _discard(self, batch_id: str) -> None:
+        try:
+            await self._wire.discard(batch_id, self._endpoint)
+        except Exception as exc:  # best effort: the vendor keeps it until it expires
+            self._event("BatchDiscardFailed", batch=batch_id, error=mask(str(exc))[:300])
+        else:
+            self._event("BatchDiscarded", provider=self.provider, batch=batch_id)
+
     async def _cancel_batch(self, batch_id: str) -> None:
         self._event("BatchCancelled", provider=self.provider, batch=batch_id)
         try:
@@ -319,10 +347,19 @@ class BatchCollector:
         self._forget(done)
 
     def _forget(self, steps: list[str]) -> None:
+        """Steps done with, dropped from the store; a routed batch none of whose steps is
+        stored any more is discarded (while one is, a restart polls the batch again)."""
         for step in steps:
             self._steps.pop(step, None)
-        with contextlib.suppress(GroveError):  # kept, they are polled once more after a restart
+        try:
             self._store.batch_steps.drop(steps)
+        except GroveError:  # kept, they are polled once more after a restart
+            return
+        for batch_id, kept in list(self._kept.items()):
+            kept.difference_update(steps)
+            if not kept:
+                del self._kept[batch_id]
+                self._spawn(self._discard(batch_id))
 
     def _spawn(self, work: Any) -> None:
         task = asyncio.get_running_loop().create_task(work)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from grove.actors.agent.batched import BatchAnswer
@@ -334,3 +335,29 @@ async def test_a_batch_the_vendor_refuses_fails_its_steps_without_the_key(
         assert "401" in str(error) and wrong not in str(error)
         assert wrong not in repr(events.seen)
         assert len(events.of("BatchNotSent")) == 1 and not store.batch_steps.all()
+
+
+def vendor_batch_status(running: SimulatorThread, batch_id: str) -> int:
+    """The HTTP status the simulator answers a GET of the Anthropic batch with."""
+    headers = {"x-api-key": KEY, "anthropic-version": "2023-06-01"}
+    url = f"{running.base_url}/v1/messages/batches/{batch_id}"
+    return httpx.get(url, headers=headers, timeout=10).status_code
+
+
+async def test_a_batch_is_discarded_at_the_vendor_once_none_of_its_steps_is_kept(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator():
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        await asked(desk, {"agent-1": "first", "agent-2": "second"})
+        (sent,) = events.of("BatchSent")
+        await asked(desk, {"agent-1": "agent one's next step"}, first=10)
+        assert vendor_batch_status(running, sent["batch"]) == 200  # agent-2's step is kept
+        assert not events.of("BatchDiscarded")
+        await asked(desk, {"agent-2": "agent two's next step"}, first=20)
+        discarded = await asyncio.wait_for(events.first("BatchDiscarded"), 60)
+        assert discarded["batch"] == sent["batch"]
+        assert vendor_batch_status(running, sent["batch"]) == 404
+        assert len(events.of("BatchDiscarded")) == 1 and not events.of("BatchDiscardFailed")
