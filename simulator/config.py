@@ -48,6 +48,9 @@ class SimulatorConfig:
     batch_delay_s: float = 0.0
     batch_errored: float = 0.0
     batch_expired: float = 0.0
+    # Bytes an Anthropic batch's body may hold (None: the API's 256 MB); a larger one is
+    # refused with its 413 `request_too_large`, to test that a collector sends it in halves.
+    batch_max_bytes: int | None = None
     # The share of flex requests (OpenAI and Gemini `service_tier: "flex"`) refused as each
     # vendor refuses one it has no capacity for, spread evenly over the requests.
     flex_unavailable: float = 0.0
@@ -78,6 +81,8 @@ class SimulatorConfig:
             raise ValueError(
                 f"refuse takes {', '.join(CACHE_FEATURES)}; unknown: {', '.join(unknown)}"
             )
+        if self.batch_max_bytes is not None and self.batch_max_bytes < 1:
+            raise ValueError(f"batch_max_bytes must be 1 or more, got {self.batch_max_bytes}")
         if not self.batch_delay_s >= 0:
             raise ValueError(f"batch_delay_s must be 0 or more, got {self.batch_delay_s}")
         for name, share in (

@@ -91,7 +91,7 @@ class Simulator:
         self.batches = BatchBook(self.config, self._answer_batched)
         files = OpenAIFiles(self._openai_chat)
         self._batch_wires: tuple[BatchWire, ...] = (
-            AnthropicBatches(anthropic, self.batches),
+            AnthropicBatches(anthropic, self.batches, self.config.batch_max_bytes),
             files,
             GeminiBatches(self._gemini, self.batches),  # before OpenAI's `/v1/batches`
             OpenAIBatches(self._openai_chat, self.batches, files),

@@ -24,6 +24,7 @@ Problem = Literal[
     "bad_json",
     "invalid_request",
     "not_found",
+    "request_too_large",
     "method_not_allowed",
     "rate_limited",
     "server_error",

@@ -31,9 +31,10 @@ class AnthropicBatches:
 
     vendor = "anthropic"
 
-    def __init__(self, api: SimulatedAPI, book: BatchBook) -> None:
+    def __init__(self, api: SimulatedAPI, book: BatchBook, max_bytes: int | None = None) -> None:
         self.api = api
         self._book = book
+        self._max_bytes = MAX_BYTES if max_bytes is None else max_bytes
 
     def handles(self, request: HTTPRequest) -> bool:
         return _ROUTE.fullmatch(request.path) is not None
@@ -84,10 +85,11 @@ class AnthropicBatches:
         given = body.get("requests")
         if not isinstance(given, list) or not given:
             return self.api.error("invalid_request", "requests: Field required (at least one)")
-        if len(given) > MAX_REQUESTS or len(request.body) > MAX_BYTES:
+        if len(request.body) > self._max_bytes:  # refused before it reaches the API
+            return self.api.error("request_too_large")
+        if len(given) > MAX_REQUESTS:
             return self.api.error(
-                "invalid_request",
-                f"A batch may hold at most {MAX_REQUESTS} requests and {MAX_BYTES} bytes.",
+                "invalid_request", f"A batch may hold at most {MAX_REQUESTS} requests."
             )
         requests: list[BatchedRequest] = []
         seen: set[str] = set()

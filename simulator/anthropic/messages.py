@@ -46,6 +46,11 @@ _ERRORS: dict[Problem, tuple[int, str, str]] = {
     "bad_json": (400, "invalid_request_error", "The request body is not valid JSON."),
     "invalid_request": (400, "invalid_request_error", "Invalid request."),
     "not_found": (404, "not_found_error", "Not Found"),
+    "request_too_large": (
+        413,
+        "request_too_large",
+        "Request exceeds the maximum allowed number of bytes.",
+    ),
     "model_not_found": (404, "not_found_error", "Not Found"),
     "method_not_allowed": (405, "invalid_request_error", "Method Not Allowed"),
     "rate_limited": (

@@ -2,7 +2,8 @@
 Anthropic's Message Batches, OpenAI's Files and Batch APIs and flex tier, Gemini's batch mode
 and flex tier. A batch ends after its delay with every answer under its own custom id, in a
 shuffled order (Gemini: in order, as that API gives them), the configured shares errored and
-expired; cancel stops one; unknown ids and malformed input get the vendors' refusals."""
+expired; cancel stops one; delete removes a batch (OpenAI: its files); unknown ids, malformed
+input and (Anthropic) a body over the byte limit get the vendors' refusals."""
 
 from __future__ import annotations
 
@@ -222,6 +223,15 @@ def test_anthropic_batch_cancel(slow: SimulatorThread) -> None:
     results = list(client.messages.batches.results(created.id))
     assert {result.result.type for result in results} == {"canceled"}
     assert slow.simulator.billing.by_tier.get("batch") is None  # nothing was answered
+
+
+def test_anthropic_batch_over_the_byte_limit_is_refused_as_too_large() -> None:
+    for small in running(batch_max_bytes=200):
+        with pytest.raises(anthropic.APIStatusError) as raised:
+            claude(small).messages.batches.create(requests=claude_requests(PROMPTS))
+        assert raised.value.status_code == 413
+        assert raised.value.body["error"]["type"] == "request_too_large"  # type: ignore[index]
+        assert claude(small).messages.batches.list().data == []
 
 
 def test_anthropic_unknown_batch_is_not_found(plain: SimulatorThread) -> None:
@@ -528,3 +538,27 @@ def test_grove_simulate_takes_the_batch_settings_and_refuses_bad_shares() -> Non
     finally:
         served.terminate()
         served.wait(timeout=10)
+
+
+def test_openai_batch_files_are_deleted_and_then_not_found(plain: SimulatorThread) -> None:
+    client = gpt(plain)
+    lines = [chat_line(custom_id, prompt) for custom_id, prompt in PROMPTS.items()]
+    created = gpt_batch(client, lines, "/v1/chat/completions")
+    done = poll(lambda: client.batches.retrieve(created.id), lambda b: b.status == "completed")
+    assert done.output_file_id is not None
+    for file_id in (done.input_file_id, done.output_file_id):
+        deleted = client.files.delete(file_id)
+        assert (deleted.id, deleted.deleted) == (file_id, True)
+        with pytest.raises(openai.NotFoundError):
+            client.files.retrieve(file_id)
+
+
+def test_gemini_batch_job_is_deleted_and_then_not_found(plain: SimulatorThread) -> None:
+    client = gemini(plain)
+    job = client.batches.create(model=GEMINI, src=inline_requests(PROMPTS))
+    assert job.name is not None
+    ended_job(client, job.name)
+    client.batches.delete(name=job.name)
+    with pytest.raises(genai_errors.ClientError) as raised:
+        client.batches.get(name=job.name)
+    assert raised.value.code == 404

@@ -2,7 +2,8 @@
 simulator's Message Batches over real HTTP and a real SQLite store: several agents' steps in one
 batch, each answered by its own custom id at the batch price; errored and expired results sent
 again, then on the standard tier; a desk restarted mid-batch polls the same batch (nothing is
-sent again); cancelling cancels the vendor's batch once no other step waits on it.
+sent again); cancelling cancels the vendor's batch once no other step waits on it; a batch is
+deleted at the vendor once none of its steps is kept; one refused as too large goes in halves.
 """
 
 from __future__ import annotations
@@ -361,3 +362,35 @@ async def test_a_batch_is_discarded_at_the_vendor_once_none_of_its_steps_is_kept
         assert discarded["batch"] == sent["batch"]
         assert vendor_batch_status(running, sent["batch"]) == 404
         assert len(events.of("BatchDiscarded")) == 1 and not events.of("BatchDiscardFailed")
+
+
+async def test_a_batch_refused_as_too_large_is_sent_in_halves_until_each_fits(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator(batch_max_bytes=700):  # a request or two per batch
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        answers = await asked(desk, PROMPTS)
+        for agent, prompt in PROMPTS.items():
+            turn = answers[agent].turn
+            assert turn is not None and turn.text == answer(prompt), answers[agent]
+        sent = [batch["requests"] for batch in events.of("BatchSent")]
+        assert sum(sent) == len(PROMPTS) and max(sent) < len(PROMPTS)
+        refused = events.of("BatchNotSent")
+        assert refused and all("request_too_large" in e["error"] for e in refused)
+        assert not events.of("BatchRetried")  # a split counts no try
+        assert billed_batch_requests(running) == len(PROMPTS)
+
+
+async def test_a_single_request_refused_as_too_large_goes_on_the_standard_tier(
+    store: Store, desk_closer: list[TierDesk]
+) -> None:
+    for running in simulator(batch_max_bytes=50):  # no request fits
+        events = Events()
+        desk = TierDesk(store, plan(running), events)
+        desk_closer.append(desk)
+        answers = await asked(desk, {"agent-1": "one", "agent-2": "two"})
+        assert all(a.standard == "too large for a provider batch" for a in answers.values())
+        assert not events.of("BatchSent") and billed_batch_requests(running) == 0
+        assert store.batch_steps.all() == []
