@@ -1,7 +1,7 @@
 """Each vendor's batch wire against the simulator over real HTTP (SPEC 20): items built by the
 streaming path's request builders, polled until ended, every result under its own custom id
 and read as the same turn the stream gives, at the batch price; errored, expired and
-canceled results come back as those kinds."""
+canceled results come back as those kinds; discard deletes an ended batch (OpenAI: its files)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+import httpx
 import pytest
 
 from grove.providers.anthropic.batch import AnthropicBatchWire
@@ -363,3 +364,31 @@ async def test_a_batched_turn_binds_its_thinking_as_a_streamed_one_does(
     assert thinking.signature and thinking.prefix and thinking.model == "claude-sonnet-5-5"
     alone = await streamed(plain, VENDORS["anthropic"], request)
     assert comparable(turn) == comparable(alone)
+
+
+@pytest.mark.parametrize("name", sorted(VENDORS))
+async def test_discard_leaves_the_vendor_nothing_of_an_ended_batch(
+    plain: SimulatorThread, name: str
+) -> None:
+    vendor = VENDORS[name]
+    requests = {f"d{n}": ask(vendor.model, f"Item {n}.") for n in range(2)}
+    where = endpoint(plain)
+    wire = vendor.wire()
+    try:
+        items = [BatchItem(custom_id=c, request=r) for c, r in requests.items()]
+        batch_id = await wire.submit(items, where)
+        await ended(wire, batch_id, where)
+        await wire.discard(batch_id, where)
+        with pytest.raises(ProviderHTTPError) as raised:  # the batch, or its output, is gone
+            await wire.results(batch_id, list(requests), where)
+    finally:
+        await wire.aclose()
+    assert raised.value.status == 404
+    if vendor.provider == "openai":  # the batch stays listed; every file of it is deleted
+        headers = {"Authorization": f"Bearer {KEY}"}
+        async with httpx.AsyncClient(base_url=plain.base_url, headers=headers) as client:
+            batch = (await client.get(f"/v1/batches/{batch_id}")).json()
+            files = [batch["input_file_id"], batch["output_file_id"]]
+            assert all(files)
+            for file_id in files:
+                assert (await client.get(f"/v1/files/{file_id}")).status_code == 404
