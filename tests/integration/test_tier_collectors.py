@@ -74,11 +74,26 @@ def plan(running: SimulatorThread, **changes: Any) -> BatchPlan:
     return BatchPlan(**{**settings, "simulator": endpoint, **changes})
 
 
+class Desks:
+    """The test's desks on its store, each with the events it tells (or shares); all closed
+    when the test ends."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        self.made: list[TierDesk] = []
+
+    def open(self, batch_plan: BatchPlan, events: Events | None = None) -> tuple[TierDesk, Events]:
+        told = events if events is not None else Events()
+        desk = TierDesk(self._store, batch_plan, told)
+        self.made.append(desk)
+        return desk, told
+
+
 @pytest.fixture
-async def desk_closer() -> AsyncIterator[list[TierDesk]]:
-    made: list[TierDesk] = []
-    yield made
-    for desk in made:
+async def desks(store: Store) -> AsyncIterator[Desks]:
+    opened = Desks(store)
+    yield opened
+    for desk in opened.made:
         await desk.aclose()
 
 
@@ -109,12 +124,10 @@ PROMPTS = {f"agent-{n}": f"Question {n} about the river's mouth" for n in range(
 
 
 async def test_several_agents_share_a_batch_and_each_gets_its_own_answer(
-    store: Store, desk_closer: list[TierDesk]
+    store: Store, desks: Desks
 ) -> None:
     for running in simulator():
-        events = Events()
-        desk = TierDesk(store, plan(running), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running))
         answers = await asked(desk, PROMPTS)
         for agent, prompt in PROMPTS.items():
             turn = answers[agent].turn
@@ -136,12 +149,10 @@ async def test_several_agents_share_a_batch_and_each_gets_its_own_answer(
 
 
 async def test_errored_and_expired_results_go_again_then_on_the_standard_tier(
-    store: Store, desk_closer: list[TierDesk]
+    store: Store, desks: Desks
 ) -> None:
     for running in simulator(batch_errored=0.25, batch_expired=0.25, seed=3):
-        events = Events()
-        desk = TierDesk(store, plan(running, tries=5), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running, tries=5))
         answers = await asked(desk, PROMPTS)
         assert all(a.turn is not None for a in answers.values()), answers
         assert {a.turn.text for a in answers.values() if a.turn} == set(
@@ -151,9 +162,7 @@ async def test_errored_and_expired_results_go_again_then_on_the_standard_tier(
         assert retried and {r["why"] for r in retried} <= {"errored", "expired"}
         assert len(events.of("BatchSent")) >= 2
     for running in simulator(batch_errored=1.0):
-        events = Events()
-        desk = TierDesk(store, plan(running, tries=2), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running, tries=2))
         answers = await asked(desk, {"agent-x": "always failing"})
         assert answers["agent-x"].standard == "2 batch tries ended errored"
         assert len(events.of("BatchSent")) == 2
@@ -161,7 +170,7 @@ async def test_errored_and_expired_results_go_again_then_on_the_standard_tier(
 
 
 async def test_a_desk_restarted_mid_batch_polls_it_again_instead_of_sending_it(
-    store: Store, desk_closer: list[TierDesk]
+    store: Store, desks: Desks
 ) -> None:
     for running in simulator(batch_delay_s=1.5):
         first_events = Events()
@@ -175,9 +184,7 @@ async def test_a_desk_restarted_mid_batch_polls_it_again_instead_of_sending_it(
             update={"step": "f" * 32, "agent": "another Grove's agent", "batch_id": "msgbatch_x"}
         )
         store.batch_steps.put([foreign])
-        events = Events()
-        second = TierDesk(store, plan(running), events)
-        desk_closer.append(second)
+        second, events = desks.open(plan(running))
         second.resume(lambda: PROMPTS)  # the agents of the trees this Grove holds
         assert events.of("BatchesResumed") == [
             {"provider": "anthropic", "batches": 1, "steps": len(PROMPTS)}
@@ -192,12 +199,10 @@ async def test_a_desk_restarted_mid_batch_polls_it_again_instead_of_sending_it(
 
 
 async def test_cancel_cancels_the_vendor_batch_when_no_other_step_waits(
-    store: Store, desk_closer: list[TierDesk]
+    store: Store, desks: Desks
 ) -> None:
     for running in simulator(batch_delay_s=60.0):
-        events = Events()
-        desk = TierDesk(store, plan(running), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running))
         two = {"agent-a": "first of two", "agent-b": "second of two"}
         asking = asyncio.ensure_future(asked(desk, two))
         sent = await events.first("BatchSent")
@@ -225,13 +230,10 @@ async def test_openai_and_gemini_batches_answer_their_steps_too(
     provider: ProviderName,
     model: str,
     openai_api: str,
-    store: Store,
-    desk_closer: list[TierDesk],
+    desks: Desks,
 ) -> None:
     for running in simulator():
-        events = Events()
-        desk = TierDesk(store, plan(running, openai_api=openai_api), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running, openai_api=openai_api))
         prompts = {"agent-1": "What flows north?", "agent-2": "What flows south?"}
         answers = await asyncio.gather(
             *(
@@ -248,13 +250,9 @@ async def test_openai_and_gemini_batches_answer_their_steps_too(
         assert set(running.simulator.billing.by_api) == {api}  # the route its steps go to
 
 
-async def test_an_old_batchs_result_never_answers_a_step_asked_again_since(
-    store: Store, desk_closer: list[TierDesk]
-) -> None:
+async def test_an_old_batchs_result_never_answers_a_step_asked_again_since(desks: Desks) -> None:
     for running in simulator(batch_delay_s=1.0):
-        events = Events()
-        desk = TierDesk(store, plan(running), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running))
         step = f"{7:032x}"
         kept = asyncio.ensure_future(desk.reply("agent-b", "anthropic", f"{8:032x}", request("b")))
         cut = asyncio.ensure_future(desk.reply("agent-a", "anthropic", step, request("first")))
@@ -276,13 +274,9 @@ async def test_an_old_batchs_result_never_answers_a_step_asked_again_since(
         ]
 
 
-async def test_a_batch_goes_at_its_size_without_waiting_out_the_window(
-    store: Store, desk_closer: list[TierDesk]
-) -> None:
+async def test_a_batch_goes_at_its_size_without_waiting_out_the_window(desks: Desks) -> None:
     for running in simulator():
-        events = Events()
-        desk = TierDesk(store, plan(running, window_s=600.0, size=2), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running, window_s=600.0, size=2))
         four = {agent: prompt for agent, prompt in list(PROMPTS.items())[:4]}
         answers = await asyncio.wait_for(asked(desk, four), 60)  # long before the window
         assert all(a.turn is not None for a in answers.values())
@@ -290,20 +284,17 @@ async def test_a_batch_goes_at_its_size_without_waiting_out_the_window(
 
 
 async def test_a_batch_the_vendor_does_not_know_sends_its_steps_again(
-    store: Store, desk_closer: list[TierDesk]
+    store: Store, desks: Desks
 ) -> None:
     for running in simulator():
-        events = Events()
-        desk = TierDesk(store, plan(running), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running))
         await asked(desk, {"agent-first": "to learn the account"}, first=50)
         (known,) = store.batch_steps.all()
         lost = known.model_copy(
             update={"step": "e" * 32, "agent": "agent-lost", "batch_id": "msgbatch_01gone"}
         )
         store.batch_steps.put([lost])
-        restarted = TierDesk(store, plan(running), events)
-        desk_closer.append(restarted)
+        restarted, _ = desks.open(plan(running), events)
         restarted.resume(lambda: ["agent-lost"])
         again = await restarted.reply("agent-lost", "anthropic", lost.step, request("lost"))
         assert again.turn is not None and again.turn.text == answer("lost")
@@ -321,14 +312,12 @@ async def test_a_batch_the_vendor_does_not_know_sends_its_steps_again(
 
 
 async def test_a_batch_the_vendor_refuses_fails_its_steps_without_the_key(
-    store: Store, desk_closer: list[TierDesk]
+    store: Store, desks: Desks
 ) -> None:
     for running in simulator():
-        events = Events()
         wrong = "sk-wrong-key-for-tiers-0c4e9d"
         refused = plan(running, simulator=Endpoint(base_url=running.base_url, api_key=wrong))
-        desk = TierDesk(store, refused, events)
-        desk_closer.append(desk)
+        desk, events = desks.open(refused)
         answers = await asked(desk, {"agent-1": "hello", "agent-2": "there"})
         errors = {a.error for a in answers.values()}
         assert len(errors) == 1 and None not in errors
@@ -346,12 +335,10 @@ def vendor_batch_status(running: SimulatorThread, batch_id: str) -> int:
 
 
 async def test_a_batch_is_discarded_at_the_vendor_once_none_of_its_steps_is_kept(
-    store: Store, desk_closer: list[TierDesk]
+    desks: Desks,
 ) -> None:
     for running in simulator():
-        events = Events()
-        desk = TierDesk(store, plan(running), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running))
         await asked(desk, {"agent-1": "first", "agent-2": "second"})
         (sent,) = events.of("BatchSent")
         await asked(desk, {"agent-1": "agent one's next step"}, first=10)
@@ -364,13 +351,9 @@ async def test_a_batch_is_discarded_at_the_vendor_once_none_of_its_steps_is_kept
         assert len(events.of("BatchDiscarded")) == 1 and not events.of("BatchDiscardFailed")
 
 
-async def test_a_batch_refused_as_too_large_is_sent_in_halves_until_each_fits(
-    store: Store, desk_closer: list[TierDesk]
-) -> None:
+async def test_a_batch_refused_as_too_large_is_sent_in_halves_until_each_fits(desks: Desks) -> None:
     for running in simulator(batch_max_bytes=700):  # a request or two per batch
-        events = Events()
-        desk = TierDesk(store, plan(running), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running))
         answers = await asked(desk, PROMPTS)
         for agent, prompt in PROMPTS.items():
             turn = answers[agent].turn
@@ -384,12 +367,10 @@ async def test_a_batch_refused_as_too_large_is_sent_in_halves_until_each_fits(
 
 
 async def test_a_single_request_refused_as_too_large_goes_on_the_standard_tier(
-    store: Store, desk_closer: list[TierDesk]
+    store: Store, desks: Desks
 ) -> None:
     for running in simulator(batch_max_bytes=50):  # no request fits
-        events = Events()
-        desk = TierDesk(store, plan(running), events)
-        desk_closer.append(desk)
+        desk, events = desks.open(plan(running))
         answers = await asked(desk, {"agent-1": "one", "agent-2": "two"})
         assert all(a.standard == "too large for a provider batch" for a in answers.values())
         assert not events.of("BatchSent") and billed_batch_requests(running) == 0
