@@ -261,7 +261,7 @@ class BatchCollector:
                 for step in routing.outcomes
                 if step in self._steps and self._steps[step].record.batch_id == batch_id
             }
-            self._forget([])  # discarded now if no step of it is kept
+            self._release([])  # discarded now if no step of it is kept
         if routing.rejected:
             self._event(
                 "BatchResultsRejected", provider=self.provider, batch=batch_id, **routing.rejected
@@ -355,8 +355,13 @@ class BatchCollector:
             self._store.batch_steps.drop(steps)
         except GroveError:  # kept, they are polled once more after a restart
             return
+        self._release(steps)
+
+    def _release(self, dropped: list[str]) -> None:
+        """`dropped` no longer stored: each routed batch left with no stored step is
+        discarded at the vendor."""
         for batch_id, kept in list(self._kept.items()):
-            kept.difference_update(steps)
+            kept.difference_update(dropped)
             if not kept:
                 del self._kept[batch_id]
                 self._spawn(self._discard(batch_id))
