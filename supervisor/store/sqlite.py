@@ -41,6 +41,7 @@ from grove.supervisor.store.write_checks import PreparedEvent, PreparedMessage, 
 EVENT_POLL_S = 0.02
 # Values bound into one `IN (...)` list, well under SQLite's limit on bound parameters.
 _IN_CHUNK = 500
+_EVENTS_AT_ONCE = 300  # rows of one INSERT: 900 values, under any SQLite's limit
 # Upper bound for a prefix range scan: above every character an agent id may hold.
 _PREFIX_END = "\U0010ffff"
 
@@ -151,6 +152,9 @@ class SqliteStore(StoreCore):
     def _write(
         self, records: Sequence[AgentRecord], messages: Sequence[PreparedMessage]
     ) -> list[MessageRecord]:
+        if len(records) == 1 and not messages:  # one statement is a transaction of its own
+            self._db.query("write an agent", AGENT_INSERT, agent_row(records[0]))
+            return []
         results: list[MessageRecord] = []
         with self._db.transaction("write agents and messages") as conn:
             conn.executemany(AGENT_INSERT, [agent_row(record) for record in records])
@@ -219,14 +223,26 @@ class SqliteStore(StoreCore):
     # ----- events ---------------------------------------------------------------------------
 
     def _write_events(self, events: Sequence[PreparedEvent]) -> list[int]:
-        with self._db.transaction("append events") as conn:
-            conn.executemany(
-                "INSERT INTO events (kind, payload, created_at) VALUES (?, ?, ?)",
-                [(event.kind, event.payload_json, event.created_at) for event in events],
-            )
-            # One writer holds the file, so the batch took the ids up to the last one in turn.
-            (last,) = conn.execute("SELECT last_insert_rowid()").fetchone()
-        return list(range(last - len(events) + 1, last + 1))
+        """One INSERT of many rows (a transaction of its own); more than `_EVENTS_AT_ONCE`
+        events, several in one transaction."""
+        chunks = [
+            events[at : at + _EVENTS_AT_ONCE] for at in range(0, len(events), _EVENTS_AT_ONCE)
+        ]
+        if len(chunks) == 1:
+            return self._insert_events(chunks[0])
+        with self._db.transaction("append events"):
+            return [event_id for chunk in chunks for event_id in self._insert_events(chunk)]
+
+    def _insert_events(self, events: Sequence[PreparedEvent]) -> list[int]:
+        rows = ", ".join(["(?, ?, ?)"] * len(events))
+        values = [value for e in events for value in (e.kind, e.payload_json, e.created_at)]
+        inserted = self._db.query(
+            "append events",
+            f"INSERT INTO events (kind, payload, created_at) VALUES {rows} RETURNING id",
+            values,
+        )
+        # One statement took the ids in the rows' order; RETURNING need not list them so.
+        return sorted(int(row[0]) for row in inserted)
 
     def events(self, after_id: int = 0, limit: int = 1000) -> list[EventRecord]:
         rows = self._db.query(

@@ -9,6 +9,13 @@ import time
 from grove.supervisor.store.sqlite_db import SqliteDatabase
 
 _LEASE_HEAD = "SELECT MIN(ticket) FROM lease_tickets WHERE session_id = ? AND expires_at > ?"
+# A take reads the queue's head in the statement that inserts its ticket: whether or not the
+# subquery sees the new row, the head is the smaller of the two.
+_LEASE_TAKE = (
+    "INSERT INTO lease_tickets (session_id, expires_at) VALUES (?, ?) RETURNING ticket, "
+    "(SELECT MIN(queued.ticket) FROM lease_tickets AS queued "
+    "WHERE queued.session_id = ? AND queued.expires_at > ?)"
+)
 
 
 class SqliteLeaseQueue:
@@ -19,15 +26,13 @@ class SqliteLeaseQueue:
         self.ttl_s = ttl_s
 
     # Taking and releasing are one statement each, so each is a transaction of its own: no
-    # BEGIN and COMMIT around it. The head read after a take may see a later queue than the
-    # take left, as a `head` call would: an older ticket released meanwhile, or newer ones.
+    # BEGIN and COMMIT around it.
     def take(self, session_id: str) -> tuple[int, int | None]:
-        ((ticket,),) = self._db.query(
-            "take a lease ticket",
-            "INSERT INTO lease_tickets (session_id, expires_at) VALUES (?, ?) RETURNING ticket",
-            (session_id, time.time() + self.ttl_s),
+        now = time.time()
+        ((ticket, older),) = self._db.query(
+            "take a lease ticket", _LEASE_TAKE, (session_id, now + self.ttl_s, session_id, now)
         )
-        return int(ticket), self.head(session_id)
+        return int(ticket), int(ticket) if older is None else min(int(older), int(ticket))
 
     def renew(self, session_id: str, ticket: int) -> bool:
         now = time.time()

@@ -563,6 +563,17 @@ def test_a_batch_of_events_is_written_in_order_or_not_at_all(
     assert store.events(after_id=batch[-1].id) == []
 
 
+def test_a_batch_larger_than_one_insert_keeps_its_order_and_ids(
+    backend: Backend, store: Store
+) -> None:
+    """A batch of more events than one SQLite statement writes (300): its ids run on in
+    order across the statements, as a small batch's do."""
+    before = store.append_event("AgentCreated", {"agent": "root"})
+    batch = store.append_events([("CommandDispatched", {"n": n}) for n in range(701)])
+    assert [event.id for event in batch] == list(range(before.id + 1, before.id + 702))
+    assert [event.payload["n"] for event in backend.open().events(before.id)] == list(range(701))
+
+
 def test_logged_events_are_written_as_appended_ones_are_in_order_or_not_at_all(
     backend: Backend, store: Store
 ) -> None:
