@@ -1,5 +1,5 @@
 """Secrets masked in what a turn leaves behind: its entries before they are stored (and the
-events made of them), and what it streams to whoever watches, a delta at a time.
+events made of them), and what it streams, as each reader of the stream reads it.
 
 The agent's own history keeps what the model and the tools said: the model sees its own text
 and the tools run with their arguments as given; only copies that leave the turn are masked.
@@ -7,15 +7,14 @@ and the tools run with their arguments as given; only copies that leave the turn
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
 from grove.actors.turn_result import NewEntry
 from grove.providers.secrets import StreamMask, mask
-from grove.providers.stream_events import StreamEvent, TextDelta, ThinkingDelta
 
-_DELTAS = (TextDelta, ThinkingDelta)  # a tuple: `A | B` would be built at every delta
+_STREAMED_KINDS = ("text", "thinking")  # what streams a reply's text, a piece at a time
 
 
 def masked_entry(entry: NewEntry) -> NewEntry:
@@ -82,35 +81,38 @@ def _masked_json(value: Any) -> Any:
     return root[0]
 
 
-class MaskedEmit:
-    """An emitter that masks the reply's text and thinking deltas as they stream (a key split
-    between deltas is held until it is whole: providers/secrets.py StreamMask) and passes the
-    other events on, after what it held. `flush` when the turn ends."""
+class MaskedReading:
+    """What one reader of a turn's stream is shown of its `(kind, text)` items: text and
+    thinking masked as they come (a key split between items is held until it is whole:
+    providers/secrets.py StreamMask), any other item after what was held. The host keeps
+    the deltas as the model sent them and masks only what is read: a turn nobody reads
+    (a fan-out's children) masks nothing it streams, and a reader masks a chunk at a time."""
 
-    def __init__(self, emit: Callable[[Any], None]) -> None:
-        self._emit = emit
+    def __init__(self) -> None:
         self._stream = StreamMask()
-        self._last: TextDelta | ThinkingDelta | None = None  # the last delta, of the held text
+        self._held_kind: str | None = None  # the kind of the text held back
 
-    def __call__(self, event: StreamEvent | Any) -> None:
-        if isinstance(event, _DELTAS):
-            last = self._last
-            if last is not None and type(last) is not type(event):
-                self.flush()  # thinking ends where text begins
-            self._last = event
-            text = event.text
-            shown = self._stream.feed(text)
-            if shown == text:  # most deltas: a few whole words, nothing secret
-                self._emit(event)
-            elif shown:  # built anew: dataclasses.replace costs more than the masking
-                self._emit(type(event)(index=event.index, text=shown))
-            return
-        self.flush()
-        self._emit(event)
+    def shown(self, items: Iterable[tuple[str, str]], ended: bool) -> list[tuple[str, str]]:
+        """`items` as this reader sees them; `ended`: the turn is over, nothing is held back."""
+        shown: list[tuple[str, str]] = []
+        for kind, text in items:
+            if kind in _STREAMED_KINDS:
+                if kind != self._held_kind:
+                    self._release(shown)  # thinking ends where text begins
+                    self._held_kind = kind
+                piece = self._stream.feed(text)
+                if piece:
+                    shown.append((kind, piece))
+            else:
+                self._release(shown)
+                shown.append((kind, text))
+        if ended:
+            self._release(shown)
+        return shown
 
-    def flush(self) -> None:
-        """Show what the deltas held back, masked."""
+    def _release(self, shown: list[tuple[str, str]]) -> None:
+        """What the text held back, masked, joins `shown`."""
         held = self._stream.flush()
-        if held and self._last is not None:
-            self._emit(type(self._last)(index=self._last.index, text=held))
-        self._last = None
+        if held and self._held_kind is not None:
+            shown.append((self._held_kind, held))
+        self._held_kind = None

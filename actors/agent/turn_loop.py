@@ -18,7 +18,7 @@ from grove.actors.agent.batched import BatchPort
 from grove.actors.agent.budget_guard import BudgetPort
 from grove.actors.agent.choice import ModelChoice, ProviderFactory
 from grove.actors.agent.compaction import ContextRecovery, Recover
-from grove.actors.agent.masking import MaskedEmit, masked_entry
+from grove.actors.agent.masking import masked_entry
 from grove.actors.agent.metering import (
     FleetPort,
     RequestMeter,
@@ -171,7 +171,7 @@ class Agent:
         steps: StoreSteps | None,
     ) -> TurnResult:
         result = TurnResult()
-        emit = MaskedEmit(emit)  # what streams out is masked; so is what is stored (_append)
+        # What is stored is masked (_append); what streams, as it is read (MaskedReading).
         self.state = AgentState.IN_TURN
         self._billed = billed
         self._steps = TurnSteps(steps)
@@ -231,7 +231,6 @@ class Agent:
         except Exception as exc:  # a failed turn is a result, not a crash of the host
             result.error = mask(str(exc)) or type(exc).__name__
         finally:
-            emit.flush()
             with contextlib.suppress(Exception):  # a failed turn: its end stores what is left
                 await self._stored_so_far()
             self.state = AgentState.IDLE

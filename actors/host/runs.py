@@ -8,6 +8,7 @@ import asyncio
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 
+from grove.actors.agent.masking import MaskedReading
 from grove.actors.agent.tool import ToolActivity
 from grove.actors.host.tickets import Ticket
 from grove.actors.turn_result import TurnResult
@@ -33,6 +34,8 @@ class TurnRun:
     ticket: Ticket
     # (kind, fragments) runs, joined when read: no copy per delta of a reply nobody reads yet.
     pending: list[tuple[str, list[str]]] = field(default_factory=list)
+    # What the turn's caller reads of `pending`, masked: the deltas are kept as they came.
+    masking: MaskedReading = field(default_factory=MaskedReading)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
     result: TurnResult | None = None
     task: asyncio.Task[None] | None = None
@@ -78,11 +81,12 @@ class TurnRun:
         else:
             self.pending.append((kind, [text]))
 
-    def take(self) -> list[tuple[str, str]]:
+    def take(self, ended: bool) -> list[tuple[str, str]]:
+        """What came since the last take, masked (`ended`: with what the masking held back)."""
         chunk = [(kind, "".join(fragments)) for kind, fragments in self.pending]
         self.pending = []
         self.changed.clear()
-        return chunk
+        return self.masking.shown(chunk, ended)
 
 
 class TurnRuns:
@@ -113,7 +117,7 @@ class TurnRuns:
             # Whether it had ended before this take: deltas pushed while the chunk is on its
             # way (the yield lets the turn run on) and then its end come in the next take.
             ended = run.result is not None
-            chunk = run.take()
+            chunk = run.take(ended)
             if chunk:
                 yield chunk
             if ended:
@@ -140,6 +144,7 @@ class TurnRuns:
             queue.put_nowait(None)
         else:
             run.watchers.append(queue)
+        masking = MaskedReading()  # a reader of its own: its own held-back text
         try:
             ended = False
             while not ended:
@@ -153,8 +158,9 @@ class TurnRuns:
                     if queue.empty():
                         break
                     item = queue.get_nowait()
-                if chunk:
-                    yield chunk
+                shown = masking.shown(chunk, ended)
+                if shown:
+                    yield shown
         finally:
             if queue in run.watchers:
                 run.watchers.remove(queue)

@@ -17,10 +17,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grove.actors.agent.masking import MaskedEmit, masked_entry
+from grove.actors.agent.masking import MaskedReading, masked_entry
 from grove.actors.turn_result import NewEntry
 from grove.providers.secrets import MASK, Secrets, StreamMask
-from grove.providers.stream_events import TextDelta, ThinkingDelta
 from grove.supervisor import Grove
 from tests.integration.groves import running_grove
 from tests.integration.services import service_in_process
@@ -145,8 +144,13 @@ def test_exact_values_are_masked_in_tool_arguments_results_and_thinking() -> Non
     assert masked_entry(plain) is plain
 
 
-@given(st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=40))
-def test_a_key_split_across_deltas_is_masked_in_what_streams(sizes: list[int]) -> None:
+@given(
+    st.lists(st.integers(min_value=1, max_value=9), min_size=1, max_size=40),
+    st.integers(min_value=1, max_value=12),
+)
+def test_a_key_split_across_deltas_is_masked_in_what_streams(sizes: list[int], read: int) -> None:
+    """However the reply is split into deltas, and however many of them a reader takes at
+    once (`read`), what it is shown holds no key: the whole text, masked."""
     text = f"thinking done. {PLANTED} and then https://u:{CANARIES[0]}@h.test/x end"
     pieces, start = [], 0
     for size in sizes * (len(text) // sum(sizes) + 1):
@@ -154,16 +158,16 @@ def test_a_key_split_across_deltas_is_masked_in_what_streams(sizes: list[int]) -
             break
         pieces.append(text[start : start + size])
         start += size
-    shown: list[TextDelta | ThinkingDelta] = []
-    emit = MaskedEmit(shown.append)
-    emit(ThinkingDelta(index=0, text="thinking about "))
-    for piece in pieces:
-        emit(TextDelta(index=1, text=piece))
-    emit.flush()
-    streamed = "".join(event.text for event in shown)
+    items = [("thinking", "thinking about "), *(("text", piece) for piece in pieces)]
+    reading = MaskedReading()
+    shown: list[tuple[str, str]] = []
+    for at in range(0, len(items), read):
+        shown.extend(reading.shown(items[at : at + read], at + read >= len(items)))
+    streamed = "".join(piece for _, piece in shown)
     assert leaked(streamed) == []
     assert streamed == "thinking about " + Secrets().mask(text)
-    assert type(shown[0]) is ThinkingDelta
+    assert shown[0] == ("thinking", "thinking about ")
+    assert {kind for kind, _ in shown[1:]} == {"text"}
 
 
 def test_a_stream_shows_text_up_to_its_last_space_at_once() -> None:
