@@ -1,7 +1,8 @@
 """`AsyncioTransport`: httpx's transport with httpcore's network I/O on plain asyncio streams.
 
 httpcore reaches asyncio through anyio by default, a quarter of a host's CPU when it streams
-hundreds of responses; this backend skips that layer. Only socket I/O lives here, no HTTP.
+hundreds of responses; this backend skips that layer, and a read's time limit costs no timer of
+its own (`ReadDeadline`). Only socket I/O lives here, no HTTP.
 """
 
 from __future__ import annotations
@@ -24,22 +25,67 @@ SocketOption = (
 )
 
 
+class ReadDeadline:
+    """The time limit of a connection's reads without a timer for each: a streamed reply is
+    read an event at a time, and `asyncio.timeout` around each read (about 4 us: a timer
+    scheduled and cancelled) was a tenth of a host's CPU for its turn. Each read moves one
+    deadline; the connection's one timer, when it comes due before the deadline, is set again
+    for it, and when a read outlives it, fails that read with `TimeoutError`."""
+
+    def __init__(self, reader: asyncio.StreamReader) -> None:
+        self._reader = reader
+        self._loop = asyncio.get_running_loop()
+        self._deadline: float | None = None  # while a read waits
+        self._timer: asyncio.TimerHandle | None = None
+
+    def start(self, timeout: float) -> None:
+        """A read begins that may take `timeout` seconds."""
+        self._deadline = deadline = self._loop.time() + timeout
+        if self._timer is not None and self._timer.when() > deadline:  # a shorter limit
+            self._timer.cancel()
+            self._timer = None
+        if self._timer is None:
+            self._timer = self._loop.call_at(deadline, self._due)
+
+    def stop(self) -> None:
+        """The read ended: no limit until the next one (the timer lapses when it comes)."""
+        self._deadline = None
+
+    def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _due(self) -> None:
+        self._timer = None
+        if self._deadline is None:
+            return
+        if self._loop.time() < self._deadline:  # reads since moved it on
+            self._timer = self._loop.call_at(self._deadline, self._due)
+            return
+        self._reader.set_exception(TimeoutError())  # the waiting read raises it
+
+
 class AsyncioStream(httpcore.AsyncNetworkStream):
     """One connection; OS and timeout errors become httpcore's, which httpx maps to its own."""
 
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._reader = reader
         self._writer = writer
+        self._deadline = ReadDeadline(reader)
 
     # The `timeout` parameters are httpcore's interface (ASYNC109 would have them gone).
     async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        if timeout is not None:
+            self._deadline.start(timeout)
         try:
-            async with asyncio.timeout(timeout):
-                return await self._reader.read(max_bytes)
+            return await self._reader.read(max_bytes)
         except TimeoutError as exc:
             raise httpcore.ReadTimeout("timed out reading the response") from exc
         except OSError as exc:
             raise httpcore.ReadError(f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self._deadline.stop()
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
         if not buffer:
@@ -54,6 +100,7 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
             raise httpcore.WriteError(f"{type(exc).__name__}: {exc}") from exc
 
     async def aclose(self) -> None:
+        self._deadline.close()
         self._writer.close()
 
     async def start_tls(
@@ -85,7 +132,12 @@ class AsyncioStream(httpcore.AsyncNetworkStream):
         if info == "is_readable":
             # An idle connection with bytes waiting or the peer gone cannot be reused. The
             # transport reads eagerly, so look at what it has buffered, not at the socket.
-            return self._reader.at_eof() or bool(getattr(self._reader, "_buffer", b""))
+            # A read that timed out left its exception there: not reusable either.
+            return (
+                self._reader.at_eof()
+                or self._reader.exception() is not None
+                or bool(getattr(self._reader, "_buffer", b""))
+            )
         return None
 
 

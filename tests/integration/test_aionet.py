@@ -108,3 +108,76 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
         await asyncio.sleep(0.1)  # the close reaches the idle pooled connection
         assert (await client.get(f"http://127.0.0.1:{port}/")).text == "hello"
     assert len(connections) == 2
+
+
+async def stalling_server(connections: list[int]) -> asyncio.Server:
+    """`GET /trickle` answers in ten pieces 0.05 s apart; `GET /stall` sends its head and then
+    nothing; anything else answers `hello` at once. Counts its connections."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        connections.append(1)
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                if head.startswith(b"GET /stall "):
+                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
+                    await writer.drain()
+                    await reader.read()  # until the client gives up and closes
+                    return
+                if head.startswith(b"GET /trickle "):
+                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n")
+                    for _ in range(10):
+                        await asyncio.sleep(0.05)
+                        writer.write(b"x")
+                        await writer.drain()
+                    continue
+                writer.write(RESPONSE)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+
+def plain_client() -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=AsyncioTransport(ssl.create_default_context()))
+
+
+async def test_a_read_that_outlives_its_timeout_fails_and_the_connection_is_dropped() -> None:
+    """A stalled body fails with httpx's ReadTimeout (the guard only stops a hang: the limit
+    is 0.2 s); the connection it stalled on is not used again."""
+    connections: list[int] = []
+    server = await stalling_server(connections)
+    base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with server, plain_client() as client:
+        stalled = client.get(f"{base}/stall", timeout=httpx.Timeout(5.0, read=0.2))
+        with pytest.raises(httpx.ReadTimeout, match="timed out reading the response"):
+            await asyncio.wait_for(stalled, 10)
+        assert (await client.get(f"{base}/")).text == "hello"
+    assert len(connections) == 2
+
+
+async def test_reads_that_keep_coming_move_the_deadline_on() -> None:
+    """Ten pieces 0.05 s apart take 0.5 s in all, each read well within 0.2 s: the reply
+    arrives whole, though it takes longer than one read's limit."""
+    connections: list[int] = []
+    server = await stalling_server(connections)
+    base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with server, plain_client() as client:
+        reply = await client.get(f"{base}/trickle", timeout=httpx.Timeout(5.0, read=0.2))
+        assert reply.text == "x" * 10
+
+
+async def test_a_shorter_limit_after_a_longer_one_on_the_same_connection_holds() -> None:
+    """The connection's timer was set for a 60 s read; the next read, limited to 0.2 s, still
+    fails in time (the guard is far below 60 s)."""
+    connections: list[int] = []
+    server = await stalling_server(connections)
+    base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with server, plain_client() as client:
+        assert (await client.get(f"{base}/", timeout=httpx.Timeout(5.0, read=60))).text == "hello"
+        stalled = client.get(f"{base}/stall", timeout=httpx.Timeout(5.0, read=0.2))
+        with pytest.raises(httpx.ReadTimeout):
+            await asyncio.wait_for(stalled, 10)
+    assert len(connections) == 1  # the stall came on the kept-alive connection
