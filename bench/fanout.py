@@ -12,20 +12,27 @@ a fan-out (goal: the ratio with it within 1.05x of the ratio without); `--fleet-
 budget and provider rate limits that never bind (goal: the ratio with them within 1.05x of
 the ratio without). `cpu_ratio`: the CPU time Grove's driver, supervisor and hosts use for
 a round over the baseline's process for its run (medians), which a busy machine stretches
-far less than the walls.
+far less than the walls. `cpu_by_process`: that time by process (medians of the rounds), and
+the simulator's during Grove's rounds beside its time during the baseline's runs
+(`baseline_simulator_cpu_s`): the baseline is one process, as long as its own CPU time on one
+core, while Grove's processes share both cores with the simulator, so what the simulator
+costs counts in Grove's wall and hardly in the baseline's. Before each timed round and run the
+collector's pending work is done, untimed (`gc.collect()`), so that none pays a full
+collection of the garbage of what ran before it in this process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import ssl
 import statistics
 import time
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import certifi
@@ -109,25 +116,64 @@ async def bare_httpx(simulator: ExternalSimulator, texts: list[str]) -> tuple[fl
     return time.perf_counter() - start, sum(events)
 
 
+@dataclass(frozen=True, slots=True)
+class Processes:
+    """Grove's processes (this driver, the supervisor, the shared hosts) and the simulator's,
+    whose CPU time a round reads apart."""
+
+    driver: int
+    supervisor: int
+    hosts: tuple[int, ...]
+    simulator: int
+
+    @classmethod
+    def of(cls, grove: Any, simulator: ExternalSimulator) -> Processes:
+        driver, supervisor, *hosts = grove_pids(grove)
+        return cls(driver, supervisor, tuple(hosts), simulator.pid)
+
+    @property
+    def grove(self) -> list[int]:
+        return [self.driver, self.supervisor, *self.hosts]
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds each has used so far (the hosts together)."""
+        return {
+            "driver": cpu_s([self.driver]),
+            "supervisor": cpu_s([self.supervisor]),
+            "hosts": cpu_s(self.hosts),
+            "simulator": cpu_s([self.simulator]),
+        }
+
+    def cpu_since(self, before: dict[str, float]) -> dict[str, float]:
+        return {name: now - before[name] for name, now in self.cpu().items()}
+
+
 def forked_round(
-    grove: Any, root: str, texts: list[str], pids: Sequence[int] = ()
+    grove: Any, root: str, texts: list[str], processes: Processes | None = None
 ) -> dict[str, Any]:
     """`fork_many` children of `root`, fan-in with `wait_any`, every turn checked in the store
-    (after the wall and the CPU time of the processes `pids` are taken)."""
-    used = cpu_s(pids)
+    (after the wall and the CPU time of `processes` are taken)."""
+    gc.collect()
+    used = processes.cpu() if processes else {}
     start = time.perf_counter()
     children = grove.fork_many(root, texts)
     forked = time.perf_counter() - start
     results = collect(grove, children)
     wall = time.perf_counter() - start
-    spent = cpu_s(pids) - used
-    return {"wall_s": wall, "cpu_s": spent, "fork_many_s": forked, **check(grove, results)}
+    spent = processes.cpu_since(used) if processes else {}
+    figures = {"wall_s": wall, "fork_many_s": forked, "cpu_by_process": spent}
+    return (
+        figures
+        | {"cpu_s": sum(v for k, v in spent.items() if k != "simulator")}
+        | check(grove, results)
+    )
 
 
 def solo_round(grove: Any, texts: list[str], rss: PeakRSS) -> dict[str, Any]:
     """One root per agent, each with `isolation="process"`: a host process per agent (its
     start is part of the time), each told the context and its task in one turn."""
     roots = [grove.create_root(MODEL, isolation="process").uuid for _ in texts]
+    gc.collect()
     used = cpu_s(rss.pids)
     start = time.perf_counter()
     with ThreadPoolExecutor(SOLO_STARTS_IN_FLIGHT) as pool:
@@ -202,7 +248,8 @@ def main() -> None:
     walls: dict[str, list[float]] = {"grove": [], "baseline": [], "baseline_uvloop": []}
     # CPU time (stretched far less than the walls by what else runs on the machine): Grove's
     # driver, supervisor and hosts over a round, the baseline's process over its run.
-    cpu: dict[str, list[float]] = {"grove": [], "baseline": []}
+    cpu: dict[str, list[float]] = {"grove": [], "baseline": [], "baseline_simulator": []}
+    by_process: dict[str, list[float]] = {}  # Grove's rounds: each process's CPU time
     forks: list[float] = []
     completed = stored = events = 0
     sections: dict[str, Any] = {"compaction": {"enabled": False}} if args.no_compaction else {}
@@ -219,7 +266,8 @@ def main() -> None:
         for context_root in (root, tooled):
             if context_root and not solo and not grove.ask(context_root.uuid, CONTEXT).ok:
                 raise SystemExit("fanout bench: the context turn failed")
-        pids = grove_pids(grove)
+        watched = Processes.of(grove, simulator)
+        pids = watched.grove
         peak_mb, processes = 0.0, 0
         for round_number in range(args.rounds):
             # Grove first: the RSS of round 1 is read before any baseline ran in this process.
@@ -227,26 +275,30 @@ def main() -> None:
                 if solo:
                     figures = solo_round(grove, [f"{CONTEXT}\n\n{t}" for t in texts], rss)
                 else:
-                    figures = forked_round(grove, root.uuid, texts, pids)
+                    figures = forked_round(grove, root.uuid, texts, watched)
                     forks.append(figures["fork_many_s"])
             if round_number == 0:
                 peak_mb, processes = rss.peak_mb, len(rss.pids)
             walls["grove"].append(figures["wall_s"])
             cpu["grove"].append(figures["cpu_s"])
+            for name, seconds in figures.get("cpu_by_process", {}).items():
+                by_process.setdefault(name, []).append(seconds)
             completed += figures["ok"]
             stored += figures["stored"]
             if tooled is not None:
-                with_tools = forked_round(grove, tooled.uuid, texts, pids)
+                with_tools = forked_round(grove, tooled.uuid, texts, watched)
                 walls.setdefault("grove_with_tools", []).append(with_tools["wall_s"])
                 completed += with_tools["ok"]
                 stored += with_tools["stored"]
             for loop in ("baseline", "baseline_uvloop"):
                 runner = uvloop.run if loop == "baseline_uvloop" else asyncio.run
-                used = cpu_s([os.getpid()])
+                gc.collect()
+                used, simulator_used = cpu_s([os.getpid()]), cpu_s([simulator.pid])
                 wall, events = runner(bare_httpx(simulator, texts))
                 walls[loop].append(wall)
                 if loop == "baseline":
                     cpu["baseline"].append(cpu_s([os.getpid()]) - used)
+                    cpu["baseline_simulator"].append(cpu_s([simulator.pid]) - simulator_used)
     grove_s, baseline_s = median(walls["grove"]), median(walls["baseline"])
     report: dict[str, Any] = {
         "bench": "fanout",
@@ -266,6 +318,8 @@ def main() -> None:
         "grove_cpu_s": median(cpu["grove"]),
         "baseline_cpu_s": median(cpu["baseline"]),
         "cpu_ratio": round(median(cpu["grove"]) / median(cpu["baseline"]), 3),
+        "cpu_by_process": {name: median(seconds) for name, seconds in by_process.items()},
+        "baseline_simulator_cpu_s": median(cpu["baseline_simulator"]),
         "grove_events_per_s": round(events / grove_s),
         "baseline_events_per_s": round(events / baseline_s),
         "events_per_round": events,
