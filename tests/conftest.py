@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -36,6 +37,13 @@ os.environ.setdefault(TODAY_ENV, CATALOG.as_of.isoformat())
 # (cli/autostart.py) that would outlive their test: also in what this process starts, and in
 # tests/integration/groves.py's cli_environment. The tests of autostart itself take it away.
 os.environ.setdefault(NO_SERVICE_ENV, "1")
+
+# A suite started in the background by a shell without job control (`nohup ... &`) inherits
+# SIGINT ignored, and so would every process it starts: the tests that stop a command or the
+# simulator with Ctrl-C would wait for it forever. A handler here is reset to the default in
+# whatever this process starts, so each of them gets Python's own KeyboardInterrupt again.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # No per-example deadline: timing belongs in bench/, and a shared machine makes the first
 # examples (cold imports, busy cores) slow without anything being wrong.
