@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import httpx
@@ -25,15 +25,27 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, P
     return certificates(tmp_path_factory.mktemp("tls"), "localhost")
 
 
-async def serve(connections: list[int], server_tls: ssl.SSLContext | None) -> asyncio.Server:
-    """A tiny HTTP/1.1 server answering every request `hello`, counting its connections."""
+# Answers one request, given its head; says whether the connection goes on.
+Answer = Callable[[bytes, asyncio.StreamReader, asyncio.StreamWriter], Awaitable[bool]]
+
+
+async def hello(head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+    writer.write(RESPONSE)
+    await writer.drain()
+    return True
+
+
+async def serve(
+    connections: list[int], server_tls: ssl.SSLContext | None, answer: Answer = hello
+) -> asyncio.Server:
+    """A tiny HTTP/1.1 server answering each request with `answer` (`hello` by default),
+    counting its connections."""
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connections.append(1)
         try:
-            while await reader.readuntil(b"\r\n\r\n"):
-                writer.write(RESPONSE)
-                await writer.drain()
+            while await answer(await reader.readuntil(b"\r\n\r\n"), reader, writer):
+                pass
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
@@ -110,34 +122,22 @@ async def test_a_connection_the_server_closed_is_not_reused() -> None:
     assert len(connections) == 2
 
 
-async def stalling_server(connections: list[int]) -> asyncio.Server:
+async def stalling(head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
     """`GET /trickle` answers in ten pieces 0.05 s apart; `GET /stall` sends its head and then
-    nothing; anything else answers `hello` at once. Counts its connections."""
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        connections.append(1)
-        try:
-            while head := await reader.readuntil(b"\r\n\r\n"):
-                if head.startswith(b"GET /stall "):
-                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
-                    await writer.drain()
-                    await reader.read()  # until the client gives up and closes
-                    return
-                if head.startswith(b"GET /trickle "):
-                    writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n")
-                    for _ in range(10):
-                        await asyncio.sleep(0.05)
-                        writer.write(b"x")
-                        await writer.drain()
-                    continue
-                writer.write(RESPONSE)
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-
-    return await asyncio.start_server(handle, "127.0.0.1", 0)
+    nothing until the client closes; anything else is answered `hello` at once."""
+    if head.startswith(b"GET /stall "):
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\n")
+        await writer.drain()
+        await reader.read()
+        return False
+    if head.startswith(b"GET /trickle "):
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\n")
+        for _ in range(10):
+            await asyncio.sleep(0.05)
+            writer.write(b"x")
+            await writer.drain()
+        return True
+    return await hello(head, reader, writer)
 
 
 def plain_client() -> httpx.AsyncClient:
@@ -148,7 +148,7 @@ async def test_a_read_that_outlives_its_timeout_fails_and_the_connection_is_drop
     """A stalled body fails with httpx's ReadTimeout (the guard only stops a hang: the limit
     is 0.2 s); the connection it stalled on is not used again."""
     connections: list[int] = []
-    server = await stalling_server(connections)
+    server = await serve(connections, None, stalling)
     base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     async with server, plain_client() as client:
         stalled = client.get(f"{base}/stall", timeout=httpx.Timeout(5.0, read=0.2))
@@ -162,7 +162,7 @@ async def test_reads_that_keep_coming_move_the_deadline_on() -> None:
     """Ten pieces 0.05 s apart take 0.5 s in all, each read well within 0.2 s: the reply
     arrives whole, though it takes longer than one read's limit."""
     connections: list[int] = []
-    server = await stalling_server(connections)
+    server = await serve(connections, None, stalling)
     base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     async with server, plain_client() as client:
         reply = await client.get(f"{base}/trickle", timeout=httpx.Timeout(5.0, read=0.2))
@@ -173,7 +173,7 @@ async def test_a_shorter_limit_after_a_longer_one_on_the_same_connection_holds()
     """The connection's timer was set for a 60 s read; the next read, limited to 0.2 s, still
     fails in time (the guard is far below 60 s)."""
     connections: list[int] = []
-    server = await stalling_server(connections)
+    server = await serve(connections, None, stalling)
     base = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
     async with server, plain_client() as client:
         assert (await client.get(f"{base}/", timeout=httpx.Timeout(5.0, read=60))).text == "hello"
