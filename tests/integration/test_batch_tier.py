@@ -8,6 +8,7 @@ a Redis store alike.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 
@@ -78,6 +79,15 @@ def turn_shown(store: Store, agent: str) -> str:
     """What the dashboard's tree shows of the agent's turn."""
     (row,) = [row for row in tree_rows(store)["agents"] if row["uuid"] == agent]
     return str(row["turn"])
+
+
+def shown_waiting(store: Store, agent: str, timeout_s: float = 60) -> None:
+    """Until the dashboard's tree shows the agent's turn waiting on a batch (the events that say
+    so and the batch's own may be stored in either order)."""
+    deadline = time.monotonic() + timeout_s
+    while (shown := turn_shown(store, agent)) != "batch":
+        assert time.monotonic() < deadline, f"the turn is shown {shown!r}, not waiting on a batch"
+        time.sleep(0.1)
 
 
 def sent_requests(store: Store) -> int:
@@ -158,7 +168,7 @@ def test_cancelling_a_turn_waiting_on_a_batch_cancels_the_vendors_batch(
     cancelled_count = len(events(store, "BatchCancelled"))
     turn = grove.send(agent, "a question that will not wait")
     wait_for_event(store, "BatchSent", sent_count + 1)
-    assert turn_shown(store, agent) == "batch"  # the dashboard's tree: waiting on a batch
+    shown_waiting(store, agent)
     assert grove.cancel(agent)
     result = turn.result(60)
     assert result.cancelled, result
