@@ -161,12 +161,13 @@ def forked_round(
     results = collect(grove, children)
     wall = time.perf_counter() - start
     spent = processes.cpu_since(used) if processes else {}
-    figures = {"wall_s": wall, "fork_many_s": forked, "cpu_by_process": spent}
-    return (
-        figures
-        | {"cpu_s": sum(v for k, v in spent.items() if k != "simulator")}
-        | check(grove, results)
-    )
+    return {
+        "wall_s": wall,
+        "fork_many_s": forked,
+        "cpu_s": sum(seconds for name, seconds in spent.items() if name != "simulator"),
+        "cpu_by_process": spent,
+        **check(grove, results),
+    }
 
 
 def solo_round(grove: Any, texts: list[str], rss: PeakRSS) -> dict[str, Any]:
